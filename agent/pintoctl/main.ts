@@ -1,0 +1,28 @@
+// pintoctl's entry: parses the first words of the command line and hands off to one command module.
+// Commands return an exit code; they write their output themselves and never call process.exit.
+
+export type Command = (args: readonly string[]) => Promise<number>
+
+const commands: Record<string, () => Promise<Command>> = {
+  bgp: async () => (await import('./bgp.js')).bgpCommand,
+}
+
+const USAGE = `usage: pintoctl <command> [args]
+
+commands:
+  bgp decode [FILE|-] [--hex]   decode a stream of BGP messages to JSON, one object per line
+`
+
+export async function main(argv: readonly string[]): Promise<number> {
+  const [name, ...rest] = argv
+  if (name === undefined || name === '-h' || name === '--help' || name === 'help') {
+    process.stdout.write(USAGE)
+    return name === undefined ? 2 : 0
+  }
+  const load = commands[name]
+  if (load === undefined) {
+    process.stderr.write(`pintoctl: ${name}: not implemented yet\n`)
+    return 1
+  }
+  return (await load())(rest)
+}

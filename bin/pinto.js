@@ -1,0 +1,4 @@
+#!/usr/bin/env node
+// pinto: see README.md. Until its implementation lands it refuses to run rather than fake output.
+process.stderr.write('pinto: not implemented yet\n')
+process.exit(1)

@@ -1,0 +1,52 @@
+// The datastore contract every backend keeps (embedded directory store, etcd v3).
+// Keys are '/'-separated strings, values are JSON text; revisions are store-wide and increase
+// with every write, so `update(key, value, revision)` is a compare-and-swap on the key's last write.
+
+export interface KeyValue {
+  readonly key: string
+  readonly value: string
+  /** The store revision of this key's last write (etcd's mod_revision). */
+  readonly revision: number
+}
+
+export interface ListResult {
+  readonly items: readonly KeyValue[]
+  /** The store revision the listing is consistent with; watch from revision + 1 to follow on. */
+  readonly revision: number
+}
+
+export type WatchEvent =
+  | { readonly type: 'put'; readonly key: string; readonly value: string; readonly revision: number }
+  | { readonly type: 'delete'; readonly key: string; readonly revision: number }
+
+export interface Watch {
+  close(): void
+}
+
+export type DatastoreErrorCode = 'exists' | 'not-found' | 'conflict' | 'unavailable' | 'invalid'
+
+/** The one error type every backend throws; `code` is what callers branch on. */
+export class DatastoreError extends Error {
+  constructor(
+    readonly code: DatastoreErrorCode,
+    message: string,
+    readonly key?: string,
+  ) {
+    super(message)
+    this.name = 'DatastoreError'
+  }
+}
+
+export interface Datastore {
+  get(key: string): Promise<KeyValue | undefined>
+  list(prefix: string): Promise<ListResult>
+  /** Fails with 'exists' when the key is present. */
+  create(key: string, value: string): Promise<KeyValue>
+  /** Compare-and-swap: fails with 'conflict' unless the key's revision is `revision`, 'not-found' when absent. */
+  update(key: string, value: string, revision: number): Promise<KeyValue>
+  /** With a revision, a compare-and-delete ('conflict' on mismatch); 'not-found' when absent. */
+  delete(key: string, revision?: number): Promise<void>
+  /** Events for keys under `prefix` with revision >= fromRevision, in revision order. */
+  watch(prefix: string, fromRevision: number, onEvent: (event: WatchEvent) => void, onError?: (err: Error) => void): Watch
+  close(): Promise<void>
+}

@@ -1,0 +1,66 @@
+#!/usr/bin/env node
+// Installs what a fresh Debian machine lacks for pinto's build, tests and demo:
+// npm packages when node_modules is missing or stale, and (as root) the Debian packages of the
+// real peers the tests run against. It never starts a system service: apt is fenced by policy-rc.d.
+import { execFileSync, spawnSync } from 'node:child_process'
+import { existsSync, readFileSync, statSync, writeFileSync, chmodSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..')
+
+// binary that proves the package is there -> Debian package name
+const DEBIAN = {
+  '/usr/sbin/bird': 'bird2',
+  '/usr/lib/frr/bgpd': 'frr',
+  '/usr/bin/gobgpd': 'gobgpd',
+  '/usr/bin/etcd': 'etcd-server',
+  '/usr/bin/etcdctl': 'etcd-client',
+  '/usr/lib/cni/ptp': 'containernetworking-plugins',
+  '/usr/bin/ping': 'iputils-ping',
+  '/usr/bin/tcpdump': 'tcpdump',
+  '/usr/sbin/nft': 'nftables',
+  '/usr/bin/ip': 'iproute2',
+  '/usr/sbin/ip': 'iproute2',
+}
+
+function npmDeps() {
+  const lock = join(root, 'package-lock.json')
+  const marker = join(root, 'node_modules', '.package-lock.json')
+  const stale = !existsSync(marker) || (existsSync(lock) && statSync(lock).mtimeMs > statSync(marker).mtimeMs + 1000)
+  if (!stale) return
+  console.error('[install-deps] npm packages missing or stale: running npm ci')
+  const cmd = existsSync(lock) ? ['ci', '--no-audit', '--no-fund'] : ['install', '--no-audit', '--no-fund']
+  const r = spawnSync('npm', cmd, { cwd: root, stdio: 'inherit' })
+  if (r.status !== 0) throw new Error(`npm ${cmd[0]} failed with exit code ${r.status}`)
+}
+
+function debianDeps() {
+  if (process.platform !== 'linux' || process.getuid?.() !== 0) return
+  if (!existsSync('/usr/bin/apt-get')) return
+  const wanted = new Set()
+  for (const [bin, pkg] of Object.entries(DEBIAN)) {
+    if (pkg === 'iproute2' && (existsSync('/usr/bin/ip') || existsSync('/usr/sbin/ip') || existsSync('/sbin/ip'))) continue
+    if (!existsSync(bin)) wanted.add(pkg)
+  }
+  if (wanted.size === 0) return
+  // Debian starts a package's daemon on install unless policy-rc.d says no; the tests start their own.
+  const policy = '/usr/sbin/policy-rc.d'
+  if (!existsSync(policy) || !readFileSync(policy, 'utf8').includes('exit 101')) {
+    writeFileSync(policy, '#!/bin/sh\nexit 101\n')
+    chmodSync(policy, 0o755)
+  }
+  const pkgs = [...wanted]
+  console.error(`[install-deps] installing Debian packages: ${pkgs.join(' ')}`)
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' }
+  execFileSync('apt-get', ['update', '-q'], { stdio: 'inherit', env })
+  execFileSync('apt-get', ['install', '-y', '-q', '--no-install-recommends', ...pkgs], { stdio: 'inherit', env })
+}
+
+try {
+  npmDeps()
+  debianDeps()
+} catch (err) {
+  console.error(`[install-deps] ${err instanceof Error ? err.message : String(err)}`)
+  process.exit(1)
+}

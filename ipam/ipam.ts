@@ -1,0 +1,449 @@
+// The IPAM service: the pure block allocator inside bounded compare-and-swap retry loops over a Datastore.
+// It owns every write under /pinto/ipam/; it knows pools only through the narrow PoolSpec view and never
+// reads resources, files or sockets itself.
+
+import { type Datastore, type KeyValue, DatastoreError } from '../config/datastore.js'
+import { type Cidr, type Family, formatCidr, parseAddr, parseCidr } from './addr.js'
+import {
+  type AllocationBlock, type AssignedAddress, type IsReserved, type ReleaseRequest, type ReleaseSkip,
+  addressOrdinal, blockAssign, blockAutoAssign, blockCidr, blockIsEmpty, blockOrdinalsOf, blockRelease, blockReleaseByHandle,
+  hostAffinity, newBlock, ordinalAddress,
+} from './block.js'
+import { type NodeMatcher, type Pool, type PoolSpec, type PoolUse, blockCandidates, describePools, eligiblePools, poolBlockOf, toPool } from './pools.js'
+import {
+  type AffinityRecord, type HandleRecord, BLOCKS_PREFIX, affinityKey, affinityPrefix, affinityRecord, blockKey, checkSegment,
+  decodeAffinity, decodeBlock, decodeHandle, handleKey,
+} from './records.js'
+
+export interface IpamConfig {
+  readonly strictAffinity: boolean
+  /** Affine blocks a node may hold per address family (Calico: 0 means the default of 20). */
+  readonly maxBlocksPerHost: number
+  readonly autoAllocateBlocks: boolean
+}
+
+export const DEFAULT_IPAM_CONFIG: IpamConfig = { strictAffinity: false, maxBlocksPerHost: 20, autoAllocateBlocks: true }
+
+export interface IpamOptions {
+  readonly pools: readonly PoolSpec[] | (() => readonly PoolSpec[] | Promise<readonly PoolSpec[]>)
+  readonly config?: Partial<IpamConfig>
+  readonly nodeMatches?: NodeMatcher
+  /** Addresses and CIDRs never handed out automatically (Calico's IPReservation). */
+  readonly reservations?: readonly string[]
+  /** Attempts of one compare-and-swap before giving up (default 10). */
+  readonly maxRetries?: number
+  readonly now?: () => Date
+}
+
+export type IpamErrorCode = 'invalid' | 'exhausted' | 'no-pool' | 'in-use' | 'retries'
+
+export class IpamError extends Error {
+  constructor(readonly code: IpamErrorCode, message: string) {
+    super(message)
+    this.name = 'IpamError'
+  }
+}
+
+export interface IpamAddress {
+  readonly address: string
+  readonly family: Family
+  /** The block the address came from, e.g. 198.18.0.0/26. */
+  readonly block: string
+  readonly sequenceNumber: number
+}
+
+export interface AutoAssignRequest {
+  readonly handle: string
+  readonly node: string
+  readonly num4?: number
+  readonly num6?: number
+  readonly attrs?: Readonly<Record<string, string>>
+  /** Restrict to these pools (names or CIDRs). */
+  readonly pools?: readonly string[]
+  readonly use?: PoolUse
+}
+
+export interface AutoAssignResult {
+  readonly ipv4: readonly IpamAddress[]
+  readonly ipv6: readonly IpamAddress[]
+}
+
+export interface ReleaseResult {
+  readonly released: readonly { readonly address: string; readonly handle: string | null }[]
+  readonly skipped: readonly { readonly address: string; readonly reason: ReleaseSkip | 'no-block' }[]
+}
+
+export interface AddressRelease {
+  readonly address: string
+  readonly handle?: string
+  readonly sequenceNumber?: number
+}
+
+const isConflict = (err: unknown): boolean =>
+  err instanceof DatastoreError && (err.code === 'conflict' || err.code === 'exists' || err.code === 'not-found')
+
+export class Ipam {
+  readonly config: IpamConfig
+  private readonly maxRetries: number
+  private readonly now: () => Date
+  private readonly reserved: Cidr[]
+
+  constructor(readonly store: Datastore, private readonly options: IpamOptions) {
+    this.config = { ...DEFAULT_IPAM_CONFIG, ...options.config }
+    if (this.config.maxBlocksPerHost === 0) this.config = { ...this.config, maxBlocksPerHost: DEFAULT_IPAM_CONFIG.maxBlocksPerHost }
+    this.maxRetries = options.maxRetries ?? 10
+    this.now = options.now ?? (() => new Date())
+    this.reserved = (options.reservations ?? []).map((r, i) =>
+      r.includes('/') ? parseCidr(r, `reservations[${i}]`) : (({ family, value }) => ({ family, base: value, prefix: family === 4 ? 32 : 128 }))(parseAddr(r, `reservations[${i}]`)),
+    )
+  }
+
+  private readonly isReserved: IsReserved = (family, value) =>
+    this.reserved.some((c) => c.family === family && addressOrdinal(c, family, value) !== undefined)
+
+  async pools(): Promise<Pool[]> {
+    const specs = typeof this.options.pools === 'function' ? await this.options.pools() : this.options.pools
+    return specs.map((s, i) => toPool(s, `pools[${i}]`))
+  }
+
+  /** Runs `attempt` until it stops hitting write conflicts, at most maxRetries times, with a small random backoff. */
+  async retry<T>(what: string, attempt: () => Promise<T>): Promise<T> {
+    for (let i = 1; ; i++) {
+      try {
+        return await attempt()
+      } catch (err) {
+        if (!isConflict(err)) throw err
+        if (i >= this.maxRetries) throw new IpamError('retries', `${what}: gave up after ${i} conflicting writes (${(err as Error).message})`)
+        await new Promise((r) => setTimeout(r, Math.random() * 2 * i))
+      }
+    }
+  }
+
+  private async readBlock(key: string): Promise<{ kv: KeyValue; block: AllocationBlock } | undefined> {
+    const kv = await this.store.get(key)
+    return kv === undefined ? undefined : { kv, block: decodeBlock(key, kv.value) }
+  }
+
+  /** The addresses a handle holds now, per family (read from the blocks its record names). */
+  async handleAddresses(handle: string): Promise<IpamAddress[]> {
+    const kv = await this.store.get(handleKey(handle))
+    if (kv === undefined) return []
+    const out: IpamAddress[] = []
+    for (const cidrText of Object.keys(decodeHandle(kv.key, kv.value).blocks)) {
+      const cidr = parseCidr(cidrText, `${kv.key}.blocks`)
+      const b = await this.readBlock(blockKey(cidr))
+      if (b === undefined) continue
+      for (const ord of blockOrdinalsOf(b.block, handle)) {
+        out.push({ address: ordinalAddress(cidr, ord), family: cidr.family, block: cidrText, sequenceNumber: b.block.sequenceNumberForAllocation[String(ord)] ?? 0 })
+      }
+    }
+    return out
+  }
+
+  /**
+   * Dual-stack assignment, all or nothing. Idempotent per handle: addresses the handle already holds are
+   * returned again and only the shortfall is allocated (a retried CNI ADD gets the same pod addresses).
+   */
+  async autoAssign(req: AutoAssignRequest): Promise<AutoAssignResult> {
+    checkSegment('handle', req.handle)
+    checkSegment('node', req.node)
+    const want = { 4: req.num4 ?? 0, 6: req.num6 ?? 0 } as const
+    for (const f of [4, 6] as const) {
+      if (!Number.isInteger(want[f]) || want[f] < 0 || want[f] > 256) throw new IpamError('invalid', `num${f}: ${want[f]} is not an integer in 0..256`)
+    }
+    const pools = await this.pools()
+    const held = await this.handleAddresses(req.handle)
+    const got: IpamAddress[] = []
+    try {
+      for (const f of [4, 6] as const) {
+        const have = held.filter((a) => a.family === f).length
+        if (want[f] > have) got.push(...(await this.assignFamily(f, want[f] - have, req, pools, got)))
+      }
+      if (got.length > 0) await this.addToHandle(req.handle, got)
+    } catch (err) {
+      // All or nothing: give back what this request took (by sequence number, so nothing reused is touched).
+      await this.releaseIPs(got.map((a) => ({ address: a.address, handle: req.handle, sequenceNumber: a.sequenceNumber }))).catch(() => undefined)
+      throw err
+    }
+    const all = [...held, ...got]
+    return { ipv4: all.filter((a) => a.family === 4), ipv6: all.filter((a) => a.family === 6) }
+  }
+
+  /** Allocates `num` addresses of one family, pushing onto `sink` as blocks are written so a failure can roll back. */
+  private async assignFamily(family: Family, num: number, req: AutoAssignRequest, pools: readonly Pool[], sink: IpamAddress[]): Promise<IpamAddress[]> {
+    const eligible = eligiblePools(pools, family, req.node, req.use ?? 'Workload', req.pools, this.options.nodeMatches)
+    if (eligible.length === 0) {
+      throw new IpamError('no-pool', `no enabled IPv${family} pool${req.pools ? ` among ${req.pools.join(',')}` : ''} serves node ${req.node}`)
+    }
+    const got: IpamAddress[] = []
+    const take = async (cidr: Cidr, owner: string | undefined): Promise<void> => {
+      const a = await this.assignFromBlock(cidr, num - got.length, req, owner)
+      got.push(...a)
+      sink.push(...a)
+    }
+    // 1. Blocks this node owns (confirmed affinities only: pending is a claim in flight).
+    const affine = (await this.affinities(req.node)).filter((a) => a.state === 'confirmed')
+    for (const a of affine) {
+      const cidr = parseCidr(a.cidr, 'affinity.cidr')
+      if (got.length >= num) break
+      if (eligible.some((p) => poolBlockOf(p, family, cidr.base) !== undefined)) await take(cidr, req.node)
+    }
+    // 2. Claim new blocks while under the per-host limit.
+    let limited = false
+    while (got.length < num && this.config.autoAllocateBlocks) {
+      const claimed = await this.claimNewBlock(req.node, family, eligible)
+      if (claimed === 'limit') limited = true
+      if (typeof claimed === 'string') break
+      await take(claimed, req.node)
+    }
+    // 3. Borrow from other nodes' blocks (or ones nobody owns) unless strict affinity forbids it.
+    if (got.length < num && !this.config.strictAffinity) {
+      const { items } = await this.store.list(BLOCKS_PREFIX)
+      for (const kv of items) {
+        if (got.length >= num) break
+        const b = decodeBlock(kv.key, kv.value)
+        const cidr = blockCidr(b)
+        if (b.affinity !== hostAffinity(req.node) && b.unallocated.length > 0 && eligible.some((p) => poolBlockOf(p, family, cidr.base))) await take(cidr, undefined)
+      }
+    }
+    if (got.length < num) {
+      const why = this.config.strictAffinity ? 'no more free affine blocks and strict affinity enabled'
+        : limited ? `node ${req.node} holds maxBlocksPerHost=${this.config.maxBlocksPerHost} blocks and no block has room` : 'no free address left'
+      throw new IpamError('exhausted', `IPv${family}: assigned ${got.length} of ${num} for ${req.handle}: ${why} in pools ${describePools(eligible)}`)
+    }
+    return got
+  }
+
+  /** One CAS loop on one block; `owner` set means only while the block is still affine to that node. */
+  private async assignFromBlock(cidr: Cidr, num: number, req: AutoAssignRequest, owner: string | undefined): Promise<IpamAddress[]> {
+    const key = blockKey(cidr)
+    return this.retry(`assign from block ${formatCidr(cidr)}`, async () => {
+      const b = await this.readBlock(key)
+      if (b === undefined || (owner !== undefined && b.block.affinity !== hostAffinity(owner))) return []
+      const assigned = blockAutoAssign(b.block, num, req.handle, req.attrs ?? {}, this.isReserved)
+      if (assigned.length === 0) return []
+      await this.store.update(key, JSON.stringify(b.block), b.kv.revision)
+      return assigned.map((a) => toIpamAddress(cidr, a))
+    })
+  }
+
+  async affinities(node: string): Promise<AffinityRecord[]> {
+    const { items } = await this.store.list(affinityPrefix(node))
+    return items.map((kv) => decodeAffinity(kv.key, kv.value))
+  }
+
+  /** Finds a block CIDR nobody has created and claims it; 'limit' at maxBlocksPerHost, 'none' when the pools are full. */
+  private async claimNewBlock(node: string, family: Family, eligible: readonly Pool[]): Promise<Cidr | 'limit' | 'none'> {
+    const mine = (await this.affinities(node)).filter((a) => a.state !== 'pendingDeletion' && parseCidr(a.cidr, 'affinity.cidr').family === family)
+    if (mine.length >= this.config.maxBlocksPerHost) return 'limit'
+    const existing = new Set((await this.store.list(BLOCKS_PREFIX)).items.map((kv) => kv.key))
+    for (const pool of eligible) {
+      for (const cidr of blockCandidates(pool, node)) {
+        if (existing.has(blockKey(cidr))) continue
+        if (await this.claimBlock(node, cidr)) return cidr
+        existing.add(blockKey(cidr))
+      }
+    }
+    return 'none'
+  }
+
+  /**
+   * The two-phase claim: a pending affinity, then the block created with this node's affinity, then the
+   * affinity confirmed. Losing the create to another node undoes the pending affinity. Returns false on loss.
+   */
+  async claimBlock(node: string, cidr: Cidr): Promise<boolean> {
+    const akey = affinityKey(node, cidr)
+    let aff: KeyValue
+    try {
+      aff = await this.store.create(akey, JSON.stringify(affinityRecord(node, cidr, 'pending')))
+    } catch (err) {
+      if (!(err instanceof DatastoreError && err.code === 'exists')) throw err
+      const cur = await this.store.get(akey)
+      // Ours from an interrupted claim (go on) or being deleted right now (leave it alone).
+      if (cur === undefined || decodeAffinity(akey, cur.value).state === 'pendingDeletion') return false
+      aff = cur
+    }
+    try {
+      await this.store.create(blockKey(cidr), JSON.stringify(newBlock(cidr, hostAffinity(node), this.now().toISOString(), this.now().getTime() * 1000)))
+    } catch (err) {
+      if (!(err instanceof DatastoreError && err.code === 'exists')) throw err
+      const b = await this.readBlock(blockKey(cidr))
+      if (b?.block.affinity !== hostAffinity(node)) {
+        await this.store.delete(akey, aff.revision).catch(() => undefined)
+        return false
+      }
+    }
+    if (decodeAffinity(akey, aff.value).state !== 'confirmed') {
+      await this.store.update(akey, JSON.stringify(affinityRecord(node, cidr, 'confirmed')), aff.revision)
+    }
+    return true
+  }
+
+  /** Adds freshly assigned addresses to the handle's per-block counts (creating the handle). */
+  private async addToHandle(handle: string, addrs: readonly IpamAddress[]): Promise<void> {
+    await this.adjustHandle(handle, (blocks) => {
+      for (const a of addrs) blocks[a.block] = (blocks[a.block] ?? 0) + 1
+    })
+  }
+
+  /** CAS-edits a handle record; it is deleted when no block count is left. */
+  async adjustHandle(handle: string, edit: (blocks: Record<string, number>) => void): Promise<void> {
+    const key = handleKey(handle)
+    await this.retry(`update handle ${handle}`, async () => {
+      const kv = await this.store.get(key)
+      const blocks: Record<string, number> = kv === undefined ? {} : { ...decodeHandle(key, kv.value).blocks }
+      edit(blocks)
+      for (const [b, n] of Object.entries(blocks)) if (n <= 0) delete blocks[b]
+      const value = JSON.stringify({ handleId: handle, blocks } satisfies HandleRecord)
+      if (kv === undefined) {
+        if (Object.keys(blocks).length > 0) await this.store.create(key, value)
+      } else if (Object.keys(blocks).length === 0) await this.store.delete(key, kv.revision)
+      else await this.store.update(key, value, kv.revision)
+    })
+  }
+
+  /** Assigns one given address (claiming its block for `node` if nobody has). Idempotent for the same handle. */
+  async assignIP(req: { address: string; handle: string; node: string; attrs?: Readonly<Record<string, string>> }): Promise<IpamAddress> {
+    checkSegment('handle', req.handle)
+    checkSegment('node', req.node)
+    const { family, value } = parseAddr(req.address, 'address')
+    const pool = (await this.pools()).find((p) => poolBlockOf(p, family, value) !== undefined)
+    if (pool === undefined) throw new IpamError('no-pool', `address ${req.address} is in no IP pool`)
+    const cidr = poolBlockOf(pool, family, value) as Cidr
+    const ord = addressOrdinal(cidr, family, value) as number
+    const key = blockKey(cidr)
+    const got = await this.retry(`assign ${req.address}`, async () => {
+      const b = await this.readBlock(key)
+      if (b === undefined) {
+        await this.claimBlock(req.node, cidr)
+        throw new DatastoreError('conflict', 'block was just created; read it again', key)
+      }
+      const cur = b.block.allocations[ord]
+      if (cur !== null && cur !== undefined) {
+        if (b.block.attributes[cur]?.handleId === req.handle) return { addr: toIpamAddress(cidr, { address: req.address, ordinal: ord, sequenceNumber: b.block.sequenceNumberForAllocation[String(ord)] ?? 0 }), fresh: false }
+        throw new IpamError('in-use', `address ${req.address} is already assigned to handle ${b.block.attributes[cur]?.handleId ?? '(none)'}`)
+      }
+      const a = blockAssign(b.block, ord, req.handle, req.attrs ?? {})
+      await this.store.update(key, JSON.stringify(b.block), b.kv.revision)
+      return { addr: toIpamAddress(cidr, a), fresh: true }
+    })
+    if (got.fresh) await this.addToHandle(req.handle, [got.addr])
+    return got.addr
+  }
+
+  /** The block key holding an address: through the pools first, else by scanning blocks (its pool may be gone). */
+  async locateBlock(family: Family, value: bigint): Promise<Cidr | undefined> {
+    for (const p of await this.pools()) {
+      const c = poolBlockOf(p, family, value)
+      if (c !== undefined && (await this.store.get(blockKey(c))) !== undefined) return c
+    }
+    for (const kv of (await this.store.list(BLOCKS_PREFIX)).items) {
+      const c = blockCidr(decodeBlock(kv.key, kv.value))
+      if (addressOrdinal(c, family, value) !== undefined) return c
+    }
+    return undefined
+  }
+
+  /** Releases addresses; a request naming a stale handle or sequence number is skipped, never applied. */
+  async releaseIPs(requests: readonly AddressRelease[]): Promise<ReleaseResult> {
+    const byBlock = new Map<string, { cidr: Cidr; reqs: ReleaseRequest[] }>()
+    const skipped: { address: string; reason: ReleaseSkip | 'no-block' }[] = []
+    for (const [i, r] of requests.entries()) {
+      const { family, value } = parseAddr(r.address, `releases[${i}].address`)
+      const cidr = await this.locateBlock(family, value)
+      if (cidr === undefined) {
+        skipped.push({ address: r.address, reason: 'no-block' })
+        continue
+      }
+      const e = byBlock.get(blockKey(cidr)) ?? { cidr, reqs: [] }
+      e.reqs.push({ ordinal: addressOrdinal(cidr, family, value) as number, handleId: r.handle, sequenceNumber: r.sequenceNumber })
+      byBlock.set(blockKey(cidr), e)
+    }
+    const released: { address: string; handle: string | null }[] = []
+    for (const { cidr, reqs } of byBlock.values()) {
+      const out = await this.releaseInBlock(cidr, (b) => blockRelease(b, reqs))
+      released.push(...out.released)
+      skipped.push(...out.skipped)
+    }
+    return { released, skipped }
+  }
+
+  /** Releases every address of a handle and removes the handle record. */
+  async releaseByHandle(handle: string): Promise<ReleaseResult> {
+    checkSegment('handle', handle)
+    const kv = await this.store.get(handleKey(handle))
+    if (kv === undefined) return { released: [], skipped: [] }
+    const released: { address: string; handle: string | null }[] = []
+    for (const cidrText of Object.keys(decodeHandle(kv.key, kv.value).blocks)) {
+      released.push(...(await this.releaseInBlock(parseCidr(cidrText, 'handle.blocks'), (b) => blockReleaseByHandle(b, handle))).released)
+    }
+    return { released, skipped: [] }
+  }
+
+  /** CAS-applies a release to one block, then fixes handle counts; an emptied block nobody owns is deleted. */
+  private async releaseInBlock(cidr: Cidr, release: (b: AllocationBlock) => ReturnType<typeof blockRelease>): Promise<ReleaseResult> {
+    const key = blockKey(cidr)
+    const out = await this.retry(`release in block ${formatCidr(cidr)}`, async () => {
+      const b = await this.readBlock(key)
+      if (b === undefined) return { released: [], skipped: [] }
+      const r = release(b.block)
+      if (r.released.length > 0) {
+        if (b.block.affinity === null && blockIsEmpty(b.block)) await this.store.delete(key, b.kv.revision)
+        else await this.store.update(key, JSON.stringify(b.block), b.kv.revision)
+      }
+      return r
+    })
+    const perHandle = new Map<string, number>()
+    for (const r of out.released) if (r.handleId !== null) perHandle.set(r.handleId, (perHandle.get(r.handleId) ?? 0) + 1)
+    const blockText = formatCidr(cidr)
+    for (const [h, n] of perHandle) await this.adjustHandle(h, (blocks) => void (blocks[blockText] = (blocks[blockText] ?? 0) - n))
+    return {
+      released: out.released.map((r) => ({ address: ordinalAddress(cidr, r.ordinal), handle: r.handleId })),
+      skipped: out.skipped.map((s) => ({ address: ordinalAddress(cidr, s.ordinal), reason: s.reason })),
+    }
+  }
+
+  /**
+   * Gives up a node's claim on a block: affinity to pendingDeletion, then the block is deleted when empty or
+   * left unaffine (its addresses stay valid, as borrowed ones), then the affinity goes. With mustBeEmpty a
+   * block in use keeps its affinity (restored to confirmed) and the call returns false.
+   */
+  async releaseAffinity(node: string, cidr: Cidr, mustBeEmpty: boolean): Promise<boolean> {
+    const akey = affinityKey(node, cidr)
+    const marked = await this.retry(`mark affinity ${akey}`, async () => {
+      const kv = await this.store.get(akey)
+      if (kv === undefined) return undefined
+      return this.store.update(akey, JSON.stringify(affinityRecord(node, cidr, 'pendingDeletion')), kv.revision)
+    })
+    if (marked === undefined) return true
+    const done = await this.disownBlock(node, cidr, mustBeEmpty)
+    if (done) await this.store.delete(akey).catch((err: unknown) => { if (!(err instanceof DatastoreError && err.code === 'not-found')) throw err })
+    else await this.store.update(akey, JSON.stringify(affinityRecord(node, cidr, 'confirmed')), marked.revision)
+    return done
+  }
+
+  /** Deletes the block if empty, else (unless mustBeEmpty) makes it unaffine; false when it stays in use and owned. */
+  async disownBlock(node: string, cidr: Cidr, mustBeEmpty: boolean): Promise<boolean> {
+    const key = blockKey(cidr)
+    return this.retry(`release block ${formatCidr(cidr)}`, async () => {
+      const b = await this.readBlock(key)
+      if (b === undefined || b.block.affinity !== hostAffinity(node)) return true
+      if (blockIsEmpty(b.block)) await this.store.delete(key, b.kv.revision)
+      else if (mustBeEmpty) return false
+      else await this.store.update(key, JSON.stringify({ ...b.block, affinity: null, affinityClaimTime: null }), b.kv.revision)
+      return true
+    })
+  }
+
+  /** Releases all of a (deleted) node's block affinities; blocks still in use stay, unaffine. */
+  async releaseHostAffinities(node: string): Promise<number> {
+    checkSegment('node', node)
+    const affs = await this.affinities(node)
+    for (const a of affs) await this.releaseAffinity(node, parseCidr(a.cidr, 'affinity.cidr'), false)
+    return affs.length
+  }
+}
+
+function toIpamAddress(cidr: Cidr, a: AssignedAddress): IpamAddress {
+  return { address: a.address, family: cidr.family, block: formatCidr(cidr), sequenceNumber: a.sequenceNumber }
+}

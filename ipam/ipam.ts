@@ -157,7 +157,7 @@ export class Ipam {
     try {
       for (const f of [4, 6] as const) {
         const have = held.filter((a) => a.family === f).length
-        if (want[f] > have) got.push(...(await this.assignFamily(f, want[f] - have, req, pools, got)))
+        if (want[f] > have) await this.assignFamily(f, want[f] - have, req, pools, got)
       }
       if (got.length > 0) await this.addToHandle(req.handle, got)
     } catch (err) {
@@ -170,7 +170,7 @@ export class Ipam {
   }
 
   /** Allocates `num` addresses of one family, pushing onto `sink` as blocks are written so a failure can roll back. */
-  private async assignFamily(family: Family, num: number, req: AutoAssignRequest, pools: readonly Pool[], sink: IpamAddress[]): Promise<IpamAddress[]> {
+  private async assignFamily(family: Family, num: number, req: AutoAssignRequest, pools: readonly Pool[], sink: IpamAddress[]): Promise<void> {
     const eligible = eligiblePools(pools, family, req.node, req.use ?? 'Workload', req.pools, this.options.nodeMatches)
     if (eligible.length === 0) {
       throw new IpamError('no-pool', `no enabled IPv${family} pool${req.pools ? ` among ${req.pools.join(',')}` : ''} serves node ${req.node}`)
@@ -211,7 +211,6 @@ export class Ipam {
         : limited ? `node ${req.node} holds maxBlocksPerHost=${this.config.maxBlocksPerHost} blocks and no block has room` : 'no free address left'
       throw new IpamError('exhausted', `IPv${family}: assigned ${got.length} of ${num} for ${req.handle}: ${why} in pools ${describePools(eligible)}`)
     }
-    return got
   }
 
   /** One CAS loop on one block; `owner` set means only while the block is still affine to that node. */
@@ -259,7 +258,7 @@ export class Ipam {
     } catch (err) {
       if (!(err instanceof DatastoreError && err.code === 'exists')) throw err
       const cur = await this.store.get(akey)
-      // Ours from an interrupted claim (go on) or being deleted right now (leave it alone).
+      // Ours from an interrupted or concurrent claim (go on), or being deleted right now (leave it alone).
       if (cur === undefined || decodeAffinity(akey, cur.value).state === 'pendingDeletion') return false
       aff = cur
     }
@@ -273,10 +272,14 @@ export class Ipam {
         return false
       }
     }
-    if (decodeAffinity(akey, aff.value).state !== 'confirmed') {
-      await this.store.update(akey, JSON.stringify(affinityRecord(node, cidr, 'confirmed')), aff.revision)
-    }
-    return true
+    // Another process of this node may be confirming the same claim: re-read on conflict.
+    return this.retry(`confirm affinity ${akey}`, async () => {
+      const cur = await this.store.get(akey)
+      const state = cur === undefined ? undefined : decodeAffinity(akey, cur.value).state
+      if (cur === undefined || state === 'pendingDeletion') return false
+      if (state === 'pending') await this.store.update(akey, JSON.stringify(affinityRecord(node, cidr, 'confirmed')), cur.revision)
+      return true
+    })
   }
 
   /** Adds freshly assigned addresses to the handle's per-block counts (creating the handle). */

@@ -1,0 +1,105 @@
+// The framer: socket chunks in, whole BGP messages out as views into the received bytes.
+// It checks every header (RFC 4271 §6.1) before a decoder sees the message, so decoders only
+// ever get whole frames of a known type and a plausible length. It keeps no other state.
+
+import {
+  ErrorCode,
+  HEADER_LENGTH,
+  HeaderSubcode,
+  MARKER_LENGTH,
+  MAX_EXTENDED_MESSAGE_LENGTH,
+  MAX_MESSAGE_LENGTH,
+  MessageType,
+  MIN_MESSAGE_LENGTH,
+} from './constants.js'
+import { BgpError } from './errors.js'
+
+function headerError(subcode: number, detail: string, data: Uint8Array, offset: number): BgpError {
+  return new BgpError({ code: ErrorCode.MESSAGE_HEADER, subcode, detail, data, offset })
+}
+
+/**
+ * Checks the header at buf[offset]; returns the message length. `maxLength` is 4096, or 65535 once
+ * extended message is negotiated (RFC 8654 §4: never for OPEN or KEEPALIVE).
+ */
+export function checkHeader(buf: Uint8Array, offset: number, maxLength: number): number {
+  for (let i = 0; i < MARKER_LENGTH; i++) {
+    if (buf[offset + i] !== 0xff) {
+      throw headerError(HeaderSubcode.CONNECTION_NOT_SYNCHRONIZED, 'marker is not all ones', new Uint8Array(0), offset + i)
+    }
+  }
+  const length = (buf[offset + 16]! << 8) | buf[offset + 17]!
+  const type = buf[offset + 18]!
+  const lengthField = buf.slice(offset + 16, offset + 18)
+  const min = MIN_MESSAGE_LENGTH[type]
+  if (min === undefined) {
+    throw headerError(HeaderSubcode.BAD_MESSAGE_TYPE, `unknown message type ${type}`, Uint8Array.of(type), offset + 18)
+  }
+  const max = type === MessageType.OPEN || type === MessageType.KEEPALIVE ? MAX_MESSAGE_LENGTH : maxLength
+  const bad =
+    length < HEADER_LENGTH || length > max || length < min || (type === MessageType.KEEPALIVE && length !== HEADER_LENGTH)
+  if (bad) {
+    throw headerError(
+      HeaderSubcode.BAD_MESSAGE_LENGTH,
+      `length ${length} is out of range for message type ${type} (${min}..${type === MessageType.KEEPALIVE ? HEADER_LENGTH : max})`,
+      lengthField,
+      offset + 16,
+    )
+  }
+  return length
+}
+
+export class Framer {
+  private pending: Uint8Array = new Uint8Array(0)
+  private maxLength = MAX_MESSAGE_LENGTH
+  /** Bytes consumed before `pending`, so errors can say where in the stream they happened. */
+  private streamOffset = 0
+
+  /** RFC 8654: once both sides advertised extended message, UPDATEs may be up to 65535 bytes. */
+  setExtendedMessage(enabled: boolean): void {
+    this.maxLength = enabled ? MAX_EXTENDED_MESSAGE_LENGTH : MAX_MESSAGE_LENGTH
+  }
+
+  /** Bytes held back waiting for the rest of a message. */
+  get buffered(): number {
+    return this.pending.length
+  }
+
+  /** Offset in the stream of the next message's first byte. */
+  get offset(): number {
+    return this.streamOffset
+  }
+
+  /**
+   * Feeds received bytes; returns every message completed by them, in order. Frames are views:
+   * into `chunk` when the message lies wholly in it, into an internal copy otherwise. A header
+   * error throws a BgpError whose offset counts from the start of the stream.
+   */
+  push(chunk: Uint8Array): Uint8Array[] {
+    let buf: Uint8Array
+    if (this.pending.length === 0) buf = chunk
+    else {
+      buf = new Uint8Array(this.pending.length + chunk.length)
+      buf.set(this.pending, 0)
+      buf.set(chunk, this.pending.length)
+    }
+    const frames: Uint8Array[] = []
+    const base = this.streamOffset
+    let pos = 0
+    while (buf.length - pos >= HEADER_LENGTH) {
+      let length: number
+      try {
+        length = checkHeader(buf, pos, this.maxLength)
+      } catch (err) {
+        throw err instanceof BgpError && err.offset !== undefined ? err.at(base + err.offset) : err
+      }
+      if (buf.length - pos < length) break
+      frames.push(buf.subarray(pos, pos + length))
+      pos += length
+    }
+    this.streamOffset = base + pos
+    // Keep the tail as its own copy so the caller may reuse its chunk buffer.
+    this.pending = pos === buf.length ? new Uint8Array(0) : buf.slice(pos)
+    return frames
+  }
+}

@@ -1,0 +1,187 @@
+// NLRI: prefixes as they travel in UPDATEs (RFC 4271 §4.3, RFC 4760 §5, RFC 7911 §3 path identifiers).
+// A prefix is a small plain object: IPv4 addresses as one unsigned number so decoding a full table
+// allocates one object per prefix; IPv6 as 16 bytes. Host bits are always cleared.
+
+import { Afi, UpdateSubcode, ErrorCode } from './constants.js'
+import { BgpError, ErrorAction, type ErrorActionValue } from './errors.js'
+import { formatIpv4, formatIpv6, parseIpv4, parseIpv6 } from './ip.js'
+
+export interface Ipv4Prefix {
+  readonly afi: 1
+  readonly len: number
+  /** The network address as an unsigned 32-bit number. */
+  readonly addr: number
+  /** RFC 7911 path identifier; 0 when add-path is not in use. */
+  readonly pathId: number
+}
+
+export interface Ipv6Prefix {
+  readonly afi: 2
+  readonly len: number
+  readonly addr: Uint8Array
+  readonly pathId: number
+}
+
+export type Prefix = Ipv4Prefix | Ipv6Prefix
+
+export function ipv4Prefix(addr: number, len: number, pathId = 0): Ipv4Prefix {
+  const mask = len === 0 ? 0 : (0xffffffff << (32 - len)) >>> 0
+  return { afi: 1, len, addr: (addr & mask) >>> 0, pathId }
+}
+
+export function ipv6Prefix(addr: Uint8Array, len: number, pathId = 0): Ipv6Prefix {
+  const bytes = new Uint8Array(16)
+  const nb = (len + 7) >> 3
+  bytes.set(addr.subarray(0, nb))
+  if (len & 7) bytes[nb - 1]! &= (0xff << (8 - (len & 7))) & 0xff
+  return { afi: 2, len, addr: bytes, pathId }
+}
+
+/** "198.18.0.0/26" or "2001:db8::/64"; with add-path the identifier is not part of the text. */
+export function formatPrefix(p: Prefix): string {
+  return p.afi === 1 ? `${formatIpv4(p.addr)}/${p.len}` : `${formatIpv6(p.addr)}/${p.len}`
+}
+
+/** Parses "addr/len"; throws an Error naming the text when it is not a prefix. */
+export function parsePrefix(text: string, pathId = 0): Prefix {
+  const slash = text.indexOf('/')
+  const addrText = slash < 0 ? text : text.slice(0, slash)
+  const lenText = slash < 0 ? undefined : text.slice(slash + 1)
+  const v4 = parseIpv4(addrText)
+  if (v4 !== undefined) {
+    const len = lenText === undefined ? 32 : Number(lenText)
+    if (!Number.isInteger(len) || len < 0 || len > 32 || (lenText !== undefined && !/^\d+$/.test(lenText))) {
+      throw new Error(`bad prefix length in ${JSON.stringify(text)}`)
+    }
+    return ipv4Prefix(v4, len, pathId)
+  }
+  const v6 = parseIpv6(addrText)
+  if (v6 !== undefined) {
+    const len = lenText === undefined ? 128 : Number(lenText)
+    if (!Number.isInteger(len) || len < 0 || len > 128 || (lenText !== undefined && !/^\d+$/.test(lenText))) {
+      throw new Error(`bad prefix length in ${JSON.stringify(text)}`)
+    }
+    return ipv6Prefix(v6, len, pathId)
+  }
+  throw new Error(`not an IPv4 or IPv6 prefix: ${JSON.stringify(text)}`)
+}
+
+export function prefixEquals(a: Prefix, b: Prefix): boolean {
+  if (a.afi !== b.afi || a.len !== b.len || a.pathId !== b.pathId) return false
+  if (a.afi === 1) return a.addr === (b as Ipv4Prefix).addr
+  const bb = (b as Ipv6Prefix).addr
+  for (let i = 0; i < 16; i++) if (a.addr[i] !== bb[i]) return false
+  return true
+}
+
+/** Bytes one prefix takes on the wire. */
+export function nlriSize(p: Prefix, addPath: boolean): number {
+  return (addPath ? 5 : 1) + ((p.len + 7) >> 3)
+}
+
+function nlriError(detail: string, offset: number, action: ErrorActionValue, family: number | undefined): BgpError {
+  return new BgpError({
+    code: ErrorCode.UPDATE_MESSAGE,
+    subcode: UpdateSubcode.INVALID_NETWORK_FIELD,
+    detail,
+    offset,
+    action,
+    ...(family !== undefined ? { family } : {}),
+  })
+}
+
+/**
+ * Decodes the prefixes in buf[start, end) into `out`. Errors carry the offset of the bad prefix
+ * and the given action: session reset for the UPDATE's own fields, AFI/SAFI disable inside
+ * MP_REACH/MP_UNREACH (RFC 7606 §5.3).
+ */
+export function decodeNlri(
+  buf: Uint8Array,
+  start: number,
+  end: number,
+  afi: number,
+  addPath: boolean,
+  out: Prefix[],
+  action: ErrorActionValue = ErrorAction.SESSION_RESET,
+  family?: number,
+): void {
+  let i = start
+  if (afi === Afi.IPV4) {
+    while (i < end) {
+      const at = i
+      let pathId = 0
+      if (addPath) {
+        if (i + 4 >= end) throw nlriError('truncated path identifier', at, action, family)
+        pathId = ((buf[i]! << 24) | (buf[i + 1]! << 16) | (buf[i + 2]! << 8) | buf[i + 3]!) >>> 0
+        i += 4
+      }
+      const len = buf[i++]!
+      if (len > 32) throw nlriError(`prefix length ${len} exceeds 32`, at, action, family)
+      const nb = (len + 7) >> 3
+      if (i + nb > end) throw nlriError(`prefix of length ${len} overruns the field`, at, action, family)
+      let addr = 0
+      switch (nb) {
+        case 4:
+          addr = (buf[i]! << 24) | (buf[i + 1]! << 16) | (buf[i + 2]! << 8) | buf[i + 3]!
+          break
+        case 3:
+          addr = (buf[i]! << 24) | (buf[i + 1]! << 16) | (buf[i + 2]! << 8)
+          break
+        case 2:
+          addr = (buf[i]! << 24) | (buf[i + 1]! << 16)
+          break
+        case 1:
+          addr = buf[i]! << 24
+          break
+      }
+      i += nb
+      const mask = len === 0 ? 0 : 0xffffffff << (32 - len)
+      out.push({ afi: 1, len, addr: (addr & mask) >>> 0, pathId })
+    }
+    return
+  }
+  if (afi === Afi.IPV6) {
+    while (i < end) {
+      const at = i
+      let pathId = 0
+      if (addPath) {
+        if (i + 4 >= end) throw nlriError('truncated path identifier', at, action, family)
+        pathId = ((buf[i]! << 24) | (buf[i + 1]! << 16) | (buf[i + 2]! << 8) | buf[i + 3]!) >>> 0
+        i += 4
+      }
+      const len = buf[i++]!
+      if (len > 128) throw nlriError(`prefix length ${len} exceeds 128`, at, action, family)
+      const nb = (len + 7) >> 3
+      if (i + nb > end) throw nlriError(`prefix of length ${len} overruns the field`, at, action, family)
+      const addr = new Uint8Array(16)
+      for (let k = 0; k < nb; k++) addr[k] = buf[i + k]!
+      if (len & 7) addr[nb - 1]! &= (0xff << (8 - (len & 7))) & 0xff
+      i += nb
+      out.push({ afi: 2, len, addr, pathId })
+    }
+    return
+  }
+  throw nlriError(`unsupported AFI ${afi}`, start, action, family)
+}
+
+/** Writes one prefix at buf[pos]; returns the position after it. The caller has checked the space. */
+export function writeNlri(buf: Uint8Array, pos: number, p: Prefix, addPath: boolean): number {
+  if (addPath) {
+    buf[pos++] = p.pathId >>> 24
+    buf[pos++] = (p.pathId >>> 16) & 255
+    buf[pos++] = (p.pathId >>> 8) & 255
+    buf[pos++] = p.pathId & 255
+  }
+  buf[pos++] = p.len
+  const nb = (p.len + 7) >> 3
+  if (p.afi === 1) {
+    const a = p.addr
+    if (nb > 0) buf[pos++] = a >>> 24
+    if (nb > 1) buf[pos++] = (a >>> 16) & 255
+    if (nb > 2) buf[pos++] = (a >>> 8) & 255
+    if (nb > 3) buf[pos++] = a & 255
+  } else {
+    for (let k = 0; k < nb; k++) buf[pos++] = p.addr[k]!
+  }
+  return pos
+}

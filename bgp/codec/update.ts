@@ -1,0 +1,162 @@
+// UPDATE (RFC 4271 §4.3) decode and encode, with RFC 7606 classification: errors that need a
+// session reset are thrown; every lesser one is returned on the message as `error` (the
+// strongest), with the message still decoded so the caller can withdraw or discard as told.
+
+import { Afi, AttrCode, ErrorCode, HEADER_LENGTH, IPV4_UNICAST, Safi, UpdateSubcode, familyKey } from './constants.js'
+import { BgpError, ErrorAction, strongest } from './errors.js'
+import { Writer } from './buffer.js'
+import { decodeAttributes, encodeAttributes, type AttrLayout, type PathAttributes } from './attributes.js'
+import { decodeMpReach, decodeMpUnreach, encodeMpReachValue, encodeMpUnreachValue, writePrefixes, type MpReach, type MpUnreach } from './mp.js'
+import { decodeNlri, type Prefix } from './nlri.js'
+import type { CodecOptions } from './options.js'
+
+export interface Family {
+  readonly afi: number
+  readonly safi: number
+}
+
+export interface UpdateMessage {
+  readonly type: 'update'
+  /** IPv4 unicast prefixes in the Withdrawn Routes field. */
+  readonly withdrawn: readonly Prefix[]
+  readonly attributes: PathAttributes
+  /** IPv4 unicast prefixes in the NLRI field. */
+  readonly nlri: readonly Prefix[]
+  readonly mpReach?: MpReach
+  readonly mpUnreach?: MpUnreach
+  /** Set when this UPDATE is an End-of-RIB marker (RFC 4724 §2). */
+  readonly endOfRib?: Family
+  /** The strongest RFC 7606 problem short of a session reset. */
+  readonly error?: BgpError
+  /** Attribute order and flags as received, so a decoded UPDATE re-encodes to the same bytes. */
+  readonly layout?: AttrLayout
+}
+
+const EMPTY: readonly Prefix[] = Object.freeze([])
+
+function listError(detail: string, offset: number): BgpError {
+  return new BgpError({ code: ErrorCode.UPDATE_MESSAGE, subcode: UpdateSubcode.MALFORMED_ATTRIBUTE_LIST, detail, offset })
+}
+
+function missing(code: number, name: string): BgpError {
+  return new BgpError({
+    code: ErrorCode.UPDATE_MESSAGE,
+    subcode: UpdateSubcode.MISSING_WELL_KNOWN_ATTRIBUTE,
+    detail: `${name} is missing`,
+    data: Uint8Array.of(code),
+    action: ErrorAction.TREAT_AS_WITHDRAW,
+    attrCode: code,
+  })
+}
+
+export function decodeUpdate(frame: Uint8Array, opts: CodecOptions): UpdateMessage {
+  const end = frame.length
+  let i = HEADER_LENGTH
+  // RFC 7606 §4 keeps a session reset for lengths that leave the fields unlocatable.
+  const withdrawnLen = (frame[i]! << 8) | frame[i + 1]!
+  i += 2
+  if (i + withdrawnLen + 2 > end) throw listError(`withdrawn routes length ${withdrawnLen} overruns the message`, HEADER_LENGTH)
+  const addPath4 = opts.addPath.has(IPV4_UNICAST)
+  let withdrawn: Prefix[] | readonly Prefix[] = EMPTY
+  if (withdrawnLen > 0) {
+    const out: Prefix[] = []
+    decodeNlri(frame, i, i + withdrawnLen, Afi.IPV4, addPath4, out)
+    withdrawn = out
+  }
+  i += withdrawnLen
+  const attrLenAt = i
+  const attrLen = (frame[i]! << 8) | frame[i + 1]!
+  i += 2
+  if (i + attrLen > end) throw listError(`total path attribute length ${attrLen} overruns the message`, attrLenAt)
+  const decoded = attrLen > 0 ? decodeAttributes(frame, i, i + attrLen, opts) : undefined
+  i += attrLen
+  let nlri: Prefix[] | readonly Prefix[] = EMPTY
+  if (i < end) {
+    const out: Prefix[] = []
+    decodeNlri(frame, i, end, Afi.IPV4, addPath4, out)
+    nlri = out
+  }
+  let error = decoded?.error
+  const addPath = (family: number): boolean => opts.addPath.has(family)
+  let mpReach: MpReach | undefined
+  let mpUnreach: MpUnreach | undefined
+  if (decoded?.mpReach) {
+    const m = decoded.mpReach
+    try {
+      mpReach = decodeMpReach(frame, m.start, m.len, m.offset, addPath)
+    } catch (err) {
+      if (!(err instanceof BgpError) || err.action === ErrorAction.SESSION_RESET) throw err
+      error = strongest(error, err)
+    }
+  }
+  if (decoded?.mpUnreach) {
+    const m = decoded.mpUnreach
+    try {
+      mpUnreach = decodeMpUnreach(frame, m.start, m.len, m.offset, addPath)
+    } catch (err) {
+      if (!(err instanceof BgpError) || err.action === ErrorAction.SESSION_RESET) throw err
+      error = strongest(error, err)
+    }
+  }
+  const attrs = decoded?.attrs ?? {}
+  // RFC 7606 §3(d): mandatory attributes are only required when something is announced.
+  if (nlri.length > 0 || (mpReach && mpReach.nlri.length > 0)) {
+    if (attrs.origin === undefined) error = strongest(error, missing(AttrCode.ORIGIN, 'ORIGIN'))
+    if (attrs.asPath === undefined) error = strongest(error, missing(AttrCode.AS_PATH, 'AS_PATH'))
+    if (nlri.length > 0 && attrs.nextHop === undefined) error = strongest(error, missing(AttrCode.NEXT_HOP, 'NEXT_HOP'))
+  }
+  let endOfRib: Family | undefined
+  if (withdrawnLen === 0 && attrLen === 0 && nlri.length === 0) endOfRib = { afi: Afi.IPV4, safi: Safi.UNICAST }
+  else if (
+    withdrawnLen === 0 &&
+    nlri.length === 0 &&
+    mpUnreach !== undefined &&
+    mpUnreach.withdrawn.length === 0 &&
+    mpUnreach.raw === undefined &&
+    mpReach === undefined &&
+    decoded?.layout.length === 1
+  ) {
+    endOfRib = { afi: mpUnreach.afi, safi: mpUnreach.safi }
+  }
+  return {
+    type: 'update',
+    withdrawn,
+    attributes: attrs,
+    nlri,
+    ...(mpReach ? { mpReach } : {}),
+    ...(mpUnreach ? { mpUnreach } : {}),
+    ...(endOfRib ? { endOfRib } : {}),
+    ...(error ? { error } : {}),
+    ...(decoded && decoded.layout.length > 0 ? { layout: decoded.layout } : {}),
+  }
+}
+
+/** Writes the UPDATE body (everything after the header). */
+export function encodeUpdate(w: Writer, msg: UpdateMessage, opts: CodecOptions): void {
+  const addPath4 = opts.addPath.has(IPV4_UNICAST)
+  const wAt = w.reserve(2)
+  writePrefixes(w, msg.withdrawn, addPath4)
+  w.backfill(wAt, 2)
+  const aAt = w.reserve(2)
+  const mp = new Map<number, (w: Writer) => boolean>()
+  const reach = msg.mpReach
+  const unreach = msg.mpUnreach
+  if (reach) mp.set(AttrCode.MP_REACH_NLRI, (w) => encodeMpReachValue(w, reach, opts.addPath.has(familyKey(reach.afi, reach.safi))))
+  if (unreach) mp.set(AttrCode.MP_UNREACH_NLRI, (w) => encodeMpUnreachValue(w, unreach, opts.addPath.has(familyKey(unreach.afi, unreach.safi))))
+  encodeAttributes(w, msg.attributes, opts, msg.layout, mp)
+  w.backfill(aAt, 2)
+  writePrefixes(w, msg.nlri, addPath4)
+}
+
+/** The End-of-RIB marker for a family (RFC 4724 §2). */
+export function endOfRibUpdate(afi: number, safi: number): UpdateMessage {
+  if (afi === Afi.IPV4 && safi === Safi.UNICAST) return { type: 'update', withdrawn: EMPTY, attributes: {}, nlri: EMPTY, endOfRib: { afi, safi } }
+  return {
+    type: 'update',
+    withdrawn: EMPTY,
+    attributes: {},
+    nlri: EMPTY,
+    mpUnreach: { afi, safi, withdrawn: EMPTY },
+    endOfRib: { afi, safi },
+  }
+}

@@ -41,7 +41,7 @@ export function tryParseResources(text: string, source?: string): ParseResult {
     const base: PathSegment[] = ['documents', d]
     if (doc.errors.length > 0) {
       for (const e of doc.errors) {
-        const line = e.linePos?.[0]?.line
+        const line = lineCounter.linePos(e.pos[0]).line
         errors.push(new ResourceError(formatPath(base), `YAML syntax: ${e.message.split('\n')[0] ?? ''}`, line, source))
       }
       return
@@ -56,7 +56,8 @@ export function tryParseResources(text: string, source?: string): ParseResult {
     const doc = typeof d === 'number' ? list[d] : undefined
     errors.push(new ResourceError(formatPath(p.path), p.reason, doc !== undefined ? lineOf(doc, p.path.slice(2), lineCounter) : undefined, source))
   }
-  errors.sort((a, b) => documentIndex(a.path) - documentIndex(b.path))
+  // Source order: by document, then by line (the sort is stable, so rule order breaks ties).
+  errors.sort((a, b) => documentIndex(a.path) - documentIndex(b.path) || (a.line ?? 1e9) - (b.line ?? 1e9))
   return { resources: errors.length > 0 ? [] : found.map((f) => f.resource), errors }
 }
 
@@ -126,16 +127,19 @@ export function readResource(raw: Record<string, unknown>, base: PathSegment[], 
     if (key === 'status' && status !== undefined) continue
     if (!['apiVersion', 'kind', 'metadata', 'spec'].includes(key)) problems.add([...base, key], `unknown field ${JSON.stringify(key)}`)
   }
-  if (raw['metadata'] === undefined || raw['metadata'] === null) problems.add([...base, 'metadata'], 'metadata (with a name) is required')
   const metadata = readField(raw['metadata'] ?? {}, METADATA, [...base, 'metadata'], problems)
+  const beforeSpec = problems.count
   const spec = readField(raw['spec'] ?? {}, SPEC_SCHEMAS[kind], [...base, 'spec'], problems)
+  const specClean = problems.count === beforeSpec
   const resource = { apiVersion: API_VERSION, kind, metadata, spec } as Resource
   if (status !== undefined && raw['status'] !== undefined && raw['status'] !== null) {
     const s = readField(raw['status'], status, [...base, 'status'], problems)
     if (resource.kind === 'Node' && s !== undefined) resource.status = s as { podCIDRs?: string[] }
   }
-  // Cross-field rules still run on the fields that passed, so one pass reports every fault.
-  if (metadata !== undefined && spec !== undefined) {
+  // Cross-field rules need every spec field they compare, so they run only on a spec whose fields
+  // all passed (otherwise a dropped bad field would read as absent and raise a second, false error).
+  // Faults in metadata or other documents are still all reported in the same pass.
+  if (metadata !== undefined && spec !== undefined && specClean) {
     validateResource({ ...resource, metadata: { name: '', ...(metadata as object) } } as Resource, base, problems)
   }
   return problems.count > before ? undefined : resource

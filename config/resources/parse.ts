@@ -4,7 +4,7 @@
 
 import { LineCounter, parseAllDocuments, type Document } from 'yaml'
 import { Problems, ResourceError, ResourceErrors, formatPath, type PathSegment } from './errors.js'
-import { cidrsOverlap, parseCIDR } from './ip.js'
+import { cidrsOverlap, parseCIDR, type CIDR } from './ip.js'
 import { isPlainObject, readField } from './schema.js'
 import { METADATA, SPEC_SCHEMAS, STATUS_SCHEMAS } from './schema-kinds.js'
 import { describeValue } from './scalars.js'
@@ -148,7 +148,7 @@ export function readResource(raw: Record<string, unknown>, base: PathSegment[], 
 /** Rules across one document set: a kind/name given twice, and IPPools that overlap each other. */
 function checkSet(found: readonly { resource: Resource; path: PathSegment[] }[], problems: Problems): void {
   const seen = new Map<string, PathSegment[]>()
-  const pools: { pool: IPPool; path: PathSegment[] }[] = []
+  const pools: { pool: IPPool; cidr: CIDR; path: PathSegment[] }[] = []
   for (const { resource, path } of found) {
     const id = `${resource.kind}/${resource.metadata.name}`
     const first = seen.get(id)
@@ -156,13 +156,13 @@ function checkSet(found: readonly { resource: Resource; path: PathSegment[] }[],
     else seen.set(id, path)
     if (resource.kind !== 'IPPool') continue
     const mine = parseCIDR(resource.spec.cidr, true)
+    if (typeof mine === 'string') continue
     for (const other of pools) {
-      const theirs = parseCIDR(other.pool.spec.cidr, true)
-      if (typeof mine === 'object' && typeof theirs === 'object' && cidrsOverlap(mine, theirs)) {
+      if (cidrsOverlap(mine, other.cidr)) {
         problems.add([...path, 'spec', 'cidr'], `${resource.spec.cidr} overlaps IPPool ${JSON.stringify(other.pool.metadata.name)} (${other.pool.spec.cidr}) at ${formatPath(other.path)}`)
       }
     }
-    pools.push({ pool: resource, path })
+    pools.push({ pool: resource, cidr: mine, path })
   }
 }
 

@@ -23,7 +23,8 @@ export interface Watch {
   close(): void
 }
 
-export type DatastoreErrorCode = 'exists' | 'not-found' | 'conflict' | 'unavailable' | 'invalid'
+/** 'compacted': a watch asked for revisions the store no longer keeps; relist and watch from the new revision. */
+export type DatastoreErrorCode = 'exists' | 'not-found' | 'conflict' | 'unavailable' | 'invalid' | 'compacted'
 
 /** The one error type every backend throws; `code` is what callers branch on. */
 export class DatastoreError extends Error {

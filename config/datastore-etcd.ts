@@ -1,0 +1,190 @@
+// The etcd v3 datastore backend over the `etcd3` client: CAS through transactions on the key's mod revision.
+// It owns mapping the Datastore contract onto etcd and etcd's failures onto DatastoreError codes; it must never
+// hang: every call is bounded, and an unreachable cluster is reported as 'unavailable' naming the endpoints.
+
+import { Etcd3, EtcdError, type IKeyValue, type Watcher } from 'etcd3'
+import { DatastoreError, type Datastore, type KeyValue, type ListResult, type Watch, type WatchEvent } from './datastore.js'
+
+export interface EtcdOptions {
+  /** Upper bound for one call, connecting included. Default 4 s (the contract promises an answer within 5 s). */
+  readonly timeoutMs?: number
+}
+
+const toKv = (kv: IKeyValue): KeyValue => ({ key: kv.key.toString('utf8'), value: kv.value.toString('utf8'), revision: Number(kv.mod_revision) })
+
+function checkKey(key: unknown): asserts key is string {
+  if (typeof key !== 'string' || key.length === 0) throw new DatastoreError('invalid', `key must be a non-empty string, got ${JSON.stringify(key)}`)
+}
+
+function checkValue(key: string, value: unknown): asserts value is string {
+  if (typeof value !== 'string') throw new DatastoreError('invalid', `value for key ${key} must be a string`, key)
+}
+
+export class EtcdDatastore implements Datastore {
+  private readonly client: Etcd3
+  private readonly timeoutMs: number
+  private readonly watchers = new Set<Watcher>()
+  private closed = false
+
+  private constructor(
+    readonly endpoints: readonly string[],
+    options: EtcdOptions,
+  ) {
+    this.timeoutMs = options.timeoutMs ?? 4000
+    this.client = new Etcd3({
+      hosts: endpoints.map((e) => `http://${e}`),
+      dialTimeout: this.timeoutMs,
+      // A deadline on every unary call; streams (watch) reconnect on their own.
+      defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + this.timeoutMs }),
+    })
+  }
+
+  /** Connects and proves the cluster answers; 'unavailable' naming the endpoints when it does not. */
+  static async open(endpoints: readonly string[], options: EtcdOptions = {}): Promise<EtcdDatastore> {
+    if (endpoints.length === 0) throw new DatastoreError('invalid', 'etcd datastore needs at least one endpoint')
+    const store = new EtcdDatastore(endpoints, options)
+    try {
+      await store.call('connect', async () => store.client.get('/pinto/.probe').exec())
+    } catch (err) {
+      await store.close()
+      throw err
+    }
+    return store
+  }
+
+  /** Runs one etcd call under a hard deadline and maps failures onto DatastoreError. */
+  private async call<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    if (this.closed) throw new DatastoreError('unavailable', `etcd datastore (${this.endpoints.join(',')}) is closed`)
+    let timer: NodeJS.Timeout | undefined
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new DatastoreError('unavailable', `etcd at ${this.endpoints.join(',')} did not answer ${what} within ${this.timeoutMs} ms`)),
+        this.timeoutMs + 500,
+      )
+    })
+    try {
+      return await Promise.race([fn(), deadline])
+    } catch (err) {
+      if (err instanceof DatastoreError) throw err
+      throw new DatastoreError('unavailable', `etcd at ${this.endpoints.join(',')} failed ${what}: ${(err as Error).message}`)
+    } finally {
+      clearTimeout(timer)
+    }
+  }
+
+  async get(key: string): Promise<KeyValue | undefined> {
+    checkKey(key)
+    const res = await this.call(`get ${key}`, () => this.client.get(key).exec())
+    const kv = res.kvs[0]
+    return kv && toKv(kv)
+  }
+
+  async list(prefix: string): Promise<ListResult> {
+    if (typeof prefix !== 'string') throw new DatastoreError('invalid', 'list prefix must be a string')
+    const res = await this.call(`list ${prefix}`, () => this.client.getAll().prefix(prefix).exec())
+    return { items: res.kvs.map(toKv), revision: Number(res.header.revision) }
+  }
+
+  async create(key: string, value: string): Promise<KeyValue> {
+    checkKey(key)
+    checkValue(key, value)
+    const res = await this.call(`create ${key}`, () => this.client.if(key, 'Create', '==', 0).then(this.client.put(key).value(value)).commit())
+    if (!res.succeeded) throw new DatastoreError('exists', `key ${key} already exists`, key)
+    return { key, value, revision: Number(res.header.revision) }
+  }
+
+  async update(key: string, value: string, revision: number): Promise<KeyValue> {
+    checkKey(key)
+    checkValue(key, value)
+    const res = await this.call(`update ${key}`, () =>
+      this.client.if(key, 'Mod', '==', revision).then(this.client.put(key).value(value)).else(this.client.get(key)).commit(),
+    )
+    if (!res.succeeded) throw this.casFailure(key, revision, res.responses[0]?.response_range?.kvs[0])
+    return { key, value, revision: Number(res.header.revision) }
+  }
+
+  async delete(key: string, revision?: number): Promise<void> {
+    checkKey(key)
+    const res = await this.call(`delete ${key}`, () =>
+      revision === undefined
+        ? this.client.if(key, 'Create', '>', 0).then(this.client.delete().key(key)).else(this.client.get(key)).commit()
+        : this.client.if(key, 'Mod', '==', revision).then(this.client.delete().key(key)).else(this.client.get(key)).commit(),
+    )
+    if (!res.succeeded) throw this.casFailure(key, revision, res.responses[0]?.response_range?.kvs[0])
+  }
+
+  private casFailure(key: string, wanted: number | undefined, current: IKeyValue | undefined): DatastoreError {
+    if (!current) return new DatastoreError('not-found', `key ${key} does not exist`, key)
+    return new DatastoreError('conflict', `key ${key} is at revision ${current.mod_revision}, not ${wanted}`, key)
+  }
+
+  watch(prefix: string, fromRevision: number, onEvent: (event: WatchEvent) => void, onError?: (err: Error) => void): Watch {
+    let watcher: Watcher | undefined
+    let closed = false
+    const fail = (err: Error): void => {
+      if (closed) return
+      closed = true
+      if (watcher) void this.cancel(watcher)
+      onError?.(err)
+    }
+    this.client
+      .watch()
+      .prefix(prefix)
+      // etcd reads 0 as "from now"; our contract says "from this revision", so 0 means the oldest kept.
+      .startRevision(String(Math.max(1, fromRevision)))
+      .create()
+      .then((w) => {
+        watcher = w
+        this.watchers.add(w)
+        if (closed) return void this.cancel(w)
+        w.on('put', (kv) => !closed && onEvent({ type: 'put', key: kv.key.toString('utf8'), value: kv.value.toString('utf8'), revision: Number(kv.mod_revision) }))
+        w.on('delete', (kv) => !closed && onEvent({ type: 'delete', key: kv.key.toString('utf8'), revision: Number(kv.mod_revision) }))
+        w.on('error', (err: EtcdError) => {
+          void this.isCompacted(fromRevision, err).then((compacted) =>
+            fail(
+              compacted
+                ? new DatastoreError('compacted', `etcd watch on ${prefix} from revision ${fromRevision}: revision is compacted; relist and watch again`)
+                : new DatastoreError('unavailable', `etcd watch on ${prefix} from revision ${fromRevision}: ${err.message}`),
+            ),
+          )
+        })
+      })
+      .catch((err: Error) => fail(new DatastoreError('unavailable', `etcd at ${this.endpoints.join(',')}: cannot watch ${prefix}: ${err.message}`)))
+    return {
+      close: () => {
+        closed = true
+        if (watcher) void this.cancel(watcher)
+      },
+    }
+  }
+
+  /**
+   * etcd cancels a watch whose start revision is compacted, but the client drops the compact_revision field and
+   * passes an empty cancel reason; a read at that revision tells us for sure.
+   */
+  private async isCompacted(revision: number, err: Error): Promise<boolean> {
+    if (/compacted/i.test(err.message)) return true
+    try {
+      await this.call('compaction probe', () => this.client.get('/pinto/.probe').revision(Math.max(1, revision)).exec())
+      return false
+    } catch (probe) {
+      return /compacted/i.test((probe as Error).message)
+    }
+  }
+
+  private async cancel(w: Watcher): Promise<void> {
+    this.watchers.delete(w)
+    await w.cancel().catch(() => undefined)
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    await Promise.all([...this.watchers].map((w) => this.cancel(w)))
+    this.client.close()
+  }
+}
+
+export function openEtcdDatastore(endpoints: readonly string[], options?: EtcdOptions): Promise<EtcdDatastore> {
+  return EtcdDatastore.open(endpoints, options)
+}

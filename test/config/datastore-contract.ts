@@ -1,0 +1,183 @@
+// The datastore contract suite, run against every backend (embedded and etcd) by their test files.
+// `open` must return a NEW client of the SAME store each call, so two-client behaviour is tested for real.
+// Each subtest uses its own key prefix, so one store serves the whole suite.
+
+import type { Test } from 'tap'
+import { DatastoreError, type Datastore, type WatchEvent } from '../../config/datastore.js'
+
+export type OpenClient = () => Promise<Datastore>
+
+/** Polls `cond` until it holds or the deadline passes (never a fixed sleep). */
+export async function waitFor(cond: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+}
+
+async function code(p: Promise<unknown>): Promise<string> {
+  try {
+    await p
+    return 'resolved'
+  } catch (err) {
+    return err instanceof DatastoreError ? err.code : `not a DatastoreError: ${String(err)}`
+  }
+}
+
+let counter = 0
+const uniquePrefix = (name: string): string => `/contract/${Date.now().toString(36)}-${counter++}/${name}/`
+
+export function datastoreContract(t: Test, open: OpenClient): void {
+  const clients: Datastore[] = []
+  const client = async (): Promise<Datastore> => {
+    const c = await open()
+    clients.push(c)
+    return c
+  }
+  t.teardown(async () => {
+    await Promise.all(clients.map((c) => c.close()))
+  })
+
+  t.test('get, create, and create of an existing key', async (t) => {
+    const s = await client()
+    const p = uniquePrefix('create')
+    t.equal(await s.get(`${p}a`), undefined, 'a missing key reads as undefined')
+    const kv = await s.create(`${p}a`, '{"n":1}')
+    t.match(kv, { key: `${p}a`, value: '{"n":1}' })
+    t.ok(kv.revision > 0, 'a write has a positive revision')
+    t.same(await s.get(`${p}a`), kv, 'get returns what create returned')
+    t.equal(await code(s.create(`${p}a`, 'x')), 'exists')
+    t.same(await s.get(`${p}a`), kv, 'the failed create changed nothing')
+  })
+
+  t.test('update is a compare-and-swap on the revision', async (t) => {
+    const s = await client()
+    const p = uniquePrefix('update')
+    const v1 = await s.create(`${p}k`, '1')
+    const v2 = await s.update(`${p}k`, '2', v1.revision)
+    t.ok(v2.revision > v1.revision, 'update moves the revision forward')
+    t.equal(await code(s.update(`${p}k`, '3', v1.revision)), 'conflict', 'a stale revision conflicts')
+    t.equal((await s.get(`${p}k`))?.value, '2')
+    t.equal(await code(s.update(`${p}missing`, '1', v1.revision)), 'not-found')
+  })
+
+  t.test('delete, with and without a revision', async (t) => {
+    const s = await client()
+    const p = uniquePrefix('delete')
+    const a = await s.create(`${p}a`, '1')
+    const a2 = await s.update(`${p}a`, '2', a.revision)
+    t.equal(await code(s.delete(`${p}a`, a.revision)), 'conflict')
+    await s.delete(`${p}a`, a2.revision)
+    t.equal(await s.get(`${p}a`), undefined)
+    t.equal(await code(s.delete(`${p}a`)), 'not-found')
+    t.equal(await code(s.delete(`${p}a`, a2.revision)), 'not-found')
+    await s.create(`${p}b`, '1')
+    await s.delete(`${p}b`)
+    t.equal(await s.get(`${p}b`), undefined)
+    const again = await s.create(`${p}b`, 'reborn')
+    t.ok(again.revision > a2.revision, 'a re-created key gets a new revision')
+  })
+
+  t.test('list returns the prefix only, sorted, with a revision covering them', async (t) => {
+    const s = await client()
+    const p = uniquePrefix('list')
+    t.same((await s.list(p)).items, [])
+    for (const k of ['c', 'a', 'b/x', 'b/y']) await s.create(`${p}${k}`, k)
+    await s.create(`${p.slice(0, -1)}-sibling`, 'not under the prefix')
+    const last = await s.create(`${p}d`, 'd')
+    const listed = await s.list(p)
+    t.same(listed.items.map((i) => i.key), ['a', 'b/x', 'b/y', 'c', 'd'].map((k) => `${p}${k}`))
+    t.ok(listed.revision >= last.revision, 'the listing revision covers the last write')
+    t.same((await s.list(`${p}b/`)).items.map((i) => i.value), ['b/x', 'b/y'])
+  })
+
+  t.test('revisions increase strictly across keys and operations', async (t) => {
+    const s = await client()
+    const p = uniquePrefix('monotonic')
+    const revs: number[] = []
+    for (let i = 0; i < 10; i++) revs.push((await s.create(`${p}${i}`, String(i))).revision)
+    const u = await s.update(`${p}0`, 'u', revs[0] as number)
+    revs.push(u.revision)
+    await s.delete(`${p}1`)
+    revs.push((await s.create(`${p}1`, 'again')).revision)
+    t.ok(revs.every((r, i) => i === 0 || r > (revs[i - 1] as number)), `strictly increasing: ${revs.join(',')}`)
+  })
+
+  t.test('concurrent CAS from two clients: exactly one wins', async (t) => {
+    const [a, b] = [await client(), await client()]
+    const p = uniquePrefix('race')
+    const base = await a.create(`${p}k`, '0')
+    const attempts = Array.from({ length: 8 }, (_, i) => code((i % 2 ? a : b).update(`${p}k`, `w${i}`, base.revision)))
+    const codes = await Promise.all(attempts)
+    t.equal(codes.filter((c) => c === 'resolved').length, 1, `one winner: ${codes.join(',')}`)
+    t.equal(codes.filter((c) => c === 'conflict').length, 7)
+  })
+
+  t.test('two clients see each other\u2019s writes', async (t) => {
+    const [a, b] = [await client(), await client()]
+    const p = uniquePrefix('two')
+    const kv = await a.create(`${p}k`, 'from a')
+    t.same(await b.get(`${p}k`), kv, 'b reads what a wrote')
+    const kv2 = await b.update(`${p}k`, 'from b', kv.revision)
+    t.equal(await code(a.update(`${p}k`, 'late a', kv.revision)), 'conflict', 'a must not overwrite b blindly')
+    t.same(await a.get(`${p}k`), kv2)
+    t.same((await a.list(p)).items, [kv2])
+  })
+
+  t.test('watch replays from a revision, then follows live, in order', async (t) => {
+    const s = await client()
+    const p = uniquePrefix('watch')
+    const a = await s.create(`${p}a`, '1')
+    const b = await s.create(`${p}b`, '2')
+    await s.create(`${p.slice(0, -1)}x/outside`, 'no')
+    await s.delete(`${p}a`, a.revision)
+    const events: WatchEvent[] = []
+    const errors: Error[] = []
+    const w = s.watch(p, b.revision, (e) => events.push(e), (e) => errors.push(e))
+    t.teardown(() => w.close())
+    await waitFor(() => events.length >= 2, 'the replayed events')
+    const c = await s.create(`${p}c`, '3')
+    await s.update(`${p}c`, '4', c.revision)
+    await waitFor(() => events.length >= 4, 'the live events')
+    t.same(
+      events.map((e) => [e.type, e.key.slice(p.length), e.type === 'put' ? e.value : null]),
+      [
+        ['put', 'b', '2'],
+        ['delete', 'a', null],
+        ['put', 'c', '3'],
+        ['put', 'c', '4'],
+      ],
+    )
+    t.equal(events[0]?.revision, b.revision, 'replay starts at the asked revision')
+    t.ok(events.every((e, i) => i === 0 || e.revision > (events[i - 1] as WatchEvent).revision), 'revision order')
+    t.same(errors, [])
+  })
+
+  t.test('watch from list revision + 1 sees only what follows, including another client\u2019s writes', async (t) => {
+    const [a, b] = [await client(), await client()]
+    const p = uniquePrefix('follow')
+    await a.create(`${p}old`, 'old')
+    const listed = await a.list(p)
+    const events: WatchEvent[] = []
+    const w = a.watch(p, listed.revision + 1, (e) => events.push(e))
+    t.teardown(() => w.close())
+    const n = await b.create(`${p}new`, 'from b')
+    await waitFor(() => events.length >= 1, 'b\u2019s write to reach a\u2019s watch')
+    t.same(events, [{ type: 'put', key: `${p}new`, value: 'from b', revision: n.revision }])
+    w.close()
+    await b.create(`${p}after-close`, 'x')
+    const probe: WatchEvent[] = []
+    const w2 = a.watch(p, n.revision + 1, (e) => probe.push(e))
+    t.teardown(() => w2.close())
+    await waitFor(() => probe.length >= 1, 'a second watch to catch up')
+    t.equal(events.length, 1, 'a closed watch gets nothing more')
+  })
+
+  t.test('bad input is rejected as invalid', async (t) => {
+    const s = await client()
+    t.equal(await code(s.get('')), 'invalid')
+    t.equal(await code(s.create('', 'x')), 'invalid')
+    t.equal(await code(s.create('/k', 42 as unknown as string)), 'invalid')
+  })
+}

@@ -1,0 +1,58 @@
+// The etcd backend against a private etcd: the shared contract, compaction reported to watchers,
+// and an unreachable cluster failing fast with the endpoint named.
+import t from 'tap'
+import { createServer } from 'node:net'
+import { DatastoreError } from '../../config/datastore.js'
+import { openEtcdDatastore } from '../../config/datastore-etcd.js'
+import { openDatastore } from '../../config/datastore-open.js'
+import { startEtcd } from '../harness/etcd.js'
+import { datastoreContract, waitFor } from './datastore-contract.js'
+
+const etcd = await startEtcd(t)
+
+t.test('contract', async (t) => {
+  datastoreContract(t, () => openDatastore(`etcd://${etcd.endpoint}`))
+})
+
+t.test('a watch from a compacted revision reports compacted', async (t) => {
+  const s = await openEtcdDatastore([etcd.endpoint])
+  t.teardown(() => s.close())
+  const first = await s.create('/compact/a', '1')
+  const second = await s.update('/compact/a', '2', first.revision)
+  // Compact through etcd's own API (the Datastore contract has no compaction call).
+  const { Etcd3 } = await import('etcd3')
+  const raw = new Etcd3({ hosts: `http://${etcd.endpoint}` })
+  t.teardown(() => raw.close())
+  await raw.kv.compact({ revision: String(second.revision) })
+  const errors: Error[] = []
+  const w = s.watch('/compact/', first.revision, () => undefined, (e) => errors.push(e))
+  t.teardown(() => w.close())
+  await waitFor(() => errors.length > 0, 'the compacted error')
+  t.equal((errors[0] as DatastoreError).code, 'compacted', (errors[0] as Error).message)
+})
+
+t.test('an unreachable etcd is unavailable within 5 s, naming the endpoint', async (t) => {
+  // A port we just had and closed: nothing listens there.
+  const port = await new Promise<number>((resolve) => {
+    const srv = createServer().listen(0, '127.0.0.1', () => {
+      const addr = srv.address()
+      srv.close(() => resolve(typeof addr === 'object' && addr ? addr.port : 0))
+    })
+  })
+  const started = Date.now()
+  const err = await openDatastore(`etcd://127.0.0.1:${port}`).then(
+    () => undefined,
+    (e: unknown) => e,
+  )
+  const took = Date.now() - started
+  t.ok(err instanceof DatastoreError, String(err))
+  t.equal((err as DatastoreError).code, 'unavailable')
+  t.match((err as Error).message, `127.0.0.1:${port}`)
+  t.ok(took < 5000, `failed after ${took} ms`)
+})
+
+t.test('calls after close fail as unavailable instead of hanging', async (t) => {
+  const s = await openEtcdDatastore([etcd.endpoint])
+  await s.close()
+  await t.rejects(s.get('/x'), { code: 'unavailable' })
+})

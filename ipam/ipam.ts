@@ -50,6 +50,8 @@ export interface IpamAddress {
   /** The block the address came from, e.g. 198.18.0.0/26. */
   readonly block: string
   readonly sequenceNumber: number
+  /** Set when the block belongs to another node (or none): the address must be advertised as a /32. */
+  readonly borrowed?: true
 }
 
 export interface AutoAssignRequest {
@@ -222,7 +224,7 @@ export class Ipam {
       const assigned = blockAutoAssign(b.block, num, req.handle, req.attrs ?? {}, this.isReserved)
       if (assigned.length === 0) return []
       await this.store.update(key, JSON.stringify(b.block), b.kv.revision)
-      return assigned.map((a) => toIpamAddress(cidr, a))
+      return assigned.map((a) => ({ ...toIpamAddress(cidr, a), ...(owner === undefined && b.block.affinity !== hostAffinity(req.node) ? { borrowed: true as const } : {}) }))
     })
   }
 

@@ -7,6 +7,8 @@ import os from 'node:os'
 import { spawnSync } from 'node:child_process'
 import type { WatchEvent } from '../../config/datastore.js'
 import { openEmbeddedDatastore, type EmbeddedDatastore, type EmbeddedOptions } from '../../config/datastore-embedded.js'
+import { encodeSnapshot } from '../../config/datastore-embedded-log.js'
+import { checkEmbeddedStore } from '../../config/datastore-embedded-check.js'
 import { datastoreContract, waitFor } from './datastore-contract.js'
 
 function tempStore(t: Test): string {
@@ -116,4 +118,23 @@ t.test('a bad store path is a clear error', async (t) => {
   fs.writeFileSync(file, '')
   await t.rejects(openEmbeddedDatastore(file), { code: 'unavailable', message: /plain-file/ })
   await t.rejects(openEmbeddedDatastore(''), { code: 'invalid' })
+})
+
+t.test('a compaction whose writer died before sealing is finished by the next lock holder', async (t) => {
+  const dir = tempStore(t)
+  const old = await open(t, dir) // stays in generation 0, as a running agent would
+  for (let i = 0; i < 5; i++) await old.create(`/i/${i}`, String(i))
+  // What a compactor leaves when killed right after renaming its snapshot: snap.1, no log.1, no seal in log.0.
+  const state = await old.list('/')
+  const logOffset = fs.statSync(path.join(dir, 'log.0')).size
+  const kvs = state.items.map((i) => [i.key, i.value, i.revision] as const)
+  fs.writeFileSync(path.join(dir, 'snap.1'), encodeSnapshot({ gen: 1, rev: state.revision, logOffset, kvs }))
+  const newcomer = await open(t, dir)
+  t.same(await newcomer.list('/'), state, 'a newcomer starts from the snapshot (creating log.1)')
+  const kv = await old.create('/i/after', 'x')
+  t.equal(kv.revision, state.revision + 1)
+  const check = checkEmbeddedStore(dir)
+  t.same(check.problems, [])
+  t.equal(check.gen, 1, 'the old instance sealed log.0 and wrote into log.1')
+  t.equal((await newcomer.get('/i/after'))?.value, 'x', 'the newcomer sees it')
 })

@@ -1,0 +1,52 @@
+// PINTO_DATASTORE parsing and backend choice: a directory is the embedded store, etcd:// lists endpoints,
+// and every bad value is an 'invalid' error that names PINTO_DATASTORE and what is wrong.
+import t from 'tap'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { DatastoreError } from '../../config/datastore.js'
+import { EmbeddedDatastore } from '../../config/datastore-embedded.js'
+import { openDatastore, parseDatastoreSpec } from '../../config/datastore-open.js'
+
+t.test('good values', async (t) => {
+  t.same(parseDatastoreSpec('/var/lib/pinto/store'), { kind: 'embedded', dir: '/var/lib/pinto/store' })
+  t.same(parseDatastoreSpec('relative/store'), { kind: 'embedded', dir: 'relative/store' })
+  t.same(parseDatastoreSpec('etcd://127.0.0.1:2379'), { kind: 'etcd', endpoints: ['127.0.0.1:2379'] })
+  t.same(parseDatastoreSpec('etcd://a.example:2379,10.0.0.2:22379/'), { kind: 'etcd', endpoints: ['a.example:2379', '10.0.0.2:22379'] })
+  t.same(parseDatastoreSpec('etcd://[2001:db8::1]:2379'), { kind: 'etcd', endpoints: ['[2001:db8::1]:2379'] })
+})
+
+t.test('bad values name PINTO_DATASTORE and the problem', async (t) => {
+  const cases: Array<[string, RegExp]> = [
+    ['', /is empty/],
+    [' /store', /spaces/],
+    ['http://127.0.0.1:2379', /scheme http:\/\/ is not supported/],
+    ['etcd://', /at least one host:port/],
+    ['etcd://127.0.0.1', /endpoint 1 .* needs host:port/],
+    ['etcd://127.0.0.1:2379,127.0.0.1:0', /endpoint 2 .* port "0"/],
+    ['etcd://127.0.0.1:99999', /port "99999"/],
+    ['etcd://host:2379/prefix', /no path/],
+    ['etcd://bad host:2379', /endpoint 1/],
+  ]
+  for (const [spec, why] of cases) {
+    let err: unknown
+    try {
+      parseDatastoreSpec(spec)
+    } catch (e) {
+      err = e
+    }
+    t.ok(err instanceof DatastoreError && err.code === 'invalid', `${JSON.stringify(spec)} is invalid`)
+    t.match((err as Error).message, /^PINTO_DATASTORE=/)
+    t.match((err as Error).message, why)
+  }
+})
+
+t.test('a directory opens the embedded store', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pinto-open-'))
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const store = await openDatastore(path.join(dir, 'store'))
+  t.teardown(() => store.close())
+  t.ok(store instanceof EmbeddedDatastore)
+  await store.create('/k', 'v')
+  t.equal((await store.get('/k'))?.value, 'v')
+})

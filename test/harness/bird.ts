@@ -24,6 +24,8 @@ function staticRoute(r: OriginRoute): string {
 /** bird.conf for a spec. Pure, so it can be checked without starting anything. */
 export function renderBirdConfig(spec: SpeakerSpec, node: NetNode, dir: string): string {
   validateSpec(spec)
+  if ((spec.aggregates ?? []).length > 0) throw new Error('spec.aggregates: only the FRR launcher supports aggregates')
+  if (spec.neighbors.some((n) => n.noCapabilities === true)) throw new Error('spec.neighbors[].noCapabilities: only the FRR launcher supports it')
   const lines = [`log "${join(dir, 'bird.log')}" all;`, `router id ${spec.routerId};`, 'protocol device { scan time 10; }']
   for (const family of ['ipv4', 'ipv6'] as const) {
     const routes = (spec.originate ?? []).filter((r) => familyOf(r.prefix) === family)

@@ -36,6 +36,8 @@ export interface NeighborSpec {
   readonly families: readonly Family[]
   /** This speaker reflects routes to the neighbor (RFC 4456). */
   readonly rrClient?: boolean
+  /** FRR only: send an OPEN without optional parameters (no capabilities at all). */
+  readonly noCapabilities?: boolean
 }
 
 export interface SpeakerSpec {
@@ -50,6 +52,8 @@ export interface SpeakerSpec {
   readonly addPath?: boolean
   /** BIRD only: `enable as4 off` makes it a 2-octet-AS speaker (no capability 65). */
   readonly as4?: boolean
+  /** FRR only: aggregate-address prefixes (they carry AGGREGATOR, and AS4_AGGREGATOR to 2-octet peers). */
+  readonly aggregates?: readonly string[]
   /** Route reflector cluster id; default the router id. */
   readonly clusterId?: string
 }

@@ -36,6 +36,7 @@ export function renderFrrConfig(spec: SpeakerSpec, node: NetNode, dir: string): 
   for (const n of spec.neighbors) {
     lines.push(` neighbor ${n.address} remote-as ${n.as}`, ` neighbor ${n.address} update-source ${localAddressFor(node, n)}`)
     if (n.passive === true) lines.push(` neighbor ${n.address} passive`)
+    if (n.noCapabilities === true) lines.push(` neighbor ${n.address} dont-capability-negotiate`)
   }
   for (const family of ['ipv4', 'ipv6'] as const) {
     const peers = spec.neighbors.filter((n) => n.families.includes(family))
@@ -43,6 +44,7 @@ export function renderFrrConfig(spec: SpeakerSpec, node: NetNode, dir: string): 
     if (peers.length === 0 && nets.length === 0) continue
     lines.push(` address-family ${family} unicast`)
     for (const { r, i } of nets) lines.push(`  network ${r.prefix}${routeMap('', r).length > 0 ? ` route-map ORIG${i}` : ''}`)
+    for (const a of (spec.aggregates ?? []).filter((p) => familyOf(p) === family)) lines.push(`  aggregate-address ${a}`)
     for (const n of peers) {
       lines.push(`  neighbor ${n.address} activate`, `  neighbor ${n.address} send-community all`)
       if (n.rrClient === true) lines.push(`  neighbor ${n.address} route-reflector-client`)

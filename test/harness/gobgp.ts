@@ -13,6 +13,8 @@ import { waitFor } from './wait.js'
 /** gobgpd.toml for a spec. Pure. Originated routes are not in the file: GoBGP has no static routes there. */
 export function renderGobgpConfig(spec: SpeakerSpec, node: NetNode): string {
   validateSpec(spec)
+  if ((spec.aggregates ?? []).length > 0) throw new Error('spec.aggregates: only the FRR launcher supports aggregates')
+  if (spec.neighbors.some((n) => n.noCapabilities === true)) throw new Error('spec.neighbors[].noCapabilities: only the FRR launcher supports it')
   const locals = [node.v4, node.v6].filter((a): a is string => a !== undefined)
   const l = ['[global.config]', `  as = ${spec.as}`, `  router-id = "${spec.routerId}"`, '  port = 179', `  local-address-list = [${locals.map((a) => `"${a}"`).join(', ')}]`, '']
   for (const n of spec.neighbors) {

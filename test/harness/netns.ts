@@ -91,6 +91,9 @@ export class Topology {
     await this.ip(this.fabric, ['link', 'set', port, 'master', 'br0'])
     await this.ip(this.fabric, ['link', 'set', port, 'up'])
     await this.ip(ns, ['link', 'set', 'lo', 'up'])
+    // A MAC derived from the node's position keeps the IPv6 link-local address (and so captured next hops)
+    // the same from run to run.
+    await this.ip(ns, ['link', 'set', 'eth0', 'address', stableMac(spec.v4, this.nodes.size + 1)])
     if (spec.v4 !== undefined) await this.ip(ns, ['addr', 'add', spec.v4, 'dev', 'eth0'])
     if (spec.v6 !== undefined) await this.ip(ns, ['-6', 'addr', 'add', spec.v6, 'dev', 'eth0', 'nodad'])
     await this.ip(ns, ['link', 'set', 'eth0', 'up'])
@@ -128,7 +131,7 @@ export class Topology {
 
   /** A private temp directory removed at destroy(). */
   async tempDir(label: string): Promise<string> {
-    const dir = await mkdtemp(join(tmpdir(), `pinto-${this.id}-${label}-`))
+    const dir = await mkdtemp(join(tmpdir(), `pth-${this.id}-${label}-`))
     this.dirs.push(dir)
     return dir
   }
@@ -168,6 +171,11 @@ export class Topology {
 /** Convenience for tests: `const topo = await createTopology(t)`. */
 export function createTopology(t?: Teardown): Promise<Topology> {
   return Topology.create(t)
+}
+
+function stableMac(v4: string | undefined, index: number): string {
+  const octets = v4 !== undefined ? (v4.split('/')[0] ?? '').split('.').map(Number) : [0, 0, 0, index]
+  return ['02', '00', ...octets.map((o) => o.toString(16).padStart(2, '0'))].join(':')
 }
 
 function alive(pid: number): boolean {

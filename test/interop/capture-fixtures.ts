@@ -9,7 +9,8 @@ import { execa } from 'execa'
 import { createTopology, sweepStaleNamespaces } from '../harness/netns.js'
 import { connectionBetween, sentBy, type TcpConnection } from '../harness/pcap.js'
 import { messageType, notificationCode, splitMessages, toHexLines } from '../harness/bgp-hex.js'
-import { SCENARIOS, type SessionRecord } from './capture-scenarios.js'
+import { SCENARIOS } from './capture-scenarios.js'
+import type { SessionRecord } from './capture-steps.js'
 
 const OUT = fileURLToPath(new URL('../../../test/fixtures/captures/', import.meta.url))
 
@@ -46,7 +47,7 @@ async function writeRecord(rec: SessionRecord, conn: TcpConnection, daemonVersio
     name: rec.name,
     description: rec.description,
     format: 'NAME.SIDE.hex: the bytes SIDE sent on the TCP connection, one whole BGP message per line (marker included), lowercase hex',
-    tcp: { opener, openerPort: conn.a.srcPort, listenerPort: conn.a.dstPort },
+    tcp: { opener, listenerPort: conn.a.dstPort },
     sides,
     trigger: rec.trigger,
     messages,

@@ -411,11 +411,11 @@ export interface RawMpAttribute {
 
 export interface DecodedAttributes {
   readonly attrs: PathAttributes
-  readonly mpReach?: RawMpAttribute
-  readonly mpUnreach?: RawMpAttribute
+  readonly mpReach: RawMpAttribute | undefined
+  readonly mpUnreach: RawMpAttribute | undefined
   readonly layout: AttrLayout
   /** The strongest error short of a session reset; session resets are thrown. */
-  readonly error?: BgpError
+  readonly error: BgpError | undefined
 }
 
 function attrError(subcode: number, detail: string, offset: number, action: ErrorActionValue, data: Uint8Array, code?: number): BgpError {
@@ -435,10 +435,20 @@ function attrError(subcode: number, detail: string, offset: number, action: Erro
  * RFC 7606 §4: an overrun stops the parse with treat-as-withdraw; the caller still finds the NLRI
  * from the Total Path Attribute Length.
  */
+// Duplicate detection without allocating per UPDATE: a code was seen in this call when its slot
+// holds this call's generation number.
+const seenIn = new Uint32Array(256)
+let generation = 0
+
 export function decodeAttributes(buf: Uint8Array, start: number, end: number, opts: AttrCodecOptions): DecodedAttributes {
   const into: MutablePathAttributes = {}
   const layout: number[] = []
-  const seen = new Uint8Array(256)
+  generation = (generation + 1) >>> 0
+  if (generation === 0) {
+    seenIn.fill(0)
+    generation = 1
+  }
+  const gen = generation
   let error: BgpError | undefined
   let mpReach: RawMpAttribute | undefined
   let mpUnreach: RawMpAttribute | undefined
@@ -460,8 +470,7 @@ export function decodeAttributes(buf: Uint8Array, start: number, end: number, op
       break
     }
     i = vstart + len
-    const raw = (): Uint8Array => buf.slice(at, vstart + len)
-    if (seen[code]) {
+    if (seenIn[code] === gen) {
       // RFC 7606 §3(g): a repeated MP_REACH/MP_UNREACH resets the session; other repeats are dropped.
       if (code === AttrCode.MP_REACH_NLRI || code === AttrCode.MP_UNREACH_NLRI) {
         throw attrError(UpdateSubcode.MALFORMED_ATTRIBUTE_LIST, `${attributeName(code)} appears twice`, at, ErrorAction.SESSION_RESET, new Uint8Array(0), code)
@@ -469,11 +478,11 @@ export function decodeAttributes(buf: Uint8Array, start: number, end: number, op
       error = strongest(error, attrError(UpdateSubcode.MALFORMED_ATTRIBUTE_LIST, `${attributeName(code)} appears twice; the repeat is discarded`, at, ErrorAction.ATTRIBUTE_DISCARD, new Uint8Array(0), code))
       continue
     }
-    seen[code] = 1
+    seenIn[code] = gen
     if (code === AttrCode.MP_REACH_NLRI || code === AttrCode.MP_UNREACH_NLRI) {
       if ((flags & OPT_TRANS) !== OPT_NON_TRANS) {
         // RFC 7606 §3(c) with §7.11/7.12: a flags error here leaves the NLRI unusable.
-        throw attrError(UpdateSubcode.ATTRIBUTE_FLAGS_ERROR, `${attributeName(code)} flags 0x${flags.toString(16)}`, at, ErrorAction.SESSION_RESET, raw(), code)
+        throw attrError(UpdateSubcode.ATTRIBUTE_FLAGS_ERROR, `${attributeName(code)} flags 0x${flags.toString(16)}`, at, ErrorAction.SESSION_RESET, buf.slice(at, i), code)
       }
       const mp = { start: vstart, len, offset: at }
       if (code === AttrCode.MP_REACH_NLRI) mpReach = mp
@@ -485,19 +494,19 @@ export function decodeAttributes(buf: Uint8Array, start: number, end: number, op
     if (d === undefined) {
       if (!(flags & AttrFlag.OPTIONAL)) {
         // RFC 4271 §6.3: an unrecognized well-known attribute; RFC 7606 does not soften this.
-        throw attrError(UpdateSubcode.UNRECOGNIZED_WELL_KNOWN_ATTRIBUTE, `unrecognized well-known attribute ${code}`, at, ErrorAction.SESSION_RESET, raw(), code)
+        throw attrError(UpdateSubcode.UNRECOGNIZED_WELL_KNOWN_ATTRIBUTE, `unrecognized well-known attribute ${code}`, at, ErrorAction.SESSION_RESET, buf.slice(at, i), code)
       }
       // RFC 4271 §5: unknown optional transitive attributes travel on with Partial set;
       // unknown optional non-transitive ones are quietly ignored.
       if (flags & AttrFlag.TRANSITIVE) {
         const kept = (flags | AttrFlag.PARTIAL) & ~AttrFlag.EXTENDED_LENGTH & 0xff
-        ;(unknown ??= []).push({ flags: kept, code, value: buf.slice(vstart, vstart + len) })
+        ;(unknown ??= []).push({ flags: kept, code, value: buf.slice(vstart, i) })
         layout.push(((flags | AttrFlag.PARTIAL) << 8) | code)
       }
       continue
     }
     if ((flags & OPT_TRANS) !== d.flags) {
-      error = strongest(error, attrError(UpdateSubcode.ATTRIBUTE_FLAGS_ERROR, `${d.name} flags 0x${flags.toString(16)}, expected 0x${d.flags.toString(16)}`, at, d.onError, raw(), code))
+      error = strongest(error, attrError(UpdateSubcode.ATTRIBUTE_FLAGS_ERROR, `${d.name} flags 0x${flags.toString(16)}, expected 0x${d.flags.toString(16)}`, at, d.onError, buf.slice(at, i), code))
       continue
     }
     try {
@@ -505,25 +514,32 @@ export function decodeAttributes(buf: Uint8Array, start: number, end: number, op
       layout.push((flags << 8) | code)
     } catch (err) {
       if (!(err instanceof ValueError)) throw err
-      error = strongest(error, attrError(err.subcode, err.detail, at, d.onError, raw(), code))
+      error = strongest(error, attrError(err.subcode, err.detail, at, d.onError, buf.slice(at, i), code))
     }
   }
   if (unknown) into.unknown = unknown
-  return {
-    attrs: into,
-    layout,
-    ...(mpReach ? { mpReach } : {}),
-    ...(mpUnreach ? { mpUnreach } : {}),
-    ...(error ? { error } : {}),
-  }
+  return { attrs: into, layout, mpReach, mpUnreach, error }
 }
 
 /** Writes one attribute header and value, choosing the extended length only when needed or asked for. */
-export function writeAttribute(w: Writer, flags: number, code: number, value: (w: Writer) => boolean, forceExtended = false): boolean {
+/** Anything that writes an attribute value: a descriptor, or a one-off for MP and unknown attributes. */
+export interface ValueEncoder {
+  encode(w: Writer, attrs: PathAttributes, opts: AttrCodecOptions): boolean
+}
+
+export function writeAttribute(
+  w: Writer,
+  flags: number,
+  code: number,
+  value: ValueEncoder,
+  attrs: PathAttributes,
+  opts: AttrCodecOptions,
+  forceExtended: boolean,
+): boolean {
   const start = w.pos
   w.ensure(4)
   w.pos += 4 // room for the longest header; moved down when the short one suffices
-  const present = value(w)
+  const present = value.encode(w, attrs, opts)
   if (!present) {
     w.pos = start
     return false
@@ -545,7 +561,8 @@ export function writeAttribute(w: Writer, flags: number, code: number, value: (w
 }
 
 /** Canonical order: by type code, unknown attributes last in code order. */
-const CANONICAL_CODES: readonly number[] = DESCRIPTORS.map((d) => d.code).sort((a, b) => a - b)
+const CANONICAL: readonly AttrDescriptor[] = [...DESCRIPTORS].sort((a, b) => a.code - b.code)
+const CANONICAL_CODES: readonly number[] = CANONICAL.map((d) => d.code)
 
 /**
  * Encodes every attribute present in `attrs` (not MP_REACH/MP_UNREACH). With a layout from a
@@ -559,24 +576,28 @@ export function encodeAttributes(
   layout?: AttrLayout,
   mp?: ReadonlyMap<number, (w: Writer) => boolean>,
 ): void {
+  if (layout === undefined && mp === undefined && attrs.unknown === undefined) {
+    for (const d of CANONICAL) writeAttribute(w, d.flags, d.code, d, attrs, opts, false)
+    return
+  }
   const done = new Set<number>()
   const writeMp = (code: number, flags: number): void => {
     const value = mp?.get(code)
     if (value === undefined || done.has(code)) return
     done.add(code)
-    writeAttribute(w, OPT_NON_TRANS | (flags & AttrFlag.PARTIAL), code, value, (flags & AttrFlag.EXTENDED_LENGTH) !== 0)
+    writeAttribute(w, OPT_NON_TRANS | (flags & AttrFlag.PARTIAL), code, { encode: value }, attrs, opts, (flags & AttrFlag.EXTENDED_LENGTH) !== 0)
   }
   const writeKnown = (code: number, flagsOverride?: number): void => {
     const d = ATTRIBUTES[code]
     if (d === undefined || done.has(code)) return
     done.add(code)
     const flags = flagsOverride ?? d.flags
-    writeAttribute(w, (flags & ~AttrFlag.EXTENDED_LENGTH) | (d.flags & OPT_TRANS), code, (w) => d.encode(w, attrs, opts), (flags & AttrFlag.EXTENDED_LENGTH) !== 0)
+    writeAttribute(w, (flags & ~AttrFlag.EXTENDED_LENGTH) | (d.flags & OPT_TRANS), code, d, attrs, opts, (flags & AttrFlag.EXTENDED_LENGTH) !== 0)
   }
   const unknownByCode = new Map((attrs.unknown ?? []).map((u) => [u.code, u]))
   const writeUnknown = (u: UnknownAttribute, forceExtended: boolean): void => {
     done.add(u.code)
-    writeAttribute(w, u.flags, u.code, (w) => (w.bytes(u.value), true), forceExtended)
+    writeAttribute(w, u.flags, u.code, { encode: (w) => (w.bytes(u.value), true) }, attrs, opts, forceExtended)
   }
   if (layout) {
     for (const entry of layout) {

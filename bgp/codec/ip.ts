@@ -7,16 +7,26 @@ export function formatIpv4(addr: number): string {
 
 /** Parses dotted-quad text; undefined when it is not exactly four decimal octets. */
 export function parseIpv4(text: string): number | undefined {
-  const parts = text.split('.')
-  if (parts.length !== 4) return undefined
   let addr = 0
-  for (const part of parts) {
-    if (!/^\d{1,3}$/.test(part)) return undefined
-    const n = Number(part)
-    if (n > 255) return undefined
-    addr = addr * 256 + n
+  let part = 0
+  let digits = 0
+  let dots = 0
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (c === 46) {
+      if (digits === 0 || dots === 3) return undefined
+      addr = addr * 256 + part
+      part = 0
+      digits = 0
+      dots++
+    } else if (c >= 48 && c <= 57) {
+      if (++digits > 3) return undefined
+      part = part * 10 + (c - 48)
+      if (part > 255) return undefined
+    } else return undefined
   }
-  return addr
+  if (dots !== 3 || digits === 0) return undefined
+  return addr * 256 + part
 }
 
 export function ipv4Bytes(text: string): Uint8Array | undefined {

@@ -73,8 +73,12 @@ export function finishMessage(w: Writer, at: number, opts: CodecOptions): void {
   w.buf.writeUInt16BE(length, at + 16)
 }
 
+// One scratch buffer for all encoding: messages are built here and copied out at their exact size.
+const scratch = new Writer(65536)
+
 export function encodeMessage(msg: BgpMessage, opts: CodecOptions): Buffer {
-  const w = new Writer(msg.type === 'update' ? 4096 : 128)
+  const w = scratch
+  w.pos = 0
   const at = startMessage(w, TYPE_OF[msg.type])
   switch (msg.type) {
     case 'open':

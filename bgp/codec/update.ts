@@ -118,17 +118,13 @@ export function decodeUpdate(frame: Uint8Array, opts: CodecOptions): UpdateMessa
   ) {
     endOfRib = { afi: mpUnreach.afi, safi: mpUnreach.safi }
   }
-  return {
-    type: 'update',
-    withdrawn,
-    attributes: attrs,
-    nlri,
-    ...(mpReach ? { mpReach } : {}),
-    ...(mpUnreach ? { mpUnreach } : {}),
-    ...(endOfRib ? { endOfRib } : {}),
-    ...(error ? { error } : {}),
-    ...(decoded && decoded.layout.length > 0 ? { layout: decoded.layout } : {}),
-  }
+  const msg: { -readonly [K in keyof UpdateMessage]: UpdateMessage[K] } = { type: 'update', withdrawn, attributes: attrs, nlri }
+  if (mpReach) msg.mpReach = mpReach
+  if (mpUnreach) msg.mpUnreach = mpUnreach
+  if (endOfRib) msg.endOfRib = endOfRib
+  if (error) msg.error = error
+  if (decoded && decoded.layout.length > 0) msg.layout = decoded.layout
+  return msg
 }
 
 /** Writes the UPDATE body (everything after the header). */
@@ -138,11 +134,11 @@ export function encodeUpdate(w: Writer, msg: UpdateMessage, opts: CodecOptions):
   writePrefixes(w, msg.withdrawn, addPath4)
   w.backfill(wAt, 2)
   const aAt = w.reserve(2)
-  const mp = new Map<number, (w: Writer) => boolean>()
   const reach = msg.mpReach
   const unreach = msg.mpUnreach
-  if (reach) mp.set(AttrCode.MP_REACH_NLRI, (w) => encodeMpReachValue(w, reach, opts.addPath.has(familyKey(reach.afi, reach.safi))))
-  if (unreach) mp.set(AttrCode.MP_UNREACH_NLRI, (w) => encodeMpUnreachValue(w, unreach, opts.addPath.has(familyKey(unreach.afi, unreach.safi))))
+  const mp = reach || unreach ? new Map<number, (w: Writer) => boolean>() : undefined
+  if (reach && mp) mp.set(AttrCode.MP_REACH_NLRI, (w) => encodeMpReachValue(w, reach, opts.addPath.has(familyKey(reach.afi, reach.safi))))
+  if (unreach && mp) mp.set(AttrCode.MP_UNREACH_NLRI, (w) => encodeMpUnreachValue(w, unreach, opts.addPath.has(familyKey(unreach.afi, unreach.safi))))
   encodeAttributes(w, msg.attributes, opts, msg.layout, mp)
   w.backfill(aAt, 2)
   writePrefixes(w, msg.nlri, addPath4)

@@ -4,7 +4,7 @@
 
 import { formatCidr, parseCidr } from './addr.js'
 import { type AllocationBlock, affinityNode, blockCidr, blockProblems, ordinalAddress } from './block.js'
-import type { Ipam } from './ipam.js'
+import { type Ipam, sameCounts } from './ipam.js'
 import { AFFINITIES_PREFIX, BLOCKS_PREFIX, HANDLES_PREFIX, decodeAffinity, decodeBlock, decodeHandle, handleKey } from './records.js'
 
 export type Problem =
@@ -132,11 +132,6 @@ function formatCidrText(text: string): string {
   } catch {
     return text
   }
-}
-
-function sameCounts(a: Readonly<Record<string, number>>, b: Readonly<Record<string, number>>): boolean {
-  const ka = Object.keys(a)
-  return ka.length === Object.keys(b).length && ka.every((k) => a[k] === b[k])
 }
 
 export interface RepairResult {

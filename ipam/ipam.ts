@@ -89,6 +89,8 @@ export class Ipam {
   private readonly maxRetries: number
   private readonly now: () => Date
   private readonly reserved: Cidr[]
+  /** Per `node|family`: the affine block last allocated from, as written, while it has free ordinals. */
+  private readonly lastBlock = new Map<string, { cidr: Cidr; kv: KeyValue }>()
 
   constructor(readonly store: Datastore, private readonly options: IpamOptions) {
     this.config = { ...DEFAULT_IPAM_CONFIG, ...options.config }
@@ -128,8 +130,12 @@ export class Ipam {
 
   /** The addresses a handle holds now, per family (read from the blocks its record names). */
   async handleAddresses(handle: string): Promise<IpamAddress[]> {
+    return (await this.heldBy(handle)).addrs
+  }
+
+  private async heldBy(handle: string): Promise<{ kv: KeyValue | undefined; addrs: IpamAddress[] }> {
     const kv = await this.store.get(handleKey(handle))
-    if (kv === undefined) return []
+    if (kv === undefined) return { kv, addrs: [] }
     const out: IpamAddress[] = []
     for (const cidrText of Object.keys(decodeHandle(kv.key, kv.value).blocks)) {
       const cidr = parseCidr(cidrText, `${kv.key}.blocks`)
@@ -139,7 +145,7 @@ export class Ipam {
         out.push({ address: ordinalAddress(cidr, ord), family: cidr.family, block: cidrText, sequenceNumber: b.block.sequenceNumberForAllocation[String(ord)] ?? 0 })
       }
     }
-    return out
+    return { kv, addrs: out }
   }
 
   /**
@@ -154,21 +160,47 @@ export class Ipam {
       if (!Number.isInteger(want[f]) || want[f] < 0 || want[f] > 256) throw new IpamError('invalid', `num${f}: ${want[f]} is not an integer in 0..256`)
     }
     const pools = await this.pools()
-    const held = await this.handleAddresses(req.handle)
+    const { kv: handleKv, addrs: held } = await this.heldBy(req.handle)
     const got: IpamAddress[] = []
+    // A new handle's record is written alongside the first block write when the blocks can be predicted (the
+    // ones this node last allocated from): one group commit on the embedded store, parallel requests on etcd.
+    const predicted = handleKv === undefined ? this.predictBlocks(req.node, want) : undefined
+    const early = predicted === undefined ? undefined
+      : this.store.create(handleKey(req.handle), JSON.stringify({ handleId: req.handle, blocks: predicted } satisfies HandleRecord)).catch(() => undefined)
+    const setCounts = (counts: Record<string, number>) => (blocks: Record<string, number>): void => {
+      for (const k of Object.keys(blocks)) delete blocks[k]
+      Object.assign(blocks, counts)
+    }
     try {
       for (const f of [4, 6] as const) {
         const have = held.filter((a) => a.family === f).length
         if (want[f] > have) await this.assignFamily(f, want[f] - have, req, pools, got)
       }
-      if (got.length > 0) await this.addToHandle(req.handle, got)
+      const written = await early
+      const actual = countByBlock(got)
+      if (written !== undefined) {
+        if (!sameCounts(actual, predicted ?? {})) await this.adjustHandle(req.handle, setCounts(actual), written)
+      } else if (got.length > 0) await this.addToHandle(req.handle, got, early === undefined ? (handleKv ?? 'absent') : undefined)
     } catch (err) {
       // All or nothing: give back what this request took (by sequence number, so nothing reused is touched).
       await this.releaseIPs(got.map((a) => ({ address: a.address, handle: req.handle, sequenceNumber: a.sequenceNumber }))).catch(() => undefined)
+      if ((await early) !== undefined) await this.adjustHandle(req.handle, setCounts({})).catch(() => undefined)
       throw err
     }
     const all = [...held, ...got]
     return { ipv4: all.filter((a) => a.family === 4), ipv6: all.filter((a) => a.family === 6) }
+  }
+
+  /** The block counts a new handle will most likely get: each wanted family from its last block; undefined if unknown. */
+  private predictBlocks(node: string, want: Readonly<Record<Family, number>>): Record<string, number> | undefined {
+    const out: Record<string, number> = {}
+    for (const f of [4, 6] as const) {
+      if (want[f] === 0) continue
+      const last = this.lastBlock.get(`${node}|${f}`)
+      if (last === undefined) return undefined
+      out[formatCidr(last.cidr)] = want[f]
+    }
+    return Object.keys(out).length > 0 ? out : undefined
   }
 
   /** Allocates `num` addresses of one family, pushing onto `sink` as blocks are written so a failure can roll back. */
@@ -178,10 +210,16 @@ export class Ipam {
       throw new IpamError('no-pool', `no enabled IPv${family} pool${req.pools ? ` among ${req.pools.join(',')}` : ''} serves node ${req.node}`)
     }
     const got: IpamAddress[] = []
-    const take = async (cidr: Cidr, owner: string | undefined): Promise<void> => {
-      const a = await this.assignFromBlock(cidr, num - got.length, req, owner)
+    const take = async (cidr: Cidr, owner: string | undefined, cached?: KeyValue): Promise<void> => {
+      const a = await this.assignFromBlock(cidr, num - got.length, req, owner, cached)
       got.push(...a)
       sink.push(...a)
+    }
+    // 0. The block this node last allocated from, if it had room: the common case costs one write.
+    const last = this.lastBlock.get(`${req.node}|${family}`)
+    if (last !== undefined) {
+      if (eligible.some((p) => poolBlockOf(p, family, last.cidr.base) !== undefined)) await take(last.cidr, req.node, last.kv)
+      if (got.length >= num) return
     }
     // 1. Blocks this node owns (confirmed affinities only: pending is a claim in flight).
     const affine = (await this.affinities(req.node)).filter((a) => a.state === 'confirmed')
@@ -215,15 +253,24 @@ export class Ipam {
     }
   }
 
-  /** One CAS loop on one block; `owner` set means only while the block is still affine to that node. */
-  private async assignFromBlock(cidr: Cidr, num: number, req: AutoAssignRequest, owner: string | undefined): Promise<IpamAddress[]> {
+  /**
+   * One CAS loop on one block; `owner` set means only while the block is still affine to that node. The first
+   * attempt may use the cached copy of the block this node last allocated from; a stale copy just conflicts.
+   */
+  private async assignFromBlock(cidr: Cidr, num: number, req: AutoAssignRequest, owner: string | undefined, cached?: KeyValue): Promise<IpamAddress[]> {
     const key = blockKey(cidr)
+    const hintKey = `${req.node}|${cidr.family}`
+    let first = cached
     return this.retry(`assign from block ${formatCidr(cidr)}`, async () => {
-      const b = await this.readBlock(key)
+      const b = first === undefined ? await this.readBlock(key) : { kv: first, block: decodeBlock(key, first.value) }
+      first = undefined
       if (b === undefined || (owner !== undefined && b.block.affinity !== hostAffinity(owner))) return []
       const assigned = blockAutoAssign(b.block, num, req.handle, req.attrs ?? {}, this.isReserved)
       if (assigned.length === 0) return []
-      await this.store.update(key, JSON.stringify(b.block), b.kv.revision)
+      const value = JSON.stringify(b.block)
+      const written = await this.store.update(key, value, b.kv.revision)
+      if (owner !== undefined && b.block.unallocated.length > 0) this.lastBlock.set(hintKey, { cidr, kv: { key, value, revision: written.revision } })
+      else if (this.lastBlock.get(hintKey)?.kv.key === key) this.lastBlock.delete(hintKey)
       return assigned.map((a) => ({ ...toIpamAddress(cidr, a), ...(owner === undefined && b.block.affinity !== hostAffinity(req.node) ? { borrowed: true as const } : {}) }))
     })
   }
@@ -285,17 +332,20 @@ export class Ipam {
   }
 
   /** Adds freshly assigned addresses to the handle's per-block counts (creating the handle). */
-  private async addToHandle(handle: string, addrs: readonly IpamAddress[]): Promise<void> {
+  private async addToHandle(handle: string, addrs: readonly IpamAddress[], known?: KeyValue | 'absent'): Promise<void> {
     await this.adjustHandle(handle, (blocks) => {
       for (const a of addrs) blocks[a.block] = (blocks[a.block] ?? 0) + 1
-    })
+    }, known)
   }
 
   /** CAS-edits a handle record; it is deleted when no block count is left. */
-  async adjustHandle(handle: string, edit: (blocks: Record<string, number>) => void): Promise<void> {
+  async adjustHandle(handle: string, edit: (blocks: Record<string, number>) => void, known?: KeyValue | 'absent'): Promise<void> {
     const key = handleKey(handle)
+    let hint = known
     await this.retry(`update handle ${handle}`, async () => {
-      const kv = await this.store.get(key)
+      // The first attempt may trust a record just read (saving a round trip); a conflict makes the next one read.
+      const kv = hint === undefined ? await this.store.get(key) : hint === 'absent' ? undefined : hint
+      hint = undefined
       const blocks: Record<string, number> = kv === undefined ? {} : { ...decodeHandle(key, kv.value).blocks }
       edit(blocks)
       for (const [b, n] of Object.entries(blocks)) if (n <= 0) delete blocks[b]
@@ -447,6 +497,17 @@ export class Ipam {
     for (const a of affs) await this.releaseAffinity(node, parseCidr(a.cidr, 'affinity.cidr'), false)
     return affs.length
   }
+}
+
+function countByBlock(addrs: readonly IpamAddress[]): Record<string, number> {
+  const out: Record<string, number> = {}
+  for (const a of addrs) out[a.block] = (out[a.block] ?? 0) + 1
+  return out
+}
+
+export function sameCounts(a: Readonly<Record<string, number>>, b: Readonly<Record<string, number>>): boolean {
+  const ka = Object.keys(a)
+  return ka.length === Object.keys(b).length && ka.every((k) => a[k] === b[k])
 }
 
 function toIpamAddress(cidr: Cidr, a: AssignedAddress): IpamAddress {

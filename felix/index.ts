@@ -1,0 +1,12 @@
+// felix's public face, for the agent: render the desired state, reconcile routes, keep devices, NAT and
+// VTEP entries. Import from here, not from the files. Nothing here starts on import.
+
+export * from './desired-state.js'
+export { renderDesired, workloadAddresses, TUNL_DEVICE, VXLAN_DEVICE, type RenderOptions, type RenderedState, type RenderProblem, type NeighbourEntry, type FdbEntry } from './render-routes.js'
+export { DEFAULT_ROUTE_PROTOCOL, MAIN_TABLE, routeKey, type KernelRoute, type NextHop, type Family } from './kernel-route.js'
+export { RouteDeltaTracker, type RouteOp, type DiffResult, type RouteConflict } from './route-diff.js'
+export { RouteReconciler, type RouteReconcilerOptions, type ApplyResult, type RouteError } from './route-reconciler.js'
+export { ExecaRunner, RecordingRunner, CommandError, type ProcessRunner, type RunResult, type RunOptions } from './runner.js'
+export * from './devices.js'
+export { syncVtepEntries } from './vtep-entries.js'
+export { renderNatRuleset, applyNat, NAT_TABLE } from './nat.js'

@@ -1,0 +1,93 @@
+// A kernel route as felix sees it, keyed the way the kernel keys routes (table, dst, tos, metric), and its
+// rendering as `ip -batch` lines. Pure values and string formatting only; nothing here runs `ip`.
+
+export type Family = 4 | 6
+
+export type RouteType = 'unicast' | 'blackhole' | 'unreachable' | 'prohibit' | 'local' | 'broadcast' | 'throw' | 'other'
+
+export interface NextHop {
+  readonly gateway?: string
+  readonly dev?: string
+  readonly onlink: boolean
+}
+
+export interface KernelRoute {
+  readonly family: Family
+  readonly table: number
+  /** Canonical prefix with its length always written (`198.18.0.5/32`, `0.0.0.0/0`). */
+  readonly dst: string
+  readonly tos: number
+  readonly metric: number
+  readonly type: RouteType
+  readonly protocol: number
+  /** Empty for blackholes; one for a plain route; several for ECMP (kept sorted for desired routes). */
+  readonly nexthops: readonly NextHop[]
+}
+
+/** Calico's is 80 (notes/calico.md §3.2); pinto takes an unassigned number so both can share a host. */
+export const DEFAULT_ROUTE_PROTOCOL = 87
+export const MAIN_TABLE = 254
+/** What the kernel fills in when a route is added without a metric. */
+export function defaultMetric(family: Family): number {
+  return family === 4 ? 0 : 1024
+}
+
+/** The kernel's identity of a route: two routes with the same key cannot coexist in one table. */
+export function routeKey(r: Pick<KernelRoute, 'table' | 'dst' | 'tos' | 'metric'>): string {
+  return `${r.table} ${r.dst} ${r.tos} ${r.metric}`
+}
+
+function hopText(h: NextHop): string {
+  return `${h.gateway ?? ''}@${h.dev ?? ''}${h.onlink ? '!' : ''}`
+}
+
+/** Everything about a route that felix cares to keep equal, as one comparable string (hops in any order). */
+export function routeSignature(r: KernelRoute): string {
+  const hops = r.nexthops.length <= 1 ? r.nexthops.map(hopText) : r.nexthops.map(hopText).sort()
+  return `${r.type} ${r.protocol} ${hops.join(',')}`
+}
+
+export function compareNextHops(a: NextHop, b: NextHop): number {
+  const x = hopText(a)
+  const y = hopText(b)
+  return x < y ? -1 : x > y ? 1 : 0
+}
+
+function hopArgs(h: NextHop): string {
+  let s = ''
+  if (h.gateway !== undefined) s += ` via ${h.gateway}`
+  if (h.dev !== undefined) s += ` dev ${h.dev}`
+  if (h.onlink) s += ' onlink'
+  return s
+}
+
+function keyArgs(r: KernelRoute, protocol: number): string {
+  return ` table ${r.table} proto ${protocol} metric ${r.metric}${r.tos !== 0 ? ` tos ${r.tos}` : ''}`
+}
+
+const TYPE_WORD: Partial<Record<RouteType, string>> = { blackhole: 'blackhole ', unreachable: 'unreachable ', prohibit: 'prohibit ', throw: 'throw ' }
+
+/**
+ * `route replace ...` for one route (no leading `ip`). ip's grammar wants `nexthop` groups last, after the
+ * table/proto/metric selectors.
+ */
+export function replaceLine(r: KernelRoute): string {
+  const head = `route replace ${TYPE_WORD[r.type] ?? ''}${r.dst}`
+  const [only] = r.nexthops
+  if (r.nexthops.length === 1 && only !== undefined) return head + hopArgs(only) + keyArgs(r, r.protocol)
+  return head + keyArgs(r, r.protocol) + r.nexthops.map((h) => ` nexthop${hopArgs(h)}`).join('')
+}
+
+/**
+ * `route delete ...` naming the route's own protocol, so the kernel refuses to delete a different route
+ * that took the key in the meantime. A single device is named too (the veth cleanup relies on it).
+ */
+export function deleteLine(r: KernelRoute): string {
+  const [only] = r.nexthops
+  const dev = r.nexthops.length === 1 && only?.dev !== undefined ? ` dev ${only.dev}` : ''
+  return `route delete ${TYPE_WORD[r.type] ?? ''}${r.dst}${dev}${keyArgs(r, r.protocol)}`
+}
+
+export function familyOfPrefix(dst: string): Family {
+  return dst.includes(':') ? 6 : 4
+}

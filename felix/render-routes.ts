@@ -1,0 +1,220 @@
+// Pure route rendering: DesiredState -> the kernel routes, permanent neighbours and FDB entries felix wants,
+// per pool mode (no-encap, IPIP, VXLAN, CrossSubnet), with ECMP and local blackholes. Bad input never throws:
+// the offending route is skipped and a problem naming its field path is returned, so the rest still renders.
+
+import { cidrContainsIP, formatCIDR, formatIP, parseCIDR, parseIP, type CIDR, type IPAddr, type IPPool } from '../config/resources/index.js'
+import type { DesiredState, LearnedNextHop, RemoteVtep } from './desired-state.js'
+import { compareNextHops, defaultMetric, MAIN_TABLE, routeKey, DEFAULT_ROUTE_PROTOCOL, type Family, type KernelRoute, type NextHop } from './kernel-route.js'
+
+export const TUNL_DEVICE = 'tunl0'
+export const VXLAN_DEVICE = 'vxlan.pinto'
+
+export interface RenderOptions {
+  readonly table?: number
+  readonly protocol?: number
+  readonly tunlDevice?: string
+  readonly vxlanDevice?: string
+}
+
+export interface NeighbourEntry {
+  readonly dev: string
+  readonly address: string
+  readonly mac: string
+}
+
+export interface FdbEntry {
+  readonly dev: string
+  readonly mac: string
+  /** The remote node's IP: the outer destination of frames for this MAC. */
+  readonly dst: string
+}
+
+export interface RenderProblem {
+  /** Field path into the DesiredState, e.g. `routes[3].nextHops[0].address`. */
+  readonly path: string
+  readonly message: string
+}
+
+export interface RenderedState {
+  /** By routeKey(). */
+  readonly routes: Map<string, KernelRoute>
+  readonly neighbours: NeighbourEntry[]
+  readonly fdb: FdbEntry[]
+  readonly problems: RenderProblem[]
+}
+
+type Encap = 'none' | 'ipip' | 'vxlan'
+
+interface PoolView {
+  readonly cidr: CIDR
+  readonly encap: Encap
+  readonly crossSubnet: boolean
+}
+
+const MAC_RE = /^[0-9a-f]{2}(:[0-9a-f]{2}){5}$/
+
+function poolView(pool: IPPool, index: number, problems: RenderProblem[]): PoolView | undefined {
+  const path = `pools[${index}]`
+  const cidr = parseCIDR(pool.spec.cidr)
+  if (typeof cidr === 'string') {
+    problems.push({ path: `${path}.spec.cidr`, message: cidr })
+    return undefined
+  }
+  const vx = pool.spec.vxlanMode ?? 'Never'
+  const ipip = pool.spec.ipipMode ?? 'Never'
+  let encap: Encap = 'none'
+  let mode = 'Never'
+  if (vx !== 'Never') {
+    encap = 'vxlan'
+    mode = vx
+    if (ipip !== 'Never') problems.push({ path: `${path}.spec.ipipMode`, message: 'both ipipMode and vxlanMode are set; using VXLAN' })
+  } else if (ipip !== 'Never') {
+    encap = 'ipip'
+    mode = ipip
+  }
+  if (encap !== 'none' && cidr.version === 6) {
+    // Calico has no IPIP for IPv6, and pinto's vxlan.pinto carries IPv4 only.
+    problems.push({ path: `${path}.spec.${encap === 'vxlan' ? 'vxlanMode' : 'ipipMode'}`, message: `${encap} is IPv4-only; IPv6 pool ${formatCIDR(cidr)} is routed without encapsulation` })
+    encap = 'none'
+  }
+  return { cidr, encap, crossSubnet: mode === 'CrossSubnet' }
+}
+
+/** The most specific pool containing `c`, if any. */
+function poolFor(pools: readonly PoolView[], c: CIDR): PoolView | undefined {
+  let best: PoolView | undefined
+  for (const p of pools) {
+    if (p.cidr.version !== c.version || p.cidr.prefixLength > c.prefixLength) continue
+    if (!cidrContainsIP(p.cidr, { version: c.version, value: c.network })) continue
+    if (best === undefined || p.cidr.prefixLength > best.cidr.prefixLength) best = p
+  }
+  return best
+}
+
+function subnetOf(addr: string | undefined, field: string, problems: RenderProblem[]): CIDR | undefined {
+  if (addr === undefined) return undefined
+  const c = parseCIDR(addr)
+  if (typeof c === 'string') {
+    problems.push({ path: field, message: c })
+    return undefined
+  }
+  return c
+}
+
+export function renderDesired(state: DesiredState, opts: RenderOptions = {}): RenderedState {
+  const table = opts.table ?? MAIN_TABLE
+  const protocol = opts.protocol ?? DEFAULT_ROUTE_PROTOCOL
+  const tunl = opts.tunlDevice ?? TUNL_DEVICE
+  const vxlan = opts.vxlanDevice ?? VXLAN_DEVICE
+  const parent = state.localNode.parentInterface
+  const problems: RenderProblem[] = []
+  const routes = new Map<string, KernelRoute>()
+
+  const pools: PoolView[] = []
+  state.pools.forEach((p, i) => {
+    const v = poolView(p, i, problems)
+    if (v !== undefined) pools.push(v)
+  })
+  const subnets: Record<Family, CIDR | undefined> = {
+    4: subnetOf(state.localNode.ipv4Address, 'localNode.ipv4Address', problems),
+    6: subnetOf(state.localNode.ipv6Address, 'localNode.ipv6Address', problems),
+  }
+
+  // VTEPs by node name and by node IP: a next hop may come with either.
+  const vtepByName = new Map<string, RemoteVtep>()
+  const vtepByAddr = new Map<string, RemoteVtep>()
+  const neighbours: NeighbourEntry[] = []
+  const fdb: FdbEntry[] = []
+  const anyVxlan = pools.some((p) => p.encap === 'vxlan')
+  state.vteps.forEach((v, i) => {
+    const path = `vteps[${i}]`
+    const mac = v.mac.toLowerCase()
+    const tunnel = parseIP(v.tunnelAddress)
+    const node = parseIP(v.nodeAddress)
+    if (!MAC_RE.test(mac)) return problems.push({ path: `${path}.mac`, message: `${JSON.stringify(v.mac)} is not a MAC address (xx:xx:xx:xx:xx:xx)` })
+    if (tunnel?.version !== 4) return problems.push({ path: `${path}.tunnelAddress`, message: `${JSON.stringify(v.tunnelAddress)} is not an IPv4 address` })
+    if (node?.version !== 4) return problems.push({ path: `${path}.nodeAddress`, message: `${JSON.stringify(v.nodeAddress)} is not an IPv4 address` })
+    const canon: RemoteVtep = { nodeName: v.nodeName, nodeAddress: formatIP(4, node.value), tunnelAddress: formatIP(4, tunnel.value), mac }
+    vtepByName.set(v.nodeName, canon)
+    vtepByAddr.set(canon.nodeAddress, canon)
+    if (anyVxlan) {
+      neighbours.push({ dev: vxlan, address: canon.tunnelAddress, mac })
+      fdb.push({ dev: vxlan, mac, dst: canon.nodeAddress })
+    }
+    return undefined
+  })
+
+  const hopFor = (nh: LearnedNextHop, ip: IPAddr, pool: PoolView | undefined, path: string): NextHop | undefined => {
+    const address = formatIP(ip.version, ip.value)
+    const encap = pool?.encap ?? 'none'
+    const subnet = subnets[ip.version]
+    const sameSubnet = subnet !== undefined && cidrContainsIP(subnet, ip)
+    if (encap === 'none') return { gateway: address, dev: parent, onlink: false }
+    if (pool?.crossSubnet === true && sameSubnet) return { gateway: address, dev: parent, onlink: true }
+    if (encap === 'ipip') return { gateway: address, dev: tunl, onlink: true }
+    const vtep = (nh.nodeName !== undefined ? vtepByName.get(nh.nodeName) : undefined) ?? vtepByAddr.get(address)
+    if (vtep === undefined) {
+      problems.push({ path, message: `no VTEP known for ${nh.nodeName ?? address}; next hop skipped until the node publishes one` })
+      return undefined
+    }
+    return { gateway: vtep.tunnelAddress, dev: vxlan, onlink: true }
+  }
+
+  state.routes.forEach((r, i) => {
+    const path = `routes[${i}]`
+    const c = parseCIDR(r.prefix)
+    if (typeof c === 'string') return problems.push({ path: `${path}.prefix`, message: c })
+    if (c.addr !== c.network) return problems.push({ path: `${path}.prefix`, message: `${r.prefix} has host bits set (the network is ${formatCIDR(c)})` })
+    const pool = poolFor(pools, c)
+    const hops: NextHop[] = []
+    const seen = new Set<string>()
+    r.nextHops.forEach((nh, j) => {
+      const hpath = `${path}.nextHops[${j}].address`
+      const ip = parseIP(nh.address)
+      if (ip === undefined) return problems.push({ path: hpath, message: `${JSON.stringify(nh.address)} is not an IP address` })
+      if (ip.version !== c.version) return problems.push({ path: hpath, message: `IPv${ip.version} next hop for IPv${c.version} prefix ${r.prefix}` })
+      const hop = hopFor(nh, ip, pool, hpath)
+      if (hop === undefined) return undefined
+      const k = `${hop.gateway}@${hop.dev}`
+      if (!seen.has(k)) hops.push(hop)
+      seen.add(k)
+      return undefined
+    })
+    if (hops.length === 0) {
+      if (r.nextHops.length === 0) problems.push({ path: `${path}.nextHops`, message: 'no next hops' })
+      return undefined
+    }
+    hops.sort(compareNextHops)
+    const route: KernelRoute = { family: c.version, table, dst: formatCIDR(c), tos: 0, metric: defaultMetric(c.version), type: 'unicast', protocol, nexthops: hops }
+    const key = routeKey(route)
+    if (routes.has(key)) problems.push({ path: `${path}.prefix`, message: `${route.dst} appears more than once; the last one wins` })
+    routes.set(key, route)
+    return undefined
+  })
+
+  state.localBlocks.forEach((b, i) => {
+    const c = parseCIDR(b)
+    if (typeof c === 'string') return problems.push({ path: `localBlocks[${i}]`, message: c })
+    // A /32 (/128) blackhole would shadow the CNI's pod route or a borrowed address (notes/calico.md §3.5).
+    if (c.prefixLength === (c.version === 4 ? 32 : 128)) return undefined
+    const route: KernelRoute = { family: c.version, table, dst: formatCIDR(c), tos: 0, metric: defaultMetric(c.version), type: 'blackhole', protocol, nexthops: [] }
+    const key = routeKey(route)
+    // Our own block learned back from a peer would loop; the blackhole is the truth for it.
+    if (routes.has(key)) problems.push({ path: `localBlocks[${i}]`, message: `${route.dst} is a local block and also a learned route; the blackhole wins` })
+    routes.set(key, route)
+    return undefined
+  })
+
+  return { routes, neighbours, fdb, problems }
+}
+
+/** The canonical addresses of the known workloads, as the delta tracker compares them. */
+export function workloadAddresses(state: DesiredState): Set<string> | undefined {
+  if (state.workloads === undefined) return undefined
+  const out = new Set<string>()
+  for (const w of state.workloads) {
+    const ip = parseIP(w.address)
+    if (ip !== undefined) out.add(formatIP(ip.version, ip.value))
+  }
+  return out
+}

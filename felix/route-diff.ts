@@ -1,0 +1,113 @@
+// The pure delta tracker: desired routes vs the routes read from the kernel -> the replace/delete operations
+// that make the kernel match, touching only routes of felix's protocol (plus unknown /32s on pinto veths
+// after a grace period). Time comes in as an argument; it runs nothing and never reads the clock itself.
+
+import { routeKey, routeSignature, deleteLine, replaceLine, type KernelRoute } from './kernel-route.js'
+
+export type RouteOpReason = 'missing' | 'changed' | 'stale' | 'stale-workload'
+
+export interface RouteOp {
+  readonly op: 'replace' | 'delete'
+  readonly route: KernelRoute
+  readonly reason: RouteOpReason
+}
+
+/** A desired route whose key is held by another protocol's route: felix leaves it and reports. */
+export interface RouteConflict {
+  readonly desired: KernelRoute
+  readonly holder: KernelRoute
+}
+
+export interface DiffResult {
+  readonly ops: RouteOp[]
+  readonly conflicts: RouteConflict[]
+  /** When the earliest waiting veth route's grace period ends (ms, same clock as `now`), if any wait. */
+  readonly graceDeadline: number | undefined
+}
+
+export interface DeltaTrackerOptions {
+  readonly protocol: number
+  /** Interface-name prefix of pinto's pod veths. */
+  readonly vethPrefix: string
+  readonly graceMs: number
+}
+
+export class RouteDeltaTracker {
+  /** Unknown veth routes by key -> when first seen; survives between diffs so the grace period can elapse. */
+  private readonly firstSeen = new Map<string, number>()
+
+  constructor(private readonly opts: DeltaTrackerOptions) {}
+
+  /**
+   * `workloads` undefined means the agent has not told felix which pods exist: every veth route is then
+   * left alone, because deleting a pod's route on a guess would cut it off.
+   */
+  diff(desired: ReadonlyMap<string, KernelRoute>, actual: readonly KernelRoute[], now: number, workloads?: ReadonlySet<string>): DiffResult {
+    const ops: RouteOp[] = []
+    const conflicts: RouteConflict[] = []
+    const present = new Set<string>()
+    const waiting = new Set<string>()
+    let graceDeadline: number | undefined
+    const { protocol, vethPrefix, graceMs } = this.opts
+
+    for (const a of actual) {
+      const key = routeKey(a)
+      const want = desired.get(key)
+      if (a.protocol === protocol) {
+        present.add(key)
+        if (want === undefined) ops.push({ op: 'delete', route: a, reason: 'stale' })
+        else if (routeSignature(want) !== routeSignature(a)) ops.push({ op: 'replace', route: want, reason: 'changed' })
+        continue
+      }
+      if (want !== undefined) {
+        present.add(key)
+        conflicts.push({ desired: want, holder: a })
+        continue
+      }
+      if (workloads === undefined || !isVethHostRoute(a, vethPrefix)) continue
+      const addr = a.dst.slice(0, a.dst.indexOf('/'))
+      if (workloads.has(addr)) continue
+      const first = this.firstSeen.get(key) ?? now
+      this.firstSeen.set(key, first)
+      waiting.add(key)
+      if (now - first >= graceMs) ops.push({ op: 'delete', route: a, reason: 'stale-workload' })
+      else graceDeadline = Math.min(graceDeadline ?? Infinity, first + graceMs)
+    }
+    for (const k of this.firstSeen.keys()) if (!waiting.has(k)) this.firstSeen.delete(k)
+    for (const [key, want] of desired) if (!present.has(key)) ops.push({ op: 'replace', route: want, reason: 'missing' })
+    return { ops, conflicts, graceDeadline }
+  }
+}
+
+function isVethHostRoute(r: KernelRoute, vethPrefix: string): boolean {
+  const len = r.dst.slice(r.dst.indexOf('/') + 1)
+  if (len !== (r.family === 4 ? '32' : '128') || r.type !== 'unicast' || r.nexthops.length !== 1) return false
+  const [hop] = r.nexthops
+  return hop?.gateway === undefined && hop?.dev?.startsWith(vethPrefix) === true
+}
+
+/** The `ip -batch` script for a list of operations, one line per op (line N+1 is ops[N]). */
+export function batchScript(ops: readonly RouteOp[]): string {
+  let s = ''
+  for (const o of ops) s += (o.op === 'replace' ? replaceLine(o.route) : deleteLine(o.route)) + '\n'
+  return s
+}
+
+/**
+ * Per-line failures from `ip -force -batch -` stderr: ip prints the error text, then
+ * `Command failed -:N`. Returns 0-based op index -> message.
+ */
+export function parseBatchErrors(stderr: string): Map<number, string> {
+  const out = new Map<number, string>()
+  let pending: string[] = []
+  for (const line of stderr.split('\n')) {
+    const m = /^Command failed -:(\d+)$/.exec(line.trim())
+    if (m !== null) {
+      out.set(Number(m[1]) - 1, pending.join('; ') || 'failed')
+      pending = []
+    } else if (line.trim() !== '') {
+      pending.push(line.trim())
+    }
+  }
+  return out
+}

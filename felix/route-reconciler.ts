@@ -1,0 +1,237 @@
+// The I/O shell around the delta tracker: only apply() touches the kernel's routes. It reads each family's
+// table with one `ip -N -json route show`, writes the diff with one `ip -force -batch -`, resyncs once on
+// failure and reports per-route errors; a periodic resync and `ip monitor route` keep the kernel in line.
+
+import pino, { type Logger } from 'pino'
+import { defaultMetric, DEFAULT_ROUTE_PROTOCOL, MAIN_TABLE, routeKey, type Family, type KernelRoute } from './kernel-route.js'
+import { batchScript, parseBatchErrors, RouteDeltaTracker, type RouteConflict, type RouteOp } from './route-diff.js'
+import { parseMonitorLine, parseRouteJson } from './route-parse.js'
+import { runChecked, type ProcessRunner, type WatchHandle } from './runner.js'
+
+export interface RouteReconcilerOptions {
+  readonly runner: ProcessRunner
+  readonly netns?: string
+  readonly table?: number
+  readonly protocol?: number
+  /** Full resync period; Calico's RouteRefreshInterval is 90 s. */
+  readonly resyncIntervalMs?: number
+  /** How long an unknown /32 on a pinto veth survives (Calico: 10 s). */
+  readonly graceMs?: number
+  readonly vethPrefix?: string
+  /** Read (and clean) the IPv6 table even when no IPv6 route is desired. */
+  readonly ipv6?: boolean
+  /** Watch `ip monitor route` for drift (default true). */
+  readonly monitor?: boolean
+  /** Retry delay after per-route errors. */
+  readonly retryMs?: number
+  readonly logger?: Logger
+  readonly now?: () => number
+}
+
+export interface RouteError {
+  readonly op: RouteOp
+  readonly message: string
+}
+
+export interface ApplyResult {
+  /** Operations the first diff found. */
+  readonly planned: number
+  readonly errors: RouteError[]
+  readonly conflicts: RouteConflict[]
+  readonly readMs: number
+  readonly writeMs: number
+}
+
+const NOTHING: ApplyResult = { planned: 0, errors: [], conflicts: [], readMs: 0, writeMs: 0 }
+
+export class RouteReconciler {
+  private readonly runner: ProcessRunner
+  private readonly netns: string | undefined
+  private readonly table: number
+  private readonly protocol: number
+  private readonly vethPrefix: string
+  private readonly resyncMs: number
+  private readonly retryMs: number
+  private readonly log: Logger
+  private readonly now: () => number
+  private readonly tracker: RouteDeltaTracker
+  private desired: ReadonlyMap<string, KernelRoute> = new Map()
+  private workloads: ReadonlySet<string> | undefined
+  private running: Promise<ApplyResult> | undefined
+  private queued: Promise<ApplyResult> | undefined
+  private timer: NodeJS.Timeout | undefined
+  private monitor: WatchHandle | undefined
+  private monitorTimer: NodeJS.Timeout | undefined
+  private started = false
+  /** Errors from the latest apply, by route key. */
+  readonly errors = new Map<string, RouteError>()
+
+  constructor(private readonly opts: RouteReconcilerOptions) {
+    this.runner = opts.runner
+    this.netns = opts.netns
+    this.table = opts.table ?? MAIN_TABLE
+    this.protocol = opts.protocol ?? DEFAULT_ROUTE_PROTOCOL
+    this.vethPrefix = opts.vethPrefix ?? 'pinto'
+    this.resyncMs = opts.resyncIntervalMs ?? 90_000
+    this.retryMs = opts.retryMs ?? 5_000
+    this.now = opts.now ?? Date.now
+    this.log = (opts.logger ?? pino({ level: 'silent' })).child({ component: 'felix.routes', table: this.table, protocol: this.protocol })
+    this.tracker = new RouteDeltaTracker({ protocol: this.protocol, vethPrefix: this.vethPrefix, graceMs: opts.graceMs ?? 10_000 })
+  }
+
+  /** Replaces the desired routes (from renderDesired) and the known pods; takes effect at the next apply(). */
+  setDesired(routes: ReadonlyMap<string, KernelRoute>, workloads?: ReadonlySet<string>): void {
+    for (const r of routes.values()) {
+      if (r.protocol !== this.protocol || r.table !== this.table) {
+        throw new Error(`setDesired: route ${r.dst} has table ${r.table} proto ${r.protocol}; this reconciler owns table ${this.table} proto ${this.protocol}`)
+      }
+    }
+    this.desired = routes
+    this.workloads = workloads
+  }
+
+  /** One reconciliation; calls made while one runs are coalesced into a single follow-up run. */
+  apply(): Promise<ApplyResult> {
+    if (this.running === undefined) {
+      this.running = this.applyOnce().finally(() => {
+        this.running = undefined
+      })
+      return this.running
+    }
+    this.queued ??= this.running.then(
+      () => this.next(),
+      () => this.next(),
+    )
+    return this.queued
+  }
+
+  private next(): Promise<ApplyResult> {
+    this.queued = undefined
+    return this.apply()
+  }
+
+  /** Starts the monitor and periodic resync, then applies once. */
+  async start(): Promise<ApplyResult> {
+    this.started = true
+    if (this.opts.monitor !== false) {
+      this.monitor = this.runner.watch('ip', ['monitor', 'route'], { ...(this.netns !== undefined ? { netns: this.netns } : {}), onLine: (l) => this.onMonitorLine(l) })
+      void this.monitor.exited.then((code) => {
+        if (this.started) this.log.warn({ code }, 'ip monitor exited; drift is now caught by the periodic resync only')
+      })
+    }
+    this.schedule(this.resyncMs)
+    return this.apply()
+  }
+
+  /** Stops watching and resyncing. Routes stay in the kernel: a restarting agent must not cut traffic. */
+  async stop(): Promise<void> {
+    this.started = false
+    clearTimeout(this.timer)
+    clearTimeout(this.monitorTimer)
+    await this.monitor?.stop()
+    await this.running?.catch(() => undefined)
+    await this.queued?.catch(() => undefined)
+    this.log.info('stopped; routes left in place')
+  }
+
+  private schedule(ms: number): void {
+    if (!this.started) return
+    clearTimeout(this.timer)
+    this.timer = setTimeout(() => {
+      this.apply().then(
+        () => undefined,
+        (err: unknown) => this.log.error({ err }, 'resync failed'),
+      )
+    }, ms)
+    this.timer.unref()
+  }
+
+  private onMonitorLine(line: string): void {
+    const ev = parseMonitorLine(line)
+    if (ev === undefined || ev.table !== this.table) return
+    const ours = ev.protocol === this.protocol || (ev.dev?.startsWith(this.vethPrefix) === true && this.workloads !== undefined)
+    // A route of another protocol appearing on a key we want is a conflict worth re-checking too.
+    const metric = ev.metric ?? defaultMetric(ev.dst.includes(':') ? 6 : 4)
+    const wanted = this.desired.has(routeKey({ table: ev.table, dst: ev.dst, tos: 0, metric }))
+    if (!ours && !wanted) return
+    // Debounced: a burst (our own batch echoing back, or a flush) costs one resync, not one per line.
+    if (this.monitorTimer !== undefined || !this.started) return
+    this.monitorTimer = setTimeout(() => {
+      this.monitorTimer = undefined
+      this.log.debug({ line }, 'kernel route change seen; resyncing')
+      this.apply().catch((err: unknown) => this.log.error({ err }, 'resync after monitor event failed'))
+    }, 50)
+  }
+
+  private families(): Family[] {
+    if (this.opts.ipv6 === true) return [4, 6]
+    for (const r of this.desired.values()) if (r.family === 6) return [4, 6]
+    return [4]
+  }
+
+  private async read(): Promise<KernelRoute[]> {
+    const tables = await Promise.all(
+      this.families().map(async (f) => {
+        const r = await runChecked(this.runner, 'ip', ['-N', '-json', `-${f}`, 'route', 'show', 'table', String(this.table)], this.nsOpt())
+        return parseRouteJson(r.stdout, f, this.table)
+      }),
+    )
+    return tables.flat()
+  }
+
+  private nsOpt(): { netns?: string } {
+    return this.netns !== undefined ? { netns: this.netns } : {}
+  }
+
+  /** Runs a batch with -force so one bad line cannot stop the rest; returns failures by op index. */
+  private async write(ops: readonly RouteOp[]): Promise<Map<number, string>> {
+    const r = await this.runner.run('ip', ['-force', '-batch', '-'], { input: batchScript(ops), ...this.nsOpt() })
+    const failures = parseBatchErrors(r.stderr)
+    if (r.exitCode !== 0 && failures.size === 0) {
+      // ip itself failed (not a line): count every op as failed so the resync pass re-checks them all.
+      ops.forEach((_, i) => failures.set(i, r.stderr.trim() || `ip exited ${r.exitCode}`))
+    }
+    return failures
+  }
+
+  private async applyOnce(): Promise<ApplyResult> {
+    const t0 = performance.now()
+    const actual = await this.read()
+    const first = this.tracker.diff(this.desired, actual, this.now(), this.workloads)
+    const readMs = performance.now() - t0
+    this.reportConflicts(first.conflicts)
+    if (first.graceDeadline !== undefined) this.schedule(Math.max(0, first.graceDeadline - this.now()) + 10)
+    else this.schedule(this.resyncMs)
+    if (first.ops.length === 0) {
+      this.errors.clear()
+      return { ...NOTHING, conflicts: first.conflicts, readMs }
+    }
+    const t1 = performance.now()
+    const failures = await this.write(first.ops)
+    let errors: RouteError[] = []
+    if (failures.size > 0) {
+      // The failure may come from a stale view (a route changed under us): look again, and retry only
+      // what still differs; the second pass is per route, each line independent of the others.
+      this.log.info({ failed: failures.size, of: first.ops.length }, 'batch had failures; resyncing once')
+      const second = this.tracker.diff(this.desired, await this.read(), this.now(), this.workloads)
+      const retry = await this.write(second.ops)
+      errors = [...retry].map(([i, message]) => ({ op: second.ops[i] as RouteOp, message }))
+    }
+    const writeMs = performance.now() - t1
+    this.errors.clear()
+    for (const e of errors) this.errors.set(routeKey(e.op.route), e)
+    errors.slice(0, 20).forEach((e) => this.log.warn({ dst: e.op.route.dst, op: e.op.op, err: e.message }, 'route not programmed'))
+    if (errors.length > 20) this.log.warn({ more: errors.length - 20 }, 'more routes not programmed')
+    if (errors.length > 0) this.schedule(this.retryMs)
+    const counts = { replace: 0, delete: 0 }
+    for (const o of first.ops) counts[o.op]++
+    this.log.info({ ...counts, errors: errors.length, readMs: Math.round(readMs), writeMs: Math.round(writeMs) }, 'routes reconciled')
+    return { planned: first.ops.length, errors, conflicts: first.conflicts, readMs, writeMs }
+  }
+
+  private reportConflicts(conflicts: readonly RouteConflict[]): void {
+    for (const c of conflicts.slice(0, 20)) {
+      this.log.warn({ dst: c.desired.dst, holderProtocol: c.holder.protocol }, 'route key held by another protocol; left alone')
+    }
+  }
+}

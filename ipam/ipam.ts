@@ -160,35 +160,66 @@ export class Ipam {
       if (!Number.isInteger(want[f]) || want[f] < 0 || want[f] > 256) throw new IpamError('invalid', `num${f}: ${want[f]} is not an integer in 0..256`)
     }
     const pools = await this.pools()
+    const predicted = this.predictBlocks(req.node, want)
+    if (predicted !== undefined) {
+      const fast = await this.assignNewHandle(req, want, pools, predicted)
+      if (fast !== undefined) return fast
+    }
     const { kv: handleKv, addrs: held } = await this.heldBy(req.handle)
     const got: IpamAddress[] = []
-    // A new handle's record is written alongside the first block write when the blocks can be predicted (the
-    // ones this node last allocated from): one group commit on the embedded store, parallel requests on etcd.
-    const predicted = handleKv === undefined ? this.predictBlocks(req.node, want) : undefined
-    const early = predicted === undefined ? undefined
-      : this.store.create(handleKey(req.handle), JSON.stringify({ handleId: req.handle, blocks: predicted } satisfies HandleRecord)).catch(() => undefined)
-    const setCounts = (counts: Record<string, number>) => (blocks: Record<string, number>): void => {
-      for (const k of Object.keys(blocks)) delete blocks[k]
-      Object.assign(blocks, counts)
-    }
     try {
       for (const f of [4, 6] as const) {
         const have = held.filter((a) => a.family === f).length
         if (want[f] > have) await this.assignFamily(f, want[f] - have, req, pools, got)
       }
-      const written = await early
-      const actual = countByBlock(got)
-      if (written !== undefined) {
-        if (!sameCounts(actual, predicted ?? {})) await this.adjustHandle(req.handle, setCounts(actual), written)
-      } else if (got.length > 0) await this.addToHandle(req.handle, got, early === undefined ? (handleKv ?? 'absent') : undefined)
+      if (got.length > 0) await this.addToHandle(req.handle, got, handleKv ?? 'absent')
     } catch (err) {
-      // All or nothing: give back what this request took (by sequence number, so nothing reused is touched).
-      await this.releaseIPs(got.map((a) => ({ address: a.address, handle: req.handle, sequenceNumber: a.sequenceNumber }))).catch(() => undefined)
-      if ((await early) !== undefined) await this.adjustHandle(req.handle, setCounts({})).catch(() => undefined)
+      await this.giveBack(req.handle, got)
       throw err
     }
     const all = [...held, ...got]
     return { ipv4: all.filter((a) => a.family === 4), ipv6: all.filter((a) => a.family === 6) }
+  }
+
+  /**
+   * The common case in one write round: the handle record is created (with the predicted block counts) in
+   * parallel with the block writes, without reading it first. Undefined when the handle already existed (a
+   * retried ADD): what was just taken is given back and the caller answers from the existing record.
+   */
+  private async assignNewHandle(req: AutoAssignRequest, want: Readonly<Record<Family, number>>, pools: readonly Pool[], predicted: Record<string, number>): Promise<AutoAssignResult | undefined> {
+    const early = this.store.create(handleKey(req.handle), JSON.stringify({ handleId: req.handle, blocks: predicted } satisfies HandleRecord))
+      .then((kv) => ({ kv }), (err: unknown) => ({ err }))
+    const got: IpamAddress[] = []
+    const clearHandle = (blocks: Record<string, number>): void => {
+      for (const k of Object.keys(blocks)) delete blocks[k]
+    }
+    try {
+      for (const f of [4, 6] as const) if (want[f] > 0) await this.assignFamily(f, want[f], req, pools, got)
+    } catch (err) {
+      await this.giveBack(req.handle, got)
+      if ('kv' in (await early)) await this.adjustHandle(req.handle, clearHandle).catch(() => undefined)
+      throw err
+    }
+    const e = await early
+    if ('err' in e) {
+      await this.giveBack(req.handle, got)
+      if (e.err instanceof DatastoreError && e.err.code === 'exists') return undefined
+      throw e.err
+    }
+    const actual = countByBlock(got)
+    if (!sameCounts(actual, predicted)) {
+      await this.adjustHandle(req.handle, (blocks) => {
+        clearHandle(blocks)
+        Object.assign(blocks, actual)
+      }, e.kv)
+    }
+    return { ipv4: got.filter((a) => a.family === 4), ipv6: got.filter((a) => a.family === 6) }
+  }
+
+  /** Rolls back addresses this request took; they were never counted in the handle record, so it is not touched. */
+  private async giveBack(handle: string, got: readonly IpamAddress[]): Promise<void> {
+    // By sequence number, so an address someone reused meanwhile is never freed.
+    await this.releaseIPs(got.map((a) => ({ address: a.address, handle, sequenceNumber: a.sequenceNumber })), false).catch(() => undefined)
   }
 
   /** The block counts a new handle will most likely get: each wanted family from its last block; undefined if unknown. */
@@ -400,7 +431,7 @@ export class Ipam {
   }
 
   /** Releases addresses; a request naming a stale handle or sequence number is skipped, never applied. */
-  async releaseIPs(requests: readonly AddressRelease[]): Promise<ReleaseResult> {
+  async releaseIPs(requests: readonly AddressRelease[], adjustHandles = true): Promise<ReleaseResult> {
     const byBlock = new Map<string, { cidr: Cidr; reqs: ReleaseRequest[] }>()
     const skipped: { address: string; reason: ReleaseSkip | 'no-block' }[] = []
     for (const [i, r] of requests.entries()) {
@@ -416,7 +447,7 @@ export class Ipam {
     }
     const released: { address: string; handle: string | null }[] = []
     for (const { cidr, reqs } of byBlock.values()) {
-      const out = await this.releaseInBlock(cidr, (b) => blockRelease(b, reqs))
+      const out = await this.releaseInBlock(cidr, (b) => blockRelease(b, reqs), adjustHandles)
       released.push(...out.released)
       skipped.push(...out.skipped)
     }
@@ -436,7 +467,7 @@ export class Ipam {
   }
 
   /** CAS-applies a release to one block, then fixes handle counts; an emptied block nobody owns is deleted. */
-  private async releaseInBlock(cidr: Cidr, release: (b: AllocationBlock) => ReturnType<typeof blockRelease>): Promise<ReleaseResult> {
+  private async releaseInBlock(cidr: Cidr, release: (b: AllocationBlock) => ReturnType<typeof blockRelease>, adjustHandles = true): Promise<ReleaseResult> {
     const key = blockKey(cidr)
     const out = await this.retry(`release in block ${formatCidr(cidr)}`, async () => {
       const b = await this.readBlock(key)
@@ -451,7 +482,7 @@ export class Ipam {
     const perHandle = new Map<string, number>()
     for (const r of out.released) if (r.handleId !== null) perHandle.set(r.handleId, (perHandle.get(r.handleId) ?? 0) + 1)
     const blockText = formatCidr(cidr)
-    for (const [h, n] of perHandle) await this.adjustHandle(h, (blocks) => void (blocks[blockText] = (blocks[blockText] ?? 0) - n))
+    if (adjustHandles) for (const [h, n] of perHandle) await this.adjustHandle(h, (blocks) => void (blocks[blockText] = (blocks[blockText] ?? 0) - n))
     return {
       released: out.released.map((r) => ({ address: ordinalAddress(cidr, r.ordinal), handle: r.handleId })),
       skipped: out.skipped.map((s) => ({ address: ordinalAddress(cidr, s.ordinal), reason: s.reason })),

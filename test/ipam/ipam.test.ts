@@ -3,6 +3,7 @@
 import t from 'tap'
 import { DatastoreError, type Datastore } from '../../config/datastore.js'
 import { parseCidr } from '../../ipam/addr.js'
+import { checkIpam } from '../../ipam/check.js'
 import { Ipam, type IpamOptions } from '../../ipam/ipam.js'
 import type { PoolSpec } from '../../ipam/pools.js'
 import { AFFINITIES_PREFIX, BLOCKS_PREFIX, HANDLES_PREFIX, blockKey, decodeAffinity, decodeBlock, decodeHandle } from '../../ipam/records.js'
@@ -83,6 +84,16 @@ t.test('dual-stack is all or nothing: a failed IPv6 gives back the IPv4', async 
   t.equal(await store.get('/pinto/ipam/handles/net.c1'), undefined, 'no handle left behind')
   const v4 = (await values(store, BLOCKS_PREFIX, decodeBlock)).find((b) => b.cidr.startsWith('198.'))!
   t.same(v4.allocations.filter((a) => a !== null), [], 'the IPv4 address was released')
+})
+
+t.test('a failed top-up of an existing handle keeps what it already held', async (t) => {
+  const { store } = await embeddedStore(t)
+  const ipam = new Ipam(store, { pools: [V4, { name: 'v6', cidr: '2001:db8::/126', blockSize: 126 }] })
+  const first = await ipam.autoAssign({ handle: 'net.c1', node: 'n1', num4: 1 })
+  await ipam.autoAssign({ handle: 'net.fill', node: 'n1', num6: 4 })
+  await t.rejects(ipam.autoAssign({ handle: 'net.c1', node: 'n1', num4: 2, num6: 1 }), { code: 'exhausted' })
+  t.same(await ipam.handleAddresses('net.c1'), first.ipv4, 'the held address and its handle count survive the rollback')
+  t.same((await checkIpam(ipam, { liveHandles: ['net.c1', 'net.fill'] })).problems, [])
 })
 
 t.test('disabled pools, node selectors and pool narrowing', async (t) => {

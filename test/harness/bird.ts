@@ -14,11 +14,20 @@ function staticRoute(r: OriginRoute): string {
   for (const c of r.communities ?? []) sets.push(`bgp_community.add((${c.replace(':', ',')}));`)
   for (const c of r.largeCommunities ?? []) sets.push(`bgp_large_community.add((${c.split(':').join(',')}));`)
   for (const c of r.routeTargets ?? []) sets.push(`bgp_ext_community.add((rt,${c.replace(':', ',')}));`)
-  if (r.med !== undefined) sets.push(`bgp_med = ${r.med};`)
   if (r.localPref !== undefined) sets.push(`bgp_local_pref = ${r.localPref};`)
   // prepend() puts each AS in front, so feed them last-first to keep the listed order.
   for (const as of [...(r.prepend ?? [])].reverse()) sets.push(`bgp_path.prepend(${as});`)
   return `  route ${r.prefix} blackhole${sets.length > 0 ? ` { ${sets.join(' ')} }` : ''};`
+}
+
+/**
+ * BIRD drops a MED on eBGP export unless the export filter itself set it (attrs.c: only "fresh" MEDs pass),
+ * so the originated MEDs are set here rather than on the static routes.
+ */
+function exportFilter(spec: SpeakerSpec, family: Family): string {
+  const meds = (spec.originate ?? []).filter((r) => r.med !== undefined && familyOf(r.prefix) === family)
+  if (meds.length === 0) return 'export all;'
+  return `export filter { ${meds.map((r) => `if net = ${r.prefix} then bgp_med = ${r.med};`).join(' ')} accept; };`
 }
 
 /** bird.conf for a spec. Pure, so it can be checked without starting anything. */
@@ -46,7 +55,7 @@ export function renderBirdConfig(spec: SpeakerSpec, node: NetNode, dir: string):
     if (spec.as4 === false) lines.push('  enable as4 off;')
     if (n.rrClient === true) lines.push('  rr client;', `  rr cluster id ${spec.clusterId ?? spec.routerId};`)
     for (const family of n.families) {
-      const opts = ['import all;', 'export all;']
+      const opts = ['import all;', exportFilter(spec, family)]
       if (spec.addPath === true) opts.push('add paths on;')
       lines.push(`  ${family} { ${opts.join(' ')} };`)
     }

@@ -122,44 +122,46 @@ export async function startFrr(topo: Topology, node: NetNode, spec: SpeakerSpec,
     sessionState,
     waitEstablished: establishedWaiter(`FRR in ${node.name}`, sessionState),
     async routes(family: Family) {
-      return parseFrrRoutes(await vtysh(`show bgp ${family} unicast json`))
+      const table = JSON.parse(await vtysh(`show bgp ${family} unicast json`)) as { routes?: Record<string, unknown> }
+      const out: RibRoute[] = []
+      for (const prefix of Object.keys(table.routes ?? {})) out.push(...parseFrrPrefixDetail(await vtysh(`show bgp ${family} unicast ${prefix} json`)))
+      return out
     },
     stop: () => stopPid(pid),
   }
 }
 
 interface FrrPath {
-  peerId?: string
+  peer?: { peerId?: string }
   nexthops?: { ip?: string }[]
-  path?: string
   aspath?: { string?: string }
-  community?: { string?: string }
-  largeCommunity?: { string?: string }
+  community?: { list?: string[] }
+  largeCommunity?: { list?: string[] }
   metric?: number
   med?: number
   locPrf?: number
   localpref?: number
 }
 
-/** Parses `show bgp FAMILY unicast json` (FRR 8: routes keyed by prefix, each an array of paths). */
-export function parseFrrRoutes(json: string): RibRoute[] {
-  const doc = JSON.parse(json) as { routes?: Record<string, FrrPath[]> }
-  const out: RibRoute[] = []
-  for (const [prefix, paths] of Object.entries(doc.routes ?? {})) {
-    for (const p of paths) {
-      const peer = p.peerId === undefined || p.peerId === '(unspec)' || p.peerId === '0.0.0.0' || p.peerId === '::' ? undefined : p.peerId
-      const pathText = p.path ?? p.aspath?.string ?? ''
-      out.push({
-        prefix,
-        fromPeer: peer,
-        nextHop: p.nexthops?.[0]?.ip,
-        asPath: pathText.split(/\s+/).filter((x) => /^\d+$/.test(x)).map(Number),
-        communities: (p.community?.string ?? '').split(/\s+/).filter((x) => x !== ''),
-        largeCommunities: (p.largeCommunity?.string ?? '').split(/\s+/).filter((x) => x !== ''),
-        med: p.metric ?? p.med,
-        localPref: p.locPrf ?? p.localpref,
-      })
+/**
+ * Parses `show bgp FAMILY unicast PREFIX json` (FRR 8). The table-wide JSON lacks communities and MED, so
+ * routes() lists prefixes from it and asks for each one's detail: fine for the handful of routes tests use.
+ */
+export function parseFrrPrefixDetail(json: string): RibRoute[] {
+  const doc = JSON.parse(json) as { prefix?: string; paths?: FrrPath[] }
+  const prefix = doc.prefix
+  if (prefix === undefined) return []
+  return (doc.paths ?? []).map((p) => {
+    const id = p.peer?.peerId
+    return {
+      prefix,
+      fromPeer: id === undefined || id === '(unspec)' || id === '0.0.0.0' || id === '::' ? undefined : id,
+      nextHop: p.nexthops?.[0]?.ip,
+      asPath: (p.aspath?.string ?? '').split(/\s+/).filter((x) => /^\d+$/.test(x)).map(Number),
+      communities: p.community?.list ?? [],
+      largeCommunities: p.largeCommunity?.list ?? [],
+      med: p.med ?? p.metric,
+      localPref: p.localpref ?? p.locPrf,
     }
-  }
-  return out
+  })
 }

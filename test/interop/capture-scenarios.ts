@@ -98,7 +98,8 @@ const gobgpBirdRr: Scenario = {
     const gobgp = await startGobgp(topo, ng!, {
       ...common,
       routerId: '198.51.100.2',
-      neighbors: [{ name: 'rr', address: '198.51.100.1', as: 65000, families: ['ipv4', 'ipv6'] }],
+      // GoBGP waits 5-10 s before its first connect attempt; BIRD connects after 1 s.
+      neighbors: [{ name: 'rr', address: '198.51.100.1', as: 65000, families: ['ipv4', 'ipv6'], passive: true }],
       originate: [
         { prefix: '198.18.20.0/24', localPref: 200, communities: ['65000:20'], largeCommunities: ['65000:20:1'] },
         { prefix: '2001:db8:20::/48', localPref: 250 },
@@ -109,7 +110,7 @@ const gobgpBirdRr: Scenario = {
       routerId: '198.51.100.1',
       clusterId: '198.51.100.1',
       neighbors: [
-        { name: 'gobgp', address: '198.51.100.2', as: 65000, families: ['ipv4', 'ipv6'], rrClient: true, passive: true },
+        { name: 'gobgp', address: '198.51.100.2', as: 65000, families: ['ipv4', 'ipv6'], rrClient: true },
         { name: 'frr', address: '198.51.100.3', as: 65000, families: ['ipv4'], rrClient: true, passive: true },
       ],
       originate: [
@@ -136,7 +137,7 @@ const gobgpBirdRr: Scenario = {
         description: 'iBGP (AS 65000) GoBGP client <-> BIRD route reflector over IPv4 transport, IPv4 and IPv6 unicast, add-path on both, graceful restart on (End-of-RIB for both families). BIRD reflects routes of a third client (FRR 198.51.100.3) with ORIGINATOR_ID and CLUSTER_LIST, and sends two paths for 198.18.30.0/24 (its own and the reflected one). GoBGP ends the session with an administrative shutdown.',
         sides: [side('bird', bird, '198.51.100.2'), side('gobgp', gobgp, '198.51.100.1')],
         trigger: [
-          'FRR (198.51.100.3, not captured) and GoBGP connect to BIRD (passive); BIRD reflects between them',
+          'FRR (198.51.100.3, not captured) connects to BIRD; BIRD connects to GoBGP (passive); BIRD reflects between its clients',
           'both sides reach Established and send End-of-RIB for IPv4 and IPv6',
           'gobgp neighbor 198.51.100.1 disable --reason "pinto capture: decommissioning"',
         ],

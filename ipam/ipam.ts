@@ -3,83 +3,23 @@
 // reads resources, files or sockets itself.
 
 import { type Datastore, type KeyValue, DatastoreError } from '../config/datastore.js'
+import {
+  type AddressRelease, type AutoAssignRequest, type AutoAssignResult, type IpamAddress, type IpamConfig, type IpamOptions, type ReleaseResult,
+  DEFAULT_IPAM_CONFIG, IpamError, countByBlock, sameCounts, toIpamAddress,
+} from './ipam-types.js'
 import { type Cidr, type Family, formatCidr, parseAddr, parseCidr } from './addr.js'
 import {
-  type AllocationBlock, type AssignedAddress, type IsReserved, type ReleaseRequest, type ReleaseSkip,
+  type AllocationBlock, type IsReserved, type ReleaseRequest, type ReleaseSkip,
   addressOrdinal, blockAssign, blockAutoAssign, blockCidr, blockIsEmpty, blockOrdinalsOf, blockRelease, blockReleaseByHandle,
   hostAffinity, newBlock, ordinalAddress,
 } from './block.js'
-import { type NodeMatcher, type Pool, type PoolSpec, type PoolUse, blockCandidates, describePools, eligiblePools, poolBlockOf, toPool } from './pools.js'
+import { type Pool, blockCandidates, describePools, eligiblePools, poolBlockOf, toPool } from './pools.js'
 import {
   type AffinityRecord, type HandleRecord, BLOCKS_PREFIX, affinityKey, affinityPrefix, affinityRecord, blockKey, checkSegment,
   decodeAffinity, decodeBlock, decodeHandle, handleKey,
 } from './records.js'
 
-export interface IpamConfig {
-  readonly strictAffinity: boolean
-  /** Affine blocks a node may hold per address family (Calico: 0 means the default of 20). */
-  readonly maxBlocksPerHost: number
-  readonly autoAllocateBlocks: boolean
-}
-
-export const DEFAULT_IPAM_CONFIG: IpamConfig = { strictAffinity: false, maxBlocksPerHost: 20, autoAllocateBlocks: true }
-
-export interface IpamOptions {
-  readonly pools: readonly PoolSpec[] | (() => readonly PoolSpec[] | Promise<readonly PoolSpec[]>)
-  readonly config?: Partial<IpamConfig>
-  readonly nodeMatches?: NodeMatcher
-  /** Addresses and CIDRs never handed out automatically (Calico's IPReservation). */
-  readonly reservations?: readonly string[]
-  /** Attempts of one compare-and-swap before giving up (default 10). */
-  readonly maxRetries?: number
-  readonly now?: () => Date
-}
-
-export type IpamErrorCode = 'invalid' | 'exhausted' | 'no-pool' | 'in-use' | 'retries'
-
-export class IpamError extends Error {
-  constructor(readonly code: IpamErrorCode, message: string) {
-    super(message)
-    this.name = 'IpamError'
-  }
-}
-
-export interface IpamAddress {
-  readonly address: string
-  readonly family: Family
-  /** The block the address came from, e.g. 198.18.0.0/26. */
-  readonly block: string
-  readonly sequenceNumber: number
-  /** Set when the block belongs to another node (or none): the address must be advertised as a /32. */
-  readonly borrowed?: true
-}
-
-export interface AutoAssignRequest {
-  readonly handle: string
-  readonly node: string
-  readonly num4?: number
-  readonly num6?: number
-  readonly attrs?: Readonly<Record<string, string>>
-  /** Restrict to these pools (names or CIDRs). */
-  readonly pools?: readonly string[]
-  readonly use?: PoolUse
-}
-
-export interface AutoAssignResult {
-  readonly ipv4: readonly IpamAddress[]
-  readonly ipv6: readonly IpamAddress[]
-}
-
-export interface ReleaseResult {
-  readonly released: readonly { readonly address: string; readonly handle: string | null }[]
-  readonly skipped: readonly { readonly address: string; readonly reason: ReleaseSkip | 'no-block' }[]
-}
-
-export interface AddressRelease {
-  readonly address: string
-  readonly handle?: string
-  readonly sequenceNumber?: number
-}
+export * from './ipam-types.js'
 
 const isConflict = (err: unknown): boolean =>
   err instanceof DatastoreError && (err.code === 'conflict' || err.code === 'exists' || err.code === 'not-found')
@@ -528,19 +468,4 @@ export class Ipam {
     for (const a of affs) await this.releaseAffinity(node, parseCidr(a.cidr, 'affinity.cidr'), false)
     return affs.length
   }
-}
-
-function countByBlock(addrs: readonly IpamAddress[]): Record<string, number> {
-  const out: Record<string, number> = {}
-  for (const a of addrs) out[a.block] = (out[a.block] ?? 0) + 1
-  return out
-}
-
-export function sameCounts(a: Readonly<Record<string, number>>, b: Readonly<Record<string, number>>): boolean {
-  const ka = Object.keys(a)
-  return ka.length === Object.keys(b).length && ka.every((k) => a[k] === b[k])
-}
-
-function toIpamAddress(cidr: Cidr, a: AssignedAddress): IpamAddress {
-  return { address: a.address, family: cidr.family, block: formatCidr(cidr), sequenceNumber: a.sequenceNumber }
 }

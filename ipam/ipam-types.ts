@@ -1,0 +1,87 @@
+// The IPAM service's request, result, option and error types, and small helpers over results.
+// Pure declarations: no datastore access here.
+
+import { type Cidr, type Family, formatCidr } from './addr.js'
+import type { AssignedAddress, ReleaseSkip } from './block.js'
+import type { NodeMatcher, PoolSpec, PoolUse } from './pools.js'
+
+export interface IpamConfig {
+  readonly strictAffinity: boolean
+  /** Affine blocks a node may hold per address family (Calico: 0 means the default of 20). */
+  readonly maxBlocksPerHost: number
+  readonly autoAllocateBlocks: boolean
+}
+
+export const DEFAULT_IPAM_CONFIG: IpamConfig = { strictAffinity: false, maxBlocksPerHost: 20, autoAllocateBlocks: true }
+
+export interface IpamOptions {
+  readonly pools: readonly PoolSpec[] | (() => readonly PoolSpec[] | Promise<readonly PoolSpec[]>)
+  readonly config?: Partial<IpamConfig>
+  readonly nodeMatches?: NodeMatcher
+  /** Addresses and CIDRs never handed out automatically (Calico's IPReservation). */
+  readonly reservations?: readonly string[]
+  /** Attempts of one compare-and-swap before giving up (default 10). */
+  readonly maxRetries?: number
+  readonly now?: () => Date
+}
+
+export type IpamErrorCode = 'invalid' | 'exhausted' | 'no-pool' | 'in-use' | 'retries'
+
+export class IpamError extends Error {
+  constructor(readonly code: IpamErrorCode, message: string) {
+    super(message)
+    this.name = 'IpamError'
+  }
+}
+
+export interface IpamAddress {
+  readonly address: string
+  readonly family: Family
+  /** The block the address came from, e.g. 198.18.0.0/26. */
+  readonly block: string
+  readonly sequenceNumber: number
+  /** Set when the block belongs to another node (or none): the address must be advertised as a /32. */
+  readonly borrowed?: true
+}
+
+export interface AutoAssignRequest {
+  readonly handle: string
+  readonly node: string
+  readonly num4?: number
+  readonly num6?: number
+  readonly attrs?: Readonly<Record<string, string>>
+  /** Restrict to these pools (names or CIDRs). */
+  readonly pools?: readonly string[]
+  readonly use?: PoolUse
+}
+
+export interface AutoAssignResult {
+  readonly ipv4: readonly IpamAddress[]
+  readonly ipv6: readonly IpamAddress[]
+}
+
+export interface ReleaseResult {
+  readonly released: readonly { readonly address: string; readonly handle: string | null }[]
+  readonly skipped: readonly { readonly address: string; readonly reason: ReleaseSkip | 'no-block' }[]
+}
+
+export interface AddressRelease {
+  readonly address: string
+  readonly handle?: string
+  readonly sequenceNumber?: number
+}
+
+export function countByBlock(addrs: readonly IpamAddress[]): Record<string, number> {
+  const out: Record<string, number> = {}
+  for (const a of addrs) out[a.block] = (out[a.block] ?? 0) + 1
+  return out
+}
+
+export function sameCounts(a: Readonly<Record<string, number>>, b: Readonly<Record<string, number>>): boolean {
+  const ka = Object.keys(a)
+  return ka.length === Object.keys(b).length && ka.every((k) => a[k] === b[k])
+}
+
+export function toIpamAddress(cidr: Cidr, a: AssignedAddress): IpamAddress {
+  return { address: a.address, family: cidr.family, block: formatCidr(cidr), sequenceNumber: a.sequenceNumber }
+}

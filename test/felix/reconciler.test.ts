@@ -1,0 +1,127 @@
+// The reconciler on a real kernel: no-encap, ECMP and blackhole routes compared with `ip -json route`;
+// drift (ours deleted or changed by hand) repaired through `ip monitor` within 2 s; other protocols' routes
+// in the same range untouched; per-route errors that do not block the rest; veth grace; stop keeps routes.
+
+import t from 'tap'
+import { execa } from 'execa'
+import { createTopology, type NetNode, type Teardown } from '../harness/netns.js'
+import { waitFor } from '../harness/wait.js'
+import { ExecaRunner, RecordingRunner, renderDesired, RouteReconciler, workloadAddresses, type DesiredState } from '../../felix/index.js'
+import { ourRoutes, pool, PROTO } from './lab.js'
+
+const ip = (ns: string, args: string[]) => execa('ip', ['-n', ns, ...args])
+
+function state(over: Partial<DesiredState> = {}): DesiredState {
+  return {
+    pools: [pool('plain', '198.18.0.0/20'), pool('ipip', '198.18.16.0/20', { ipipMode: 'Always' })],
+    routes: [
+      { prefix: '198.18.0.64/26', nextHops: [{ address: '192.0.2.12' }] },
+      { prefix: '198.18.0.128/26', nextHops: [{ address: '192.0.2.13' }, { address: '192.0.2.12' }] },
+    ],
+    localBlocks: ['198.18.0.0/26'],
+    vteps: [],
+    localNode: { name: 'a', ipv4Address: '192.0.2.11/24', parentInterface: 'eth0' },
+    ...over,
+  }
+}
+
+const EXPECTED = [
+  'route replace 198.18.0.128/26 table 254 proto 87 metric 0 nexthop via 192.0.2.12 dev eth0 nexthop via 192.0.2.13 dev eth0',
+  'route replace 198.18.0.64/26 via 192.0.2.12 dev eth0 table 254 proto 87 metric 0',
+  'route replace blackhole 198.18.0.0/26 table 254 proto 87 metric 0',
+]
+
+async function node(t: Teardown): Promise<NetNode> {
+  const topo = await createTopology(t)
+  return topo.addNode({ name: 'a', v4: '192.0.2.11/24' })
+}
+
+function reconciler(t: Teardown, a: NetNode, s: DesiredState, opts: Partial<ConstructorParameters<typeof RouteReconciler>[0]> = {}): RouteReconciler {
+  const rec = new RouteReconciler({ runner: new ExecaRunner(), netns: a.ns, protocol: PROTO, ...opts })
+  t.teardown(() => rec.stop())
+  rec.setDesired(renderDesired(s, { protocol: PROTO }).routes, workloadAddresses(s))
+  return rec
+}
+
+t.test('routes match, drift is repaired via the monitor, other protocols are left alone, stop keeps routes', async (t) => {
+  const a = await node(t)
+  // Another protocol's routes in our range, one a key-level twin of nothing we want, one covering the range.
+  await ip(a.ns, ['route', 'add', '198.18.0.192/26', 'via', '192.0.2.14', 'proto', 'static'])
+  await ip(a.ns, ['route', 'add', '198.18.0.0/15', 'via', '192.0.2.1', 'proto', 'bird'])
+  const rec = reconciler(t, a, state(), { resyncIntervalMs: 60_000 })
+  const first = await rec.start()
+  t.equal(first.planned, 3)
+  t.same(await ourRoutes(a.ns), EXPECTED)
+  t.same((await rec.apply()).planned, 0, 'a second apply has nothing to do')
+
+  const restored = async (what: string) =>
+    waitFor(async () => JSON.stringify(await ourRoutes(a.ns)) === JSON.stringify(EXPECTED), { timeoutMs: 2000, intervalMs: 50, what })
+  await ip(a.ns, ['route', 'del', '198.18.0.64/26', 'proto', String(PROTO)])
+  t.ok(await restored('a deleted route restored'), 'deleted by hand: back within 2 s')
+  await ip(a.ns, ['route', 'replace', '198.18.0.64/26', 'via', '192.0.2.99', 'dev', 'eth0', 'proto', String(PROTO)])
+  t.ok(await restored('a changed route restored'), 'changed by hand: back within 2 s')
+  await ip(a.ns, ['route', 'add', '198.18.1.0/26', 'via', '192.0.2.12', 'proto', String(PROTO)])
+  t.ok(await restored('a stray route of ours removed'), 'a route with our protocol that we do not want: removed')
+
+  const others = await execa('ip', ['-n', a.ns, 'route', 'show', 'table', '254'])
+  t.match(others.stdout, /198\.18\.0\.192\/26 via 192\.0\.2\.14 dev eth0 proto static/)
+  t.match(others.stdout, /198\.18\.0\.0\/15 via 192\.0\.2\.1 dev eth0 proto bird/)
+
+  await rec.stop()
+  t.same(await ourRoutes(a.ns), EXPECTED, 'stop leaves the routes in place')
+  await ip(a.ns, ['route', 'del', '198.18.0.64/26', 'proto', String(PROTO)])
+  await new Promise((r) => setTimeout(r, 300))
+  t.equal((await ourRoutes(a.ns)).length, 2, 'and no longer repairs them after stop')
+})
+
+t.test('a bad route is reported per route and does not block the rest (IPIP routes without tunl0)', async (t) => {
+  const a = await node(t)
+  const s = state({ routes: [...state().routes, { prefix: '198.18.16.64/26', nextHops: [{ address: '192.0.2.12' }] }] })
+  const rec = reconciler(t, a, s, { monitor: false, retryMs: 60_000 })
+  const res = await rec.start()
+  t.equal(res.planned, 4)
+  t.equal(res.errors.length, 1)
+  t.match(res.errors[0], { op: { op: 'replace', route: { dst: '198.18.16.64/26' } }, message: /Cannot find device "tunl0"/ })
+  t.ok(rec.errors.has('254 198.18.16.64/26 0 0'), 'kept by route key for the API')
+  t.same(await ourRoutes(a.ns), EXPECTED, 'the other three routes are in')
+})
+
+t.test('conflict: a key held by another protocol is left alone and reported', async (t) => {
+  const a = await node(t)
+  await ip(a.ns, ['route', 'add', '198.18.0.64/26', 'via', '192.0.2.14', 'proto', 'static'])
+  const rec = reconciler(t, a, state(), { monitor: false })
+  const res = await rec.start()
+  t.match(res.conflicts, [{ desired: { dst: '198.18.0.64/26' }, holder: { protocol: 4 } }])
+  const r = await execa('ip', ['-n', a.ns, 'route', 'show', '198.18.0.64/26'])
+  t.match(r.stdout, /via 192\.0\.2\.14 dev eth0 proto static/)
+})
+
+t.test('veth /32s: known pods kept, unknown ones deleted after the grace period, other interfaces never', async (t) => {
+  const a = await node(t)
+  await ip(a.ns, ['link', 'add', 'pinto1', 'type', 'veth', 'peer', 'name', 'x1'])
+  await ip(a.ns, ['link', 'add', 'other1', 'type', 'veth', 'peer', 'name', 'x2'])
+  for (const l of ['pinto1', 'x1', 'other1', 'x2']) await ip(a.ns, ['link', 'set', l, 'up'])
+  await ip(a.ns, ['route', 'add', '198.18.0.2/32', 'dev', 'pinto1', 'scope', 'link'])
+  await ip(a.ns, ['route', 'add', '198.18.0.3/32', 'dev', 'pinto1', 'scope', 'link'])
+  await ip(a.ns, ['route', 'add', '198.18.0.4/32', 'dev', 'other1', 'scope', 'link'])
+  const rec = reconciler(t, a, state({ workloads: [{ address: '198.18.0.2' }] }), { graceMs: 400, monitor: false })
+  const started = Date.now()
+  await rec.start()
+  const hosts = async () => (await execa('ip', ['-n', a.ns, '-4', 'route', 'show', 'scope', 'link'])).stdout
+  t.match(await hosts(), /198\.18\.0\.3 dev pinto1/, 'still there inside the grace period')
+  // The reconciler schedules its own resync for when the grace period ends.
+  await waitFor(async () => !/198\.18\.0\.3 /.test(await hosts()), { timeoutMs: 3000, what: 'the unknown pod route to go' })
+  t.ok(Date.now() - started >= 400, 'not before the grace period')
+  t.match(await hosts(), /198\.18\.0\.2 dev pinto1/)
+  t.match(await hosts(), /198\.18\.0\.4 dev other1/)
+})
+
+t.test('exact commands, through a recording runner', async (t) => {
+  const rec = new RecordingRunner((c) => ({ stdout: c.args.includes('show') ? '[]' : '', stderr: '', exitCode: 0 }))
+  const r = new RouteReconciler({ runner: rec, netns: 'n1', protocol: PROTO, monitor: false })
+  r.setDesired(renderDesired(state(), { protocol: PROTO }).routes)
+  await r.apply()
+  t.same(rec.lines(), ['[n1] ip -N -json -4 route show table 254', '[n1] ip -force -batch -'])
+  t.same(rec.calls[1]?.input?.split('\n').filter((l) => l !== '').sort(), [...EXPECTED].sort())
+  t.throws(() => r.setDesired(renderDesired(state(), { protocol: 12 }).routes), /owns table 254 proto 87/)
+})

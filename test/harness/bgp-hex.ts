@@ -48,3 +48,55 @@ export function fromHexLines(text: string, file = 'fixture'): Buffer[] {
   })
   return out
 }
+
+/** Capability codes and values an OPEN offers (RFC 5492), read just deep enough to describe a fixture. */
+export function openCapabilities(open: Buffer): { code: number; value: Buffer }[] {
+  if (open[18] !== 1) throw new Error(`message type ${open[18]} is not OPEN`)
+  const optLen = open[28] ?? 0
+  const caps: { code: number; value: Buffer }[] = []
+  let off = 29
+  const end = 29 + optLen
+  while (off + 2 <= end) {
+    const type = open[off]!
+    const len = open[off + 1]!
+    if (type === 2) {
+      let c = off + 2
+      while (c + 2 <= off + 2 + len) {
+        const clen = open[c + 1]!
+        caps.push({ code: open[c]!, value: open.subarray(c + 2, c + 2 + clen) })
+        c += 2 + clen
+      }
+    }
+    off += 2 + len
+  }
+  return caps
+}
+
+export interface Negotiated {
+  /** Both OPENs carried capability 65 (RFC 6793). */
+  readonly as4: boolean
+  /** Families ("AFI/SAFI") whose NLRI carry path identifiers in this direction (RFC 7911). */
+  readonly addPath: readonly string[]
+  /** Both carried capability 6 (RFC 8654). */
+  readonly extendedMessage: boolean
+  readonly enhancedRouteRefresh: boolean
+}
+
+/** What messages from the sender of `fromOpen` to the sender of `toOpen` are encoded with. */
+export function negotiated(fromOpen: Buffer, toOpen: Buffer): Negotiated {
+  const from = openCapabilities(fromOpen)
+  const to = openCapabilities(toOpen)
+  const both = (code: number): boolean => from.some((c) => c.code === code) && to.some((c) => c.code === code)
+  // Add-path value: repeated AFI(2) SAFI(1) send/receive(1), where 1 = receive, 2 = send, 3 = both.
+  const modes = (caps: { code: number; value: Buffer }[]): Map<string, number> => {
+    const m = new Map<string, number>()
+    for (const c of caps.filter((x) => x.code === 69)) {
+      for (let i = 0; i + 4 <= c.value.length; i += 4) m.set(`${c.value.readUInt16BE(i)}/${c.value[i + 2]}`, c.value[i + 3]!)
+    }
+    return m
+  }
+  const send = modes(from)
+  const recv = modes(to)
+  const addPath = [...send].filter(([fam, mode]) => (mode & 2) !== 0 && ((recv.get(fam) ?? 0) & 1) !== 0).map(([fam]) => fam)
+  return { as4: both(65), addPath, extendedMessage: both(6), enhancedRouteRefresh: both(70) }
+}

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { execa, type Options, type ResultPromise } from 'execa'
 import { waitFor } from './wait.js'
+import { isAlive } from './pid.js'
 
 /** Namespaces made here are named pth<creator pid>-<random>-<role>, so a sweep can tell stale ones apart. */
 const NAME_RE = /^pth(\d+)-([0-9a-f]{6})-/
@@ -146,7 +147,7 @@ export class Topology {
     for (const ns of this.namespaces) for (const pid of await namespacePids(ns)) inNs.add(pid)
     for (const pid of inNs) killQuietly(pid, 'SIGTERM')
     const all = [...this.pids, ...inNs, ...[...this.children].flatMap((c) => (c.pid === undefined ? [] : [c.pid]))]
-    await waitFor(() => all.every((pid) => !alive(pid)), { timeoutMs: 3000, what: 'processes to exit' }).catch(() => {
+    await waitFor(() => all.every((pid) => !isAlive(pid)), { timeoutMs: 3000, what: 'processes to exit' }).catch(() => {
       for (const pid of all) killQuietly(pid, 'SIGKILL')
     })
     // Node namespaces first: deleting them destroys the veths, then the fabric goes.
@@ -178,15 +179,6 @@ function stableMac(v4: string | undefined, index: number): string {
   return ['02', '00', ...octets.map((o) => o.toString(16).padStart(2, '0'))].join(':')
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
-
 function killQuietly(pid: number, signal: NodeJS.Signals): void {
   try {
     process.kill(pid, signal)
@@ -213,7 +205,7 @@ export async function sweepStaleNamespaces(): Promise<string[]> {
   for (const line of String(r.stdout ?? '').split('\n')) {
     const name = line.split(' ')[0] ?? ''
     const m = NAME_RE.exec(name)
-    if (m === null || alive(Number(m[1]))) continue
+    if (m === null || isAlive(Number(m[1]))) continue
     for (const pid of await namespacePids(name)) killQuietly(pid, 'SIGKILL')
     await execa('ip', ['netns', 'del', name], { reject: false })
     removed.push(name)

@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { execa } from 'execa'
 import { createTopology, sweepStaleNamespaces } from '../harness/netns.js'
 import { connectionBetween, sentBy, type TcpConnection } from '../harness/pcap.js'
-import { messageType, notificationCode, splitMessages, toHexLines } from '../harness/bgp-hex.js'
+import { messageType, negotiated, notificationCode, splitMessages, toHexLines, type Negotiated } from '../harness/bgp-hex.js'
 import { SCENARIOS } from './capture-scenarios.js'
 import type { SessionRecord } from './capture-steps.js'
 
@@ -43,12 +43,22 @@ async function writeRecord(rec: SessionRecord, conn: TcpConnection, daemonVersio
     sides[side.label] = { ...side.facts, software: side.software, version: daemonVersions[side.software] ?? side.software, address: side.address }
   }
   const opener = rec.sides.find((s) => s.address === conn.a.src)?.label
+  // How each direction is encoded, from the two OPENs (absent when one side never sent an OPEN).
+  const encoding: Record<string, Negotiated> = {}
+  const opens = rec.sides.map((s) => splitMessages(sentBy(conn, s.address)).find((m) => m[18] === 1))
+  const [x, y] = rec.sides
+  const [ox, oy] = opens
+  if (x !== undefined && y !== undefined && ox !== undefined && oy !== undefined) {
+    encoding[`${x.label}->${y.label}`] = negotiated(ox, oy)
+    encoding[`${y.label}->${x.label}`] = negotiated(oy, ox)
+  }
   const doc = {
     name: rec.name,
     description: rec.description,
     format: 'NAME.SIDE.hex: the bytes SIDE sent on the TCP connection, one whole BGP message per line (marker included), lowercase hex',
     tcp: { opener, listenerPort: conn.a.dstPort },
     sides,
+    encoding,
     trigger: rec.trigger,
     messages,
   }

@@ -5,12 +5,14 @@ export type Command = (args: readonly string[]) => Promise<number>
 
 const commands: Record<string, () => Promise<Command>> = {
   bgp: async () => (await import('./bgp.js')).bgpCommand,
+  ipam: async () => (await import('./ipam.js')).ipamCommand,
 }
 
 const USAGE = `usage: pintoctl <command> [args]
 
 commands:
   bgp decode [FILE|-] [--hex]   decode a stream of BGP messages to JSON, one object per line
+  ipam show|check|release       IPAM usage tables, leak check (and --repair), release an address
 `
 
 export async function main(argv: readonly string[]): Promise<number> {

@@ -3,7 +3,7 @@
 // namespace (veths are born inside the fabric), and destroy() removes everything, even after a failure.
 
 import { randomBytes } from 'node:crypto'
-import { mkdtemp, rm } from 'node:fs/promises'
+import { mkdtemp, readdir, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { execa, type Options, type ResultPromise } from 'execa'
@@ -48,6 +48,8 @@ function checkAddress(field: string, cidr: string | undefined, v6: boolean): voi
   if (!ok) throw new Error(`${field}: ${cidr} is outside the documentation ranges tests may use`)
 }
 
+let sweptOnce: Promise<string[]> | undefined
+
 export class Topology {
   readonly id: string
   readonly fabric: string
@@ -65,6 +67,9 @@ export class Topology {
 
   /** Creates the fabric (bridge br0) and registers destroy() with `t.teardown` when given. */
   static async create(t?: Teardown): Promise<Topology> {
+    // A harness killed outright (tap's timeout, SIGKILL) never ran its teardown; its leftovers go here.
+    sweptOnce ??= sweepStaleNamespaces()
+    await sweptOnce
     const topo = new Topology(randomBytes(3).toString('hex'))
     // Registered before anything exists, so a failure halfway through still cleans up.
     t?.teardown(() => topo.destroy())
@@ -202,6 +207,7 @@ async function namespacePids(ns: string): Promise<number[]> {
 export async function sweepStaleNamespaces(): Promise<string[]> {
   const r = await execa('ip', ['netns', 'list'], { reject: false })
   const removed: string[] = []
+  const ids = new Set<string>()
   for (const line of String(r.stdout ?? '').split('\n')) {
     const name = line.split(' ')[0] ?? ''
     const m = NAME_RE.exec(name)
@@ -209,6 +215,12 @@ export async function sweepStaleNamespaces(): Promise<string[]> {
     for (const pid of await namespacePids(name)) killQuietly(pid, 'SIGKILL')
     await execa('ip', ['netns', 'del', name], { reject: false })
     removed.push(name)
+    ids.add(m[2] ?? '')
+  }
+  // The dead run's temp dirs (pth-<id>-<label>-XXXXXX), matched by its random id only.
+  for (const entry of await readdir(tmpdir())) {
+    const id = /^pth-([0-9a-f]{6})-/.exec(entry)?.[1]
+    if (id !== undefined && ids.has(id)) await rm(join(tmpdir(), entry), { recursive: true, force: true })
   }
   return removed
 }

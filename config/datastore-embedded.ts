@@ -428,7 +428,7 @@ export class EmbeddedDatastore implements Datastore {
         writeAll(this.fd, Buffer.concat(frames), this.offset)
         fs.fdatasyncSync(this.fd)
         this.catchUp(true) // applies our own records through the same path as everyone else's
-        if (this.offset >= this.compactBytes) this.compact()
+        this.maybeCompact()
       }
     } catch (err) {
       const e = err instanceof DatastoreError ? err : new DatastoreError('unavailable', `store ${this.dir}: write failed: ${(err as Error).message}`)
@@ -456,6 +456,16 @@ export class EmbeddedDatastore implements Datastore {
   }
 
   // ---- compaction ----------------------------------------------------------------------------------------------
+
+  /** The batch is durable already: a failed compaction must not fail it (the next lock holder finishes or retries). */
+  private maybeCompact(): void {
+    if (this.offset < this.compactBytes) return
+    try {
+      this.compact()
+    } catch {
+      // Left as is, a half-made generation is completed by finishInterruptedCompaction; a missing one is retried.
+    }
+  }
 
   /** Lock held and caught up: snapshot the state as generation gen+1 and seal the current log. */
   private compact(): void {
@@ -529,7 +539,7 @@ export class EmbeddedDatastore implements Datastore {
           }
         })
       }
-      w.next = this.rev + 1
+      w.next = Math.max(w.next, this.rev + 1) // a watch may start at a future revision
       w.active = true
     } catch (err) {
       this.watches.delete(w)

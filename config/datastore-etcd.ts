@@ -6,7 +6,7 @@ import { Etcd3, EtcdError, type IKeyValue, type Watcher } from 'etcd3'
 import { DatastoreError, type Datastore, type KeyValue, type ListResult, type Watch, type WatchEvent } from './datastore.js'
 
 export interface EtcdOptions {
-  /** Upper bound for one call, connecting included. Default 4 s (the contract promises an answer within 5 s). */
+  /** Upper bound for one call, connecting included. Default 3.5 s (the contract promises an answer within 5 s). */
   readonly timeoutMs?: number
 }
 
@@ -30,7 +30,7 @@ export class EtcdDatastore implements Datastore {
     readonly endpoints: readonly string[],
     options: EtcdOptions,
   ) {
-    this.timeoutMs = options.timeoutMs ?? 4000
+    this.timeoutMs = options.timeoutMs ?? 3500
     this.client = new Etcd3({
       hosts: endpoints.map((e) => `http://${e}`),
       dialTimeout: this.timeoutMs,

@@ -174,6 +174,20 @@ export function datastoreContract(t: Test, open: OpenClient): void {
     t.equal(events.length, 1, 'a closed watch gets nothing more')
   })
 
+  t.test('watch from a future revision starts there', async (t) => {
+    const s = await client()
+    const p = uniquePrefix('future')
+    let kv = await s.create(`${p}k`, '0')
+    const from = kv.revision + 3
+    const events: WatchEvent[] = []
+    const w = s.watch(p, from, (e) => events.push(e))
+    t.teardown(() => w.close())
+    for (let i = 1; i <= 5; i++) kv = await s.update(`${p}k`, String(i), kv.revision)
+    await waitFor(() => events.some((e) => e.revision === kv.revision), 'the last update')
+    t.ok(events.length > 0 && events.every((e) => e.revision >= from), `only revisions >= ${from}: ${events.map((e) => e.revision).join(',')}`)
+    t.same(events.map((e) => (e.type === 'put' ? e.value : '')), ['3', '4', '5'])
+  })
+
   t.test('bad input is rejected as invalid', async (t) => {
     const s = await client()
     t.equal(await code(s.get('')), 'invalid')

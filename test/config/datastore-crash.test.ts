@@ -12,7 +12,7 @@ import { openEmbeddedDatastore } from '../../config/datastore-embedded.js'
 import { waitFor } from './datastore-contract.js'
 
 const worker = fileURLToPath(new URL('./datastore-worker.js', import.meta.url))
-const ROUNDS = 6
+const ROUNDS = 4
 const WRITERS = 3
 
 interface Writer {

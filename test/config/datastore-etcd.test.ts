@@ -1,7 +1,7 @@
 // The etcd backend against a private etcd: the shared contract, compaction reported to watchers,
 // and an unreachable cluster failing fast with the endpoint named.
 import t from 'tap'
-import { createServer } from 'node:net'
+import { createServer, type Socket } from 'node:net'
 import { DatastoreError } from '../../config/datastore.js'
 import { openEtcdDatastore } from '../../config/datastore-etcd.js'
 import { openDatastore } from '../../config/datastore-open.js'
@@ -48,6 +48,25 @@ t.test('an unreachable etcd is unavailable within 5 s, naming the endpoint', asy
   t.ok(err instanceof DatastoreError, String(err))
   t.equal((err as DatastoreError).code, 'unavailable')
   t.match((err as Error).message, `127.0.0.1:${port}`)
+  t.ok(took < 5000, `failed after ${took} ms`)
+})
+
+t.test('an endpoint that accepts but never answers is unavailable within 5 s', async (t) => {
+  const sockets = new Set<Socket>()
+  const silent = createServer((socket) => {
+    sockets.add(socket)
+    socket.on('error', () => undefined)
+  })
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => {
+    for (const s of sockets) s.destroy()
+    silent.close()
+  })
+  const addr = silent.address()
+  const endpoint = `127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`
+  const started = Date.now()
+  await t.rejects(openDatastore(`etcd://${endpoint}`), { code: 'unavailable', message: new RegExp(endpoint) })
+  const took = Date.now() - started
   t.ok(took < 5000, `failed after ${took} ms`)
 })
 

@@ -1,20 +1,3 @@
-// The public face of pinto's BGP library. The codec (bgp/codec) is pure; the speaker builds on it.
+// The public face of pinto's BGP library: the pure codec (bgp/codec), and the speaker built on it.
 
-export * from './codec/constants.js'
-export * from './codec/errors.js'
-export * from './codec/options.js'
-export * from './codec/ip.js'
-export * from './codec/nlri.js'
-export * from './codec/capabilities.js'
-export * from './codec/attributes.js'
-export * from './codec/mp.js'
-export * from './codec/open.js'
-export * from './codec/update.js'
-export * from './codec/notification.js'
-export * from './codec/route-refresh.js'
-export * from './codec/message.js'
-export * from './codec/framer.js'
-export * from './codec/pack.js'
-export * from './codec/as4.js'
-export * from './codec/intern.js'
-export * from './codec/json.js'
+export * from './codec/index.js'

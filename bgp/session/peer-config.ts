@@ -1,0 +1,116 @@
+// One peer's configuration as the speaker takes it, with BIRD-like defaults, and the OPEN it implies.
+
+import { Afi, Safi, familyKey, makeOpen, type Capability, type OpenMessage } from '../codec/index.js'
+import type { NextHopMode, Policy } from '../rib/types.js'
+
+export type Family = 'ipv4' | 'ipv6'
+export type AddPathConfig = 'off' | 'receive' | 'send' | 'both'
+
+export interface PeerConfig {
+  /** Stable name for logs, the API and updates of this peer's configuration. */
+  readonly name: string
+  readonly address: string
+  /** Remote port (179). */
+  readonly port?: number
+  /** Source address to connect from (and the IPv4 next hop we advertise with next hop self). */
+  readonly localAddress?: string
+  /** Our global IPv6 address, the next hop for IPv6 routes. */
+  readonly localAddress6?: string
+  /** The peer's AS; undefined accepts whatever the peer says (not for eBGP). */
+  readonly peerAsn: number
+  /** Per-peer local AS (Calico's localASNumber); default the speaker's AS. */
+  readonly localAsn?: number
+  /** Never connect; wait for the peer. */
+  readonly passive?: boolean
+  readonly holdTime?: number
+  readonly keepaliveTime?: number
+  readonly connectRetryTime?: number
+  /** RFC 4271 DelayOpen, seconds; 0 is off. */
+  readonly delayOpenTime?: number
+  readonly families?: readonly Family[]
+  readonly rrClient?: boolean
+  readonly nextHopMode?: NextHopMode
+  readonly allowLocalAs?: number
+  readonly importPolicy?: Policy
+  readonly exportPolicy?: Policy
+  readonly addPath?: AddPathConfig
+  /** Graceful restart (RFC 4724) with this peer; default on, as Calico's BIRD config has it. */
+  readonly gracefulRestart?: boolean
+  /** Seconds we ask the peer to keep our routes while we restart (Calico's maxRestartTime). */
+  readonly restartTime?: number
+  readonly maxPrefixes?: { readonly limit: number; readonly action: 'warn' | 'restart'; readonly restartAfter?: number }
+  /** Extra identity for the API: mesh, global, node-specific, reflector client... */
+  readonly kind?: string
+}
+
+export interface ResolvedPeerConfig extends Required<Omit<PeerConfig, 'localAddress' | 'localAddress6' | 'importPolicy' | 'exportPolicy' | 'maxPrefixes' | 'kind'>> {
+  readonly localAddress: string | undefined
+  readonly localAddress6: string | undefined
+  readonly importPolicy: Policy | undefined
+  readonly exportPolicy: Policy | undefined
+  readonly maxPrefixes: PeerConfig['maxPrefixes']
+  readonly kind: string | undefined
+}
+
+export function resolvePeerConfig(c: PeerConfig, localAsn: number): ResolvedPeerConfig {
+  const holdTime = c.holdTime ?? 90
+  return {
+    name: c.name,
+    address: c.address,
+    port: c.port ?? 179,
+    localAddress: c.localAddress,
+    localAddress6: c.localAddress6,
+    peerAsn: c.peerAsn,
+    localAsn: c.localAsn ?? localAsn,
+    passive: c.passive ?? false,
+    holdTime,
+    keepaliveTime: c.keepaliveTime ?? Math.floor(holdTime / 3),
+    connectRetryTime: c.connectRetryTime ?? 5,
+    delayOpenTime: c.delayOpenTime ?? 0,
+    families: c.families ?? ['ipv4'],
+    rrClient: c.rrClient ?? false,
+    nextHopMode: c.nextHopMode ?? 'auto',
+    allowLocalAs: c.allowLocalAs ?? 0,
+    importPolicy: c.importPolicy,
+    exportPolicy: c.exportPolicy,
+    addPath: c.addPath ?? 'off',
+    gracefulRestart: c.gracefulRestart ?? true,
+    restartTime: c.restartTime ?? 120,
+    maxPrefixes: c.maxPrefixes,
+    kind: c.kind,
+  }
+}
+
+export function familyOf(f: Family): number {
+  return f === 'ipv4' ? familyKey(Afi.IPV4, Safi.UNICAST) : familyKey(Afi.IPV6, Safi.UNICAST)
+}
+
+/** Our OPEN toward this peer: every capability we support, restricted to the configured families. */
+export function localOpen(c: ResolvedPeerConfig, routerId: string, restarting: boolean): OpenMessage {
+  const caps: Capability[] = []
+  for (const f of c.families) caps.push({ kind: 'multiprotocol', afi: f === 'ipv4' ? Afi.IPV4 : Afi.IPV6, safi: Safi.UNICAST })
+  caps.push({ kind: 'route-refresh' }, { kind: 'enhanced-route-refresh' }, { kind: 'four-octet-as', asn: c.localAsn })
+  if (c.gracefulRestart) {
+    caps.push({
+      kind: 'graceful-restart',
+      restartState: restarting,
+      notification: false,
+      restartTime: Math.min(4095, c.restartTime),
+      // Forwarding state is preserved: felix leaves the kernel routes in place while we restart.
+      families: c.families.map((f) => ({ afi: f === 'ipv4' ? Afi.IPV4 : Afi.IPV6, safi: Safi.UNICAST, forwardingPreserved: restarting })),
+    })
+  }
+  if (c.addPath !== 'off') {
+    const mode = c.addPath === 'receive' ? 1 : c.addPath === 'send' ? 2 : 3
+    caps.push({ kind: 'add-path', families: c.families.map((f) => ({ afi: f === 'ipv4' ? Afi.IPV4 : Afi.IPV6, safi: Safi.UNICAST, mode })) })
+  }
+  caps.push({ kind: 'extended-message' })
+  return makeOpen({ asn: c.localAsn, holdTime: c.holdTime, bgpId: routerId, capabilities: caps })
+}
+
+/** Whether a change of configuration needs the session to restart (anything in the OPEN or transport). */
+export function needsReset(a: ResolvedPeerConfig, b: ResolvedPeerConfig): boolean {
+  const keys: (keyof ResolvedPeerConfig)[] = ['address', 'port', 'localAddress', 'localAddress6', 'peerAsn', 'localAsn', 'passive', 'holdTime', 'keepaliveTime', 'delayOpenTime', 'rrClient', 'nextHopMode', 'allowLocalAs', 'addPath', 'gracefulRestart', 'restartTime']
+  if (keys.some((k) => a[k] !== b[k])) return true
+  return a.families.join() !== b.families.join()
+}

@@ -1,0 +1,16 @@
+// The part of the RIB a peer session uses (implemented by bgp/rib's Rib): kept narrow so the
+// session shell can be read and tested without the whole routing table.
+
+import type { PathAttributes, Prefix } from '../codec/index.js'
+import type { AdjRibOut, FamilyKey, PeerSessionInfo, RibPeer } from '../rib/types.js'
+
+export interface RibPort {
+  receive(peer: RibPeer, session: PeerSessionInfo, prefixes: readonly Prefix[], attrs: PathAttributes | undefined, nextHop?: readonly string[]): void
+  flush(): void
+  attachPeer(peer: RibPeer): AdjRibOut
+  detachPeer(peer: RibPeer): void
+  peerDown(peer: RibPeer, keepStale: ReadonlySet<FamilyKey>): void
+  endOfRib(peer: RibPeer, family: FamilyKey): void
+  sweepStale(peer: RibPeer): void
+  counts(peer: RibPeer): { received: number; accepted: number }
+}

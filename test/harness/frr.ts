@@ -106,7 +106,6 @@ export async function startFrr(topo: Topology, node: NetNode, spec: SpeakerSpec,
   await waitFor(async () => (await vtysh('show bgp summary')).length >= 0, { timeoutMs: 5000, what: 'FRR vty socket' })
 
   const sessionState = async (address: string): Promise<string> => {
-    neighborOf(spec, address)
     const fam = neighborOf(spec, address).families[0] ?? 'ipv4'
     const s = JSON.parse(await vtysh(`show bgp ${fam} unicast summary json`)) as FrrSummary
     return s.peers?.[address]?.state ?? 'unknown'

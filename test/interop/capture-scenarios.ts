@@ -118,7 +118,7 @@ const gobgpBirdRr: Scenario = {
         { prefix: '2001:db8:30::/48', localPref: 100 },
       ],
     })
-    await established([[bird, '198.51.100.2'], [bird, '198.51.100.3'], [gobgp, '198.51.100.1']])
+    await established([[bird, '198.51.100.2'], [bird, '198.51.100.3'], [gobgp, '198.51.100.1'], [frr, '198.51.100.1']])
     await routesFrom(gobgp, 'ipv4', '198.51.100.1', ['198.18.30.0/24', '198.18.31.0/24'], 'GoBGP learning reflected IPv4 routes')
     await routesFrom(gobgp, 'ipv6', '198.51.100.1', ['2001:db8:30::/48'], 'GoBGP learning BIRD IPv6 route')
     await routesFrom(bird, 'ipv4', '198.51.100.2', ['198.18.20.0/24'], 'BIRD learning GoBGP IPv4 route')

@@ -5,7 +5,8 @@
 // Layout: log.<g> (append-only records), snap.<g> (state at the start of log.<g>, g >= 1), lock, lock.<pid>.<nonce>.
 // Invariants:
 // 1. Only the lock holder appends, truncates, seals or compacts. An append is one pwrite at the end of the last
-//    valid record followed by fdatasync, and only then does the promise resolve: an acknowledged write is durable.
+//    valid record; the writer then fdatasyncs (after releasing the lock, see commit()) and only then resolves:
+//    an acknowledged write is durable, and so is everything before it in the log.
 // 2. Every put/del record carries r = previous r + 1 (one store-wide revision, like etcd); a seal keeps r.
 // 3. Readers (any instance, no lock) consume only whole CRC-valid frames and stop at anything else, which is either
 //    a write in flight or a tail torn by a dead writer. The next lock holder truncates such a tail (nobody else can
@@ -141,6 +142,10 @@ export class EmbeddedDatastore implements Datastore {
   private state = new Map<string, Entry>()
   private pending: PendingOp[] = []
   private draining: Promise<void> | undefined
+  /** Batches appended and awaiting their fdatasync. */
+  private readonly settling = new Set<Promise<void>>()
+  private syncing = 0
+  private retired: number[] = []
   private lastYield = 0
   private readonly watches = new Set<WatchState>()
   private outbox: WatchEvent[] = []
@@ -230,7 +235,7 @@ export class EmbeddedDatastore implements Datastore {
       if (isErrno(err, 'ENOENT')) return false
       throw err
     }
-    if (this.fd >= 0) fs.closeSync(this.fd)
+    if (this.fd >= 0) this.retire(this.fd)
     this.fd = fd
     this.gen = gen
     this.offset = 0
@@ -321,7 +326,7 @@ export class EmbeddedDatastore implements Datastore {
       this.failWatches(new DatastoreError('compacted', `store ${this.dir} was compacted past revision ${this.rev}; relist and watch again`))
       return
     }
-    fs.closeSync(this.fd)
+    this.retire(this.fd)
     this.fd = fd
     this.gen = next
     this.base = this.rev
@@ -390,6 +395,13 @@ export class EmbeddedDatastore implements Datastore {
     }
   }
 
+  /**
+   * Appends one batch under the lock, then makes it durable after releasing the lock and only then settles it.
+   * fdatasync outside the lock is safe: the bytes are complete in the page cache before the lock is released,
+   * every later append comes after them in the same file, and fdatasync flushes all of the file's data, so
+   * whoever is acknowledged has everything before it on disk too. Meanwhile other processes (and our next
+   * batch) can append, and the kernel merges the flushes.
+   */
   private async commit(batch: PendingOp[]): Promise<void> {
     try {
       await this.lock.acquire(this.lockTimeoutMs)
@@ -398,6 +410,8 @@ export class EmbeddedDatastore implements Datastore {
       return
     }
     const outcomes: Array<KeyValue | Error> = []
+    let written = -1
+    this.syncing++ // keeps the fd we write to open until it is synced, even if a compaction retires it
     try {
       // The critical section is synchronous on purpose: the lock is held for as short as possible and no
       // other code of ours can interleave with it.
@@ -425,23 +439,50 @@ export class EmbeddedDatastore implements Datastore {
         }
       }
       if (frames.length > 0) {
+        written = this.fd
         writeAll(this.fd, Buffer.concat(frames), this.offset)
-        fs.fdatasyncSync(this.fd)
         this.catchUp(true) // applies our own records through the same path as everyone else's
         this.maybeCompact()
       }
     } catch (err) {
-      const e = err instanceof DatastoreError ? err : new DatastoreError('unavailable', `store ${this.dir}: write failed: ${(err as Error).message}`)
-      outcomes.length = 0
-      for (let i = 0; i < batch.length; i++) outcomes.push(e)
+      written = -1
+      this.failAll(outcomes, batch.length, err)
     } finally {
       this.lock.release()
+    }
+    const settled = this.settle(batch, outcomes, written)
+    this.settling.add(settled)
+    void settled.finally(() => this.settling.delete(settled))
+  }
+
+  private async settle(batch: PendingOp[], outcomes: Array<KeyValue | Error>, written: number): Promise<void> {
+    try {
+      if (written >= 0) await new Promise<void>((resolve, reject) => fs.fdatasync(written, (err) => (err ? reject(err) : resolve())))
+    } catch (err) {
+      this.failAll(outcomes, batch.length, err)
+    } finally {
+      if (--this.syncing === 0) {
+        for (const fd of this.retired) fs.closeSync(fd)
+        this.retired = []
+      }
     }
     batch.forEach((p, i) => {
       const o = outcomes[i] as KeyValue | Error
       if (o instanceof Error) p.reject(o)
       else p.resolve(o)
     })
+  }
+
+  private failAll(outcomes: Array<KeyValue | Error>, n: number, err: unknown): void {
+    const e = err instanceof DatastoreError ? err : new DatastoreError('unavailable', `store ${this.dir}: write failed: ${(err as Error).message}`)
+    outcomes.length = 0
+    for (let i = 0; i < n; i++) outcomes.push(e)
+  }
+
+  /** Closes a log fd we no longer read, unless a pending fdatasync still needs it. */
+  private retire(fd: number): void {
+    if (this.syncing > 0) this.retired.push(fd)
+    else fs.closeSync(fd)
   }
 
   private precondition(op: Op, current: Entry | undefined): DatastoreError | undefined {
@@ -629,6 +670,7 @@ export class EmbeddedDatastore implements Datastore {
   async close(): Promise<void> {
     if (this.closed) return
     while (this.draining) await this.draining
+    await Promise.all([...this.settling])
     this.closed = true
     this.watches.clear()
     this.stopNotifier()

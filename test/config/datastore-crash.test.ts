@@ -12,7 +12,7 @@ import { openEmbeddedDatastore } from '../../config/datastore-embedded.js'
 import { waitFor } from './datastore-contract.js'
 
 const worker = fileURLToPath(new URL('./datastore-worker.js', import.meta.url))
-const ROUNDS = 4
+const ROUNDS = 6
 const WRITERS = 3
 
 interface Writer {
@@ -56,7 +56,7 @@ t.test(`${ROUNDS} rounds of ${WRITERS} writers killed with SIGKILL at random mom
     const writers = Array.from({ length: WRITERS }, (_, i) => startWriter(dir, `r${round}w${i}`, created, counters))
     writers.forEach((w) => live.add(w))
     // Each writer must make progress first (so a broken lock or store shows up as a timeout, not a pass).
-    await waitFor(() => writers.every((w) => w.acks >= 10), `round ${round}: every writer to acknowledge 10 writes (${writers.map((w) => w.acks)}; ${writers.map((w) => w.stderr).join('')})`, 15_000)
+    await waitFor(() => writers.every((w) => w.acks >= 20), `round ${round}: every writer to acknowledge 20 writes (${writers.map((w) => w.acks)}; ${writers.map((w) => w.stderr).join('')})`, 15_000)
     // Then kill each at its own random moment in the next ~100 ms.
     await Promise.all(
       writers.map(
@@ -86,7 +86,7 @@ t.test(`${ROUNDS} rounds of ${WRITERS} writers killed with SIGKILL at random mom
     })
     t.same(behind, [], `round ${round}: every counter holds its last acknowledged value`)
   }
-  t.ok(totalAcks > ROUNDS * WRITERS * 10, `${totalAcks} acknowledged writes in all`)
+  t.ok(totalAcks > ROUNDS * WRITERS * 20, `${totalAcks} acknowledged writes in all`)
 
   // A fresh instance opens (breaking any lock a dead writer held), agrees with the checker and can write.
   const store = await openEmbeddedDatastore(dir, { lockTimeoutMs: 5000 })

@@ -43,8 +43,10 @@ function hopText(h: NextHop): string {
 
 /** Everything about a route that felix cares to keep equal, as one comparable string (hops in any order). */
 export function routeSignature(r: KernelRoute): string {
-  const hops = r.nexthops.length <= 1 ? r.nexthops.map(hopText) : r.nexthops.map(hopText).sort()
-  return `${r.type} ${r.protocol} ${hops.join(',')}`
+  const [only] = r.nexthops
+  // The common case (one hop) without arrays: this runs once per route on every resync.
+  if (r.nexthops.length === 1 && only !== undefined) return `${r.type} ${r.protocol} ${hopText(only)}`
+  return `${r.type} ${r.protocol} ${r.nexthops.map(hopText).sort().join(',')}`
 }
 
 export function compareNextHops(a: NextHop, b: NextHop): number {

@@ -35,6 +35,17 @@ export interface DeltaTrackerOptions {
 export class RouteDeltaTracker {
   /** Unknown veth routes by key -> when first seen; survives between diffs so the grace period can elapse. */
   private readonly firstSeen = new Map<string, number>()
+  /** Signatures of the desired routes, computed once per desired object rather than on every resync. */
+  private signatures = new WeakMap<KernelRoute, string>()
+
+  private signatureOf(r: KernelRoute): string {
+    let s = this.signatures.get(r)
+    if (s === undefined) {
+      s = routeSignature(r)
+      this.signatures.set(r, s)
+    }
+    return s
+  }
 
   constructor(private readonly opts: DeltaTrackerOptions) {}
 
@@ -56,7 +67,7 @@ export class RouteDeltaTracker {
       if (a.protocol === protocol) {
         present.add(key)
         if (want === undefined) ops.push({ op: 'delete', route: a, reason: 'stale' })
-        else if (routeSignature(want) !== routeSignature(a)) ops.push({ op: 'replace', route: want, reason: 'changed' })
+        else if (this.signatureOf(want) !== routeSignature(a)) ops.push({ op: 'replace', route: want, reason: 'changed' })
         continue
       }
       if (want !== undefined) {

@@ -64,11 +64,12 @@ function hopOf(o: Json, path: string): NextHop {
   if (flags !== undefined && !Array.isArray(flags)) throw new RouteParseError(`${path}.flags`, 'expected an array')
   const gateway = str(o, 'gateway', path)
   const dev = str(o, 'dev', path)
-  return {
-    ...(gateway !== undefined ? { gateway } : {}),
-    ...(dev !== undefined ? { dev } : {}),
-    onlink: Array.isArray(flags) && flags.includes('onlink'),
-  }
+  const onlink = Array.isArray(flags) && flags.includes('onlink')
+  // Plain literals rather than spreads: this runs for every route of a full table on each resync.
+  if (gateway !== undefined && dev !== undefined) return { gateway, dev, onlink }
+  if (dev !== undefined) return { dev, onlink }
+  if (gateway !== undefined) return { gateway, onlink }
+  return { onlink }
 }
 
 /**

@@ -24,6 +24,8 @@ export interface RouteReconcilerOptions {
   readonly monitor?: boolean
   /** Retry delay after per-route errors. */
   readonly retryMs?: number
+  /** Concurrent `ip -batch` writers for large diffs (default 2). */
+  readonly writers?: number
   readonly logger?: Logger
   readonly now?: () => number
 }
@@ -42,6 +44,9 @@ export interface ApplyResult {
   readonly writeMs: number
 }
 
+/** Below this many operations one `ip -batch` is as fast as several. */
+const PARALLEL_MIN_OPS = 20_000
+
 const NOTHING: ApplyResult = { planned: 0, errors: [], conflicts: [], readMs: 0, writeMs: 0 }
 
 export class RouteReconciler {
@@ -52,6 +57,7 @@ export class RouteReconciler {
   private readonly vethPrefix: string
   private readonly resyncMs: number
   private readonly retryMs: number
+  private readonly writers: number
   private readonly log: Logger
   private readonly now: () => number
   private readonly tracker: RouteDeltaTracker
@@ -74,6 +80,7 @@ export class RouteReconciler {
     this.vethPrefix = opts.vethPrefix ?? 'pinto'
     this.resyncMs = opts.resyncIntervalMs ?? 90_000
     this.retryMs = opts.retryMs ?? 5_000
+    this.writers = Math.max(1, opts.writers ?? 2)
     this.now = opts.now ?? Date.now
     this.log = (opts.logger ?? pino({ level: 'silent' })).child({ component: 'felix.routes', table: this.table, protocol: this.protocol })
     this.tracker = new RouteDeltaTracker({ protocol: this.protocol, vethPrefix: this.vethPrefix, graceMs: opts.graceMs ?? 10_000 })
@@ -183,15 +190,27 @@ export class RouteReconciler {
     return this.netns !== undefined ? { netns: this.netns } : {}
   }
 
-  /** Runs a batch with -force so one bad line cannot stop the rest; returns failures by op index. */
+  /**
+   * Runs the ops with -force so one bad line cannot stop the rest; returns failures by op index. Large
+   * diffs are split over a few concurrent `ip -batch` processes: ip's per-line parsing and netlink round
+   * trip is the cost, and the kernel takes the lock per route, so two writers nearly halve the time.
+   */
   private async write(ops: readonly RouteOp[]): Promise<Map<number, string>> {
-    const r = await this.runner.run('ip', ['-force', '-batch', '-'], { input: batchScript(ops), ...this.nsOpt() })
-    const failures = parseBatchErrors(r.stderr)
-    if (r.exitCode !== 0 && failures.size === 0) {
-      // ip itself failed (not a line): count every op as failed so the resync pass re-checks them all.
-      ops.forEach((_, i) => failures.set(i, r.stderr.trim() || `ip exited ${r.exitCode}`))
-    }
-    return failures
+    const parts = ops.length >= PARALLEL_MIN_OPS ? this.writers : 1
+    const size = Math.ceil(ops.length / parts)
+    const chunks = await Promise.all(
+      Array.from({ length: parts }, async (_, p) => {
+        const slice = ops.slice(p * size, (p + 1) * size)
+        const r = await this.runner.run('ip', ['-force', '-batch', '-'], { input: batchScript(slice), ...this.nsOpt() })
+        const failures = parseBatchErrors(r.stderr)
+        if (r.exitCode !== 0 && failures.size === 0) {
+          // ip itself failed (not a line): count every op as failed so the resync pass re-checks them all.
+          slice.forEach((_, i) => failures.set(i, r.stderr.trim() || `ip exited ${r.exitCode}`))
+        }
+        return [...failures].map(([i, m]) => [i + p * size, m] as const)
+      }),
+    )
+    return new Map(chunks.flat())
   }
 
   private async applyOnce(): Promise<ApplyResult> {

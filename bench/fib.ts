@@ -1,0 +1,191 @@
+// bench/fib: felix programming N routes into a fresh namespace, and a resync with nothing to do, timed beside
+// a raw `ip -batch` of the same routes and BIRD 2's kernel protocol installing the same set, in the same run.
+// Usage: node dist/bench/fib.js [N ...]   (default 10000 100000; add 1000000 for the big run)
+
+import { execa } from 'execa'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { setTimeout as delay } from 'node:timers/promises'
+import type { IPPool } from '../config/resources/index.js'
+import { ExecaRunner, renderDesired, RouteReconciler, type LearnedRoute } from '../felix/index.js'
+
+const PROTO = 87
+const NEXT_HOP = '192.0.2.2'
+let seq = 0
+
+/** N distinct /32s: inside the benchmarking range 198.18.0.0/15 up to 131072, else 10.64.0.0/10 (namespace-only). */
+function prefixes(n: number): string[] {
+  const base = n <= 131072 ? (198 << 24) | (18 << 16) : (10 << 24) | (64 << 16)
+  const out = new Array<string>(n)
+  for (let i = 0; i < n; i++) {
+    const v = (base + i) >>> 0
+    out[i] = `${v >>> 24}.${(v >>> 16) & 255}.${(v >>> 8) & 255}.${v & 255}/32`
+  }
+  return out
+}
+
+/** A fresh namespace with va (192.0.2.1/24) up, its peer vb up, so 192.0.2.2 is a valid gateway. */
+async function freshNs(): Promise<string> {
+  const ns = `pfb${process.pid}-${seq++}`
+  await execa('ip', ['netns', 'add', ns])
+  const ip = (args: string[]) => execa('ip', ['-n', ns, ...args])
+  await ip(['link', 'add', 'va', 'type', 'veth', 'peer', 'name', 'vb'])
+  await ip(['addr', 'add', '192.0.2.1/24', 'dev', 'va'])
+  await ip(['link', 'set', 'va', 'up'])
+  await ip(['link', 'set', 'vb', 'up'])
+  await ip(['link', 'set', 'lo', 'up'])
+  return ns
+}
+
+async function dropNs(ns: string): Promise<void> {
+  await execa('ip', ['netns', 'del', ns], { reject: false })
+}
+
+async function countRoutes(ns: string, proto: string): Promise<number> {
+  const r = await execa('ip', ['-n', ns, '-4', 'route', 'show', 'proto', proto], { maxBuffer: 1 << 30 })
+  return r.stdout === '' ? 0 : r.stdout.split('\n').length
+}
+
+async function raw(p: string[]): Promise<number> {
+  const ns = await freshNs()
+  try {
+    const script = p.map((d) => `route add ${d} via ${NEXT_HOP} dev va proto static\n`).join('')
+    const t0 = performance.now()
+    await execa('ip', ['-n', ns, '-batch', '-'], { input: script })
+    const ms = performance.now() - t0
+    if ((await countRoutes(ns, 'static')) !== p.length) throw new Error('raw ip -batch: route count mismatch')
+    return ms
+  } finally {
+    await dropNs(ns)
+  }
+}
+
+interface FelixFigures {
+  renderMs: number
+  applyMs: number
+  readMs: number
+  noopMs: number
+}
+
+async function felix(p: string[]): Promise<FelixFigures> {
+  const ns = await freshNs()
+  try {
+    const pool: IPPool = { apiVersion: 'projectcalico.org/v3', kind: 'IPPool', metadata: { name: 'p' }, spec: { cidr: p.length <= 131072 ? '198.18.0.0/15' : '10.64.0.0/10' } }
+    const routes: LearnedRoute[] = p.map((prefix) => ({ prefix, nextHops: [{ address: NEXT_HOP }] }))
+    const t0 = performance.now()
+    const desired = renderDesired({ pools: [pool], routes, localBlocks: [], vteps: [], localNode: { name: 'a', ipv4Address: '192.0.2.1/24', parentInterface: 'va' } }, { protocol: PROTO })
+    const renderMs = performance.now() - t0
+    const rec = new RouteReconciler({ runner: new ExecaRunner(), netns: ns, protocol: PROTO, monitor: false })
+    rec.setDesired(desired.routes)
+    const t1 = performance.now()
+    const res = await rec.apply()
+    const applyMs = performance.now() - t1
+    if (res.errors.length > 0) throw new Error(`felix: ${res.errors.length} route errors, first: ${res.errors[0]?.message}`)
+    if ((await countRoutes(ns, String(PROTO))) !== p.length) throw new Error('felix: route count mismatch')
+    const t2 = performance.now()
+    const noop = await rec.apply()
+    const noopMs = performance.now() - t2
+    if (noop.planned !== 0) throw new Error(`felix: no-op resync planned ${noop.planned} ops`)
+    return { renderMs, applyMs, readMs: res.readMs, noopMs }
+  } finally {
+    await dropNs(ns)
+  }
+}
+
+async function birdc(dir: string, ...args: string[]): Promise<string> {
+  return (await execa('birdc', ['-s', join(dir, 'bird.ctl'), ...args])).stdout
+}
+
+/** BIRD's kernel protocol, enabled once the static routes are loaded: the time until all N are exported. */
+async function bird(p: string[]): Promise<number> {
+  const ns = await freshNs()
+  const dir = await mkdtemp(join(tmpdir(), 'pinto-fib-bird-'))
+  let pid: number | undefined
+  try {
+    const conf = [
+      'router id 192.0.2.1;',
+      'protocol device { scan time 10; }',
+      'protocol static s4 {',
+      '  ipv4;',
+      ...p.map((d) => `  route ${d} via ${NEXT_HOP};`),
+      '}',
+      'protocol kernel k4 {',
+      '  disabled yes;',
+      '  ipv4 { import none; export all; };',
+      '  learn off;',
+      '  scan time 600;',
+      '}',
+    ].join('\n')
+    await writeFile(join(dir, 'bird.conf'), conf + '\n')
+    await execa('ip', ['netns', 'exec', ns, 'bird', '-c', join(dir, 'bird.conf'), '-s', join(dir, 'bird.ctl'), '-P', join(dir, 'bird.pid')])
+    pid = Number((await execa('cat', [join(dir, 'bird.pid')])).stdout)
+    const routesOf = async (proto: string, what: 'imported' | 'exported'): Promise<number> => {
+      const out = await birdc(dir, 'show', 'protocols', 'all', proto).catch(() => '')
+      const m = new RegExp(`Routes:\\s+(\\d+) imported, (\\d+) exported`).exec(out)
+      return m === null ? -1 : Number(what === 'imported' ? m[1] : m[2])
+    }
+    for (const deadline = Date.now() + 120_000; (await routesOf('s4', 'imported')) !== p.length; ) {
+      if (Date.now() > deadline) throw new Error('BIRD did not load its static routes')
+      await delay(20)
+    }
+    const t0 = performance.now()
+    await birdc(dir, 'enable', 'k4')
+    for (const deadline = Date.now() + 300_000; (await routesOf('k4', 'exported')) !== p.length; ) {
+      if (Date.now() > deadline) throw new Error('BIRD did not export to the kernel')
+      await delay(10)
+    }
+    const ms = performance.now() - t0
+    const inKernel = await countRoutes(ns, 'bird')
+    if (inKernel !== p.length) throw new Error(`BIRD: ${inKernel} of ${p.length} routes in the kernel`)
+    return ms
+  } finally {
+    if (pid !== undefined) {
+      try {
+        process.kill(pid, 'SIGTERM')
+      } catch {
+        // already gone
+      }
+      for (let i = 0; i < 100; i++) {
+        try {
+          process.kill(pid, 0)
+          await delay(50)
+        } catch {
+          break
+        }
+      }
+    }
+    await dropNs(ns)
+    await rm(dir, { recursive: true, force: true })
+  }
+}
+
+const fmt = (ms: number) => `${(ms / 1000).toFixed(3)} s`
+const rate = (n: number, ms: number) => `${Math.round(n / (ms / 1000)).toLocaleString('en')} routes/s`
+
+async function main(): Promise<void> {
+  const sizes = process.argv.slice(2).map(Number)
+  const ns = sizes.length > 0 ? sizes : [10_000, 100_000]
+  for (const n of ns) {
+    if (!Number.isInteger(n) || n < 1) throw new Error(`argument: ${n} is not a route count`)
+    const p = prefixes(n)
+    const rawMs = await raw(p)
+    const f = await felix(p)
+    const birdMs = await bird(p)
+    const vsRaw = rawMs / f.applyMs
+    const vsBird = f.applyMs / birdMs
+    console.log(`\n== ${n.toLocaleString('en')} routes ==`)
+    console.log(`raw ip -batch add           ${fmt(rawMs)}  (${rate(n, rawMs)})`)
+    console.log(`felix apply (read+diff+batch) ${fmt(f.applyMs)}  (${rate(n, f.applyMs)}; read ${fmt(f.readMs)}; render beforehand ${fmt(f.renderMs)})`)
+    console.log(`BIRD kernel protocol         ${fmt(birdMs)}  (${rate(n, birdMs)})`)
+    console.log(`felix no-op resync           ${fmt(f.noopMs)}`)
+    console.log(`ratios: felix rate / raw rate = ${vsRaw.toFixed(2)} (target >= 0.80: ${vsRaw >= 0.8 ? 'met' : 'MISSED'})`)
+    console.log(`        felix time / BIRD time = ${vsBird.toFixed(2)}${n >= 100_000 ? ` (target <= 1.25 at 100k+: ${vsBird <= 1.25 ? 'met' : 'MISSED'})` : ''}`)
+    if (n >= 100_000) console.log(`        no-op resync ${fmt(f.noopMs)} (target < 1.5 s at 100k: ${f.noopMs < 1500 ? 'met' : 'MISSED'})`)
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err instanceof Error ? err.message : err)
+  process.exitCode = 1
+})

@@ -1,0 +1,8 @@
+// The routing tables of pinto's BGP speaker: RIBs, best path, export rules and Adj-RIB-Out batching.
+// Pure; the sessions (bgp/session) feed it and drain it.
+
+export * from './types.js'
+export { Rib, type RibOptions, type OriginateOptions, type PeerCounts } from './rib.js'
+export { decide, neighbourAs, REASONS, STEPS, DEFAULT_LOCAL_PREF, type Decision, type DecisionContext, type Step } from './best-path.js'
+export { mayExport, transform, type ExportContext, type OutRoute } from './export.js'
+export { validateReceived, badNextHop, type LocalIdentity, type Verdict } from './validate.js'

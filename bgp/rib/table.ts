@@ -1,0 +1,146 @@
+// Per-prefix storage: one Destination per prefix holding its path (or paths) and its settled best,
+// found through compact keys. IPv4 uses one Map per prefix length keyed by the network bits
+// (a small integer, so V8 keeps it unboxed); IPv6 uses short latin1 strings. No policy, no I/O.
+
+import type { Prefix } from '../codec/nlri.js'
+import type { Path } from './types.js'
+
+/** Set in Destination.bits while the destination waits for flush(). */
+export const DIRTY = 1 << 8
+export const REASON_MASK = 0xff
+
+export class Destination {
+  /** One path without an array (the common case), several in an array, or none. */
+  paths: Path | Path[] | undefined = undefined
+  best: Path | undefined = undefined
+  /** Reason index (REASONS) in the low byte, flags above. */
+  bits = 0
+  multipath: Path[] | undefined = undefined
+  /** The prefix with path id 0. */
+  constructor(readonly prefix: Prefix) {}
+
+  get pathCount(): number {
+    const p = this.paths
+    return p === undefined ? 0 : Array.isArray(p) ? p.length : 1
+  }
+
+  /** Iterates without allocating for the one-path case. */
+  forEachPath(fn: (p: Path) => void): void {
+    const p = this.paths
+    if (p === undefined) return
+    if (Array.isArray(p)) for (const x of p) fn(x)
+    else fn(p)
+  }
+
+  pathList(): readonly Path[] {
+    const p = this.paths
+    return p === undefined ? [] : Array.isArray(p) ? p : [p]
+  }
+
+  /** The path from this source (undefined peerId: our own) with this path id. */
+  find(peerId: number | undefined, pathId: number): Path | undefined {
+    const p = this.paths
+    if (p === undefined) return undefined
+    if (!Array.isArray(p)) return p.peer?.id === peerId && p.prefix.pathId === pathId ? p : undefined
+    for (const x of p) if (x.peer?.id === peerId && x.prefix.pathId === pathId) return x
+    return undefined
+  }
+
+  add(path: Path): void {
+    const p = this.paths
+    if (p === undefined) this.paths = path
+    else if (Array.isArray(p)) p.push(path)
+    else this.paths = [p, path]
+  }
+
+  replace(old: Path, path: Path): void {
+    const p = this.paths
+    if (p === old) this.paths = path
+    else if (Array.isArray(p)) p[p.indexOf(old)] = path
+  }
+
+  remove(old: Path): void {
+    const p = this.paths
+    if (p === old) this.paths = undefined
+    else if (Array.isArray(p)) {
+      const i = p.indexOf(old)
+      if (i < 0) return
+      p.splice(i, 1)
+      if (p.length === 1) this.paths = p[0]
+    }
+  }
+}
+
+function v6Key(p: Prefix & { afi: 2 }): string {
+  const nb = (p.len + 7) >> 3
+  let key = String.fromCharCode(p.len)
+  for (let i = 0; i < nb; i++) key += String.fromCharCode(p.addr[i]!)
+  return key
+}
+
+/** The key of an IPv4 network inside its length's map: the network bits, right-aligned. */
+const v4Key = (addr: number, len: number): number => (len === 0 ? 0 : addr >>> (32 - len))
+
+export class PrefixTable {
+  private readonly v4: (Map<number, Destination> | undefined)[] = new Array(33).fill(undefined)
+  private readonly v6 = new Map<string, Destination>()
+  private count = 0
+
+  get size(): number {
+    return this.count
+  }
+
+  get(p: Prefix): Destination | undefined {
+    if (p.afi === 1) return this.v4[p.len]?.get(v4Key(p.addr, p.len))
+    return this.v6.get(v6Key(p))
+  }
+
+  /** The destination for `p`, created when missing; `p` becomes its prefix when its path id is 0. */
+  obtain(p: Prefix): Destination {
+    if (p.afi === 1) {
+      let m = this.v4[p.len]
+      if (m === undefined) this.v4[p.len] = m = new Map()
+      const k = v4Key(p.addr, p.len)
+      let d = m.get(k)
+      if (d === undefined) {
+        d = new Destination(p.pathId === 0 ? p : { afi: 1, len: p.len, addr: p.addr, pathId: 0 })
+        m.set(k, d)
+        this.count++
+      }
+      return d
+    }
+    const k = v6Key(p)
+    let d = this.v6.get(k)
+    if (d === undefined) {
+      d = new Destination(p.pathId === 0 ? p : { afi: 2, len: p.len, addr: p.addr, pathId: 0 })
+      this.v6.set(k, d)
+      this.count++
+    }
+    return d
+  }
+
+  /** Removes `d` only if it is still the table's destination for its prefix. */
+  delete(d: Destination): void {
+    const p = d.prefix
+    if (p.afi === 1) {
+      const m = this.v4[p.len]
+      const k = v4Key(p.addr, p.len)
+      if (m?.get(k) === d) {
+        m.delete(k)
+        this.count--
+      }
+    } else {
+      const k = v6Key(p)
+      if (this.v6.get(k) === d) {
+        this.v6.delete(k)
+        this.count--
+      }
+    }
+  }
+
+  /** IPv4 (shortest prefixes first), then IPv6; `afi` limits to one family. */
+  *values(afi?: number): IterableIterator<Destination> {
+    if (afi === undefined || afi === 1) for (const m of this.v4) if (m !== undefined) yield* m.values()
+    if (afi === undefined || afi === 2) yield* this.v6.values()
+  }
+}

@@ -271,8 +271,13 @@ export class EmbeddedDatastore implements Datastore {
           this.switchGen(sealedTo)
           continue
         }
-        if (frames.stop && locked) this.truncateTornTail(size, frames.stop.detail)
-      } else if (locked && fs.existsSync(path.join(this.dir, snapName(this.gen + 1)))) {
+        // All read: look again (the file may have grown, or, locked, a compaction may await its seal).
+        if (!frames.stop) continue
+        if (!locked) return // a write in flight, or a torn tail for the next lock holder
+        this.truncateTornTail(size, frames.stop.detail)
+        continue
+      }
+      if (locked && fs.existsSync(path.join(this.dir, snapName(this.gen + 1)))) {
         this.finishInterruptedCompaction()
         continue
       }

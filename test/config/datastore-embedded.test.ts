@@ -7,7 +7,7 @@ import os from 'node:os'
 import { spawnSync } from 'node:child_process'
 import type { WatchEvent } from '../../config/datastore.js'
 import { openEmbeddedDatastore, type EmbeddedDatastore, type EmbeddedOptions } from '../../config/datastore-embedded.js'
-import { encodeSnapshot } from '../../config/datastore-embedded-log.js'
+import { encodeRecord, encodeSnapshot } from '../../config/datastore-embedded-log.js'
 import { checkEmbeddedStore } from '../../config/datastore-embedded-check.js'
 import { datastoreContract, waitFor } from './datastore-contract.js'
 
@@ -129,6 +129,8 @@ t.test('a compaction whose writer died before sealing is finished by the next lo
   const logOffset = fs.statSync(path.join(dir, 'log.0')).size
   const kvs = state.items.map((i) => [i.key, i.value, i.revision] as const)
   fs.writeFileSync(path.join(dir, 'snap.1'), encodeSnapshot({ gen: 1, rev: state.revision, logOffset, kvs }))
+  // ...and it died halfway through appending the seal: a torn tail after the snapshot's offset.
+  fs.appendFileSync(path.join(dir, 'log.0'), encodeRecord({ t: 'seal', r: state.revision, next: 1 }).subarray(0, 11))
   const newcomer = await open(t, dir)
   t.same(await newcomer.list('/'), state, 'a newcomer starts from the snapshot (creating log.1)')
   const kv = await old.create('/i/after', 'x')
@@ -136,5 +138,6 @@ t.test('a compaction whose writer died before sealing is finished by the next lo
   const check = checkEmbeddedStore(dir)
   t.same(check.problems, [])
   t.equal(check.gen, 1, 'the old instance sealed log.0 and wrote into log.1')
+  t.equal(check.records, 1, 'log.1 holds the new write')
   t.equal((await newcomer.get('/i/after'))?.value, 'x', 'the newcomer sees it')
 })

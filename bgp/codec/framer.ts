@@ -50,7 +50,6 @@ export function checkHeader(buf: Uint8Array, offset: number, maxLength: number):
 }
 
 export class Framer {
-  private pending: Uint8Array = new Uint8Array(0)
   private maxLength = MAX_MESSAGE_LENGTH
   /** Bytes consumed before `pending`, so errors can say where in the stream they happened. */
   private streamOffset = 0
@@ -62,7 +61,7 @@ export class Framer {
 
   /** Bytes held back waiting for the rest of a message. */
   get buffered(): number {
-    return this.pending.length
+    return this.buf.length - this.pos
   }
 
   /** Offset in the stream of the next message's first byte. */
@@ -76,30 +75,54 @@ export class Framer {
    * error throws a BgpError whose offset counts from the start of the stream.
    */
   push(chunk: Uint8Array): Uint8Array[] {
-    let buf: Uint8Array
-    if (this.pending.length === 0) buf = chunk
-    else {
-      buf = new Uint8Array(this.pending.length + chunk.length)
-      buf.set(this.pending, 0)
-      buf.set(chunk, this.pending.length)
-    }
+    this.feed(chunk)
     const frames: Uint8Array[] = []
-    const base = this.streamOffset
-    let pos = 0
-    while (buf.length - pos >= HEADER_LENGTH) {
-      let length: number
-      try {
-        length = checkHeader(buf, pos, this.maxLength)
-      } catch (err) {
-        throw err instanceof BgpError && err.offset !== undefined ? err.at(base + err.offset) : err
-      }
-      if (buf.length - pos < length) break
-      frames.push(buf.subarray(pos, pos + length))
-      pos += length
-    }
-    this.streamOffset = base + pos
-    // Keep the tail as its own copy so the caller may reuse its chunk buffer.
-    this.pending = pos === buf.length ? new Uint8Array(0) : buf.slice(pos)
+    for (let f = this.next(); f !== undefined; f = this.next()) frames.push(f)
     return frames
+  }
+
+  private buf: Uint8Array = new Uint8Array(0)
+  private pos = 0
+
+  /** Adds received bytes; take the messages out with next(). */
+  feed(chunk: Uint8Array): void {
+    const rest = this.buf.length - this.pos
+    if (rest === 0) this.buf = chunk
+    else {
+      const joined = new Uint8Array(rest + chunk.length)
+      joined.set(this.buf.subarray(this.pos), 0)
+      joined.set(chunk, rest)
+      this.buf = joined
+    }
+    this.pos = 0
+  }
+
+  /**
+   * The next whole message, or undefined until more bytes arrive. One at a time, so a limit
+   * changed by the previous message (extended message negotiated in an OPEN) applies to the next.
+   */
+  next(): Uint8Array | undefined {
+    const buf = this.buf
+    const pos = this.pos
+    if (buf.length - pos < HEADER_LENGTH) return this.keep()
+    let length: number
+    try {
+      length = checkHeader(buf, pos, this.maxLength)
+    } catch (err) {
+      throw err instanceof BgpError && err.offset !== undefined ? err.at(this.streamOffset + err.offset - pos) : err
+    }
+    if (buf.length - pos < length) return this.keep()
+    this.pos = pos + length
+    this.streamOffset += length
+    return buf.subarray(pos, pos + length)
+  }
+
+  /** Keeps the unconsumed tail as its own copy, so the caller may reuse its chunk buffer. */
+  private keep(): undefined {
+    if (this.pos > 0 || this.buf.length > 0) {
+      this.buf = this.pos === this.buf.length ? new Uint8Array(0) : this.buf.slice(this.pos)
+      this.pos = 0
+    }
+    return undefined
   }
 }

@@ -8,6 +8,7 @@ import {
   ErrorCode,
   FsmSubcode,
   KEEPALIVE,
+  describeNotification,
   notification,
   type BgpMessage,
   type NotificationMessage,
@@ -95,7 +96,7 @@ const stopAll: FsmAction[] = [timer('ConnectRetry', 0), timer('Hold', 0), timer(
 const send = (message: BgpMessage): FsmAction => ({ type: 'send', message })
 
 function describe(n: NotificationMessage): string {
-  return `${n.code}/${n.subcode}`
+  return describeNotification(n)
 }
 
 /** Leaves for Idle. After anything but a manual stop, an automatic restart follows the Idle hold. */

@@ -169,6 +169,11 @@ export class BgpPeer {
     return this.config
   }
 
+  /** The RIB's view of this peer while Established. */
+  get currentRibPeer(): RibPeer | undefined {
+    return this.ribPeer
+  }
+
   private makeFsmConfig(): FsmConfig {
     const c = this.config
     return {
@@ -501,17 +506,19 @@ export class BgpPeer {
   // ---- receiving ---------------------------------------------------------------------------
 
   private onData(chunk: Buffer): void {
-    let frames: Uint8Array[]
-    try {
-      frames = this.framer.push(chunk)
-    } catch (err) {
-      if (!(err instanceof BgpError)) throw err
-      this.dispatch({ type: 'BGPHeaderErr', error: err })
-      return
-    }
+    this.framer.feed(chunk)
     let changed = false
-    for (const frame of frames) {
-      if (!this.socket) break
+    while (this.socket) {
+      let frame: Uint8Array | undefined
+      try {
+        frame = this.framer.next()
+      } catch (err) {
+        if (!(err instanceof BgpError)) throw err
+        this.lastError = `received a bad message header: ${err.message}`
+        this.dispatch({ type: 'BGPHeaderErr', error: err })
+        break
+      }
+      if (frame === undefined) break
       this.counters.messagesIn++
       const opts = this.state.session?.rx ?? codecOptions()
       let msg: BgpMessage
@@ -519,13 +526,13 @@ export class BgpPeer {
         msg = decodeMessage(frame, opts)
       } catch (err) {
         if (!(err instanceof BgpError)) throw err
-        const type = frame[18]
-        this.lastError = `received malformed message: ${err.message}`
-        if (type === 1) this.dispatch({ type: 'BGPOpenMsgErr', error: err })
-        else this.dispatch({ type: 'UpdateMsgErr', error: err })
+        this.lastError = `received a malformed message: ${err.message}`
+        this.dispatch({ type: frame[18] === 1 ? 'BGPOpenMsgErr' : 'UpdateMsgErr', error: err })
         break
       }
       changed = this.onMessage(msg) || changed
+      // RFC 8654: larger UPDATEs may follow once both sides advertised extended message.
+      if (msg.type === 'open') this.framer.setExtendedMessage(this.state.session?.extendedMessage === true)
     }
     if (changed) this.deps.rib.flush()
   }

@@ -144,7 +144,7 @@ t.test('a NOTIFICATION from the peer ends the session without answering', async 
   const { state, actions } = run([...toEstablished, { type: 'NotifMsg', notification: { type: 'notification', code: 6, subcode: 2, data: new Uint8Array(0) } }])
   t.equal(state.name, 'Idle')
   t.same(sent(actions.at(-1)!), [])
-  t.match(state.reason, /NOTIFICATION received: 6\/2/)
+  t.match(state.reason, /NOTIFICATION received: Cease \/ Administrative Shutdown/)
 })
 
 t.test('keepalive timer sends a KEEPALIVE and restarts; UPDATEs restart the hold timer', async (t) => {

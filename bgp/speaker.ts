@@ -1,0 +1,229 @@
+// The BGP speaker pinto-node embeds: a listener, the peers, and the RIB between them. The in-process
+// API adds, changes and removes peers without touching unchanged sessions, originates and withdraws
+// prefixes, reports Loc-RIB changes, and reads RIBs and peer status. It owns sockets, never the kernel.
+
+import { createServer, type Server, type Socket } from 'node:net'
+import { pino, type Logger } from 'pino'
+import type { PathAttributes, Prefix } from './codec/index.js'
+import { Rib } from './rib/rib.js'
+import type { LocRibChange, RibPeer } from './rib/types.js'
+import { BgpPeer, type PeerStatus } from './session/peer.js'
+import { needsReset, resolvePeerConfig, type PeerConfig } from './session/peer-config.js'
+import { systemClock, type Clock } from './session/clock.js'
+
+export interface SpeakerOptions {
+  readonly asn: number
+  readonly routerId: string
+  /** Where to accept connections; false for none (every peer active). Default port 179 on all addresses. */
+  readonly listen?: { readonly port?: number; readonly hosts?: readonly string[] } | false
+  /** Set to reflect routes (RFC 4456); usually the router id. */
+  readonly clusterId?: string
+  readonly multipath?: boolean
+  readonly rfc8212?: boolean
+  /** We restarted: advertise the Restart State bit for this many seconds (RFC 4724). */
+  readonly restartingFor?: number
+  readonly logger?: Logger
+  readonly clock?: Clock
+}
+
+export interface PeerChangeSummary {
+  readonly added: readonly string[]
+  readonly removed: readonly string[]
+  /** Changed in a way that needed a new session. */
+  readonly reset: readonly string[]
+  /** Changed in place (policies, limits), the session kept. */
+  readonly updated: readonly string[]
+  readonly unchanged: readonly string[]
+}
+
+export class BgpSpeaker {
+  readonly rib: Rib
+  private readonly peers = new Map<string, BgpPeer>()
+  private readonly servers: Server[] = []
+  private readonly log: Logger
+  private readonly clock: Clock
+  private nextPeerId = 1
+  private readonly peerIds = new Map<string, number>()
+  private readonly startedAt: number
+  private boundPort: number | undefined
+
+  constructor(private readonly opts: SpeakerOptions) {
+    this.log = opts.logger ?? pino({ level: 'silent' })
+    this.clock = opts.clock ?? systemClock
+    this.startedAt = this.clock.now()
+    this.rib = new Rib({
+      localAsn: opts.asn,
+      routerId: opts.routerId,
+      ...(opts.clusterId !== undefined ? { clusterId: opts.clusterId } : {}),
+      ...(opts.multipath !== undefined ? { multipath: opts.multipath } : {}),
+      ...(opts.rfc8212 !== undefined ? { rfc8212: opts.rfc8212 } : {}),
+    })
+  }
+
+  get asn(): number {
+    return this.opts.asn
+  }
+
+  get routerId(): string {
+    return this.opts.routerId
+  }
+
+  /** The port the listener is bound to (useful with port 0 in tests). */
+  get port(): number | undefined {
+    return this.boundPort
+  }
+
+  /** Starts listening; peers added before or after start their sessions at once. */
+  async start(): Promise<void> {
+    const listen = this.opts.listen
+    if (listen === false) return
+    const hosts = listen?.hosts && listen.hosts.length > 0 ? listen.hosts : [undefined]
+    let port = listen?.port ?? 179
+    for (const host of hosts) {
+      const server = createServer({ noDelay: true }, (socket) => this.onConnection(socket))
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject)
+        server.listen({ port, ...(host !== undefined ? { host } : {}) }, () => {
+          server.off('error', reject)
+          resolve()
+        })
+      })
+      const addr = server.address()
+      if (addr && typeof addr === 'object') port = addr.port
+      this.boundPort = port
+      this.servers.push(server)
+    }
+    this.log.info({ port, hosts: hosts.filter((h) => h !== undefined) }, 'listening for BGP connections')
+  }
+
+  /**
+   * Stops every session and the listener. `graceful`: close without NOTIFICATION so peers keep our
+   * routes while we restart (RFC 4724); otherwise a Cease / Administrative Shutdown is sent.
+   */
+  async stop(opts: { graceful?: boolean; message?: string } = {}): Promise<void> {
+    for (const peer of this.peers.values()) {
+      peer.stop(opts.graceful ? { graceful: true } : opts.message ? { notification: { type: 'notification', code: 6, subcode: 2, data: new Uint8Array(0), shutdownMessage: opts.message } } : {})
+    }
+    await Promise.all(this.servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))))
+    this.servers.length = 0
+  }
+
+  private onConnection(socket: Socket): void {
+    const remote = (socket.remoteAddress ?? '').replace(/^::ffff:/, '')
+    for (const peer of this.peers.values()) {
+      if (peer.address === remote) {
+        peer.acceptConnection(socket)
+        return
+      }
+    }
+    this.log.info({ remote }, 'connection from an address that is not a configured peer: refused')
+    socket.destroy()
+  }
+
+  private restarting(): boolean {
+    const window = this.opts.restartingFor ?? 0
+    return window > 0 && this.clock.now() - this.startedAt < window * 1000
+  }
+
+  addPeer(config: PeerConfig): void {
+    if (this.peers.has(config.name)) throw new Error(`peer ${config.name} exists already`)
+    const resolved = resolvePeerConfig(config, this.opts.asn)
+    let id = this.peerIds.get(config.name)
+    if (id === undefined) this.peerIds.set(config.name, (id = this.nextPeerId++))
+    const peer = new BgpPeer(resolved, {
+      rib: this.rib,
+      clock: this.clock,
+      log: this.log.child({ peer: config.name, address: config.address }),
+      routerId: this.opts.routerId,
+      peerId: id,
+      restarting: () => this.restarting(),
+    })
+    this.peers.set(config.name, peer)
+    peer.start()
+  }
+
+  removePeer(name: string, message = 'peer removed from the configuration'): boolean {
+    const peer = this.peers.get(name)
+    if (!peer) return false
+    peer.stop({ notification: { type: 'notification', code: 6, subcode: 3, data: new Uint8Array(0) } })
+    this.peers.delete(name)
+    this.log.info({ peer: name }, message)
+    return true
+  }
+
+  /** Replaces the set of peers: only what changed is touched (Calico's confd reload, session-preserving). */
+  setPeers(configs: readonly PeerConfig[]): PeerChangeSummary {
+    const summary = { added: [] as string[], removed: [] as string[], reset: [] as string[], updated: [] as string[], unchanged: [] as string[] }
+    const wanted = new Map(configs.map((c) => [c.name, c]))
+    for (const name of [...this.peers.keys()]) {
+      if (!wanted.has(name)) {
+        this.removePeer(name)
+        summary.removed.push(name)
+      }
+    }
+    for (const config of configs) {
+      const current = this.peers.get(config.name)
+      if (!current) {
+        this.addPeer(config)
+        summary.added.push(config.name)
+        continue
+      }
+      const next = resolvePeerConfig(config, this.opts.asn)
+      const prev = current.resolvedConfig
+      if (needsReset(prev, next)) {
+        this.peers.get(config.name)?.stop({ notification: { type: 'notification', code: 6, subcode: 6, data: new Uint8Array(0) } })
+        this.peers.delete(config.name)
+        this.addPeer(config)
+        summary.reset.push(config.name)
+      } else if (prev.importPolicy !== next.importPolicy || prev.exportPolicy !== next.exportPolicy || prev.maxPrefixes !== next.maxPrefixes || prev.kind !== next.kind) {
+        current.reconfigure(next)
+        // A policy change applies through soft resets, never a session reset.
+        if (prev.importPolicy !== next.importPolicy) current.refreshIn()
+        if (prev.exportPolicy !== next.exportPolicy) current.refreshOut()
+        summary.updated.push(config.name)
+      } else summary.unchanged.push(config.name)
+    }
+    return summary
+  }
+
+  originate(prefix: Prefix, attrs?: Partial<PathAttributes>): void {
+    this.rib.originate(prefix, attrs)
+    this.rib.flush()
+  }
+
+  withdraw(prefix: Prefix): void {
+    this.rib.withdrawOrigin(prefix)
+    this.rib.flush()
+  }
+
+  /** Calls `listener` with every batch of Loc-RIB changes; returns the unsubscribe function. */
+  onLocRibChange(listener: (changes: readonly LocRibChange[]) => void): () => void {
+    return this.rib.subscribe(listener)
+  }
+
+  peerStatus(): PeerStatus[] {
+    return [...this.peers.values()].map((p) => p.status())
+  }
+
+  peer(name: string): BgpPeer | undefined {
+    return this.peers.get(name)
+  }
+
+  /** The RIB's view of an Established peer, for Adj-RIB-In / Adj-RIB-Out reads. */
+  ribPeer(name: string): RibPeer | undefined {
+    return this.peers.get(name)?.currentRibPeer
+  }
+
+  /** Soft reset: in asks the peer to resend (ROUTE-REFRESH), out re-advertises everything. */
+  refresh(name: string, direction: 'in' | 'out'): boolean {
+    const peer = this.peers.get(name)
+    if (!peer) return false
+    if (direction === 'in') return peer.refreshIn()
+    peer.refreshOut()
+    return true
+  }
+
+  get uptimeSeconds(): number {
+    return Math.floor((this.clock.now() - this.startedAt) / 1000)
+  }
+}

@@ -1,6 +1,7 @@
 // Per-prefix storage: one Destination per prefix holding its path (or paths) and its settled best,
-// found through compact keys. IPv4 uses one Map per prefix length keyed by the network bits
-// (a small integer, so V8 keeps it unboxed); IPv6 uses short latin1 strings. No policy, no I/O.
+// found through compact keys. IPv4 uses one Map per prefix length and first octet, keyed by the
+// network bits (a small integer, so V8 keeps it unboxed; small maps rehash cheaply as a table
+// grows); IPv6 uses short latin1 strings. No policy, no I/O.
 
 import type { Prefix } from '../codec/nlri.js'
 import type { Path } from './types.js'
@@ -80,9 +81,11 @@ function v6Key(p: Prefix & { afi: 2 }): string {
 
 /** The key of an IPv4 network inside its length's map: the network bits, right-aligned. */
 const v4Key = (addr: number, len: number): number => (len === 0 ? 0 : addr >>> (32 - len))
+const v4Slot = (addr: number, len: number): number => len * 256 + (addr >>> 24)
 
 export class PrefixTable {
-  private readonly v4: (Map<number, Destination> | undefined)[] = new Array(33).fill(undefined)
+  /** Indexed by length * 256 + first octet. */
+  private readonly v4: (Map<number, Destination> | undefined)[] = new Array(33 * 256).fill(undefined)
   private readonly v6 = new Map<string, Destination>()
   private count = 0
 
@@ -91,15 +94,16 @@ export class PrefixTable {
   }
 
   get(p: Prefix): Destination | undefined {
-    if (p.afi === 1) return this.v4[p.len]?.get(v4Key(p.addr, p.len))
+    if (p.afi === 1) return this.v4[v4Slot(p.addr, p.len)]?.get(v4Key(p.addr, p.len))
     return this.v6.get(v6Key(p))
   }
 
   /** The destination for `p`, created when missing; `p` becomes its prefix when its path id is 0. */
   obtain(p: Prefix): Destination {
     if (p.afi === 1) {
-      let m = this.v4[p.len]
-      if (m === undefined) this.v4[p.len] = m = new Map()
+      const slot = v4Slot(p.addr, p.len)
+      let m = this.v4[slot]
+      if (m === undefined) this.v4[slot] = m = new Map()
       const k = v4Key(p.addr, p.len)
       let d = m.get(k)
       if (d === undefined) {
@@ -123,7 +127,7 @@ export class PrefixTable {
   delete(d: Destination): void {
     const p = d.prefix
     if (p.afi === 1) {
-      const m = this.v4[p.len]
+      const m = this.v4[v4Slot(p.addr, p.len)]
       const k = v4Key(p.addr, p.len)
       if (m?.get(k) === d) {
         m.delete(k)

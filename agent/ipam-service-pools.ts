@@ -1,0 +1,63 @@
+// What the IPAM service reads from the resource store: the IPPools as the allocator's PoolSpec view, the
+// IPAMConfig, and node labels for pool nodeSelectors. Read-only; all IPAM writes belong to ipam/.
+
+import type { Datastore } from '../config/datastore.js'
+import { decodeResource, parseSelector, poolBlockSize, resourceKey, resourceKindPrefix, type Selector } from '../config/resources/index.js'
+import type { IpamConfig } from '../ipam/ipam.js'
+import type { NodeMatcher, PoolSpec } from '../ipam/pools.js'
+
+export async function loadPoolSpecs(store: Datastore): Promise<PoolSpec[]> {
+  const { items } = await store.list(resourceKindPrefix('IPPool'))
+  return items.map((kv) => {
+    const p = decodeResource(kv.value, kv.key, 'IPPool')
+    return {
+      name: p.metadata.name, cidr: p.spec.cidr, blockSize: poolBlockSize(p),
+      ...(p.spec.disabled !== undefined ? { disabled: p.spec.disabled } : {}),
+      ...(p.spec.nodeSelector !== undefined ? { nodeSelector: p.spec.nodeSelector } : {}),
+      ...(p.spec.allowedUses !== undefined ? { allowedUses: p.spec.allowedUses } : {}),
+    }
+  })
+}
+
+export async function loadIpamConfig(store: Datastore): Promise<Partial<IpamConfig>> {
+  const kv = await store.get(resourceKey('IPAMConfig', 'default'))
+  if (kv === undefined) return {}
+  const spec = decodeResource(kv.value, kv.key, 'IPAMConfig').spec
+  return {
+    ...(spec.strictAffinity !== undefined ? { strictAffinity: spec.strictAffinity } : {}),
+    ...(spec.autoAllocateBlocks !== undefined ? { autoAllocateBlocks: spec.autoAllocateBlocks } : {}),
+    ...(spec.maxBlocksPerHost !== undefined && spec.maxBlocksPerHost > 0 ? { maxBlocksPerHost: spec.maxBlocksPerHost } : {}),
+  }
+}
+
+/**
+ * A NodeMatcher over the Node resources' labels. The allocator calls it synchronously, so the labels are
+ * refreshed by `refresh()` (called before each assignment) and read from memory.
+ */
+export class NodeLabels {
+  private labels = new Map<string, Readonly<Record<string, string>>>()
+  private readonly selectors = new Map<string, Selector>()
+
+  constructor(private readonly store: Datastore) {}
+
+  async refresh(): Promise<void> {
+    const { items } = await this.store.list(resourceKindPrefix('Node'))
+    const next = new Map<string, Readonly<Record<string, string>>>()
+    for (const kv of items) {
+      const n = decodeResource(kv.value, kv.key, 'Node')
+      next.set(n.metadata.name, n.metadata.labels ?? {})
+    }
+    this.labels = next
+  }
+
+  readonly matches: NodeMatcher = (pool, node) => {
+    const text = pool.nodeSelector
+    if (typeof text !== 'string') return true
+    let sel = this.selectors.get(text)
+    if (sel === undefined) {
+      sel = parseSelector(text)
+      this.selectors.set(text, sel)
+    }
+    return sel.matches(this.labels.get(node) ?? {})
+  }
+}

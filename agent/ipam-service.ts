@@ -1,0 +1,190 @@
+// The agent's IPAM service for the CNI plugins: JSON over HTTP on a unix socket (mode 0600, root only),
+// backed by ipam/'s Ipam. It validates requests and serialises mutations; allocation logic stays in ipam/.
+// It must not wire anything, and it opens no datastore itself (the caller hands one in).
+
+import { chmod, mkdir, readFile, rm } from 'node:fs/promises'
+import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http'
+import { dirname } from 'node:path'
+import type { Datastore } from '../config/datastore.js'
+import { AddrError } from '../ipam/addr.js'
+import { blockCidr, ordinalAddress } from '../ipam/block.js'
+import { type AutoAssignRequest, Ipam, IpamError } from '../ipam/ipam.js'
+import { BLOCKS_PREFIX, IpamRecordError, decodeBlock } from '../ipam/records.js'
+import { NodeLabels, loadIpamConfig, loadPoolSpecs } from './ipam-service-pools.js'
+
+export const DEFAULT_MTU_FILE = '/var/lib/pinto/mtu'
+
+export interface IpamServiceOptions {
+  readonly store: Datastore
+  readonly node: string
+  readonly socket: string
+  /** Where felix writes the pod MTU; reported in /v1/status so operators see what the plugins will use. */
+  readonly mtuFile?: string
+}
+
+class RequestError extends Error {
+  constructor(readonly status: number, readonly code: string, message: string) {
+    super(message)
+  }
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
+
+function field<T>(body: Record<string, unknown>, key: string, check: (v: unknown) => v is T, what: string, fallback?: T): T {
+  const v = body[key]
+  if (v === undefined && fallback !== undefined) return fallback
+  if (!check(v)) throw new RequestError(400, 'invalid', `${key}: expected ${what}, got ${JSON.stringify(v)}`)
+  return v
+}
+const isString = (v: unknown): v is string => typeof v === 'string' && v !== ''
+const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= 256
+const isStringMap = (v: unknown): v is Record<string, string> => isObject(v) && Object.values(v).every((x) => typeof x === 'string')
+const isStringList = (v: unknown): v is string[] => Array.isArray(v) && v.every(isString)
+
+export class IpamService {
+  readonly ipam: Ipam
+  private server: Server | undefined
+  private readonly labels: NodeLabels
+  /** Mutations run one at a time: one agent per node, so this only removes CAS storms between its own requests. */
+  private queue: Promise<unknown> = Promise.resolve()
+
+  constructor(private readonly options: IpamServiceOptions) {
+    this.labels = new NodeLabels(options.store)
+    this.ipam = new Ipam(options.store, { pools: () => loadPoolSpecs(options.store), nodeMatches: this.labels.matches })
+  }
+
+  /** Listens on the socket (replacing a stale one), mode 0600. */
+  async listen(): Promise<void> {
+    const { socket } = this.options
+    await mkdir(dirname(socket), { recursive: true, mode: 0o700 })
+    await rm(socket, { force: true })
+    const server = createServer((req, res) => void this.handle(req, res))
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject)
+      server.listen(socket, () => resolve())
+    })
+    await chmod(socket, 0o600)
+    this.server = server
+  }
+
+  async close(): Promise<void> {
+    const s = this.server
+    this.server = undefined
+    if (s !== undefined) {
+      s.closeAllConnections()
+      await new Promise<void>((resolve) => s.close(() => resolve()))
+      await rm(this.options.socket, { force: true })
+    }
+    await this.queue.catch(() => undefined)
+  }
+
+  private serial<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(fn, fn)
+    this.queue = run.catch(() => undefined)
+    return run
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    let status = 200
+    let reply: unknown
+    try {
+      reply = await this.route(req)
+    } catch (err) {
+      ;[status, reply] = errorReply(err)
+    }
+    const text = JSON.stringify(reply)
+    res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) })
+    res.end(text)
+  }
+
+  private async route(req: IncomingMessage): Promise<unknown> {
+    const url = new URL(req.url ?? '/', 'http://pinto')
+    const key = `${req.method} ${url.pathname}`
+    switch (key) {
+      case 'GET /v1/status': return this.status()
+      case 'POST /v1/assign': return this.assign(await readBody(req))
+      case 'POST /v1/release': return this.release(await readBody(req))
+      case 'GET /v1/allocations': return { allocations: await this.allocations(url.searchParams.get('handlePrefix') ?? '') }
+      default: throw new RequestError(404, 'not-found', `no route ${key}`)
+    }
+  }
+
+  async status(): Promise<{ ready: boolean; node: string; pools: string[]; mtu: number | null; reason?: string }> {
+    const pools = (await loadPoolSpecs(this.options.store)).filter((p) => p.disabled !== true).map((p) => p.cidr)
+    const mtuText = await readFile(this.options.mtuFile ?? DEFAULT_MTU_FILE, 'utf8').catch(() => '')
+    const mtu = /^\d+\s*$/.test(mtuText) ? Number(mtuText) : null
+    return { ready: pools.length > 0, node: this.options.node, pools, mtu, ...(pools.length === 0 ? { reason: 'no enabled IPPool' } : {}) }
+  }
+
+  private assign(body: Record<string, unknown>): Promise<unknown> {
+    let req: AutoAssignRequest = {
+      handle: field(body, 'handle', isString, 'a handle id'),
+      node: field(body, 'node', isString, 'a node name', this.options.node),
+      num4: field(body, 'num4', isCount, 'an integer 0..256', 0),
+      num6: field(body, 'num6', isCount, 'an integer 0..256', 0),
+      attrs: field(body, 'attrs', isStringMap, 'an object of strings', {}),
+      ...(body['pools'] !== undefined && Array.isArray(body['pools']) && (body['pools'] as unknown[]).length !== 0 ? { pools: field(body, 'pools', isStringList, 'a list of pool names or CIDRs') } : {}),
+    }
+    // Calico's GC reads the node from the allocation's attributes.
+    req = { ...req, attrs: { ...req.attrs, node: req.node } }
+    if ((req.num4 ?? 0) + (req.num6 ?? 0) === 0) throw new RequestError(400, 'invalid', 'num4, num6: nothing requested')
+    return this.serial(async () => {
+      await this.labels.refresh()
+      Object.assign(this.ipam.config, await loadIpamConfig(this.options.store))
+      const r = await this.ipam.autoAssign(req)
+      return { node: req.node, ipv4: r.ipv4, ipv6: r.ipv6 }
+    })
+  }
+
+  private release(body: Record<string, unknown>): Promise<unknown> {
+    if (body['handle'] !== undefined) {
+      const handle = field(body, 'handle', isString, 'a handle id')
+      return this.serial(() => this.ipam.releaseByHandle(handle))
+    }
+    const addrs = field(body, 'addresses', isStringList, 'a list of addresses')
+    return this.serial(() => this.ipam.releaseIPs(addrs.map((address) => ({ address }))))
+  }
+
+  /** Every allocation whose handle starts with `prefix` (all when empty), with its attributes, for CNI GC. */
+  async allocations(prefix: string): Promise<{ handle: string; address: string; attrs: Readonly<Record<string, string>> }[]> {
+    const { items } = await this.options.store.list(BLOCKS_PREFIX)
+    const out: { handle: string; address: string; attrs: Readonly<Record<string, string>> }[] = []
+    for (const kv of items) {
+      const b = decodeBlock(kv.key, kv.value)
+      const cidr = blockCidr(b)
+      b.allocations.forEach((idx, ord) => {
+        const attr = idx === null ? undefined : b.attributes[idx]
+        if (attr?.handleId && attr.handleId.startsWith(prefix)) out.push({ handle: attr.handleId, address: ordinalAddress(cidr, ord), attrs: attr.secondary })
+      })
+    }
+    return out
+  }
+}
+
+function errorReply(err: unknown): [number, { code: string; message: string }] {
+  if (err instanceof RequestError) return [err.status, { code: err.code, message: err.message }]
+  if (err instanceof IpamError) return [err.code === 'invalid' ? 400 : 409, { code: err.code, message: err.message }]
+  if (err instanceof AddrError || err instanceof IpamRecordError) return [400, { code: 'invalid', message: err.message }]
+  const e = err as { code?: unknown; message?: unknown }
+  // The datastore being unreachable is transient: 503 makes the plugin answer "try again later".
+  if (e.code === 'unavailable') return [503, { code: 'unavailable', message: String(e.message) }]
+  return [500, { code: 'internal', message: String(e.message ?? err) }]
+}
+
+async function readBody(req: IncomingMessage): Promise<Record<string, unknown>> {
+  const chunks: Buffer[] = []
+  let size = 0
+  for await (const c of req as AsyncIterable<Buffer>) {
+    size += c.length
+    if (size > 65536) throw new RequestError(413, 'too-large', 'request body over 64 KiB')
+    chunks.push(c)
+  }
+  let body: unknown
+  try {
+    body = JSON.parse(Buffer.concat(chunks).toString('utf8'))
+  } catch (e) {
+    throw new RequestError(400, 'invalid', `body is not JSON: ${(e as Error).message}`)
+  }
+  if (!isObject(body)) throw new RequestError(400, 'invalid', 'body: expected a JSON object')
+  return body
+}

@@ -1,0 +1,28 @@
+// The one process port of the plugins: run a program with optional stdin and collect its output.
+// node:child_process only (execa costs tens of milliseconds to import, and the plugins start once per pod).
+
+import { spawn } from 'node:child_process'
+
+export interface RunResult {
+  readonly code: number
+  readonly stdout: string
+  readonly stderr: string
+}
+
+export type Runner = (cmd: string, args: readonly string[], opts?: { input?: string; env?: NodeJS.ProcessEnv }) => Promise<RunResult>
+
+export const run: Runner = (cmd, args, opts = {}) =>
+  new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { stdio: ['pipe', 'pipe', 'pipe'], env: opts.env ?? process.env })
+    const out: Buffer[] = []
+    const err: Buffer[] = []
+    child.stdout.on('data', (c: Buffer) => out.push(c))
+    child.stderr.on('data', (c: Buffer) => err.push(c))
+    child.on('error', reject)
+    child.on('close', (code, signal) => {
+      resolve({ code: code ?? (signal ? 128 : 1), stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') })
+    })
+    // A child that exits before reading its stdin must not crash us with EPIPE.
+    child.stdin.on('error', () => undefined)
+    child.stdin.end(opts.input ?? '')
+  })

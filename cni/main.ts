@@ -1,0 +1,47 @@
+// The process skeleton both plugins share: read stdin and the CNI_* env, dispatch to a verb handler, print
+// the result converted to the config's version, or the spec error JSON on stdout with exit code 1.
+
+import { readFileSync } from 'node:fs'
+import { decodeJson, parseNetConf } from './config.js'
+import type { Invocation } from './pinto-plugin.js'
+import { convertResult, type CniResult } from './result.js'
+import { type Command, CniError, ERR, LATEST, checkVerbAllowed, errorJson, parseEnv, versionResult } from './spec.js'
+
+export type Handlers = { readonly [C in Exclude<Command, 'VERSION'>]: (inv: Invocation) => Promise<CniResult | void> }
+
+function readStdin(): string {
+  try {
+    return readFileSync(0, 'utf8')
+  } catch (err) {
+    throw new CniError(ERR.io, `reading the network config from stdin: ${(err as Error).message}`)
+  }
+}
+
+export async function pluginMain(role: 'main' | 'ipam', handlers: Handlers): Promise<number> {
+  let version: string = LATEST
+  try {
+    const env = parseEnv(process.env)
+    const stdin = readStdin()
+    if (env.command === 'VERSION') {
+      let requested: unknown
+      try {
+        requested = (JSON.parse(stdin) as { cniVersion?: unknown }).cniVersion
+      } catch {
+        // VERSION may come with no config at all
+      }
+      process.stdout.write(JSON.stringify(versionResult(requested)) + '\n')
+      return 0
+    }
+    const raw = decodeJson(stdin)
+    if (typeof raw['cniVersion'] === 'string') version = raw['cniVersion']
+    const conf = parseNetConf(raw, role)
+    checkVerbAllowed(env.command, conf.cniVersion)
+    const result = await handlers[env.command]({ conf, env, stdin })
+    if (result !== undefined) process.stdout.write(JSON.stringify(convertResult(result, conf.cniVersion)) + '\n')
+    return 0
+  } catch (err) {
+    const e = err instanceof CniError ? err : new CniError(ERR.io, (err as Error).message ?? String(err))
+    process.stdout.write(errorJson(version, e) + '\n')
+    return 1
+  }
+}

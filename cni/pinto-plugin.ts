@@ -1,0 +1,148 @@
+// The `pinto` main plugin: one handler per verb (STYLE 14). ADD is a straight line that gives its addresses
+// back if a later step fails; DEL is idempotent; CHECK reads the kernel. Wiring details live in wiring*.ts.
+
+import { randomBytes } from 'node:crypto'
+import { existsSync, readFileSync } from 'node:fs'
+import { type NetConf, podIdentity, validAttachments } from './config.js'
+import { delegate } from './delegate.js'
+import { ERR_CHECK, assign, checkHeld, clientFor, collect, release, status } from './ipam-core.js'
+import { type CniIp, type CniResult, parseResult } from './result.js'
+import { type CniEnv, CniError, ERR } from './spec.js'
+import { vethName } from './veth-name.js'
+import { Dataplane } from './wiring.js'
+import { GATEWAY_V4, GATEWAY_V6, HOST_MAC, type Wiring, checkWiring, podMacFrom } from './wiring-plan.js'
+
+const DEFAULT_MTU = 1500
+
+export interface Invocation {
+  readonly conf: NetConf
+  readonly env: CniEnv
+  /** The config text as received, handed unchanged to a delegated IPAM plugin. */
+  readonly stdin: string
+}
+
+function ipamType(conf: NetConf): string {
+  if (conf.ipam === undefined) throw new CniError(ERR.invalidConfig, 'ipam: is missing; pinto needs an IPAM plugin (pinto-ipam or e.g. host-local)')
+  return conf.ipam.type
+}
+
+/** mtu 0 or absent: what the agent wrote (felix knows the tunnel overhead), else 1500. */
+export function effectiveMtu(conf: NetConf): number {
+  if (conf.mtu !== 0) return conf.mtu
+  let text: string
+  try {
+    text = readFileSync(conf.mtuFile, 'utf8').trim()
+  } catch {
+    return DEFAULT_MTU
+  }
+  const n = Number(text)
+  if (!/^\d+$/.test(text) || n < 68 || n > 65535) throw new CniError(ERR.invalidConfig, `mtu_file ${conf.mtuFile}: ${JSON.stringify(text)} is not an MTU in 68..65535`)
+  return n
+}
+
+function hostVethOf(inv: Invocation): string {
+  return vethName(inv.conf.vethPrefix, podIdentity(inv.env.args), inv.env.containerId)
+}
+
+const bare = (cidr: string): string => cidr.split('/')[0] as string
+
+/** The pod's first address of each family from an IPAM result, without length. */
+function pick(ips: readonly CniIp[]): { v4: string | undefined; v6: string | undefined } {
+  return { v4: ips.map((i) => bare(i.address)).find((a) => !a.includes(':')), v6: ips.map((i) => bare(i.address)).find((a) => a.includes(':')) }
+}
+
+async function ipamAdd(inv: Invocation): Promise<{ v4: string | undefined; v6: string | undefined }> {
+  const type = ipamType(inv.conf)
+  if (type === 'pinto-ipam') {
+    // In-process rather than exec'ing pinto-ipam: the same request, without a second Node.js start per pod.
+    const r = await assign(inv.conf, inv.env, clientFor(inv.conf))
+    return { v4: r.ipv4[0]?.address, v6: r.ipv6[0]?.address }
+  }
+  const r = await delegate(type, 'ADD', inv.stdin, inv.env.path)
+  const got = pick(r?.ips ?? [])
+  if (got.v4 === undefined && got.v6 === undefined) throw new CniError(ERR.io, `${type} ADD returned no address`)
+  return got
+}
+
+async function ipamDel(inv: Invocation): Promise<void> {
+  const type = ipamType(inv.conf)
+  if (type === 'pinto-ipam') await release(inv.conf, inv.env, clientFor(inv.conf))
+  else await delegate(type, 'DEL', inv.stdin, inv.env.path)
+}
+
+function resultOf(inv: Invocation, w: Wiring): CniResult {
+  const ips: CniIp[] = []
+  const routes = []
+  if (w.v4 !== undefined) {
+    ips.push({ address: `${w.v4}/32`, interface: 1 })
+    routes.push({ dst: '0.0.0.0/0', gw: GATEWAY_V4 })
+  }
+  if (w.v6 !== undefined) {
+    ips.push({ address: `${w.v6}/128`, interface: 1 })
+    routes.push({ dst: '::/0', gw: GATEWAY_V6 })
+  }
+  return {
+    cniVersion: inv.conf.cniVersion,
+    interfaces: [{ name: w.hostVeth, mac: HOST_MAC }, { name: w.ifname, mac: w.podMac, mtu: w.mtu, sandbox: inv.env.netns }],
+    ips,
+    routes,
+    dns: {},
+  }
+}
+
+export async function cmdAdd(inv: Invocation, dp = new Dataplane()): Promise<CniResult> {
+  const { env } = inv
+  if (!existsSync(env.netns)) throw new CniError(ERR.unknownContainer, `CNI_NETNS: ${env.netns} does not exist`)
+  const mtu = effectiveMtu(inv.conf)
+  const hostVeth = hostVethOf(inv)
+  const addrs = await ipamAdd(inv)
+  const w: Wiring = { ifname: env.ifname, hostVeth, mtu, podMac: podMacFrom(randomBytes(5)), ...addrs }
+  try {
+    if (dp.hostLinkExists(hostVeth)) {
+      // A repeated ADD: if the pod is wired as asked, answer with what is there; else start again.
+      const seen = await dp.read(hostVeth, env.ifname, env.netns)
+      if (checkWiring({ ...w, podMac: '' }, seen.pod, seen.host).length === 0 && seen.pod.link?.mtu === mtu) {
+        return resultOf(inv, { ...w, podMac: seen.pod.link.mac })
+      }
+      await dp.unwire(hostVeth, env.ifname, env.netns)
+    }
+    await dp.wire(w, env.netns)
+  } catch (err) {
+    await ipamDel(inv).catch(() => undefined)
+    throw err
+  }
+  return resultOf(inv, w)
+}
+
+export async function cmdDel(inv: Invocation, dp = new Dataplane()): Promise<void> {
+  await dp.unwire(hostVethOf(inv), inv.env.ifname, inv.env.netns)
+  await ipamDel(inv)
+}
+
+export async function cmdCheck(inv: Invocation, dp = new Dataplane()): Promise<void> {
+  const { env, conf } = inv
+  if (conf.prevResult === undefined) throw new CniError(ERR.invalidConfig, 'prevResult: is missing (CHECK needs the result of ADD)')
+  const prev = parseResult(conf.prevResult)
+  if (!existsSync(env.netns)) throw new CniError(ERR.unknownContainer, `CNI_NETNS: ${env.netns} does not exist`)
+  const podIf = (prev.interfaces ?? []).find((i) => i.name === env.ifname && i.sandbox !== undefined)
+  const w: Wiring = { ifname: env.ifname, hostVeth: hostVethOf(inv), mtu: 0, podMac: podIf?.mac ?? '', ...pick(prev.ips ?? []) }
+  if (w.v4 === undefined && w.v6 === undefined) throw new CniError(ERR.invalidConfig, 'prevResult.ips: no address to check')
+  const seen = await dp.read(w.hostVeth, env.ifname, env.netns)
+  const problems = checkWiring(w, seen.pod, seen.host)
+  if (problems.length > 0) throw new CniError(ERR_CHECK, `CHECK failed: ${problems.join('; ')}`)
+  const type = ipamType(conf)
+  if (type === 'pinto-ipam') await checkHeld(conf, env, clientFor(conf), [w.v4, w.v6].filter((a): a is string => a !== undefined))
+  else await delegate(type, 'CHECK', inv.stdin, env.path)
+}
+
+export async function cmdStatus(inv: Invocation): Promise<void> {
+  const type = ipamType(inv.conf)
+  if (type === 'pinto-ipam') await status(clientFor(inv.conf))
+  else await delegate(type, 'STATUS', inv.stdin, inv.env.path)
+}
+
+export async function cmdGc(inv: Invocation): Promise<void> {
+  const type = ipamType(inv.conf)
+  if (type === 'pinto-ipam') await collect(inv.conf, validAttachments(inv.conf.raw), clientFor(inv.conf))
+  else await delegate(type, 'GC', inv.stdin, inv.env.path)
+}

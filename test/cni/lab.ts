@@ -1,0 +1,137 @@
+// A node for CNI tests: a "host" namespace where the plugins run (nothing in the machine's own namespace),
+// empty pod namespaces, an IPAM service with a temp store and the 198.18.0.0/15 pools, and a runner that
+// execs the bundled plugins as real processes with CNI env and stdin. Everything goes in t.teardown.
+
+import { mkdir, symlink, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { execa } from 'execa'
+import { openDatastore } from '../../config/datastore-open.js'
+import { encodeResource, resourceKey } from '../../config/resources/index.js'
+import { startIpamService } from '../../agent/ipam-service-main.js'
+import type { IpamService } from '../../agent/ipam-service.js'
+import { type Teardown, type Topology, createTopology } from '../harness/netns.js'
+
+export const DIST = new URL('../../', import.meta.url).pathname
+export const BUNDLE = join(DIST, 'bundle')
+export const REF_CNI = '/usr/lib/cni'
+
+export interface PluginRun {
+  readonly code: number
+  readonly stdout: string
+  readonly stderr: string
+  /** stdout parsed, when it is JSON. */
+  readonly json: Record<string, unknown> | undefined
+}
+
+export interface Attachment {
+  readonly containerId: string
+  readonly netns: string
+  readonly ifname?: string
+  readonly args?: string
+}
+
+export interface Lab {
+  readonly topo: Topology
+  readonly hostNs: string
+  readonly dir: string
+  readonly socket: string
+  readonly cniPath: string
+  readonly mtuFile: string
+  service: IpamService | undefined
+  stopService(): Promise<void>
+  startService(): Promise<IpamService>
+  /** A new empty namespace (loopback only); returns its path. */
+  pod(name: string): Promise<string>
+  /** Execs plugin `type` from cniPath inside the host namespace. */
+  exec(type: string, command: string, conf: unknown, att?: Partial<Attachment>, extraEnv?: Record<string, string>): Promise<PluginRun>
+  ip(ns: string, args: readonly string[]): Promise<string>
+  /** Link names in a namespace. */
+  links(ns: string): Promise<string[]>
+}
+
+const POOLS = [
+  { apiVersion: 'projectcalico.org/v3', kind: 'IPPool', metadata: { name: 'pods-v4' }, spec: { cidr: '198.18.0.0/15', blockSize: 26 } },
+  { apiVersion: 'projectcalico.org/v3', kind: 'IPPool', metadata: { name: 'pods-v6' }, spec: { cidr: '2001:db8:18::/48', blockSize: 122 } },
+]
+
+export async function createLab(t: Teardown, opts: { service?: boolean } = {}): Promise<Lab> {
+  const topo = await createTopology(t)
+  const host = await topo.addNode({ name: 'host', v4: '192.0.2.1/24' })
+  // A real node has a default route; proxy ARP answers for 169.254.1.1 only when the host can route it.
+  await execa('ip', ['-n', host.ns, 'route', 'add', 'default', 'via', '192.0.2.254', 'dev', 'eth0'])
+  const dir = await topo.tempDir('cni')
+  const storeDir = join(dir, 'store')
+  const store = await openDatastore(storeDir)
+  for (const p of POOLS) await store.create(resourceKey('IPPool', p.metadata.name), encodeResource(p as never))
+  await store.close()
+  // CNI_PATH: our bundles under their plugin names, then the reference plugins.
+  const bin = join(dir, 'bin')
+  await mkdir(bin)
+  await symlink(join(BUNDLE, 'pinto.cjs'), join(bin, 'pinto'))
+  await symlink(join(BUNDLE, 'pinto-ipam.cjs'), join(bin, 'pinto-ipam'))
+  const socket = join(dir, 'run', 'pinto.sock')
+  const mtuFile = join(dir, 'mtu')
+  const pods: string[] = []
+  const lab: Lab = {
+    topo, hostNs: host.ns, dir, socket, cniPath: `${bin}:${REF_CNI}`, mtuFile,
+    service: undefined,
+    async startService() {
+      const s = await startIpamService({ datastore: storeDir, socket, node: 'node1', mtuFile })
+      lab.service = s.service
+      stopper = s.stop
+      return s.service
+    },
+    async stopService() {
+      const s = stopper
+      stopper = undefined
+      lab.service = undefined
+      if (s) await s()
+    },
+    async pod(name) {
+      const ns = `${topo.fabric.replace(/-fabric$/, '')}-${name}`
+      await execa('ip', ['netns', 'add', ns])
+      pods.push(ns)
+      await execa('ip', ['-n', ns, 'link', 'set', 'lo', 'up'])
+      return `/run/netns/${ns}`
+    },
+    async exec(type, command, conf, att = {}, extraEnv = {}) {
+      const env: Record<string, string> = {
+        CNI_COMMAND: command, CNI_CONTAINERID: att.containerId ?? '', CNI_NETNS: att.netns ?? '',
+        CNI_IFNAME: att.ifname ?? 'eth0', CNI_ARGS: att.args ?? '', CNI_PATH: lab.cniPath, ...extraEnv,
+      }
+      const input = typeof conf === 'string' ? conf : JSON.stringify(conf)
+      const r = await execa('ip', ['netns', 'exec', host.ns, join(bin, type)], { input, env, extendEnv: true, reject: false })
+      let json: Record<string, unknown> | undefined
+      try {
+        json = JSON.parse(String(r.stdout)) as Record<string, unknown>
+      } catch {
+        json = undefined
+      }
+      return { code: r.exitCode ?? -1, stdout: String(r.stdout), stderr: String(r.stderr), json }
+    },
+    async ip(ns, args) {
+      return String((await execa('ip', ['-n', ns, ...args])).stdout)
+    },
+    async links(ns) {
+      const out = JSON.parse(await lab.ip(ns, ['-j', 'link', 'show'])) as { ifname: string }[]
+      return out.map((l) => l.ifname)
+    },
+  }
+  let stopper: (() => Promise<void>) | undefined
+  t.teardown(async () => {
+    await lab.stopService()
+    for (const ns of pods) await execa('ip', ['netns', 'del', ns], { reject: false })
+  })
+  await writeFile(mtuFile, '1450\n')
+  if (opts.service !== false) await lab.startService()
+  return lab
+}
+
+/** A pinto network config for `version`; dual adds IPv6. */
+export function pintoConf(lab: Lab, version: string, dual = false, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    cniVersion: version, name: 'k8s-pod-network', type: 'pinto', mtu_file: lab.mtuFile,
+    ipam: { type: 'pinto-ipam', socket: lab.socket, assign_ipv4: true, assign_ipv6: dual },
+    ...extra,
+  }
+}

@@ -1,0 +1,107 @@
+// The agent's view of the cluster: every resource and IPAM record under /pinto/, kept current by one
+// list and one watch on the datastore. Listeners hear about changes (debounced by the caller). It owns
+// no decisions; the peer computation, origination and dataplane read from it.
+
+import type { Datastore, Watch, WatchEvent } from '../config/datastore.js'
+import { DatastoreError } from '../config/datastore.js'
+import { RESOURCE_KEY_PREFIX, decodeResource, parseResourceKey, type Resource, type ResourceKind, type ResourceOfKind } from '../config/resources/index.js'
+import { BLOCKS_PREFIX, decodeBlock } from '../ipam/records.js'
+import type { AllocationBlock } from '../ipam/block.js'
+import type { Logger } from 'pino'
+
+export type ChangeTopic = 'resources' | 'blocks'
+
+export class ClusterState {
+  private readonly resources = new Map<string, Resource>()
+  private readonly blockRecords = new Map<string, AllocationBlock>()
+  private watch: Watch | undefined
+  private revision = 0
+  private readonly listeners = new Set<(topic: ChangeTopic) => void>()
+  private closed = false
+
+  constructor(
+    private readonly store: Datastore,
+    private readonly log: Logger,
+  ) {}
+
+  async start(): Promise<void> {
+    await this.resync()
+  }
+
+  /** Lists everything and (re)starts the watch from just after the listing. */
+  private async resync(): Promise<void> {
+    this.watch?.close()
+    const [res, blocks] = await Promise.all([this.store.list(RESOURCE_KEY_PREFIX), this.store.list(BLOCKS_PREFIX)])
+    this.resources.clear()
+    this.blockRecords.clear()
+    for (const kv of res.items) this.put(kv.key, kv.value)
+    for (const kv of blocks.items) this.put(kv.key, kv.value)
+    this.revision = Math.max(res.revision, blocks.revision)
+    this.emit('resources')
+    this.emit('blocks')
+    if (this.closed) return
+    this.watch = this.store.watch(
+      '/pinto/',
+      this.revision + 1,
+      (e) => this.onEvent(e),
+      (err) => {
+        if (this.closed) return
+        this.log.warn({ err: err.message }, err instanceof DatastoreError && err.code === 'compacted' ? 'watch fell behind a compaction: listing again' : 'datastore watch failed: listing again')
+        setTimeout(() => void this.resync().catch((e: Error) => this.log.error({ err: e.message }, 'resync failed')), 1000).unref()
+      },
+    )
+  }
+
+  private put(key: string, value: string): ChangeTopic | undefined {
+    try {
+      if (key.startsWith(BLOCKS_PREFIX)) {
+        this.blockRecords.set(key, decodeBlock(key, value))
+        return 'blocks'
+      }
+      if (parseResourceKey(key) !== undefined) {
+        this.resources.set(key, decodeResource(value, key))
+        return 'resources'
+      }
+    } catch (err) {
+      this.log.warn({ key, err: (err as Error).message }, 'ignoring a record that does not decode')
+    }
+    return undefined
+  }
+
+  private onEvent(e: WatchEvent): void {
+    this.revision = e.revision
+    let topic: ChangeTopic | undefined
+    if (e.type === 'put') topic = this.put(e.key, e.value)
+    else if (this.blockRecords.delete(e.key)) topic = 'blocks'
+    else if (this.resources.delete(e.key)) topic = 'resources'
+    if (topic) this.emit(topic)
+  }
+
+  private emit(topic: ChangeTopic): void {
+    for (const l of this.listeners) l(topic)
+  }
+
+  onChange(listener: (topic: ChangeTopic) => void): () => void {
+    this.listeners.add(listener)
+    return () => this.listeners.delete(listener)
+  }
+
+  list<K extends ResourceKind>(kind: K): ResourceOfKind<K>[] {
+    const out: ResourceOfKind<K>[] = []
+    for (const r of this.resources.values()) if (r.kind === kind) out.push(r as ResourceOfKind<K>)
+    return out
+  }
+
+  get<K extends ResourceKind>(kind: K, name: string): ResourceOfKind<K> | undefined {
+    return this.list(kind).find((r) => r.metadata.name === name)
+  }
+
+  blocks(): Iterable<AllocationBlock> {
+    return this.blockRecords.values()
+  }
+
+  close(): void {
+    this.closed = true
+    this.watch?.close()
+  }
+}

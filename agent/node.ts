@@ -1,0 +1,468 @@
+// pinto-node: the one place that wires everything together. It registers the Node, makes the default
+// pool, serves IPAM to the CNI plugins, computes BGP peers from the datastore and follows changes,
+// originates its blocks, feeds felix from the Loc-RIB, and serves the REST API. On SIGTERM it leaves
+// kernel routes in place and closes sessions without NOTIFICATION so peers keep its routes.
+
+import { createHash } from 'node:crypto'
+import { mkdir, stat, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { pino, type Logger } from 'pino'
+import { BgpSpeaker } from '../bgp/speaker.js'
+import { parsePrefix } from '../bgp/codec/nlri.js'
+import { ACCEPT_ALL, compileBgpFilters } from '../bgp/policy/index.js'
+import type { Policy } from '../bgp/rib/types.js'
+import type { PeerConfig } from '../bgp/session/peer-config.js'
+import { DatastoreError, type Datastore } from '../config/datastore.js'
+import { openDatastore } from '../config/datastore-open.js'
+import { effectiveBGPConfiguration, encodeResource, decodeResource, resourceKey, type BGPFilter, type IPPool, type Node } from '../config/resources/index.js'
+import { ExecaRunner, type ProcessRunner } from '../felix/index.js'
+import { IpamService } from './ipam-service.js'
+import { ClusterState } from './cluster-state.js'
+import { desiredPeers, type DesiredPeer } from './bgp-peers.js'
+import { originationFor, type Origination } from './origination.js'
+import { Dataplane, learnedRoutes } from './dataplane.js'
+import { detectAddress, type DetectedAddress } from './autodetect.js'
+import type { AgentSettings } from './settings.js'
+
+/** Runs `fn` at most once at a time; calls during a run coalesce into one more run. */
+class Coalescer {
+  private running: Promise<void> | undefined
+  private again = false
+  constructor(
+    private readonly fn: () => Promise<void>,
+    private readonly onError: (err: Error) => void,
+  ) {}
+  trigger(): void {
+    if (this.running) {
+      this.again = true
+      return
+    }
+    this.running = (async () => {
+      do {
+        this.again = false
+        await this.fn().catch(this.onError)
+      } while (this.again)
+    })().finally(() => {
+      this.running = undefined
+    })
+  }
+  async idle(): Promise<void> {
+    while (this.running) await this.running
+  }
+}
+
+/** A stable, locally administered unicast MAC for the node's VTEP. */
+export function vtepMac(nodeName: string): string {
+  const h = createHash('sha256').update(`pinto-vtep:${nodeName}`).digest()
+  h[0] = (h[0]! & 0xfe) | 0x02
+  return [...h.subarray(0, 6)].map((b) => b.toString(16).padStart(2, '0')).join(':')
+}
+
+export class PintoNode {
+  readonly log: Logger
+  private store!: Datastore
+  private cluster!: ClusterState
+  speaker!: BgpSpeaker
+  ipamService!: IpamService
+  dataplane: Dataplane | undefined
+  private readonly runner: ProcessRunner
+  private v4: DetectedAddress | undefined
+  private v6: DetectedAddress | undefined
+  private origination: Origination = { blocks: [], borrowed: [] }
+  private readonly originated = new Set<string>()
+  private vxlan: { address: string; mac: string } | undefined
+  private ipipAddress: string | undefined
+  private readonly policyCache = new Map<string, Policy>()
+  private heartbeat: NodeJS.Timeout | undefined
+  private readonly peersJob: Coalescer
+  private readonly originJob: Coalescer
+  private readonly dataplaneJob: Coalescer
+  private readonly unsubscribe: (() => void)[] = []
+  readonly startedAt = Date.now()
+  problems: string[] = []
+
+  constructor(
+    readonly settings: AgentSettings,
+    deps: { logger?: Logger; runner?: ProcessRunner } = {},
+  ) {
+    this.log = deps.logger ?? pino({ level: settings.logLevel })
+    this.runner = deps.runner ?? new ExecaRunner()
+    const fail = (what: string) => (err: Error) => this.log.error({ err: err.message }, `${what} failed`)
+    this.peersJob = new Coalescer(() => this.syncPeers(), fail('peer update'))
+    this.originJob = new Coalescer(() => this.syncOrigination(), fail('origination'))
+    this.dataplaneJob = new Coalescer(() => this.syncDataplane(), fail('dataplane update'))
+  }
+
+  get nodeName(): string {
+    return this.settings.nodeName
+  }
+
+  get address(): DetectedAddress | undefined {
+    return this.v4
+  }
+
+  async start(): Promise<void> {
+    const s = this.settings
+    this.log.info({ node: s.nodeName, datastore: s.datastore }, 'pinto-node starting')
+    this.v4 = await detectAddress(this.runner, s.ip, 4)
+    this.v6 = await detectAddress(this.runner, s.ip6, 6)
+    if (this.v4 === undefined && this.v6 === undefined) throw new Error(`PINTO_IP: no address found for this node (${s.ip.kind})`)
+    if (this.v4) this.log.info({ address: `${this.v4.address}/${this.v4.prefixLength}`, interface: this.v4.interface }, `node IPv4 address: ${this.v4.reason}`)
+    if (this.v6) this.log.info({ address: `${this.v6.address}/${this.v6.prefixLength}`, interface: this.v6.interface }, `node IPv6 address: ${this.v6.reason}`)
+
+    this.store = await openDatastore(s.datastore)
+    this.cluster = new ClusterState(this.store, this.log.child({ component: 'datastore' }))
+    await this.cluster.start()
+    await this.ensureDefaultPools()
+    await this.registerNode()
+
+    this.ipamService = new IpamService({ store: this.store, node: s.nodeName, socket: s.socket, mtuFile: s.mtuFile })
+    await this.ipamService.listen()
+    this.log.info({ socket: s.socket }, 'IPAM service listening for the CNI plugins')
+    await this.ensureTunnelAddresses()
+
+    const restartingFor = await this.restartWindow()
+    const me = this.cluster.get('Node', s.nodeName)
+    const clusterId = me?.spec.bgp?.routeReflectorClusterID
+    const config = this.bgpConfig()
+    this.speaker = new BgpSpeaker({
+      asn: me?.spec.bgp?.asNumber ?? config.asNumber ?? 64512,
+      routerId: this.v4?.address ?? routerIdFromName(s.nodeName),
+      listen: { port: s.bgpPort },
+      ...(clusterId !== undefined ? { clusterId } : {}),
+      multipath: true,
+      restartingFor,
+      logger: this.log.child({ component: 'bgp' }),
+    })
+    if (restartingFor > 0) this.log.info({ seconds: restartingFor }, 'restarting within the graceful-restart window: peers are asked to keep our routes')
+    await this.speaker.start()
+
+    if (s.dataplane === 'kernel') {
+      this.dataplane = new Dataplane({ protocol: s.routeProtocol, resyncSeconds: s.resyncSeconds, mtuFile: s.mtuFile, log: this.log.child({ component: 'felix' }), runner: this.runner })
+    }
+    this.unsubscribe.push(
+      this.cluster.onChange((topic) => {
+        if (topic === 'resources') this.peersJob.trigger()
+        if (topic === 'blocks') this.originJob.trigger()
+        this.dataplaneJob.trigger()
+      }),
+      this.speaker.onLocRibChange(() => this.dataplaneJob.trigger()),
+    )
+    this.peersJob.trigger()
+    this.originJob.trigger()
+    this.dataplaneJob.trigger()
+    await this.beat()
+    this.heartbeat = setInterval(() => void this.beat(), 10_000)
+    this.heartbeat.unref()
+    this.log.info('pinto-node started')
+  }
+
+  /** Waits until the background jobs have caught up (for tests). */
+  async settled(): Promise<void> {
+    await this.peersJob.idle()
+    await this.originJob.idle()
+    await this.dataplaneJob.idle()
+  }
+
+  /** Graceful (default): sessions closed without NOTIFICATION, kernel routes left, restart marker kept. */
+  async stop(opts: { graceful?: boolean } = {}): Promise<void> {
+    const graceful = opts.graceful ?? true
+    clearInterval(this.heartbeat)
+    for (const u of this.unsubscribe) u()
+    this.cluster?.close()
+    await this.settled().catch(() => undefined)
+    await this.speaker?.stop(graceful ? { graceful: true } : { message: 'pinto-node stopped' })
+    await this.dataplane?.stop()
+    await this.ipamService?.close()
+    await this.store?.close()
+    this.log.info({ graceful }, 'pinto-node stopped; kernel routes left in place')
+  }
+
+  // ---- registration ---------------------------------------------------------------------------
+
+  private bgpConfig(): ReturnType<typeof effectiveBGPConfiguration> {
+    return effectiveBGPConfiguration(this.cluster.get('BGPConfiguration', 'default'), this.cluster.get('BGPConfiguration', `node.${this.settings.nodeName}`))
+  }
+
+  private async ensureDefaultPools(): Promise<void> {
+    if (this.cluster.list('IPPool').length > 0) return
+    const pools: IPPool[] = []
+    const p4 = this.settings.ipv4Pool
+    if (p4) {
+      pools.push({
+        apiVersion: 'projectcalico.org/v3',
+        kind: 'IPPool',
+        metadata: { name: 'default-ipv4-ippool' },
+        spec: { cidr: p4.cidr, blockSize: p4.blockSize, ipipMode: p4.ipip, vxlanMode: p4.vxlan, natOutgoing: p4.natOutgoing, nodeSelector: 'all()' },
+      })
+    }
+    const p6 = this.settings.ipv6Pool
+    if (p6) pools.push({ apiVersion: 'projectcalico.org/v3', kind: 'IPPool', metadata: { name: 'default-ipv6-ippool' }, spec: { cidr: p6.cidr, blockSize: p6.blockSize, nodeSelector: 'all()' } })
+    for (const pool of pools) {
+      try {
+        await this.store.create(resourceKey('IPPool', pool.metadata.name), encodeResource(pool))
+        this.log.info({ pool: pool.metadata.name, cidr: pool.spec.cidr }, 'created the default IP pool')
+      } catch (err) {
+        if (!(err instanceof DatastoreError && err.code === 'exists')) throw err
+      }
+    }
+  }
+
+  /** Creates or updates our Node resource with what only we know; what operators set is kept. */
+  private async updateNode(edit: (node: Node) => void): Promise<void> {
+    const key = resourceKey('Node', this.settings.nodeName)
+    for (let attempt = 0; attempt < 10; attempt++) {
+      const kv = await this.store.get(key)
+      const node: Node = kv
+        ? decodeResource(kv.value, key, 'Node')
+        : { apiVersion: 'projectcalico.org/v3', kind: 'Node', metadata: { name: this.settings.nodeName }, spec: {} }
+      const before = JSON.stringify(node)
+      edit(node)
+      if (JSON.stringify(node) === before && kv) return
+      try {
+        if (kv) await this.store.update(key, encodeResource(node), kv.revision)
+        else await this.store.create(key, encodeResource(node))
+        return
+      } catch (err) {
+        if (err instanceof DatastoreError && (err.code === 'conflict' || err.code === 'exists')) continue
+        throw err
+      }
+    }
+    throw new Error(`Node ${this.settings.nodeName}: gave up updating after 10 conflicting writes`)
+  }
+
+  private async registerNode(): Promise<void> {
+    await this.updateNode((node) => {
+      const bgp = { ...(node.spec.bgp ?? {}) }
+      if (this.v4) bgp.ipv4Address = `${this.v4.address}/${this.v4.prefixLength}`
+      else delete bgp.ipv4Address
+      if (this.v6) bgp.ipv6Address = `${this.v6.address}/${this.v6.prefixLength}`
+      else delete bgp.ipv6Address
+      if (this.settings.asNumber !== undefined) bgp.asNumber = this.settings.asNumber
+      node.spec.bgp = bgp
+      node.spec.addresses = [
+        ...(this.v4 ? [{ address: `${this.v4.address}/${this.v4.prefixLength}`, type: 'CalicoNodeIP' as const }] : []),
+        ...(this.v6 ? [{ address: `${this.v6.address}/${this.v6.prefixLength}`, type: 'CalicoNodeIP' as const }] : []),
+      ]
+    })
+    this.log.info({ node: this.settings.nodeName }, 'Node registered')
+  }
+
+  /** Tunnel addresses from the pool, by handle, as Calico's allocateip does; published on the Node. */
+  private async ensureTunnelAddresses(): Promise<void> {
+    const pools = this.cluster.list('IPPool').filter((p) => !p.spec.disabled && !p.spec.cidr.includes(':'))
+    const vxlanPool = pools.find((p) => (p.spec.vxlanMode ?? 'Never') !== 'Never')
+    const ipipPool = pools.find((p) => (p.spec.ipipMode ?? 'Never') !== 'Never')
+    const node = this.settings.nodeName
+    const assign = async (handle: string, pool: IPPool, type: string): Promise<string | undefined> => {
+      const r = await this.ipamService.ipam.autoAssign({ handle, node, num4: 1, attrs: { node, type }, pools: [pool.metadata.name], use: 'Tunnel' })
+      return r.ipv4[0]?.address
+    }
+    if (vxlanPool) {
+      const address = await assign(`vxlan-tunnel-addr-${node}`, vxlanPool, 'vxlanTunnelAddress')
+      if (address) {
+        this.vxlan = { address, mac: vtepMac(node) }
+        await this.updateNode((n) => {
+          n.spec.ipv4VXLANTunnelAddr = address
+          n.spec.vxlanTunnelMACAddr = vtepMac(node)
+        })
+        this.log.info({ address, mac: this.vxlan.mac }, 'VXLAN tunnel endpoint')
+      }
+    }
+    if (ipipPool) {
+      const address = await assign(`ipip-tunnel-addr-${node}`, ipipPool, 'ipipTunnelAddress')
+      if (address) {
+        this.ipipAddress = address
+        await this.updateNode((n) => {
+          n.spec.bgp = { ...(n.spec.bgp ?? {}), ipv4IPIPTunnelAddr: address }
+        })
+        this.log.info({ address }, 'IPIP tunnel address')
+      }
+    }
+  }
+
+  /** Seconds to announce a restart for: we ran recently and did not stop for good. */
+  private async restartWindow(): Promise<number> {
+    const marker = this.markerPath()
+    const st = await stat(marker).catch(() => undefined)
+    if (!st) return 0
+    const age = (Date.now() - st.mtimeMs) / 1000
+    return age < this.settings.restartTime ? this.settings.restartTime : 0
+  }
+
+  private markerPath(): string {
+    return join(this.settings.stateDir, `${this.settings.nodeName}.alive`)
+  }
+
+  private async beat(): Promise<void> {
+    await mkdir(this.settings.stateDir, { recursive: true })
+    await writeFile(this.markerPath(), String(Date.now())).catch(() => undefined)
+  }
+
+  // ---- BGP peers -------------------------------------------------------------------------------
+
+  private async syncPeers(): Promise<void> {
+    const { peers, problems } = desiredPeers({
+      localNode: this.settings.nodeName,
+      nodes: this.cluster.list('Node'),
+      peers: this.cluster.list('BGPPeer'),
+      config: this.bgpConfig(),
+    })
+    this.problems = problems.map((p) => `${p.resource}: ${p.message}`)
+    for (const p of problems) this.log.warn({ resource: p.resource }, p.message)
+    const filters = new Map(this.cluster.list('BGPFilter').map((f) => [f.metadata.name, f]))
+    const pools = this.cluster.list('IPPool')
+    const configs: PeerConfig[] = []
+    for (const p of peers) {
+      try {
+        configs.push(this.peerConfig(p, filters, pools))
+      } catch (err) {
+        this.log.warn({ peer: p.name }, `peer left out: ${(err as Error).message}`)
+      }
+    }
+    const summary = this.speaker.setPeers(configs)
+    if (summary.added.length + summary.removed.length + summary.reset.length + summary.updated.length > 0) {
+      this.log.info(summary, 'BGP peers updated')
+    }
+  }
+
+  private peerConfig(p: DesiredPeer, filters: ReadonlyMap<string, BGPFilter>, pools: readonly IPPool[]): PeerConfig {
+    const named = p.filters.map((name) => {
+      const f = filters.get(name)
+      if (!f) throw new Error(`BGPFilter ${name} does not exist`)
+      return f
+    })
+    // Calico appends its own export filter after the operator's: only pool routes leave the node.
+    const poolFilter = {
+      metadata: { name: 'pinto-pools' },
+      spec: {
+        exportV4: [
+          ...pools.filter((x) => !x.spec.cidr.includes(':')).map((x) => ({ action: 'Accept' as const, matchOperator: 'In' as const, cidr: x.spec.cidr })),
+          { action: 'Reject' as const, matchOperator: 'In' as const, cidr: '0.0.0.0/0' },
+        ],
+        exportV6: [
+          ...pools.filter((x) => x.spec.cidr.includes(':')).map((x) => ({ action: 'Accept' as const, matchOperator: 'In' as const, cidr: x.spec.cidr })),
+          { action: 'Reject' as const, matchOperator: 'In' as const, cidr: '::/0' },
+        ],
+      },
+    }
+    const exportPolicy = this.policy('export', [...named, poolFilter])
+    const importPolicy = named.length === 0 ? ACCEPT_ALL : this.policy('import', named)
+    const v6 = p.family === 'ipv6'
+    return {
+      name: p.name,
+      kind: p.kind,
+      address: p.address,
+      port: p.port,
+      ...(p.localAddress !== undefined ? { localAddress: p.localAddress } : {}),
+      ...(this.v6 ? { localAddress6: this.v6.address } : {}),
+      peerAsn: p.peerAsn,
+      localAsn: p.localAsn,
+      passive: p.passive,
+      families: v6 ? ['ipv6'] : ['ipv4'],
+      rrClient: p.rrClient,
+      nextHopMode: p.nextHopMode,
+      allowLocalAs: p.allowLocalAs,
+      restartTime: p.restartTime ?? this.settings.restartTime,
+      ...(p.keepaliveTime !== undefined ? { keepaliveTime: p.keepaliveTime, holdTime: p.keepaliveTime * 3 } : {}),
+      importPolicy,
+      exportPolicy,
+    }
+  }
+
+  /** Compiled policies are cached by content, so unchanged peers keep the same object (no refresh). */
+  private policy(direction: 'import' | 'export', filters: readonly Pick<BGPFilter, 'metadata' | 'spec'>[]): Policy {
+    const key = `${direction}:${JSON.stringify(filters.map((f) => [f.metadata.name, f.spec]))}`
+    let p = this.policyCache.get(key)
+    if (!p) this.policyCache.set(key, (p = compileBgpFilters(filters, direction)))
+    return p
+  }
+
+  // ---- origination and dataplane ---------------------------------------------------------------
+
+  private async syncOrigination(): Promise<void> {
+    this.origination = originationFor(this.settings.nodeName, this.cluster.blocks())
+    const want = new Set([...this.origination.blocks, ...this.origination.borrowed])
+    for (const prefix of want) {
+      if (!this.originated.has(prefix)) {
+        this.speaker.rib.originate(parsePrefix(prefix))
+        this.originated.add(prefix)
+      }
+    }
+    for (const prefix of [...this.originated]) {
+      if (!want.has(prefix)) {
+        this.speaker.rib.withdrawOrigin(parsePrefix(prefix))
+        this.originated.delete(prefix)
+      }
+    }
+    this.speaker.rib.flush()
+  }
+
+  /** Addresses of this node's pods (from IPAM), so felix never removes their /32 routes. */
+  private workloads(): string[] {
+    const out: string[] = []
+    for (const b of this.cluster.blocks()) {
+      b.allocations.forEach((attrIndex, ordinal) => {
+        if (attrIndex === null) return
+        const attr = b.attributes[attrIndex]
+        if (attr?.secondary['node'] === this.settings.nodeName && attr.handleId && !attr.handleId.includes('tunnel-addr')) {
+          out.push(ordinalText(b.cidr, ordinal))
+        }
+      })
+    }
+    return out
+  }
+
+  private async syncDataplane(): Promise<void> {
+    if (!this.dataplane) return
+    const nodes = this.cluster.list('Node')
+    await this.dataplane.update(
+      {
+        nodeName: this.settings.nodeName,
+        ipv4Address: this.v4 ? `${this.v4.address}/${this.v4.prefixLength}` : undefined,
+        ipv6Address: this.v6 ? `${this.v6.address}/${this.v6.prefixLength}` : undefined,
+        parentInterface: this.v4?.interface ?? this.v6?.interface ?? 'eth0',
+        pools: this.cluster.list('IPPool'),
+        nodes,
+        localBlocks: this.origination.blocks,
+        workloads: this.workloads(),
+        ...(this.vxlan ? { vxlan: this.vxlan } : {}),
+        ...(this.ipipAddress ? { ipipAddress: this.ipipAddress } : {}),
+      },
+      learnedRoutes(this.speaker.rib, nodes),
+    )
+  }
+
+  /** What the REST API and metrics read. */
+  get cache(): ClusterState {
+    return this.cluster
+  }
+
+  get datastore(): Datastore {
+    return this.store
+  }
+}
+
+function ordinalText(cidr: string, ordinal: number): string {
+  const [addr] = cidr.split('/') as [string]
+  if (addr.includes(':')) {
+    const p = parsePrefix(cidr)
+    if (p.afi !== 2) return addr
+    const bytes = Buffer.from(p.addr)
+    let carry = ordinal
+    for (let i = 15; i >= 0 && carry > 0; i--) {
+      const v = bytes[i]! + (carry & 0xff)
+      bytes[i] = v & 0xff
+      carry = (carry >>> 8) + (v >> 8)
+    }
+    return [...Array(8)].map((_, i) => bytes.readUInt16BE(i * 2).toString(16)).join(':')
+  }
+  const p = parsePrefix(cidr)
+  const n = ((p.afi === 1 ? p.addr : 0) + ordinal) >>> 0
+  return `${n >>> 24}.${(n >>> 16) & 255}.${(n >>> 8) & 255}.${n & 255}`
+}
+
+function routerIdFromName(name: string): string {
+  const h = createHash('sha256').update(name).digest()
+  return `${h[0]! | 1}.${h[1]}.${h[2]}.${h[3]}`
+}

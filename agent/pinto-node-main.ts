@@ -1,0 +1,45 @@
+// The pinto-node program: settings from the environment (a bad one stops it with one line naming
+// the variable), the agent started, and SIGTERM/SIGINT leading to a graceful stop that leaves kernel
+// routes in place and lets peers keep our routes while we restart.
+
+import { settingsFromEnv, SettingsError } from './settings.js'
+import { PintoNode } from './node.js'
+
+export async function main(env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  let settings
+  try {
+    settings = settingsFromEnv(env)
+  } catch (err) {
+    if (err instanceof SettingsError) {
+      process.stderr.write(`pinto-node: ${err.message}\n`)
+      return 2
+    }
+    throw err
+  }
+  const node = new PintoNode(settings)
+  try {
+    await node.start()
+  } catch (err) {
+    node.log.fatal({ err: (err as Error).message }, 'pinto-node could not start')
+    process.stderr.write(`pinto-node: ${(err as Error).message}\n`)
+    await node.stop({ graceful: true }).catch(() => undefined)
+    return 1
+  }
+  return new Promise<number>((resolve) => {
+    let stopping = false
+    const stop = (signal: string): void => {
+      if (stopping) return
+      stopping = true
+      node.log.info({ signal }, 'stopping gracefully')
+      node.stop({ graceful: true }).then(
+        () => resolve(0),
+        (err: Error) => {
+          node.log.error({ err: err.message }, 'stop failed')
+          resolve(1)
+        },
+      )
+    }
+    process.once('SIGTERM', () => stop('SIGTERM'))
+    process.once('SIGINT', () => stop('SIGINT'))
+  })
+}

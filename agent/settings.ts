@@ -1,0 +1,173 @@
+// pinto-node's settings from the environment, as calico-node takes them. Pure: a bad value throws a
+// SettingsError whose message is one line naming the variable and what was wrong.
+
+import { hostname } from 'node:os'
+import { DEFAULT_DATASTORE, parseDatastoreSpec } from '../config/datastore-open.js'
+import { parseASNumber } from '../config/resources/index.js'
+import { parseIpv4, parseIpv6 } from '../bgp/codec/ip.js'
+
+export class SettingsError extends Error {
+  constructor(
+    readonly variable: string,
+    message: string,
+  ) {
+    super(`${variable}: ${message}`)
+    this.name = 'SettingsError'
+  }
+}
+
+/** How the node's address is found (Calico's IP / IP_AUTODETECTION_METHOD in one variable). */
+export type AddressMethod =
+  | { readonly kind: 'none' }
+  | { readonly kind: 'first-found' }
+  | { readonly kind: 'interface'; readonly pattern: RegExp }
+  | { readonly kind: 'can-reach'; readonly destination: string }
+  | { readonly kind: 'explicit'; readonly address: string; readonly prefixLength: number }
+
+export type EncapSetting = 'Never' | 'Always' | 'CrossSubnet'
+
+export interface AgentSettings {
+  readonly nodeName: string
+  readonly ip: AddressMethod
+  readonly ip6: AddressMethod
+  /** The node's AS; undefined: the cluster's (BGPConfiguration, default 64512). */
+  readonly asNumber: number | undefined
+  readonly datastore: string
+  readonly apiListen: { readonly host: string; readonly port: number }
+  readonly apiToken: string | undefined
+  readonly socket: string
+  readonly dataplane: 'kernel' | 'none'
+  readonly logLevel: 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent'
+  readonly bgpPort: number
+  readonly ipv4Pool: { readonly cidr: string; readonly blockSize: number; readonly ipip: EncapSetting; readonly vxlan: EncapSetting; readonly natOutgoing: boolean } | undefined
+  readonly ipv6Pool: { readonly cidr: string; readonly blockSize: number } | undefined
+  readonly mtuFile: string
+  /** felix's kernel route protocol number. */
+  readonly routeProtocol: number
+  readonly resyncSeconds: number
+  /** Seconds after start during which every peer must be up for /readyz (Calico: 5 minutes is too long for a demo). */
+  readonly readyWindowSeconds: number
+  /** Seconds our routes are kept by peers while we restart (graceful restart). */
+  readonly restartTime: number
+  /** Where the agent remembers its last clean run, to announce a restart (RFC 4724 R bit). */
+  readonly stateDir: string
+}
+
+type Env = Readonly<Record<string, string | undefined>>
+
+function text(env: Env, name: string, fallback: string): string {
+  const v = env[name]
+  if (v === undefined || v === '') return fallback
+  if (v.trim() !== v) throw new SettingsError(name, `${JSON.stringify(v)} has surrounding spaces`)
+  return v
+}
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const v = env[name]
+  if (v === undefined || v === '') return fallback
+  if (!/^\d+$/.test(v) || Number(v) < min || Number(v) > max) throw new SettingsError(name, `${JSON.stringify(v)} is not a whole number from ${min} to ${max}`)
+  return Number(v)
+}
+
+function choice<T extends string>(env: Env, name: string, fallback: T, allowed: readonly T[]): T {
+  const v = env[name]
+  if (v === undefined || v === '') return fallback
+  const hit = allowed.find((a) => a.toLowerCase() === v.toLowerCase())
+  if (hit === undefined) throw new SettingsError(name, `${JSON.stringify(v)} is not one of ${allowed.join(', ')}`)
+  return hit
+}
+
+export function parseAddressMethod(name: string, value: string | undefined, v6: boolean): AddressMethod {
+  if (value === undefined || value === '') return v6 ? { kind: 'none' } : { kind: 'first-found' }
+  const v = value.trim()
+  if (v === 'none') return { kind: 'none' }
+  if (v === 'autodetect' || v === 'first-found') return { kind: 'first-found' }
+  if (v.startsWith('interface=')) {
+    const source = v.slice('interface='.length)
+    try {
+      return { kind: 'interface', pattern: new RegExp(`^(?:${source})$`) }
+    } catch (err) {
+      throw new SettingsError(name, `interface=${source}: not a regular expression (${(err as Error).message})`)
+    }
+  }
+  if (v.startsWith('can-reach=')) {
+    const dest = v.slice('can-reach='.length)
+    if ((v6 ? parseIpv6(dest) : parseIpv4(dest)) === undefined) throw new SettingsError(name, `can-reach=${dest}: not an IPv${v6 ? 6 : 4} address`)
+    return { kind: 'can-reach', destination: dest }
+  }
+  const m = /^([^/]+)\/(\d+)$/.exec(v)
+  if (m) {
+    const [, addr, len] = m as unknown as [string, string, string]
+    const ok = v6 ? parseIpv6(addr) !== undefined : parseIpv4(addr) !== undefined
+    if (!ok || Number(len) > (v6 ? 128 : 32)) throw new SettingsError(name, `${JSON.stringify(v)} is not an IPv${v6 ? 6 : 4} address with a prefix length`)
+    return { kind: 'explicit', address: addr, prefixLength: Number(len) }
+  }
+  throw new SettingsError(name, `${JSON.stringify(v)}: expected autodetect, first-found, none, interface=<regex>, can-reach=<addr> or <addr>/<len>`)
+}
+
+function hostPort(name: string, value: string): { host: string; port: number } {
+  const m = /^(\[[^\]]+\]|[^:]+):(\d+)$/.exec(value)
+  if (!m || Number(m[2]) > 65535) throw new SettingsError(name, `${JSON.stringify(value)} is not host:port`)
+  return { host: m[1]!.replace(/^\[|\]$/g, ''), port: Number(m[2]) }
+}
+
+function cidr(name: string, value: string, v6: boolean): string {
+  const m = /^([^/]+)\/(\d+)$/.exec(value)
+  const ok = m && (v6 ? parseIpv6(m[1]!) : parseIpv4(m[1]!)) !== undefined && Number(m[2]) <= (v6 ? 128 : 32)
+  if (!ok) throw new SettingsError(name, `${JSON.stringify(value)} is not an IPv${v6 ? 6 : 4} CIDR`)
+  return value
+}
+
+export function settingsFromEnv(env: Env): AgentSettings {
+  const nodeName = text(env, 'PINTO_NODENAME', hostname())
+  if (/[/\s]/.test(nodeName) || nodeName.length > 253) throw new SettingsError('PINTO_NODENAME', `${JSON.stringify(nodeName)}: a node name has no '/' or spaces and at most 253 characters`)
+  let asNumber: number | undefined
+  const asText = env.PINTO_AS
+  if (asText !== undefined && asText !== '') {
+    const parsed = parseASNumber(asText)
+    if (typeof parsed === 'string') throw new SettingsError('PINTO_AS', parsed)
+    asNumber = parsed
+  }
+  const datastore = text(env, 'PINTO_DATASTORE', DEFAULT_DATASTORE)
+  try {
+    parseDatastoreSpec(datastore)
+  } catch (err) {
+    throw new SettingsError('PINTO_DATASTORE', (err as Error).message.replace(/^PINTO_DATASTORE=?/, '').trim())
+  }
+  const poolCidr = text(env, 'PINTO_IPV4POOL_CIDR', '192.168.0.0/16')
+  const noPool = poolCidr === 'none'
+  const pool6 = text(env, 'PINTO_IPV6POOL_CIDR', '')
+  const encap: readonly EncapSetting[] = ['Never', 'Always', 'CrossSubnet']
+  const ipip = choice(env, 'PINTO_IPV4POOL_IPIP', 'Never', encap)
+  const vxlan = choice(env, 'PINTO_IPV4POOL_VXLAN', 'Never', encap)
+  if (ipip !== 'Never' && vxlan !== 'Never') throw new SettingsError('PINTO_IPV4POOL_VXLAN', 'IPIP and VXLAN cannot both be on for one pool')
+  return {
+    nodeName,
+    ip: parseAddressMethod('PINTO_IP', env.PINTO_IP, false),
+    ip6: parseAddressMethod('PINTO_IP6', env.PINTO_IP6, true),
+    asNumber,
+    datastore,
+    apiListen: hostPort('PINTO_API_LISTEN', text(env, 'PINTO_API_LISTEN', '127.0.0.1:9099')),
+    apiToken: env.PINTO_API_TOKEN === undefined || env.PINTO_API_TOKEN === '' ? undefined : env.PINTO_API_TOKEN,
+    socket: text(env, 'PINTO_SOCKET', '/var/run/pinto/pinto.sock'),
+    dataplane: choice(env, 'PINTO_DATAPLANE', 'kernel', ['kernel', 'none'] as const),
+    logLevel: choice(env, 'PINTO_LOG_LEVEL', 'info', ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const),
+    bgpPort: integer(env, 'PINTO_BGP_PORT', 179, 1, 65535),
+    ipv4Pool: noPool
+      ? undefined
+      : {
+          cidr: cidr('PINTO_IPV4POOL_CIDR', poolCidr, false),
+          blockSize: integer(env, 'PINTO_IPV4POOL_BLOCK_SIZE', 26, 20, 32),
+          ipip,
+          vxlan,
+          natOutgoing: choice(env, 'PINTO_IPV4POOL_NAT_OUTGOING', 'true', ['true', 'false'] as const) === 'true',
+        },
+    ipv6Pool: pool6 === '' ? undefined : { cidr: cidr('PINTO_IPV6POOL_CIDR', pool6, true), blockSize: integer(env, 'PINTO_IPV6POOL_BLOCK_SIZE', 122, 116, 128) },
+    mtuFile: text(env, 'PINTO_MTU_FILE', '/var/lib/pinto/mtu'),
+    routeProtocol: integer(env, 'PINTO_ROUTE_PROTOCOL', 87, 1, 255),
+    resyncSeconds: integer(env, 'PINTO_RESYNC_SECONDS', 90, 1, 86400),
+    readyWindowSeconds: integer(env, 'PINTO_READY_WINDOW_SECONDS', 60, 0, 86400),
+    restartTime: integer(env, 'PINTO_RESTART_TIME', 120, 1, 4095),
+    stateDir: text(env, 'PINTO_STATE_DIR', '/var/lib/pinto'),
+  }
+}

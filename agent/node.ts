@@ -302,6 +302,7 @@ export class PintoNode {
   // ---- BGP peers -------------------------------------------------------------------------------
 
   private async syncPeers(): Promise<void> {
+    await this.releaseDeletedNodes()
     const { peers, problems } = desiredPeers({
       localNode: this.settings.nodeName,
       nodes: this.cluster.list('Node'),
@@ -323,6 +324,33 @@ export class PintoNode {
     const summary = this.speaker.setPeers(configs)
     if (summary.added.length + summary.removed.length + summary.reset.length + summary.updated.length > 0) {
       this.log.info(summary, 'BGP peers updated')
+    }
+  }
+
+  /**
+   * A Node resource was deleted: its pods' addresses and its blocks go back to the pools (Calico's
+   * kube-controllers do this). Every agent may do it; the CAS updates make doing it twice harmless.
+   */
+  private async releaseDeletedNodes(): Promise<void> {
+    const live = new Set(this.cluster.list('Node').map((n) => n.metadata.name))
+    const gone = new Map<string, Set<string>>() // node -> handles
+    for (const b of this.cluster.blocks()) {
+      const owner = b.affinity?.startsWith('host:') ? b.affinity.slice(5) : undefined
+      if (owner !== undefined && !live.has(owner) && !gone.has(owner)) gone.set(owner, new Set())
+      for (const a of b.attributes) {
+        const n = a.secondary['node']
+        if (n !== undefined && !live.has(n) && a.handleId) {
+          let set = gone.get(n)
+          if (!set) gone.set(n, (set = new Set()))
+          set.add(a.handleId)
+        }
+      }
+    }
+    for (const [node, handles] of gone) {
+      if (node === this.settings.nodeName) continue
+      for (const h of handles) await this.ipamService.ipam.releaseByHandle(h)
+      const released = await this.ipamService.ipam.releaseHostAffinities(node)
+      this.log.info({ node, handles: handles.size, blocks: released }, 'released the IPAM of a deleted node')
     }
   }
 

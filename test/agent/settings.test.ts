@@ -1,0 +1,86 @@
+// pinto-node's environment: defaults, every method of finding the node address, and one-line
+// errors that name the variable.
+import t from 'tap'
+import { settingsFromEnv, SettingsError } from '../../agent/settings.js'
+import { originationFor } from '../../agent/origination.js'
+import { vtepMac } from '../../agent/node.js'
+import type { AllocationBlock } from '../../ipam/block.js'
+
+t.test('defaults as DESIGN.md lists them', async (t) => {
+  const s = settingsFromEnv({ PINTO_NODENAME: 'n1' })
+  t.match(s, {
+    nodeName: 'n1',
+    ip: { kind: 'first-found' },
+    ip6: { kind: 'none' },
+    datastore: '/var/lib/pinto/store',
+    apiListen: { host: '127.0.0.1', port: 9099 },
+    socket: '/var/run/pinto/pinto.sock',
+    dataplane: 'kernel',
+    logLevel: 'info',
+    bgpPort: 179,
+  })
+  t.equal(s.asNumber, undefined)
+})
+
+t.test('address methods', async (t) => {
+  t.match(settingsFromEnv({ PINTO_IP: '192.0.2.5/24' }).ip, { kind: 'explicit', address: '192.0.2.5', prefixLength: 24 })
+  t.match(settingsFromEnv({ PINTO_IP: 'autodetect' }).ip, { kind: 'first-found' })
+  t.ok((settingsFromEnv({ PINTO_IP: 'interface=eth.*' }).ip as { pattern: RegExp }).pattern.test('eth0'))
+  t.match(settingsFromEnv({ PINTO_IP: 'can-reach=192.0.2.1' }).ip, { kind: 'can-reach', destination: '192.0.2.1' })
+  t.match(settingsFromEnv({ PINTO_IP6: '2001:db8::5/64' }).ip6, { kind: 'explicit', address: '2001:db8::5' })
+  t.equal(settingsFromEnv({ PINTO_AS: '1.10' }).asNumber, 65546)
+})
+
+const bad: [Record<string, string>, string, RegExp][] = [
+  [{ PINTO_IP: '192.0.2.500/24' }, 'PINTO_IP', /not an IPv4 address/],
+  [{ PINTO_IP: 'interface=(' }, 'PINTO_IP', /not a regular expression/],
+  [{ PINTO_IP: 'can-reach=nowhere' }, 'PINTO_IP', /not an IPv4 address/],
+  [{ PINTO_AS: '0' }, 'PINTO_AS', /out of range/],
+  [{ PINTO_DATASTORE: 'etcd://' }, 'PINTO_DATASTORE', /./],
+  [{ PINTO_API_LISTEN: 'localhost' }, 'PINTO_API_LISTEN', /host:port/],
+  [{ PINTO_DATAPLANE: 'ebpf' }, 'PINTO_DATAPLANE', /kernel, none/],
+  [{ PINTO_LOG_LEVEL: 'loud' }, 'PINTO_LOG_LEVEL', /info/],
+  [{ PINTO_BGP_PORT: '70000' }, 'PINTO_BGP_PORT', /1 to 65535/],
+  [{ PINTO_IPV4POOL_CIDR: '198.18.0.0' }, 'PINTO_IPV4POOL_CIDR', /CIDR/],
+  [{ PINTO_IPV4POOL_IPIP: 'Always', PINTO_IPV4POOL_VXLAN: 'Always' }, 'PINTO_IPV4POOL_VXLAN', /both/],
+  [{ PINTO_NODENAME: 'a/b' }, 'PINTO_NODENAME', /no '\/'/],
+]
+for (const [env, variable, message] of bad) {
+  t.test(`${JSON.stringify(env)} names ${variable}`, async (t) => {
+    let caught: unknown
+    try {
+      settingsFromEnv(env)
+    } catch (e) {
+      caught = e
+    }
+    t.ok(caught instanceof SettingsError, 'a SettingsError')
+    const e = caught as SettingsError
+    t.equal(e.variable, variable)
+    t.match(e.message, message)
+    t.notOk(e.message.includes('\n'), 'one line')
+  })
+}
+
+t.test('origination: own blocks as prefixes, borrowed addresses as /32s, own pods never', async (t) => {
+  const block = (cidr: string, affinity: string | null, allocs: (string | null)[]): AllocationBlock => ({
+    cidr,
+    affinity,
+    affinityClaimTime: null,
+    allocations: allocs.map((n, i) => (n === null ? null : i)),
+    unallocated: [],
+    attributes: allocs.map((n) => ({ handleId: n ? `h-${n}` : null, secondary: n ? { node: n } : ({} as Record<string, string>) })),
+    sequenceNumber: 1,
+    sequenceNumberForAllocation: {},
+  })
+  const o = originationFor('a', [block('198.18.0.0/26', 'host:a', ['a', 'a', null]), block('198.18.0.64/26', 'host:b', ['b', 'a', null, 'a'])])
+  t.same(o, { blocks: ['198.18.0.0/26'], borrowed: ['198.18.0.65/32', '198.18.0.67/32'] })
+})
+
+t.test('the VTEP MAC is stable, unicast and locally administered', async (t) => {
+  const mac = vtepMac('node-1')
+  t.equal(mac, vtepMac('node-1'))
+  t.not(mac, vtepMac('node-2'))
+  const first = parseInt(mac.slice(0, 2), 16)
+  t.equal(first & 1, 0)
+  t.equal(first & 2, 2)
+})

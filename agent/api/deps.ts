@@ -1,0 +1,93 @@
+// What the REST API and the metrics read from the rest of pinto-node: a narrow, read-mostly view of the
+// speaker, the RIBs, IPAM, felix and readiness, plus the few admin actions. Types only; the agent
+// composition fills it in (adapters.ts has ready-made ones), tests fill it with real objects or data.
+
+import type { Registry } from 'prom-client'
+import type { PathAttributes, Prefix } from '../../bgp/codec/index.js'
+import type { BestPath, Path } from '../../bgp/rib/types.js'
+import type { PeerStatus } from '../../bgp/session/peer.js'
+import type { KernelRoute } from '../../felix/kernel-route.js'
+import type { AllocationBlock } from '../../ipam/block.js'
+import type { Pool } from '../../ipam/pools.js'
+
+/**
+ * The words PeerConfig.kind should carry so the API and `pintoctl node status` can say what a peer is;
+ * any other string is shown as it is. (calicoctl: Mesh, Global, Node → "node-to-node mesh", ...)
+ */
+export const PEER_TYPES = ['mesh', 'global', 'node-specific', 'reflector-client', 'reflector'] as const
+
+/** A route as advertised to one peer (after export policy and next-hop rewriting). */
+export interface AdvertisedRoute {
+  readonly prefix: Prefix
+  readonly attributes: PathAttributes
+  readonly nextHop: readonly string[]
+}
+
+export interface BgpReads {
+  readonly asn: number
+  readonly routerId: string
+  /** Every configured peer, Established or not. */
+  peerStatus(): readonly PeerStatus[]
+  /** The Loc-RIB: each prefix with its best path (iteration order is not specified). */
+  locRib(): Iterable<readonly [Prefix, BestPath]>
+  /** Destinations in the Loc-RIB, for counts without a walk. */
+  readonly locRibSize: number
+  /** A peer's accepted paths; undefined when no peer has that name or its session is not up. */
+  adjRibIn(peer: string): Iterable<Path> | undefined
+  /** What we advertise to a peer; undefined when no peer has that name or its session is not up. */
+  adjRibOut(peer: string): Iterable<AdvertisedRoute> | undefined
+}
+
+export interface IpamReads {
+  blocks(): Promise<readonly AllocationBlock[]>
+  pools(): Promise<readonly Pool[]>
+}
+
+/** felix's apply history as counters plus recent durations (read on scrape, see FibApplyLog). */
+export interface FibStats {
+  readonly applies: number
+  /** Applies that ended with per-route errors or threw. */
+  readonly failures: number
+  /** Routes whose last write failed. */
+  readonly routeErrors: number
+  /** ms since the epoch of the last apply, if any. */
+  readonly lastApplyAt: number | undefined
+  /** Recent apply durations, oldest first, each with a sequence number that only grows. */
+  readonly recent: readonly { readonly seq: number; readonly seconds: number }[]
+}
+
+export interface FibReads {
+  /** The routes felix keeps in the kernel (its desired set, as last applied). */
+  routes(): Iterable<KernelRoute>
+  stats(): FibStats
+}
+
+export interface ReadinessInputs {
+  /** Seconds after start during which every configured peer must be Established (Calico: 30). */
+  readonly startupWindowSeconds: number
+  /** A graceful restart of ours is still running (Calico is not ready while BIRD's GR is). */
+  gracefulRestartInProgress?(): boolean
+  /** Other conditions, e.g. felix's first apply or the datastore; any not ok makes /readyz fail. */
+  checks?(): readonly { readonly name: string; readonly ok: boolean; readonly detail?: string }[]
+}
+
+/** Admin actions; routes that call them are mutations (unix socket, or TCP with the token). */
+export interface ApiActions {
+  /** Soft reset of a peer; false when no such peer. */
+  refreshPeer(name: string, direction: 'in' | 'out'): boolean
+}
+
+export interface ApiDeps {
+  readonly node: string
+  uptimeSeconds(): number
+  readonly bgp: BgpReads
+  readonly ipam: IpamReads
+  /** Absent when the dataplane is off (PINTO_DATAPLANE=none). */
+  readonly fib?: FibReads
+  readonly readiness: ReadinessInputs
+  readonly actions?: ApiActions
+  /** Where /metrics comes from; buildApi registers pinto's collectors on it once. */
+  readonly metrics: Registry
+  /** Lets TCP clients presenting `Authorization: Bearer <token>` make changes. */
+  readonly token?: string
+}

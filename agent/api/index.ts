@@ -1,0 +1,76 @@
+// The agent's REST API as a factory: buildApi(deps) returns a fastify instance with every route mounted
+// as an encapsulated plugin, one error catalogue (errors.ts) and the OpenAPI document at /docs/json.
+// It listens nowhere itself (listen.ts does); tests drive it with app.inject().
+
+import swagger from '@fastify/swagger'
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyPluginAsync } from 'fastify'
+import { registerPintoMetrics } from '../metrics.js'
+import type { ApiDeps } from './deps.js'
+import { ApiError, fromValidation } from './errors.js'
+import { healthPlugin } from './health.js'
+import { ipamPlugin } from './ipam.js'
+import { peersPlugin } from './peers.js'
+import { routesPlugin } from './routes.js'
+
+export type { ApiDeps } from './deps.js'
+export { ApiError, ERRORS, type ErrorCode, type ErrorBody } from './errors.js'
+export { requireWrite } from './auth.js'
+export { listenApi, type ApiListeners, type ListenOptions } from './listen.js'
+export { speakerReads, ipamReads, FibApplyLog } from './adapters.js'
+export { judgeReadiness, type Readiness } from './readiness.js'
+
+export interface BuildOptions {
+  /** More routes, e.g. the CNI IPAM service; guard mutations with requireWrite(deps.token). */
+  readonly plugins?: readonly FastifyPluginAsync<{ deps: ApiDeps }>[]
+  /** A pino logger for fastify's request log; off by default (the agent logs state changes itself). */
+  readonly logger?: import('fastify').FastifyBaseLogger
+}
+
+export const API_VERSION = '1'
+
+export async function buildApi(deps: ApiDeps, opts: BuildOptions = {}): Promise<FastifyInstance> {
+  const app = Fastify({
+    ...(opts.logger !== undefined ? { loggerInstance: opts.logger } : { logger: false }),
+    // Unknown query parameters must fail with 400 naming them, not vanish (fastify's default removes them).
+    ajv: { customOptions: { removeAdditional: false } },
+  }) as unknown as FastifyInstance
+
+  app.setErrorHandler((err: FastifyError | ApiError, request, reply) => {
+    let e: ApiError
+    if (err instanceof ApiError) e = err
+    else if (err.validation !== undefined) e = fromValidation(err.validationContext, err.validation)
+    else if (err.statusCode === 404) e = new ApiError('not-found', err.message)
+    else if (err.statusCode === 405) e = new ApiError('method-not-allowed', err.message)
+    else if (err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500) e = new ApiError('invalid-parameter', err.message)
+    else {
+      request.log.error({ err }, 'request failed')
+      e = new ApiError('internal', `internal error: ${err.message}`)
+    }
+    if (e.code === 'unauthenticated') void reply.header('www-authenticate', 'Bearer realm="pinto"')
+    return reply.code(e.status).send(e.toBody())
+  })
+  app.setNotFoundHandler((request, reply) => {
+    const e = new ApiError('not-found', `no route ${request.method} ${request.url.split('?')[0] ?? ''}`)
+    return reply.code(e.status).send(e.toBody())
+  })
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.0.3',
+      info: {
+        title: 'pinto-node',
+        version: API_VERSION,
+        description: 'Status, routes and IPAM of one pinto node. The TCP listener is read-only; changes need the unix socket or a bearer token.',
+      },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+    },
+  })
+  app.get('/docs/json', { schema: { hide: true } }, async () => app.swagger())
+
+  for (const plugin of [peersPlugin, routesPlugin, ipamPlugin, healthPlugin, ...(opts.plugins ?? [])]) {
+    await app.register(plugin, { deps })
+  }
+  registerPintoMetrics(deps.metrics, deps)
+  await app.ready()
+  return app
+}

@@ -1,0 +1,133 @@
+// Cursor pagination over unordered tables: rows are ordered by a key (family, address, length, then
+// tie-breakers), a cursor is the key of the last row served, and each page is the `limit` smallest
+// keys above it. Pure; it never holds a table between requests.
+//
+// Why not sort and slice: the RIB keeps no order and changes between requests. Selecting the page
+// with a bounded heap costs one pass (no sort of 100k rows per page), and a key cursor (not an offset)
+// means a route present on both sides of a page boundary is served exactly once, whatever else changed.
+
+import type { Prefix } from '../../bgp/codec/index.js'
+import { ApiError } from './errors.js'
+
+export interface RowKey {
+  readonly prefix: Prefix
+  /** Tie-breakers after the prefix: the path id for RIB rows; table, tos, metric for kernel routes. */
+  readonly tie: readonly number[]
+}
+
+export function compareKeys(a: RowKey, b: RowKey): number {
+  const p = a.prefix
+  const q = b.prefix
+  if (p.afi !== q.afi) return p.afi - q.afi
+  if (p.afi === 1 && q.afi === 1) {
+    if (p.addr !== q.addr) return p.addr - q.addr
+  } else if (p.afi === 2 && q.afi === 2) {
+    for (let i = 0; i < 16; i++) {
+      const d = (p.addr[i] ?? 0) - (q.addr[i] ?? 0)
+      if (d !== 0) return d
+    }
+  }
+  if (p.len !== q.len) return p.len - q.len
+  const n = Math.max(a.tie.length, b.tie.length)
+  for (let i = 0; i < n; i++) {
+    const d = (a.tie[i] ?? 0) - (b.tie[i] ?? 0)
+    if (d !== 0) return d
+  }
+  return 0
+}
+
+/** `base64url("v1 <afi> <hex address> <len> <tie,...>")`: opaque to clients, readable when debugging. */
+export function encodeCursor(k: RowKey): string {
+  const p = k.prefix
+  const addr = p.afi === 1 ? p.addr.toString(16).padStart(8, '0') : Buffer.from(p.addr).toString('hex')
+  return Buffer.from(`v1 ${p.afi} ${addr} ${p.len} ${k.tie.join(',')}`).toString('base64url')
+}
+
+export function decodeCursor(text: string): RowKey {
+  const bad = (): never => {
+    throw new ApiError('invalid-parameter', 'query parameter cursor: not a cursor this API issued (use nextCursor from the previous page)', 'cursor')
+  }
+  if (!/^[A-Za-z0-9_-]{1,200}$/.test(text)) bad()
+  const m = /^v1 ([12]) ([0-9a-f]+) (\d{1,3}) ((?:\d+(?:,\d+)*)?)$/.exec(Buffer.from(text, 'base64url').toString('latin1'))
+  if (m === null) return bad()
+  const afi = Number(m[1])
+  const len = Number(m[3])
+  const tie = m[4] === '' ? [] : (m[4] ?? '').split(',').map(Number)
+  if (afi === 1) {
+    if (m[2]?.length !== 8 || len > 32) return bad()
+    return { prefix: { afi: 1, addr: parseInt(m[2], 16), len, pathId: 0 }, tie }
+  }
+  if (m[2]?.length !== 32 || len > 128) return bad()
+  return { prefix: { afi: 2, addr: new Uint8Array(Buffer.from(m[2], 'hex')), len, pathId: 0 }, tie }
+}
+
+export interface Page<T> {
+  readonly items: T[]
+  /** Rows matching the filters, on every page. */
+  readonly total: number
+  readonly nextCursor: string | undefined
+}
+
+/**
+ * The page after `after`: the `limit` rows with the smallest keys above it, in key order. A bounded
+ * max-heap keeps the best `limit` seen so far, so most rows cost one comparison against its top.
+ */
+export function selectPage<T>(rows: Iterable<T>, keyOf: (row: T) => RowKey, limit: number, after: RowKey | undefined): Page<T> {
+  const heap: { key: RowKey; row: T }[] = []
+  let total = 0
+  let above = 0
+  const less = (i: number, j: number): boolean => compareKeys(heap[i]!.key, heap[j]!.key) > 0 // max-heap
+  const swap = (i: number, j: number): void => {
+    const x = heap[i]!
+    heap[i] = heap[j]!
+    heap[j] = x
+  }
+  for (const row of rows) {
+    total++
+    const key = keyOf(row)
+    if (after !== undefined && compareKeys(key, after) <= 0) continue
+    above++
+    if (heap.length < limit) {
+      heap.push({ key, row })
+      for (let i = heap.length - 1; i > 0; ) {
+        const parent = (i - 1) >> 1
+        if (!less(i, parent)) break
+        swap(i, parent)
+        i = parent
+      }
+    } else if (limit > 0 && compareKeys(key, heap[0]!.key) < 0) {
+      heap[0] = { key, row }
+      for (let i = 0; ; ) {
+        const l = 2 * i + 1
+        const r = l + 1
+        let top = i
+        if (l < heap.length && less(l, top)) top = l
+        if (r < heap.length && less(r, top)) top = r
+        if (top === i) break
+        swap(i, top)
+        i = top
+      }
+    }
+  }
+  heap.sort((a, b) => compareKeys(a.key, b.key))
+  const last = heap[heap.length - 1]
+  return { items: heap.map((h) => h.row), total, nextCursor: above > heap.length && last !== undefined ? encodeCursor(last.key) : undefined }
+}
+
+/** Whether `p` lies inside `within` (equal or more specific). */
+export function prefixWithin(p: Prefix, within: Prefix): boolean {
+  if (p.afi !== within.afi || p.len < within.len) return false
+  if (p.afi === 1 && within.afi === 1) {
+    if (within.len === 0) return true
+    const shift = 32 - within.len
+    return p.addr >>> shift === within.addr >>> shift
+  }
+  const a = p.addr as Uint8Array
+  const b = within.addr as Uint8Array
+  const whole = within.len >> 3
+  for (let i = 0; i < whole; i++) if (a[i] !== b[i]) return false
+  const rest = within.len & 7
+  if (rest === 0) return true
+  const mask = (0xff << (8 - rest)) & 0xff
+  return ((a[whole] ?? 0) & mask) === ((b[whole] ?? 0) & mask)
+}

@@ -74,6 +74,9 @@ export class PintoNode {
   private ipipAddress: string | undefined
   private readonly policyCache = new Map<string, Policy>()
   private heartbeat: NodeJS.Timeout | undefined
+  private dataplaneSynced = false
+  private peersComputed = false
+  private syncTimer: NodeJS.Timeout | undefined
   private readonly peersJob: Coalescer
   private readonly originJob: Coalescer
   private readonly dataplaneJob: Coalescer
@@ -132,6 +135,7 @@ export class PintoNode {
       ...(clusterId !== undefined ? { clusterId } : {}),
       multipath: true,
       restartingFor,
+      holdEndOfRib: true,
       logger: this.log.child({ component: 'bgp' }),
     })
     if (restartingFor > 0) this.log.info({ seconds: restartingFor }, 'restarting within the graceful-restart window: peers are asked to keep our routes')
@@ -168,6 +172,7 @@ export class PintoNode {
   async stop(opts: { graceful?: boolean } = {}): Promise<void> {
     const graceful = opts.graceful ?? true
     clearInterval(this.heartbeat)
+    clearTimeout(this.syncTimer)
     for (const u of this.unsubscribe) u()
     this.cluster?.close()
     await this.settled().catch(() => undefined)
@@ -322,6 +327,7 @@ export class PintoNode {
       }
     }
     const summary = this.speaker.setPeers(configs)
+    this.peersComputed = true
     if (summary.added.length + summary.removed.length + summary.reset.length + summary.updated.length > 0) {
       this.log.info(summary, 'BGP peers updated')
     }
@@ -424,6 +430,8 @@ export class PintoNode {
       }
     }
     this.speaker.rib.flush()
+    // Everything we own is in the RIB: End-of-RIB may follow our table (graceful restart).
+    this.speaker.releaseEndOfRib()
   }
 
   /** Addresses of this node's pods (from IPAM), so felix never removes their /32 routes. */
@@ -443,6 +451,21 @@ export class PintoNode {
 
   private async syncDataplane(): Promise<void> {
     if (!this.dataplane) return
+    // Like BIRD's kernel protocol in graceful restart: routes left by our previous run stay untouched
+    // until the peers have sent us their tables (End-of-RIB), or a deadline passes.
+    if (!this.dataplaneSynced) {
+      const waited = Date.now() - this.startedAt
+      const synced = this.peersComputed && this.speaker.synced()
+      if (!synced && waited < this.settings.syncDeadlineSeconds * 1000) {
+        this.syncTimer ??= setTimeout(() => {
+          this.syncTimer = undefined
+          this.dataplaneJob.trigger()
+        }, 250)
+        return
+      }
+      this.dataplaneSynced = true
+      this.log.info({ waitedMs: waited, peersSynced: synced }, synced ? 'BGP tables in: programming the kernel' : 'not every peer sent its table in time: programming the kernel anyway')
+    }
     const nodes = this.cluster.list('Node')
     await this.dataplane.update(
       {

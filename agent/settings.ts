@@ -51,6 +51,8 @@ export interface AgentSettings {
   readonly restartTime: number
   /** Where the agent remembers its last clean run, to announce a restart (RFC 4724 R bit). */
   readonly stateDir: string
+  /** Longest wait for the peers' End-of-RIB before the kernel is programmed at start. */
+  readonly syncDeadlineSeconds: number
 }
 
 type Env = Readonly<Record<string, string | undefined>>
@@ -169,5 +171,6 @@ export function settingsFromEnv(env: Env): AgentSettings {
     readyWindowSeconds: integer(env, 'PINTO_READY_WINDOW_SECONDS', 60, 0, 86400),
     restartTime: integer(env, 'PINTO_RESTART_TIME', 120, 1, 4095),
     stateDir: text(env, 'PINTO_STATE_DIR', '/var/lib/pinto'),
+    syncDeadlineSeconds: integer(env, 'PINTO_SYNC_DEADLINE_SECONDS', 10, 0, 600),
   }
 }

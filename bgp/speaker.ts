@@ -24,6 +24,11 @@ export interface SpeakerOptions {
   readonly restartingFor?: number
   readonly logger?: Logger
   readonly clock?: Clock
+  /**
+   * Hold End-of-RIB until releaseEndOfRib(): a restarting node first originates what it owns, so
+   * peers that kept its routes as stale never see them withdrawn (RFC 4724 §4.1).
+   */
+  readonly holdEndOfRib?: boolean
 }
 
 export interface PeerChangeSummary {
@@ -46,11 +51,13 @@ export class BgpSpeaker {
   private readonly peerIds = new Map<string, number>()
   private readonly startedAt: number
   private boundPort: number | undefined
+  private eorHeld: boolean
 
   constructor(private readonly opts: SpeakerOptions) {
     this.log = opts.logger ?? pino({ level: 'silent' })
     this.clock = opts.clock ?? systemClock
     this.startedAt = this.clock.now()
+    this.eorHeld = opts.holdEndOfRib ?? false
     this.rib = new Rib({
       localAsn: opts.asn,
       routerId: opts.routerId,
@@ -137,6 +144,7 @@ export class BgpSpeaker {
       routerId: this.opts.routerId,
       peerId: id,
       restarting: () => this.restarting(),
+      holdEndOfRib: () => this.eorHeld,
     })
     this.peers.set(config.name, peer)
     peer.start()
@@ -220,6 +228,19 @@ export class BgpSpeaker {
     if (!peer) return false
     if (direction === 'in') return peer.refreshIn()
     peer.refreshOut()
+    return true
+  }
+
+  /** Lets End-of-RIB go out to every peer whose initial table has been sent. */
+  releaseEndOfRib(): void {
+    if (!this.eorHeld) return
+    this.eorHeld = false
+    for (const p of this.peers.values()) p.flushOut()
+  }
+
+  /** Every configured peer is Established and has sent End-of-RIB for all its families. */
+  synced(): boolean {
+    for (const p of this.peers.values()) if (!p.synced) return false
     return true
   }
 

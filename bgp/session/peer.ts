@@ -99,6 +99,8 @@ export interface PeerDeps {
   readonly peerId: number
   /** We restarted within the graceful-restart window: say so in our OPEN (R bit). */
   readonly restarting: () => boolean
+  /** While true, End-of-RIB waits: the owner has not originated everything yet (RFC 4724 §4.1). */
+  readonly holdEndOfRib?: () => boolean
   readonly onStateChange?: (peer: BgpPeer) => void
 }
 
@@ -120,6 +122,8 @@ export class BgpPeer {
   private adjOut: AdjRibOut | undefined
   /** Families whose initial table has gone out, so End-of-RIB has been sent. */
   private eorSent = new Set<number>()
+  /** Families whose End-of-RIB the peer has sent this session. */
+  private eorReceived = new Set<number>()
   /** Families disabled by an RFC 7606 AFI/SAFI-disable error for this session. */
   private disabled = new Set<number>()
   /** The peer's graceful-restart terms from the last session, while its stale routes are kept. */
@@ -224,6 +228,19 @@ export class BgpPeer {
     if (this.state.name !== 'Established' || !s?.routeRefresh) return false
     for (const f of s.families) this.sendControl({ type: 'route-refresh', afi: f >> 8, safi: f & 255, subtype: RouteRefreshSubtype.NORMAL })
     return true
+  }
+
+  /** Established, and the peer has sent End-of-RIB for every family: its initial table is in. */
+  get synced(): boolean {
+    const s = this.state.session
+    if (this.state.name !== 'Established' || !s) return false
+    for (const f of s.families) if (!this.eorReceived.has(f)) return false
+    return true
+  }
+
+  /** Sends what is pending now (used when End-of-RIB is released). */
+  flushOut(): void {
+    this.pump()
   }
 
   /** Re-advertises everything to the peer (soft reset out). */
@@ -598,6 +615,7 @@ export class BgpPeer {
     if (u.endOfRib) {
       const f = familyKey(u.endOfRib.afi, u.endOfRib.safi)
       this.deps.log.info({ family: familyName(f) }, 'End-of-RIB received')
+      this.eorReceived.add(f)
       if (this.staleFrom) this.deps.rib.endOfRib(this.staleFrom, f)
       this.deps.rib.endOfRib(peer, f)
       return true
@@ -664,6 +682,7 @@ export class BgpPeer {
     this.lastSession = session
     this.disabled.clear()
     this.eorSent.clear()
+    this.eorReceived.clear()
     this.pendingEorr.clear()
     this.clearTimer('Restart')
     const peer: RibPeer = {
@@ -775,7 +794,7 @@ export class BgpPeer {
         }
       }
     }
-    if (out.pending === 0) {
+    if (out.pending === 0 && this.deps.holdEndOfRib?.() !== true) {
       // The initial table (or a refresh) is out: say so, once per family (RFC 4724 §2, RFC 7313).
       for (const f of session.families) {
         if (!this.eorSent.has(f)) {

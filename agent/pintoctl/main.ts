@@ -6,6 +6,7 @@ export type Command = (args: readonly string[]) => Promise<number>
 const commands: Record<string, () => Promise<Command>> = {
   bgp: async () => (await import('./bgp.js')).bgpCommand,
   ipam: async () => (await import('./ipam.js')).ipamCommand,
+  demo: async () => (await import('./demo.js')).demoCommand,
 }
 
 const USAGE = `usage: pintoctl <command> [args]
@@ -13,6 +14,7 @@ const USAGE = `usage: pintoctl <command> [args]
 commands:
   bgp decode [FILE|-] [--hex]   decode a stream of BGP messages to JSON, one object per line
   ipam show|check|release       IPAM usage tables, leak check (and --repair), release an address
+  demo [--nodes N] [--check]... a local cluster of network namespaces (sudo); --help for its options
 `
 
 export async function main(argv: readonly string[]): Promise<number> {

@@ -1,0 +1,358 @@
+// A local pinto cluster made of network namespaces, for the demo, the end-to-end tests and the benches:
+// the fabric, node namespaces running real pinto-node processes on one embedded store in a temp dir, pods
+// wired by the real CNI plugin, and an optional BIRD top-of-rack. It owns every process, namespace and
+// directory it makes and removes them all in destroy(); what it observes lives in observe.ts.
+
+import { spawn, type ChildProcess } from 'node:child_process'
+import { existsSync, openSync, closeSync } from 'node:fs'
+import { mkdir, mkdtemp, rm, symlink } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { execa } from 'execa'
+import { openDatastore } from '../../config/datastore-open.js'
+import { encodeResource, resourceKey, type Resource } from '../../config/resources/index.js'
+import { isAlive, killQuietly, Namespaces, nsExec, sweepStale, TEMP_PREFIX, ip } from './netns.js'
+import type { DemoTopology, Encap } from './options.js'
+import { startTor, TOR_ADDRESS, TOR_AS, type Tor } from './tor.js'
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..')
+export const NODE_BIN = join(ROOT, 'bin', 'pinto-node.js')
+export const BUNDLE = join(ROOT, 'dist', 'bundle')
+export const POOL_CIDR = '198.18.0.0/15'
+export const CLUSTER_AS = 64512
+export const API_PORT = 9099
+export const RR_CLUSTER_ID = '244.0.0.1'
+
+export interface ClusterSpec {
+  readonly nodes: number
+  readonly encap?: Encap
+  readonly topology?: DemoTopology
+  readonly tor?: boolean
+  /** Extra environment for every agent (e.g. PINTO_LOG_LEVEL). */
+  readonly env?: Readonly<Record<string, string>>
+  /** Progress lines for a person; silent when absent. */
+  readonly say?: (line: string) => void
+}
+
+export interface DemoNode {
+  readonly name: string
+  readonly ns: string
+  readonly address: string
+  readonly dir: string
+  readonly socket: string
+  readonly mtuFile: string
+  readonly log: string
+  readonly reflector: boolean
+  agent: ChildProcess | undefined
+}
+
+export interface DemoPod {
+  readonly name: string
+  readonly node: string
+  readonly ns: string
+  readonly address: string
+  readonly containerId: string
+}
+
+export class DemoError extends Error {}
+
+/** Can this kernel make ipip links? Tried in a scratch namespace, which is removed again. */
+export async function kernelHasIpip(): Promise<{ ok: boolean; reason: string }> {
+  const ns = `pdm${process.pid}-ipipcheck`
+  await execa('ip', ['netns', 'add', ns])
+  try {
+    const r = await execa('ip', ['-n', ns, 'link', 'add', 'name', 't', 'type', 'ipip'], { reject: false })
+    return { ok: r.exitCode === 0, reason: String(r.stderr).trim() }
+  } finally {
+    await execa('ip', ['netns', 'del', ns], { reject: false })
+  }
+}
+
+export async function birdInstalled(): Promise<boolean> {
+  const r = await execa('bird', ['--version'], { reject: false })
+  return r.exitCode === 0 || /BIRD/i.test(String(r.stderr))
+}
+
+export class DemoCluster {
+  readonly nodes: DemoNode[] = []
+  readonly pods: DemoPod[] = []
+  tor: Tor | undefined
+  private readonly netns = new Namespaces()
+  private dir = ''
+  private podSeq = 0
+  private destroying: Promise<void> | undefined
+  private hurry = false
+
+  private constructor(readonly spec: ClusterSpec) {}
+
+  get id(): string {
+    return this.netns.id
+  }
+
+  get store(): string {
+    return join(this.dir, 'store')
+  }
+
+  get cniPath(): string {
+    return join(this.dir, 'cni-bin')
+  }
+
+  get fabric(): string {
+    return this.netns.name('fabric')
+  }
+
+  /** Builds the namespaces and resources and starts every agent; on failure everything is removed again. */
+  static async create(spec: ClusterSpec): Promise<DemoCluster> {
+    const c = DemoCluster.prepare(spec)
+    await c.start()
+    return c
+  }
+
+  /** A cluster not built yet, so a caller can hold it (and destroy it on a signal) while start() runs. */
+  static prepare(spec: ClusterSpec): DemoCluster {
+    return new DemoCluster(spec)
+  }
+
+  async start(): Promise<void> {
+    try {
+      await this.build()
+    } catch (err) {
+      await this.destroy({ hurry: true })
+      throw err
+    }
+  }
+
+  private say(line: string): void {
+    this.spec.say?.(line)
+  }
+
+  private async build(): Promise<void> {
+    const spec = this.spec
+    if (!existsSync(join(BUNDLE, 'pinto.cjs')) || !existsSync(join(ROOT, 'dist', 'agent', 'pinto-node-main.js'))) {
+      throw new DemoError(`pinto is not built: run \`npm run build\` in ${ROOT} first`)
+    }
+    const swept = await sweepStale()
+    if (swept.length > 0) this.say(`removed ${swept.length} namespaces an earlier demo left behind`)
+    this.dir = await mkdtemp(join(tmpdir(), `${TEMP_PREFIX}${this.netns.id}-`))
+    await mkdir(this.cniPath)
+    await symlink(join(BUNDLE, 'pinto.cjs'), join(this.cniPath, 'pinto'))
+    await symlink(join(BUNDLE, 'pinto-ipam.cjs'), join(this.cniPath, 'pinto-ipam'))
+
+    this.say(`building ${spec.nodes} nodes (namespaces ${this.netns.prefix}-*), datastore in ${this.store}`)
+    await this.netns.fabric()
+    const reflectors = spec.topology === 'rr' ? (spec.nodes >= 4 ? 2 : 1) : 0
+    for (let i = 1; i <= spec.nodes; i++) {
+      const name = `node${i}`
+      const address = `192.0.2.${10 + i}`
+      const ns = await this.netns.host(name, `${address}/24`, TOR_ADDRESS)
+      const dir = join(this.dir, name)
+      await mkdir(dir)
+      this.nodes.push({ name, ns, address, dir, socket: join(dir, 'pinto.sock'), mtuFile: join(dir, 'mtu'), log: join(dir, 'pinto-node.log'), reflector: i <= reflectors, agent: undefined })
+    }
+    await this.writeResources(this.initialResources())
+    if (spec.tor === true) {
+      const ns = await this.netns.host('tor', `${TOR_ADDRESS}/24`)
+      this.tor = await startTor(ns, join(this.dir, 'tor'), this.nodes.map((n) => ({ name: n.name, address: n.address, as: CLUSTER_AS })))
+      this.say(`BIRD top-of-rack router at ${TOR_ADDRESS} (AS ${TOR_AS}), originating 203.0.113.0/24`)
+    }
+    for (const n of this.nodes) await this.startAgent(n)
+  }
+
+  private initialResources(): Resource[] {
+    const spec = this.spec
+    const encap = spec.encap ?? 'none'
+    const out: Resource[] = [
+      {
+        apiVersion: 'projectcalico.org/v3',
+        kind: 'IPPool',
+        metadata: { name: 'demo-ipv4-pool' },
+        spec: { cidr: POOL_CIDR, blockSize: 26, ipipMode: encap === 'ipip' ? 'Always' : 'Never', vxlanMode: encap === 'vxlan' ? 'Always' : 'Never', natOutgoing: false, nodeSelector: 'all()' },
+      },
+      { apiVersion: 'projectcalico.org/v3', kind: 'BGPConfiguration', metadata: { name: 'default' }, spec: { asNumber: CLUSTER_AS, nodeToNodeMeshEnabled: spec.topology !== 'rr' } },
+    ]
+    for (const n of this.nodes.filter((x) => x.reflector)) {
+      // Written before the agent starts: it reads its cluster ID once, when the speaker is made.
+      out.push({
+        apiVersion: 'projectcalico.org/v3',
+        kind: 'Node',
+        metadata: { name: n.name, labels: { 'route-reflector': 'true' } },
+        spec: { bgp: { ipv4Address: `${n.address}/24`, routeReflectorClusterID: RR_CLUSTER_ID } },
+      })
+    }
+    if (spec.topology === 'rr') {
+      out.push({ apiVersion: 'projectcalico.org/v3', kind: 'BGPPeer', metadata: { name: 'peer-with-route-reflectors' }, spec: { nodeSelector: 'all()', peerSelector: "route-reflector == 'true'" } })
+    }
+    if (spec.tor === true) {
+      out.push({ apiVersion: 'projectcalico.org/v3', kind: 'BGPPeer', metadata: { name: 'tor' }, spec: { peerIP: TOR_ADDRESS, asNumber: TOR_AS } })
+    }
+    return out
+  }
+
+  /** Writes resources straight into the embedded store (create, or overwrite what is there). */
+  async writeResources(resources: readonly Resource[]): Promise<void> {
+    const store = await openDatastore(this.store)
+    try {
+      for (const r of resources) {
+        const key = resourceKey(r.kind, r.metadata.name)
+        const old = await store.get(key)
+        if (old) await store.update(key, encodeResource(r), old.revision)
+        else await store.create(key, encodeResource(r))
+      }
+    } finally {
+      await store.close()
+    }
+  }
+
+  async deleteResource(kind: Resource['kind'], name: string): Promise<boolean> {
+    const store = await openDatastore(this.store)
+    try {
+      const key = resourceKey(kind, name)
+      const old = await store.get(key)
+      if (!old) return false
+      await store.delete(key, old.revision)
+      return true
+    } finally {
+      await store.close()
+    }
+  }
+
+  /** Reads keys under a prefix from the store (e.g. IPAM affinities). */
+  async listKeys(prefix: string): Promise<{ key: string; value: string }[]> {
+    const store = await openDatastore(this.store)
+    try {
+      return (await store.list(prefix)).items.map((kv) => ({ key: kv.key, value: kv.value }))
+    } finally {
+      await store.close()
+    }
+  }
+
+  node(name: string): DemoNode {
+    const n = this.nodes.find((x) => x.name === name)
+    if (!n) throw new DemoError(`no node ${name} in this cluster`)
+    return n
+  }
+
+  agentEnv(n: DemoNode): Record<string, string> {
+    return {
+      PINTO_NODENAME: n.name,
+      PINTO_IP: `${n.address}/24`,
+      PINTO_DATASTORE: this.store,
+      PINTO_SOCKET: n.socket,
+      PINTO_MTU_FILE: n.mtuFile,
+      PINTO_STATE_DIR: n.dir,
+      PINTO_API_LISTEN: `127.0.0.1:${API_PORT}`,
+      PINTO_IPV4POOL_CIDR: POOL_CIDR,
+      PINTO_READY_WINDOW_SECONDS: '10',
+      ...(this.spec.env ?? {}),
+    }
+  }
+
+  /** Starts the node's pinto-node (its log appended to n.log) and waits for its CNI socket. */
+  async startAgent(n: DemoNode, timeoutMs = 20_000): Promise<void> {
+    if (this.closing) throw new DemoError('the cluster is being removed')
+    if (n.agent && n.agent.exitCode === null && n.agent.signalCode === null) throw new DemoError(`${n.name}: its agent is already running`)
+    await rm(n.socket, { force: true })
+    const fd = openSync(n.log, 'a')
+    try {
+      // `ip netns exec` execs the program, so the child's pid is pinto-node's own.
+      n.agent = spawn('ip', ['netns', 'exec', n.ns, process.execPath, NODE_BIN], { env: { ...process.env, ...this.agentEnv(n) }, stdio: ['ignore', fd, fd] })
+    } finally {
+      closeSync(fd)
+    }
+    const child = n.agent
+    const deadline = Date.now() + timeoutMs
+    while (!existsSync(n.socket)) {
+      if (child.exitCode !== null || child.signalCode !== null) throw new DemoError(`${n.name}: pinto-node exited (${child.exitCode ?? child.signalCode}) before it was ready; see ${n.log}`)
+      if (Date.now() > deadline) throw new DemoError(`${n.name}: pinto-node not ready after ${timeoutMs} ms; see ${n.log}`)
+      await new Promise((r) => setTimeout(r, 50))
+    }
+    this.say(`${n.name}: pinto-node running (pid ${child.pid}) at ${n.address}`)
+  }
+
+  /** Stops an agent: SIGTERM is pinto-node's graceful stop, SIGKILL a crash. Resolves when it is gone. */
+  async stopAgent(n: DemoNode, signal: NodeJS.Signals = 'SIGTERM', timeoutMs = 10_000): Promise<void> {
+    const child = n.agent
+    if (!child || child.exitCode !== null || child.signalCode !== null) return
+    const gone = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+    child.kill(signal)
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs)
+    await gone
+    clearTimeout(timer)
+  }
+
+  agentPid(n: DemoNode): number | undefined {
+    const c = n.agent
+    return c && c.exitCode === null && c.signalCode === null ? c.pid : undefined
+  }
+
+  /** A pod: a namespace wired by the real `pinto` CNI plugin (ADD, exec'd in the node's namespace). */
+  async addPod(n: DemoNode): Promise<DemoPod> {
+    const seq = ++this.podSeq
+    const name = `${n.name}p${this.pods.filter((p) => p.node === n.name).length + 1}`
+    const ns = await this.netns.add(name)
+    const containerId = `demo-${this.netns.id}-${seq}`
+    const conf = {
+      cniVersion: '1.0.0',
+      name: 'pinto-demo',
+      type: 'pinto',
+      mtu_file: n.mtuFile,
+      socket: n.socket,
+      ipam: { type: 'pinto-ipam', socket: n.socket },
+    }
+    const env = {
+      CNI_COMMAND: 'ADD',
+      CNI_CONTAINERID: containerId,
+      CNI_NETNS: `/run/netns/${ns}`,
+      CNI_IFNAME: 'eth0',
+      CNI_ARGS: `K8S_POD_NAMESPACE=demo;K8S_POD_NAME=${name}`,
+      CNI_PATH: this.cniPath,
+      // The bundles start with `#!/usr/bin/env node`; sudo may have dropped node's directory from PATH.
+      PATH: `${dirname(process.execPath)}:${process.env['PATH'] ?? '/usr/bin:/bin'}`,
+      NODE_OPTIONS: '',
+    }
+    const r = await execa('ip', ['netns', 'exec', n.ns, join(this.cniPath, 'pinto')], { input: JSON.stringify(conf), env, extendEnv: true, reject: false })
+    if (r.exitCode !== 0) throw new DemoError(`${name}: CNI ADD failed (exit ${r.exitCode}): ${String(r.stdout).trim()} ${String(r.stderr).trim()}`)
+    const result = JSON.parse(String(r.stdout)) as { ips?: { address: string }[] }
+    const address = result.ips?.[0]?.address?.split('/')[0]
+    if (address === undefined) throw new DemoError(`${name}: the CNI result has no IP address: ${String(r.stdout)}`)
+    const pod = { name, node: n.name, ns, address, containerId }
+    this.pods.push(pod)
+    return pod
+  }
+
+  async exec(ns: string, cmd: string, args: readonly string[], timeoutMs = 10_000): Promise<string> {
+    return nsExec(ns, cmd, args, { timeoutMs })
+  }
+
+  async ip(ns: string, args: readonly string[]): Promise<string> {
+    return ip(ns, args)
+  }
+
+  /**
+   * Removes everything: agents (SIGTERM, their graceful stop), BIRD, every namespace, the temp dir. Safe to
+   * call again and from a signal handler while start() runs; `hurry` (a second Ctrl-C) turns every wait
+   * into SIGKILL. With PINTO_KEEP_TMP set the temp dir (logs, store) is kept.
+   */
+  destroy(opts: { hurry?: boolean } = {}): Promise<void> {
+    if (opts.hurry === true && !this.hurry) {
+      this.hurry = true
+      this.netns.hurry = true
+      for (const n of this.nodes) n.agent?.kill('SIGKILL')
+    }
+    this.netns.closed = true
+    this.destroying ??= this.teardown()
+    return this.destroying
+  }
+
+  get closing(): boolean {
+    return this.destroying !== undefined
+  }
+
+  private async teardown(): Promise<void> {
+    await Promise.all(this.nodes.map((n) => this.stopAgent(n, this.hurry ? 'SIGKILL' : 'SIGTERM', this.hurry ? 200 : 3000).catch(() => undefined)))
+    if (this.tor && isAlive(this.tor.pid)) killQuietly(this.tor.pid, 'SIGTERM')
+    await this.netns.destroy()
+    if (this.dir !== '' && process.env['PINTO_KEEP_TMP'] === undefined) await rm(this.dir, { recursive: true, force: true })
+  }
+}

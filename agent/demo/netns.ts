@@ -1,0 +1,144 @@
+// The demo's network namespaces: a fabric namespace holding bridge br0, node namespaces joined to it by
+// veth pairs born inside the fabric, and pod namespaces. Names carry the creating pid, so a later run can
+// sweep what a killed run left. It never creates anything in the machine's own namespace.
+
+import { randomBytes } from 'node:crypto'
+import { readFileSync } from 'node:fs'
+import { readdir, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { execa } from 'execa'
+
+/** pdm<creator pid>-<6 hex>-<role> */
+const NAME_RE = /^pdm(\d+)-([0-9a-f]{6})-/
+export const TEMP_PREFIX = 'pinto-demo-'
+
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM'
+  }
+  // A zombie has exited; only its parent has not collected it yet.
+  return !/\) Z /.test(readStat(pid))
+}
+
+function readStat(pid: number): string {
+  try {
+    // Synchronous on purpose: a tiny procfs read inside a liveness check.
+    return readFileSync(`/proc/${pid}/stat`, 'utf8')
+  } catch {
+    return ''
+  }
+}
+
+export function killQuietly(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(pid, signal)
+  } catch {
+    // already gone
+  }
+}
+
+export async function namespacePids(ns: string): Promise<number[]> {
+  const r = await execa('ip', ['netns', 'pids', ns], { reject: false })
+  return String(r.stdout ?? '')
+    .split('\n')
+    .filter((l) => /^\d+$/.test(l))
+    .map(Number)
+}
+
+export async function ip(ns: string, args: readonly string[]): Promise<string> {
+  return String((await execa('ip', ['-n', ns, ...args])).stdout)
+}
+
+/** Runs a command inside a namespace; rejects with its stderr on failure. */
+export async function nsExec(ns: string, cmd: string, args: readonly string[], opts: { timeoutMs?: number; input?: string; env?: Record<string, string> } = {}): Promise<string> {
+  const r = await execa('ip', ['netns', 'exec', ns, cmd, ...args], {
+    ...(opts.timeoutMs !== undefined ? { timeout: opts.timeoutMs } : {}),
+    ...(opts.input !== undefined ? { input: opts.input } : {}),
+    ...(opts.env !== undefined ? { env: opts.env, extendEnv: true } : {}),
+  })
+  return String(r.stdout)
+}
+
+export class Namespaces {
+  readonly id = randomBytes(3).toString('hex')
+  readonly prefix = `pdm${process.pid}-${this.id}`
+  readonly made: string[] = []
+  /** Set when the cluster is being removed: nothing new may be made. */
+  closed = false
+  /** Kill with SIGKILL and wait less (a second Ctrl-C). */
+  hurry = false
+
+  name(role: string): string {
+    return `${this.prefix}-${role}`
+  }
+
+  async add(role: string): Promise<string> {
+    const ns = this.name(role)
+    if (this.closed) throw new Error(`not making namespace ${ns}: the cluster is being removed`)
+    await execa('ip', ['netns', 'add', ns])
+    this.made.push(ns)
+    await ip(ns, ['link', 'set', 'lo', 'up'])
+    return ns
+  }
+
+  /** The fabric: a namespace with bridge br0. */
+  async fabric(): Promise<string> {
+    const ns = await this.add('fabric')
+    await ip(ns, ['link', 'add', 'br0', 'type', 'bridge'])
+    await ip(ns, ['link', 'set', 'br0', 'up'])
+    return ns
+  }
+
+  /** A host on the fabric: eth0 with `cidr`, plus an optional default gateway. */
+  async host(role: string, cidr: string, gateway?: string): Promise<string> {
+    const fabric = this.name('fabric')
+    const ns = await this.add(role)
+    const port = `p-${role}`.slice(0, 15)
+    await ip(fabric, ['link', 'add', port, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', ns])
+    await ip(fabric, ['link', 'set', port, 'master', 'br0'])
+    await ip(fabric, ['link', 'set', port, 'up'])
+    await ip(ns, ['addr', 'add', cidr, 'dev', 'eth0'])
+    await ip(ns, ['link', 'set', 'eth0', 'up'])
+    // A node with a default route, like a real one: proxy ARP for the pods' 169.254.1.1 gateway
+    // answers only when the host can route the address.
+    if (gateway !== undefined) await ip(ns, ['route', 'add', 'default', 'via', gateway, 'dev', 'eth0'])
+    return ns
+  }
+
+  /** Kills every process inside our namespaces, then deletes them (pods and nodes before the fabric). */
+  async destroy(): Promise<void> {
+    this.closed = true
+    const pids = new Set<number>()
+    for (const ns of this.made) for (const pid of await namespacePids(ns)) pids.add(pid)
+    for (const pid of pids) killQuietly(pid, this.hurry ? 'SIGKILL' : 'SIGTERM')
+    const deadline = Date.now() + 3000
+    while ([...pids].some(isAlive) && Date.now() < deadline && !this.hurry) await new Promise((r) => setTimeout(r, 50))
+    for (const pid of pids) if (isAlive(pid)) killQuietly(pid, 'SIGKILL')
+    for (const ns of [...this.made].reverse()) await execa('ip', ['netns', 'del', ns], { reject: false })
+    this.made.length = 0
+  }
+}
+
+/** Removes what a killed demo left: its namespaces (with their processes) and temp dirs. Live runs are left alone. */
+export async function sweepStale(): Promise<string[]> {
+  const r = await execa('ip', ['netns', 'list'], { reject: false })
+  const removed: string[] = []
+  const ids = new Set<string>()
+  for (const line of String(r.stdout ?? '').split('\n')) {
+    const name = line.split(' ')[0] ?? ''
+    const m = NAME_RE.exec(name)
+    if (m === null || isAlive(Number(m[1]))) continue
+    for (const pid of await namespacePids(name)) killQuietly(pid, 'SIGKILL')
+    await execa('ip', ['netns', 'del', name], { reject: false })
+    removed.push(name)
+    ids.add(m[2] ?? '')
+  }
+  for (const entry of await readdir(tmpdir())) {
+    const id = entry.startsWith(TEMP_PREFIX) ? entry.slice(TEMP_PREFIX.length, TEMP_PREFIX.length + 6) : undefined
+    if (id !== undefined && ids.has(id)) await rm(join(tmpdir(), entry), { recursive: true, force: true })
+  }
+  return removed
+}

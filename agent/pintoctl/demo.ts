@@ -1,0 +1,140 @@
+// `pintoctl demo`: the local cluster as the README's main command. It checks what the options need, builds
+// the cluster (agent/demo/cluster.ts), creates pods, waits for convergence, prints peers, routes and the
+// ping matrix, then waits for Ctrl-C (or, with --check, tears down at once) and removes everything it made.
+
+import { DemoCluster, DemoError, POOL_CIDR, API_PORT, birdInstalled, kernelHasIpip, type DemoNode } from '../demo/cluster.js'
+import { DEMO_USAGE, OptionError, parseDemoOptions, type DemoOptions } from '../demo/options.js'
+import { kernelRoutes, matrixFailures, peers, pingMatrix, waitConverged } from '../demo/observe.js'
+import { matrixTable, table } from '../demo/tables.js'
+import { TOR_ADDRESS, TOR_AS, TOR_PREFIX } from '../demo/tor.js'
+
+const out = (text: string): void => void process.stdout.write(text)
+const err = (text: string): void => void process.stderr.write(text)
+
+/** What must hold before anything is built; each failure is one plain sentence. */
+async function preflight(o: DemoOptions): Promise<string | undefined> {
+  if (process.getuid?.() !== 0) return 'the demo makes network namespaces and needs root: run it with sudo'
+  if (o.encap === 'ipip') {
+    const ipip = await kernelHasIpip()
+    if (!ipip.ok) return `this kernel cannot make ipip links (\`ip link add type ipip\` said: ${ipip.reason || 'no reason'}); use --encap vxlan or --encap none`
+  }
+  if (o.tor === 'bird' && !(await birdInstalled())) return '--tor bird needs BIRD 2, which is not installed (Debian/Ubuntu: apt-get install bird2)'
+  return undefined
+}
+
+async function printState(cluster: DemoCluster): Promise<void> {
+  const peerRows: string[][] = []
+  let viaTcp = false
+  for (const n of cluster.nodes) {
+    const p = await peers(n)
+    viaTcp ||= p.source === 'tcp'
+    for (const r of p.rows) peerRows.push([n.name, r.name, r.address, r.type, r.state, r.since])
+    if (p.rows.length === 0) peerRows.push([n.name, '(none)', '', '', '', ''])
+  }
+  out('\nBGP peers\n' + table(['node', 'peer', 'address', 'type', 'state', 'since'], peerRows))
+  if (viaTcp) out('(some nodes did not answer on their REST API; their rows are the TCP sessions on port 179)\n')
+  if (cluster.tor) {
+    const s = await cluster.tor.sessions()
+    out(`\ntop-of-rack BIRD (${TOR_ADDRESS}, AS ${TOR_AS}): sessions and learned prefixes\n`)
+    out(table(['neighbor', 'state'], [...s].map(([k, v]) => [k, v])))
+    out(table(['learned prefix'], (await cluster.tor.learned()).map((p) => [p])))
+  }
+  const routeRows: string[][] = []
+  for (const n of cluster.nodes) for (const r of await kernelRoutes(n.ns)) routeRows.push([n.name, r.prefix, r.type === 'blackhole' ? 'blackhole (own block)' : r.via])
+  out('\nroutes pinto programmed (kernel, proto 87)\n' + table(['node', 'prefix', 'next hop'], routeRows))
+  out('\npods\n' + table(['pod', 'node', 'address'], cluster.pods.map((p) => [p.name, p.node, p.address])))
+}
+
+function printAccess(cluster: DemoCluster): void {
+  const rows = cluster.nodes.map((n: DemoNode) => [n.name, n.address, n.ns, `ip netns exec ${n.ns} curl -s http://127.0.0.1:${API_PORT}/v1/peers`])
+  out('\nREST APIs (one per node, on 127.0.0.1:' + API_PORT + ' inside its namespace)\n' + table(['node', 'address', 'namespace', 'try'], rows))
+  out(`also /v1/status, /v1/routes?table=loc-rib, /v1/ipam/blocks, /metrics; agent logs: ${cluster.nodes[0]?.log.replace(/node1/, 'nodeN') ?? ''}\n`)
+  out(`a pod's shell: ip netns exec ${cluster.pods[0]?.ns ?? '<pod namespace>'} sh\n`)
+}
+
+export async function demoCommand(args: readonly string[]): Promise<number> {
+  if (args.includes('-h') || args.includes('--help')) {
+    out(DEMO_USAGE)
+    return 0
+  }
+  let o: DemoOptions
+  try {
+    o = parseDemoOptions(args)
+  } catch (e) {
+    if (!(e instanceof OptionError)) throw e
+    err(`pintoctl demo: ${e.message}\n${DEMO_USAGE}`)
+    return 2
+  }
+  const problem = await preflight(o)
+  if (problem !== undefined) {
+    err(`pintoctl demo: ${problem}\n`)
+    return 1
+  }
+
+  const say = (line: string): void => out(`  ${line}\n`)
+  const cluster = DemoCluster.prepare({ nodes: o.nodes, encap: o.encap, topology: o.topology, tor: o.tor === 'bird', say })
+  let interrupts = 0
+  let wake: (() => void) | undefined
+  const onSignal = (): void => {
+    interrupts++
+    if (interrupts === 1) {
+      out('\nstopping: removing the cluster (Ctrl-C again to hurry)\n')
+      void cluster.destroy()
+    } else if (interrupts === 2) {
+      out('\nhurrying: killing the agents\n')
+      void cluster.destroy({ hurry: true })
+    } else out('\nstill removing namespaces; one moment\n')
+    wake?.()
+  }
+  process.on('SIGINT', onSignal)
+  process.on('SIGTERM', onSignal)
+  let code = 0
+  try {
+    out(`pinto demo: ${o.nodes} nodes, ${o.pods} pods each, encapsulation ${o.encap}, ${o.topology === 'rr' ? 'route reflectors' : 'full mesh'}${o.tor ? ', BIRD top-of-rack' : ''}; pods from ${POOL_CIDR}\n`)
+    const started = Date.now()
+    await cluster.start()
+    for (const n of cluster.nodes) {
+      for (let i = 0; i < o.pods; i++) {
+        const p = await cluster.addPod(n)
+        say(`${p.name}: ${p.address} on ${n.name} (CNI ADD)`)
+      }
+    }
+    try {
+      const ms = await waitConverged(cluster, o.timeout * 1000, o.tor ? [TOR_PREFIX.replace('0/24', '1')] : [])
+      say(`converged: every node has a route to every other node's pods (${ms} ms after the last pod; ${((Date.now() - started) / 1000).toFixed(1)} s in all)`)
+    } catch (e) {
+      if (cluster.closing) throw e
+      err(`pintoctl demo: ${(e as Error).message}\n`)
+      code = 1
+    }
+    if (cluster.closing) return 130
+    await printState(cluster)
+    const matrix = await pingMatrix(cluster.pods)
+    const failures = matrixFailures(matrix)
+    const names = cluster.pods.map((p) => p.name)
+    out(`\npod-to-pod ping matrix (${names.length * (names.length - 1) - failures.length} of ${names.length * (names.length - 1)} reached)\n`)
+    out(matrixTable(names, (a, b) => matrix.get(a)?.get(b)))
+    if (failures.length > 0) code = 1
+    if (o.check) {
+      out(failures.length === 0 ? 'check passed: every pod reached every other pod\n' : `check FAILED: ${failures.join(', ')}\n`)
+      return code
+    }
+    if (cluster.closing) return 130
+    printAccess(cluster)
+    out('\nrunning; press Ctrl-C to stop and remove everything\n')
+    await new Promise<void>((resolve) => {
+      wake = resolve
+      if (cluster.closing) resolve()
+    })
+    return code
+  } catch (e) {
+    if (cluster.closing && interrupts > 0) return 130
+    err(`pintoctl demo: ${e instanceof DemoError ? e.message : (e as Error).stack ?? String(e)}\n`)
+    return 1
+  } finally {
+    await cluster.destroy()
+    out('removed the demo cluster: namespaces, processes and temporary files\n')
+    process.off('SIGINT', onSignal)
+    process.off('SIGTERM', onSignal)
+  }
+}

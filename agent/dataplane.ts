@@ -22,6 +22,8 @@ import {
   type LearnedRoute,
   type ProcessRunner,
   type RemoteVtep,
+  type KernelRoute,
+  type ApplyResult,
 } from '../felix/index.js'
 import type { IPPool, Node } from '../config/resources/index.js'
 import { formatPrefix } from '../bgp/codec/nlri.js'
@@ -94,8 +96,18 @@ export class Dataplane {
   private devicesKey = ''
   private started = false
 
+  private current: ReadonlyMap<string, KernelRoute> = new Map()
+
   constructor(
-    private readonly opts: { protocol: number; resyncSeconds: number; mtuFile: string; log: Logger; runner?: ProcessRunner },
+    private readonly opts: {
+      protocol: number
+      resyncSeconds: number
+      mtuFile: string
+      log: Logger
+      runner?: ProcessRunner
+      /** Told about every apply, for /metrics. */
+      onApply?: (result: ApplyResult | Error, seconds: number) => void
+    },
   ) {
     this.runner = opts.runner ?? new ExecaRunner()
     this.reconciler = new RouteReconciler({
@@ -103,7 +115,7 @@ export class Dataplane {
       protocol: opts.protocol,
       resyncIntervalMs: opts.resyncSeconds * 1000,
       vethPrefix: 'pinto',
-      logger: opts.log.child({ component: 'routes' }),
+      logger: opts.log,
     })
   }
 
@@ -159,14 +171,27 @@ export class Dataplane {
       this.lastNat = nat
     }
     this.reconciler.setDesired(rendered.routes, new Set(inputs.workloads))
+    this.current = rendered.routes
     const t0 = performance.now()
-    const result = this.started ? await this.reconciler.apply() : await this.reconciler.start()
+    let result: ApplyResult
+    try {
+      result = this.started ? await this.reconciler.apply() : await this.reconciler.start()
+    } catch (err) {
+      this.opts.onApply?.(err as Error, (performance.now() - t0) / 1000)
+      throw err
+    }
     this.started = true
     this.stats.lastApplyMs = performance.now() - t0
+    this.opts.onApply?.(result, this.stats.lastApplyMs / 1000)
     this.stats.applies++
     this.stats.routes = rendered.routes.size
     this.stats.errors = result.errors.length
     if (result.errors.length > 0) this.opts.log.warn({ errors: result.errors.slice(0, 5).map((e) => e.message) }, `${result.errors.length} routes failed; retrying`)
+  }
+
+  /** The routes felix keeps in the kernel, as last applied. */
+  routes(): Iterable<KernelRoute> {
+    return this.current.values()
   }
 
   /** Stops watching; every route stays in the kernel. */

@@ -23,6 +23,8 @@ import { originationFor, type Origination } from './origination.js'
 import { Dataplane, learnedRoutes } from './dataplane.js'
 import { detectAddress, type DetectedAddress } from './autodetect.js'
 import type { AgentSettings } from './settings.js'
+import { Registry } from 'prom-client'
+import { buildApi, FibApplyLog, ipamReads, listenApi, speakerReads, type ApiListeners } from './api/index.js'
 
 /** Runs `fn` at most once at a time; calls during a run coalesce into one more run. */
 class Coalescer {
@@ -82,6 +84,8 @@ export class PintoNode {
   private readonly dataplaneJob: Coalescer
   private readonly unsubscribe: (() => void)[] = []
   readonly startedAt = Date.now()
+  private api: ApiListeners | undefined
+  readonly applyLog = new FibApplyLog()
   problems: string[] = []
 
   constructor(
@@ -142,8 +146,16 @@ export class PintoNode {
     await this.speaker.start()
 
     if (s.dataplane === 'kernel') {
-      this.dataplane = new Dataplane({ protocol: s.routeProtocol, resyncSeconds: s.resyncSeconds, mtuFile: s.mtuFile, log: this.log.child({ component: 'felix' }), runner: this.runner })
+      this.dataplane = new Dataplane({
+        protocol: s.routeProtocol,
+        resyncSeconds: s.resyncSeconds,
+        mtuFile: s.mtuFile,
+        log: this.log.child({ component: 'felix' }),
+        runner: this.runner,
+        onApply: (result, seconds) => this.applyLog.record(result, seconds),
+      })
     }
+    await this.startApi()
     this.unsubscribe.push(
       this.cluster.onChange((topic) => {
         if (topic === 'resources') this.peersJob.trigger()
@@ -161,6 +173,28 @@ export class PintoNode {
     this.log.info('pinto-node started')
   }
 
+  private async startApi(): Promise<void> {
+    const s = this.settings
+    const dataplane = this.dataplane
+    const app = await buildApi({
+      node: s.nodeName,
+      uptimeSeconds: () => Math.floor((Date.now() - this.startedAt) / 1000),
+      bgp: speakerReads(this.speaker),
+      ipam: ipamReads(this.ipamService.ipam),
+      ...(dataplane ? { fib: { routes: () => dataplane.routes(), stats: () => this.applyLog.stats() } } : {}),
+      readiness: {
+        startupWindowSeconds: s.readyWindowSeconds,
+        gracefulRestartInProgress: () => dataplane !== undefined && !this.dataplaneSynced,
+        checks: () => [{ name: 'peers', ok: this.peersComputed, ...(this.peersComputed ? {} : { detail: 'BGP peers not computed yet' }) }],
+      },
+      actions: { refreshPeer: (name, direction) => this.speaker.refresh(name, direction) },
+      metrics: new Registry(),
+      ...(s.apiToken !== undefined ? { token: s.apiToken } : {}),
+    })
+    this.api = await listenApi(app, { tcp: `${s.apiListen.host.includes(':') ? `[${s.apiListen.host}]` : s.apiListen.host}:${s.apiListen.port}`, socket: s.apiSocket })
+    this.log.info({ tcp: this.api.tcp, socket: this.api.socket }, 'REST API listening (TCP read-only; changes over the socket or with the token)')
+  }
+
   /** Waits until the background jobs have caught up (for tests). */
   async settled(): Promise<void> {
     await this.peersJob.idle()
@@ -176,6 +210,7 @@ export class PintoNode {
     for (const u of this.unsubscribe) u()
     this.cluster?.close()
     await this.settled().catch(() => undefined)
+    await this.api?.close()
     await this.speaker?.stop(graceful ? { graceful: true } : { message: 'pinto-node stopped' })
     await this.dataplane?.stop()
     await this.ipamService?.close()

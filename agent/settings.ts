@@ -36,6 +36,8 @@ export interface AgentSettings {
   readonly apiListen: { readonly host: string; readonly port: number }
   readonly apiToken: string | undefined
   readonly socket: string
+  /** The REST API's own unix socket: changes (admin actions) are allowed there. */
+  readonly apiSocket: string
   readonly dataplane: 'kernel' | 'none'
   readonly logLevel: 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent'
   readonly bgpPort: number
@@ -152,6 +154,7 @@ export function settingsFromEnv(env: Env): AgentSettings {
     apiListen: hostPort('PINTO_API_LISTEN', text(env, 'PINTO_API_LISTEN', '127.0.0.1:9099')),
     apiToken: env.PINTO_API_TOKEN === undefined || env.PINTO_API_TOKEN === '' ? undefined : env.PINTO_API_TOKEN,
     socket: text(env, 'PINTO_SOCKET', '/var/run/pinto/pinto.sock'),
+    apiSocket: text(env, 'PINTO_API_SOCKET', '/var/run/pinto/api.sock'),
     dataplane: choice(env, 'PINTO_DATAPLANE', 'kernel', ['kernel', 'none'] as const),
     logLevel: choice(env, 'PINTO_LOG_LEVEL', 'info', ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const),
     bgpPort: integer(env, 'PINTO_BGP_PORT', 179, 1, 65535),

@@ -1,6 +1,8 @@
 // IPv4/IPv6 address and CIDR arithmetic on bigint: parse, format (RFC 5952 for v6), mask, ordinals.
 // Pure: no I/O. Every parse error names the field it was given, so callers pass their field path.
 
+import { formatIpv6Value } from '../bgp/codec/ip.js'
+
 export type Family = 4 | 6
 
 export interface Cidr {
@@ -87,30 +89,8 @@ export function parseAddr(text: string, field = 'address'): { family: Family; va
 }
 
 export function formatAddr(family: Family, value: bigint): string {
-  if (family === 4) {
-    return [24n, 16n, 8n, 0n].map((s) => String((value >> s) & 0xffn)).join('.')
-  }
-  const g: number[] = []
-  for (let s = 112n; s >= 0n; s -= 16n) g.push(Number((value >> s) & 0xffffn))
-  // RFC 5952 §4.2: compress the longest run (first on ties) of two or more zero groups.
-  let bestAt = -1
-  let bestLen = 1
-  for (let i = 0; i < 8; ) {
-    if (g[i] !== 0) {
-      i++
-      continue
-    }
-    let j = i
-    while (j < 8 && g[j] === 0) j++
-    if (j - i > bestLen) {
-      bestAt = i
-      bestLen = j - i
-    }
-    i = j
-  }
-  const hex = (xs: number[]): string => xs.map((x) => x.toString(16)).join(':')
-  if (bestAt < 0) return hex(g)
-  return `${hex(g.slice(0, bestAt))}::${hex(g.slice(bestAt + bestLen))}`
+  if (family === 4) return [24n, 16n, 8n, 0n].map((s) => String((value >> s) & 0xffn)).join('.')
+  return formatIpv6Value(value)
 }
 
 function hostMask(family: Family, prefix: number): bigint {

@@ -63,6 +63,13 @@ export function formatIpv6(bytes: Uint8Array, offset = 0): string {
   return `${hex.slice(0, bestStart).join(':')}::${hex.slice(bestStart + bestLen).join(':')}`
 }
 
+/** RFC 5952 text of an IPv6 address held as a 128-bit bigint (the IPAM's and resources' form). */
+export function formatIpv6Value(value: bigint): string {
+  const bytes = new Uint8Array(16)
+  for (let i = 15, v = value; i >= 0; i--, v >>= 8n) bytes[i] = Number(v & 0xffn)
+  return formatIpv6(bytes)
+}
+
 /** Parses IPv6 text (with `::` and an optional dotted IPv4 tail); undefined when malformed. */
 export function parseIpv6(text: string): Uint8Array | undefined {
   if (text.length === 0 || text.length > 45) return undefined

@@ -2,6 +2,8 @@
 // containment and overlap. Pure value code over bigints; it knows nothing about pools or blocks
 // beyond prefix arithmetic (the allocator in ipam/ owns block maths).
 
+import { formatIpv6Value } from '../../bgp/codec/ip.js'
+
 export type IPVersion = 4 | 6
 
 export interface IPAddr {
@@ -107,30 +109,8 @@ export function parseCIDR(text: string, allowBareIP = false): CIDR | string {
 }
 
 export function formatIP(version: IPVersion, value: bigint): string {
-  if (version === 4) {
-    return [24n, 16n, 8n, 0n].map((s) => String((value >> s) & 0xffn)).join('.')
-  }
-  const groups: number[] = []
-  for (let s = 112n; s >= 0n; s -= 16n) groups.push(Number((value >> s) & 0xffffn))
-  // RFC 5952: compress the longest run (>= 2) of zero groups, the first one on a tie.
-  let bestStart = -1
-  let bestLen = 1
-  for (let i = 0; i < 8; ) {
-    if (groups[i] !== 0) {
-      i++
-      continue
-    }
-    let j = i
-    while (j < 8 && groups[j] === 0) j++
-    if (j - i > bestLen) {
-      bestStart = i
-      bestLen = j - i
-    }
-    i = j
-  }
-  const hex = groups.map((g) => g.toString(16))
-  if (bestStart < 0) return hex.join(':')
-  return `${hex.slice(0, bestStart).join(':')}::${hex.slice(bestStart + bestLen).join(':')}`
+  if (version === 4) return [24n, 16n, 8n, 0n].map((s) => String((value >> s) & 0xffn)).join('.')
+  return formatIpv6Value(value)
 }
 
 export function formatCIDR(c: CIDR): string {

@@ -21,7 +21,7 @@ t.test('addresses parse strictly and format canonically', async (t) => {
     ['fe80::', 'fe80::'],
     ['2001:db8:0:0:1:0:0:1', '2001:db8::1:0:0:1'],
     ['2001:0db8:0001:0000:0000:0000:0000:0000', '2001:db8:1::'],
-    ['::ffff:192.0.2.1', '::ffff:c000:201'],
+    ['::ffff:192.0.2.1', '::ffff:192.0.2.1'] /* RFC 5952 §5: IPv4-mapped keeps its dotted tail */,
     ['1:2:3:4:5:6:7:8', '1:2:3:4:5:6:7:8'],
   ]
   for (const [text, canon] of good) {

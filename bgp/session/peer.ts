@@ -35,61 +35,14 @@ import type { Negotiated } from './negotiate.js'
 import { familyOf, localOpen, type ResolvedPeerConfig } from './peer-config.js'
 import type { RibPort } from './rib-port.js'
 import type { Clock } from './clock.js'
+import { familyName, newCounters, peerStatus, type PeerCounters, type PeerStatus } from './peer-status.js'
+
+export type { PeerCounters, PeerStatus } from './peer-status.js'
 
 /** Bytes the socket may hold before we stop pulling UPDATEs (backpressure). */
 const HIGH_WATER = 256 * 1024
 /** Prefixes taken from the Adj-RIB-Out per pull. */
 const PULL = 4000
-
-export interface PeerCounters {
-  messagesIn: number
-  messagesOut: number
-  updatesIn: number
-  updatesOut: number
-  notificationsIn: number
-  notificationsOut: number
-  keepalivesIn: number
-  keepalivesOut: number
-  routeRefreshIn: number
-  routeRefreshOut: number
-  /** Times the session left Established. */
-  flaps: number
-  prefixesWithdrawnIn: number
-}
-
-export interface PeerStatus {
-  readonly name: string
-  readonly address: string
-  readonly kind: string | undefined
-  readonly state: FsmState['name']
-  /** ms since the epoch of the last state change. */
-  readonly since: number
-  readonly reason: string
-  readonly lastError: string | undefined
-  readonly peerAsn: number
-  readonly localAsn: number
-  readonly type: 'ibgp' | 'ebgp'
-  readonly routerId: string | undefined
-  readonly counters: Readonly<PeerCounters>
-  readonly prefixesReceived: number
-  readonly prefixesAccepted: number
-  readonly prefixesAdvertised: number
-  readonly negotiated:
-    | {
-        readonly holdTime: number
-        readonly keepaliveTime: number
-        readonly families: readonly string[]
-        readonly fourOctetAs: boolean
-        readonly routeRefresh: boolean
-        readonly enhancedRouteRefresh: boolean
-        readonly extendedMessage: boolean
-        readonly addPathReceive: readonly string[]
-        readonly addPathSend: readonly string[]
-        readonly gracefulRestart: boolean
-        readonly unknownCapabilities: readonly number[]
-      }
-    | undefined
-}
 
 export interface PeerDeps {
   readonly rib: RibPort
@@ -102,10 +55,6 @@ export interface PeerDeps {
   /** While true, End-of-RIB waits: the owner has not originated everything yet (RFC 4724 §4.1). */
   readonly holdEndOfRib?: () => boolean
   readonly onStateChange?: (peer: BgpPeer) => void
-}
-
-function familyName(f: number): string {
-  return f === familyKey(Afi.IPV4, Safi.UNICAST) ? 'ipv4-unicast' : f === familyKey(Afi.IPV6, Safi.UNICAST) ? 'ipv6-unicast' : `afi ${f >> 8} safi ${f & 255}`
 }
 
 export class BgpPeer {
@@ -129,20 +78,7 @@ export class BgpPeer {
   /** The peer's graceful-restart terms from the last session, while its stale routes are kept. */
   private staleFrom: RibPeer | undefined
   private maxPrefixWarned = false
-  readonly counters: PeerCounters = {
-    messagesIn: 0,
-    messagesOut: 0,
-    updatesIn: 0,
-    updatesOut: 0,
-    notificationsIn: 0,
-    notificationsOut: 0,
-    keepalivesIn: 0,
-    keepalivesOut: 0,
-    routeRefreshIn: 0,
-    routeRefreshOut: 0,
-    flaps: 0,
-    prefixesWithdrawnIn: 0,
-  }
+  readonly counters: PeerCounters = newCounters()
 
   constructor(
     private config: ResolvedPeerConfig,
@@ -338,40 +274,15 @@ export class BgpPeer {
   }
 
   status(): PeerStatus {
-    const s = this.state.session
-    const counts = this.ribPeer ? this.deps.rib.counts(this.ribPeer) : { received: 0, accepted: 0 }
-    return {
-      name: this.config.name,
-      address: this.config.address,
-      kind: this.config.kind,
-      state: this.state.name,
+    return peerStatus({
+      config: this.config,
+      state: this.state,
       since: this.since,
-      reason: this.state.reason,
       lastError: this.lastError,
-      peerAsn: this.config.peerAsn,
-      localAsn: this.config.localAsn,
-      type: this.config.peerAsn === this.config.localAsn ? 'ibgp' : 'ebgp',
-      routerId: s?.peerRouterId,
-      counters: { ...this.counters },
-      prefixesReceived: counts.received,
-      prefixesAccepted: counts.accepted,
-      prefixesAdvertised: this.adjOut?.size ?? 0,
-      negotiated: s
-        ? {
-            holdTime: s.holdTime,
-            keepaliveTime: s.keepaliveTime,
-            families: [...s.families].map(familyName),
-            fourOctetAs: s.as4,
-            routeRefresh: s.routeRefresh,
-            enhancedRouteRefresh: s.enhancedRouteRefresh,
-            extendedMessage: s.extendedMessage,
-            addPathReceive: [...s.addPathReceive].map(familyName),
-            addPathSend: [...s.addPathSend].map(familyName),
-            gracefulRestart: s.peerGracefulRestart !== undefined,
-            unknownCapabilities: s.unknownCapabilities,
-          }
-        : undefined,
-    }
+      counters: this.counters,
+      counts: this.ribPeer ? this.deps.rib.counts(this.ribPeer) : { received: 0, accepted: 0 },
+      advertised: this.adjOut?.size ?? 0,
+    })
   }
 
   // ---- FSM plumbing -------------------------------------------------------------------------

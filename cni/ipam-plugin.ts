@@ -1,6 +1,6 @@
 // The `pinto-ipam` IPAM plugin: a standard CNI IPAM result from the agent's allocation, so it also serves
-// the reference ptp or bridge. Addresses carry their block's length and Calico's 169.254.1.1 as gateway,
-// which ptp puts on its host veth; it wires nothing itself.
+// the reference ptp. Addresses carry their block's length and Calico's 169.254.1.1 as gateway, which ptp
+// puts on its host veth and routes the block through; it wires nothing itself.
 
 import { validAttachments } from './config.js'
 import { ERR_CHECK, assign, checkHeld, clientFor, collect, release, status } from './ipam-core.js'
@@ -16,8 +16,9 @@ export async function ipamCmdAdd(inv: Invocation): Promise<CniResult> {
     ...r.ipv4.map((a) => ({ address: `${a.address}/${len(a.block)}`, gateway: GATEWAY_V4 })),
     ...r.ipv6.map((a) => ({ address: `${a.address}/${len(a.block)}`, gateway: GATEWAY_V6 })),
   ]
-  const routes = [...(r.ipv4.length > 0 ? [{ dst: '0.0.0.0/0' }] : []), ...(r.ipv6.length > 0 ? [{ dst: '::/0' }] : [])]
-  return { cniVersion: inv.conf.cniVersion, ips, routes, dns: {} }
+  // No routes: a main plugin configures IPAM routes before it makes the gateway reachable (ptp does), so a
+  // default route via 169.254.1.1 would fail there; ptp itself routes the block via the gateway.
+  return { cniVersion: inv.conf.cniVersion, ips, routes: [], dns: {} }
 }
 
 export async function ipamCmdDel(inv: Invocation): Promise<void> {

@@ -2,7 +2,8 @@
 // empty pod namespaces, an IPAM service with a temp store and the 198.18.0.0/15 pools, and a runner that
 // execs the bundled plugins as real processes with CNI env and stdin. Everything goes in t.teardown.
 
-import { mkdir, symlink, writeFile } from 'node:fs/promises'
+import { chmod, copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { execa } from 'execa'
 import { openDatastore } from '../../config/datastore-open.js'
@@ -59,7 +60,8 @@ export async function createLab(t: Teardown, opts: { service?: boolean } = {}): 
   const host = await topo.addNode({ name: 'host', v4: '192.0.2.1/24' })
   // A real node has a default route; proxy ARP answers for 169.254.1.1 only when the host can route it.
   await execa('ip', ['-n', host.ns, 'route', 'add', 'default', 'via', '192.0.2.254', 'dev', 'eth0'])
-  const dir = await topo.tempDir('cni')
+  // Our own prefix, removed by our teardown below (kept out of the harness's pth- sweep of dead runs).
+  const dir = await mkdtemp(join(tmpdir(), 'pinto-cni-'))
   const storeDir = join(dir, 'store')
   const store = await openDatastore(storeDir)
   for (const p of POOLS) await store.create(resourceKey('IPPool', p.metadata.name), encodeResource(p as never))
@@ -67,8 +69,8 @@ export async function createLab(t: Teardown, opts: { service?: boolean } = {}): 
   // CNI_PATH: our bundles under their plugin names, then the reference plugins.
   const bin = join(dir, 'bin')
   await mkdir(bin)
-  await symlink(join(BUNDLE, 'pinto.cjs'), join(bin, 'pinto'))
-  await symlink(join(BUNDLE, 'pinto-ipam.cjs'), join(bin, 'pinto-ipam'))
+  // Copies, not links: another developer's build may wipe dist/ while this test runs.
+  for (const name of ['pinto', 'pinto-ipam']) await copyFile(join(BUNDLE, `${name}.cjs`), join(bin, name)).then(() => chmod(join(bin, name), 0o755))
   const socket = join(dir, 'run', 'pinto.sock')
   const mtuFile = join(dir, 'mtu')
   const pods: string[] = []
@@ -97,10 +99,11 @@ export async function createLab(t: Teardown, opts: { service?: boolean } = {}): 
     async exec(type, command, conf, att = {}, extraEnv = {}) {
       const env: Record<string, string> = {
         CNI_COMMAND: command, CNI_CONTAINERID: att.containerId ?? '', CNI_NETNS: att.netns ?? '',
-        CNI_IFNAME: att.ifname ?? 'eth0', CNI_ARGS: att.args ?? '', CNI_PATH: lab.cniPath, ...extraEnv,
+        CNI_IFNAME: att.ifname ?? 'eth0', CNI_ARGS: att.args ?? '', CNI_PATH: lab.cniPath, NODE_OPTIONS: '', ...extraEnv,
       }
       const input = typeof conf === 'string' ? conf : JSON.stringify(conf)
-      const r = await execa('ip', ['netns', 'exec', host.ns, join(bin, type)], { input, env, extendEnv: true, reject: false })
+      const file = ['pinto', 'pinto-ipam'].includes(type) ? join(bin, type) : join(REF_CNI, type)
+      const r = await execa('ip', ['netns', 'exec', host.ns, file], { input, env, extendEnv: true, reject: false })
       let json: Record<string, unknown> | undefined
       try {
         json = JSON.parse(String(r.stdout)) as Record<string, unknown>
@@ -121,6 +124,7 @@ export async function createLab(t: Teardown, opts: { service?: boolean } = {}): 
   t.teardown(async () => {
     await lab.stopService()
     for (const ns of pods) await execa('ip', ['netns', 'del', ns], { reject: false })
+    await rm(dir, { recursive: true, force: true })
   })
   await writeFile(mtuFile, '1450\n')
   if (opts.service !== false) await lab.startService()

@@ -1,0 +1,63 @@
+// Bad input and a missing agent give the spec's error JSON with the right code, a non-zero exit, and leave
+// nothing behind: no veth, no allocation. A failure after the addresses were taken rolls them back.
+
+import t, { type Test } from 'tap'
+import { type Lab, createLab, pintoConf } from './lab.js'
+
+async function nothingLeft(t: Test, lab: Lab, podNs?: string): Promise<void> {
+  t.same(await lab.links(lab.hostNs), ['lo', 'eth0'], 'no veth on the host')
+  if (podNs !== undefined) t.same(await lab.links(podNs.replace('/run/netns/', '')), ['lo'], 'nothing in the pod')
+  if (lab.service) t.same(await lab.service.allocations(''), [], 'no allocation')
+}
+
+
+t.test('spec errors', async (t) => {
+  const lab = await createLab(t)
+  const netns = await lab.pod('e')
+  const att = { containerId: 'e1', netns }
+  const conf = pintoConf(lab, '1.0.0')
+  const expect = async (name: string, run: Promise<{ code: number; json: Record<string, unknown> | undefined; stdout: string }>, code: number, msg: RegExp | string): Promise<void> => {
+    const r = await run
+    t.equal(r.code, 1, `${name}: exit 1`)
+    t.equal(r.json?.['code'], code, `${name}: code ${code} (${r.stdout.trim()})`)
+    t.match(String(r.json?.['msg']), msg, `${name}: message`)
+    t.ok(r.json && 'cniVersion' in r.json && 'details' in r.json, `${name}: {cniVersion, code, msg, details}`)
+  }
+  await expect('malformed JSON', lab.exec('pinto', 'ADD', '{"cniVersion": "1.0.0", "name": ', att), 6, 'not JSON')
+  await expect('missing CNI_NETNS', lab.exec('pinto', 'ADD', conf, { containerId: 'e1' }), 4, 'CNI_NETNS is not set')
+  await expect('missing CNI_COMMAND', lab.exec('pinto', '', conf, att), 4, 'CNI_COMMAND is not set')
+  await expect('unknown cniVersion', lab.exec('pinto', 'ADD', { ...conf, cniVersion: '9.9.9' }, att), 1, 'incompatible CNI versions')
+  await expect('missing netns', lab.exec('pinto', 'ADD', conf, { containerId: 'e1', netns: '/run/netns/pinto-no-such-ns' }), 3, '/run/netns/pinto-no-such-ns does not exist')
+  await expect('bad mtu', lab.exec('pinto', 'ADD', { ...conf, mtu: 20 }, att), 7, /^mtu: 20 is not/)
+  await expect('unknown field', lab.exec('pinto', 'ADD', { ...conf, colour: 'red' }, att), 2, 'colour: field not supported')
+  await expect('bad CNI_ARGS', lab.exec('pinto', 'ADD', conf, { ...att, args: 'K8S_POD_NAME' }), 4, 'CNI_ARGS: pair 1')
+  await expect('CHECK under 0.3.1', lab.exec('pinto', 'CHECK', { ...conf, cniVersion: '0.3.1' }, att), 1, 'does not allow CHECK')
+  await expect('pinto-ipam without ipam', lab.exec('pinto-ipam', 'ADD', { cniVersion: '1.0.0', name: 'n', type: 'ptp' }, att), 7, 'ipam: expected an object')
+  await nothingLeft(t, lab, netns)
+
+  // A failure after IPAM: CNI_IFNAME=lo already exists in the pod, so the veth cannot be made there.
+  await expect('wiring fails', lab.exec('pinto', 'ADD', conf, { ...att, ifname: 'lo' }), 5, 'wiring lo')
+  await nothingLeft(t, lab, netns)
+
+  // VERSION answers without env or netns.
+  const v = await lab.exec('pinto', 'VERSION', { cniVersion: '1.1.0' })
+  t.same(v.json, { cniVersion: '1.1.0', supportedVersions: ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'] })
+})
+
+t.test('the agent down: code 11 at once, for both plugins', async (t) => {
+  const lab = await createLab(t, { service: false })
+  const netns = await lab.pod('down')
+  const att = { containerId: 'd1', netns }
+  for (const [plugin, conf] of [['pinto', pintoConf(lab, '1.0.0')], ['pinto-ipam', { cniVersion: '1.0.0', name: 'n', type: 'ptp', ipam: { type: 'pinto-ipam', socket: lab.socket } }]] as const) {
+    const started = Date.now()
+    const r = await lab.exec(plugin, 'ADD', conf, att)
+    t.equal(r.code, 1)
+    t.equal(r.json?.['code'], 11, `${plugin}: try again later (${r.stdout.trim()} ${r.stderr.trim()} exit ${r.code})`)
+    t.match(String(r.json?.['msg']), 'pinto-node is not running')
+    t.ok(Date.now() - started < 3000, `${plugin} failed at once (${Date.now() - started} ms)`)
+  }
+  await nothingLeft(t, lab, netns)
+  // DEL while the agent is down: the addresses cannot be released, so the runtime must retry.
+  const del = await lab.exec('pinto', 'DEL', pintoConf(lab, '1.0.0'), att)
+  t.equal(del.json?.['code'], 11)
+})

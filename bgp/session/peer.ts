@@ -596,6 +596,7 @@ export class BgpPeer {
     this.eorReceived.clear()
     this.pendingEorr.clear()
     this.clearTimer('Restart')
+    const live = (): ResolvedPeerConfig => this.config
     const peer: RibPeer = {
       id: this.deps.peerId,
       name: c.name,
@@ -608,8 +609,14 @@ export class BgpPeer {
       rrClient: c.rrClient,
       nextHopMode: c.nextHopMode,
       allowLocalAs: c.allowLocalAs,
-      ...(c.importPolicy ? { importPolicy: c.importPolicy } : {}),
-      ...(c.exportPolicy ? { exportPolicy: c.exportPolicy } : {}),
+      // Read through to the live configuration: reconfigure() (a policy change from setPeers) must reach
+      // this session's imports and its Adj-RIB-Out, which the refresh in/out that follows re-runs.
+      get importPolicy() {
+        return live().importPolicy
+      },
+      get exportPolicy() {
+        return live().exportPolicy
+      },
       families: session.families,
       addPathSend: session.addPathSend,
     }

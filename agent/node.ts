@@ -362,6 +362,9 @@ export class PintoNode {
       }
     }
     const summary = this.speaker.setPeers(configs)
+    // A removed peer's stale routes are swept from the RIB without a flush (BgpPeer.stop), so neither
+    // felix nor the other peers would hear of it; flushing here hands the withdrawals out.
+    if (summary.removed.length + summary.reset.length > 0) this.speaker.rib.flush()
     this.peersComputed = true
     if (summary.added.length + summary.removed.length + summary.reset.length + summary.updated.length > 0) {
       this.log.info(summary, 'BGP peers updated')

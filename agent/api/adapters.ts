@@ -10,7 +10,15 @@ import type { AdvertisedRoute, BgpReads, FibStats, IpamReads } from './deps.js'
 
 export function speakerReads(speaker: BgpSpeaker): BgpReads {
   const rib = speaker.rib
+  let version = 0
+  // For the lifetime of the speaker: the agent reads its RIB until it stops.
+  speaker.onLocRibChange(() => {
+    version++
+  })
   return {
+    get locRibVersion() {
+      return version
+    },
     get asn() {
       return speaker.asn
     },
@@ -21,7 +29,10 @@ export function speakerReads(speaker: BgpSpeaker): BgpReads {
       return rib.size
     },
     peerStatus: () => speaker.peerStatus(),
-    locRib: () => rib.locRib(),
+    *locRibPrefixes() {
+      for (const dest of rib.destinations()) yield dest.prefix
+    },
+    best: (prefix) => rib.best(prefix),
     adjRibIn(name) {
       if (speaker.peer(name) === undefined) return undefined
       const rp = speaker.ribPeer(name)

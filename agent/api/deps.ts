@@ -28,8 +28,15 @@ export interface BgpReads {
   readonly routerId: string
   /** Every configured peer, Established or not. */
   peerStatus(): readonly PeerStatus[]
-  /** The Loc-RIB: each prefix with its best path (iteration order is not specified). */
-  locRib(): Iterable<readonly [Prefix, BestPath]>
+  /**
+   * The Loc-RIB's prefixes (iteration order is not specified). Prefixes, not rows, because every
+   * /v1/routes page scans them all and must allocate nothing per route; best() fills in the page.
+   */
+  locRibPrefixes(): Iterable<Prefix>
+  /** Grows whenever the Loc-RIB's best paths change; /v1/routes keeps a sorted copy while it stands still. */
+  readonly locRibVersion: number
+  /** The best path of a Loc-RIB prefix, with why it won; undefined once the prefix has gone. */
+  best(prefix: Prefix): BestPath | undefined
   /** Destinations in the Loc-RIB, for counts without a walk. */
   readonly locRibSize: number
   /** A peer's accepted paths; undefined when no peer has that name or its session is not up. */

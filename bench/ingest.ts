@@ -1,0 +1,110 @@
+// bench/ingest: one sender (bench/bgp-sender, pre-encoded UPDATEs) hands N IPv4 /32s over iBGP to pinto
+// (the runner, its own process) and then, in the same run, to BIRD 2, each in its own namespace. Prints
+// per receiver the seconds from Established to the full table, peak RSS (VmHWM) and bytes per prefix.
+// Usage: node dist/bench/ingest.js [N ...]   (default 100000 1000000)
+
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { Topology, type NetNode } from '../test/harness/netns.js'
+import { startBird } from '../test/harness/bird.js'
+import { waitFor } from '../test/harness/wait.js'
+import { Pinto } from '../test/interop/pinto.js'
+
+const SENDER = join(fileURLToPath(new URL('.', import.meta.url)), 'bgp-sender.js')
+const AS = 65000
+
+interface Result {
+  readonly seconds: number
+  readonly hwmKb: number
+  readonly baseKb: number
+}
+
+function procKb(pid: number, key: string): number {
+  const m = new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
+  if (m === null) throw new Error(`/proc/${pid}/status: no ${key}`)
+  return Number(m[1])
+}
+
+/** Starts the sender toward `peer`; resolves with the ms timestamp at which it went Established. */
+async function send(topo: Topology, from: NetNode, peer: string, n: number): Promise<{ established: number; stop: () => void }> {
+  // /32s inside 198.18.0.0/15 while they fit, else from 10.64.0.0/10 (routes that never leave the namespace).
+  const base = n <= 131072 ? '198.18.0.0' : '10.64.0.0'
+  const child = topo.spawn(from.ns, process.execPath, [SENDER, JSON.stringify({ peer, local: from.v4, asn: AS, count: n, base })], { stdout: 'pipe', buffer: false })
+  let established: number | undefined
+  let failed: string | undefined
+  let buf = ''
+  child.stdout?.on('data', (d: Buffer) => {
+    buf += d.toString()
+    for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
+      const ev = JSON.parse(buf.slice(0, nl)) as { event: string; at?: number }
+      buf = buf.slice(nl + 1)
+      if (ev.event === 'established') established = ev.at
+      if (ev.event === 'notification' || ev.event === 'error') failed = JSON.stringify(ev)
+    }
+  })
+  const at = await waitFor(() => {
+    if (failed !== undefined) throw new Error(`sender: ${failed}`)
+    return established
+  }, { timeoutMs: 120_000, what: `sender Established with ${peer}` })
+  return { established: at, stop: () => void child.kill('SIGTERM') }
+}
+
+async function pintoRun(topo: Topology, np: NetNode, ns: NetNode, n: number): Promise<Result> {
+  const pinto = await Pinto.start(topo, np, {
+    speaker: { asn: AS, routerId: np.v4!, listen: { port: 179, hosts: [np.v4!] } },
+    peers: [{ name: 'sender', address: ns.v4!, localAddress: np.v4!, peerAsn: AS, passive: true, holdTime: 240, families: ['ipv4'] }],
+    logLevel: 'warn',
+  })
+  const baseKb = Number((await pinto.cmd('memory'))['vmRssKb'])
+  const full = pinto.cmd('wait-loc-rib', { count: n, timeoutMs: 300_000 }, 310_000)
+  const s = await send(topo, ns, np.v4!, n)
+  const done = await full
+  const hwmKb = Number((await pinto.cmd('memory'))['vmHwmKb'])
+  s.stop()
+  await pinto.stop()
+  return { seconds: (Number(done['at']) - s.established) / 1000, hwmKb, baseKb }
+}
+
+async function birdRun(topo: Topology, nb: NetNode, ns: NetNode, n: number): Promise<Result> {
+  const bird = await startBird(topo, nb, {
+    routerId: nb.v4!,
+    as: AS,
+    holdTime: 240,
+    neighbors: [{ name: 'sender', address: ns.v4!, as: AS, families: ['ipv4'], passive: true }],
+  })
+  const baseKb = procKb(bird.pid, 'VmRSS')
+  const s = await send(topo, ns, nb.v4!, n)
+  const at = await waitFor(async () => {
+    const m = /(\d+) imported/.exec(await bird.birdc('show', 'protocols', 'all', 'sender'))
+    return Number(m?.[1] ?? 0) >= n ? Date.now() : undefined
+  }, { timeoutMs: 300_000, intervalMs: 10, what: `BIRD importing ${n} routes` })
+  const hwmKb = procKb(bird.pid, 'VmHWM')
+  s.stop()
+  await bird.stop()
+  return { seconds: (at - s.established) / 1000, hwmKb, baseKb }
+}
+
+function line(name: string, n: number, r: Result): string {
+  const perPrefix = ((r.hwmKb - r.baseKb) * 1024) / n
+  return `  ${name.padEnd(6)} ${r.seconds.toFixed(2).padStart(7)} s   VmHWM ${(r.hwmKb / 1024).toFixed(1).padStart(7)} MB   (HWM - RSS before) / N = ${perPrefix.toFixed(0).padStart(4)} B/prefix   HWM / N = ${((r.hwmKb * 1024) / n).toFixed(0)} B/prefix`
+}
+
+const sizes = process.argv.slice(2).map(Number)
+for (const n of sizes.length > 0 ? sizes : [100_000, 1_000_000]) {
+  const topo = await Topology.create()
+  try {
+    const ns = await topo.addNode({ name: 'sender', v4: '192.0.2.2/24' })
+    const np = await topo.addNode({ name: 'pinto', v4: '192.0.2.1/24' })
+    const nb = await topo.addNode({ name: 'bird', v4: '192.0.2.3/24' })
+    const p = await pintoRun(topo, np, ns, n)
+    const b = await birdRun(topo, nb, ns, n)
+    console.log(`ingest ${n} IPv4 /32s over iBGP, Established -> all in the receiver's table:`)
+    console.log(line('pinto', n, p))
+    console.log(line('BIRD', n, b))
+    const perP = ((p.hwmKb - p.baseKb) * 1024) / n
+    console.log(`  ratio pinto/BIRD time ${(p.seconds / b.seconds).toFixed(2)}x (target <= 1.5x); pinto ${perP.toFixed(0)} B/prefix (target <= 250)`)
+  } finally {
+    await topo.destroy()
+  }
+}

@@ -1,7 +1,6 @@
 // The one process port of the plugins: run a program with optional stdin and collect its output.
 // node:child_process only (execa costs tens of milliseconds to import, and the plugins start once per pod).
 
-import { spawn } from 'node:child_process'
 
 export interface RunResult {
   readonly code: number
@@ -11,8 +10,10 @@ export interface RunResult {
 
 export type Runner = (cmd: string, args: readonly string[], opts?: { input?: string; env?: NodeJS.ProcessEnv }) => Promise<RunResult>
 
-export const run: Runner = (cmd, args, opts = {}) =>
-  new Promise((resolve, reject) => {
+export const run: Runner = async (cmd, args, opts = {}) => {
+  // Loaded on first use, like node:http in the IPAM client: a failing or VERSION call starts faster.
+  const { spawn } = await import('node:child_process')
+  return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, { stdio: ['pipe', 'pipe', 'pipe'], env: opts.env ?? process.env })
     const out: Buffer[] = []
     const err: Buffer[] = []
@@ -26,3 +27,4 @@ export const run: Runner = (cmd, args, opts = {}) =>
     child.stdin.on('error', () => undefined)
     child.stdin.end(opts.input ?? '')
   })
+}

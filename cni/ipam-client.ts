@@ -1,7 +1,6 @@
 // The plugins' side of the agent's IPAM service: JSON over HTTP on the agent's unix socket (node:http only,
 // so the bundled plugins stay small). It maps transport failures to CNI errors; it decides nothing else.
 
-import { request } from 'node:http'
 import { CniError, ERR } from './spec.js'
 
 export interface ServiceAddress {
@@ -62,8 +61,10 @@ export class IpamClient {
     return this.call('GET', '/v1/status') as Promise<StatusReply>
   }
 
-  private call(method: string, path: string, body?: unknown): Promise<unknown> {
+  private async call(method: string, path: string, body?: unknown): Promise<unknown> {
     const payload = body === undefined ? undefined : JSON.stringify(body)
+    // Loaded on first use: node:http pulls in net and streams, which VERSION and errors never need.
+    const { request } = await import('node:http')
     return new Promise((resolve, reject) => {
       const req = request({ socketPath: this.socket, method, path, headers: payload ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } : {} }, (res) => {
         const chunks: Buffer[] = []

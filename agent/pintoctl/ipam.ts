@@ -4,13 +4,12 @@
 import { readFileSync, writeFileSync } from 'node:fs'
 import type { Datastore } from '../../config/datastore.js'
 import { DEFAULT_DATASTORE, openDatastore } from '../../config/datastore-open.js'
-import { decodeResource, poolBlockSize, resourceKindPrefix } from '../../config/resources/index.js'
 import { cidrContains, cidrSize, formatCidr, parseAddr } from '../../ipam/addr.js'
 import { type AllocationBlock, affinityNode, blockCidr, blockInUse, ordinalAddress } from '../../ipam/block.js'
 import { checkIpam, describeProblem, repairIpam } from '../../ipam/check.js'
 import { Ipam } from '../../ipam/ipam.js'
-import type { PoolSpec } from '../../ipam/pools.js'
 import { BLOCKS_PREFIX, decodeBlock } from '../../ipam/records.js'
+import { loadPoolSpecs } from '../ipam-service-pools.js'
 
 const USAGE = `usage:
   pintoctl ipam show [--show-blocks] [--show-borrowed] [--ip=<IP>]
@@ -32,7 +31,7 @@ export function renderTable(headings: readonly string[], rows: readonly (readonl
 }
 
 /** Flags as `--name=value`, `--name value` or bare `--name`; everything else is positional. */
-function parseFlags(args: readonly string[], valued: readonly string[]): { flags: Map<string, string>; rest: string[] } {
+export function parseFlags(args: readonly string[], valued: readonly string[]): { flags: Map<string, string>; rest: string[] } {
   const flags = new Map<string, string>()
   const rest: string[] = []
   for (let i = 0; i < args.length; i++) {
@@ -51,19 +50,6 @@ function parseFlags(args: readonly string[], valued: readonly string[]): { flags
     } else flags.set(name, '')
   }
   return { flags, rest }
-}
-
-async function loadPools(store: Datastore): Promise<PoolSpec[]> {
-  const { items } = await store.list(resourceKindPrefix('IPPool'))
-  return items.map((kv) => {
-    const p = decodeResource(kv.value, kv.key, 'IPPool')
-    return {
-      name: p.metadata.name, cidr: p.spec.cidr, blockSize: poolBlockSize(p),
-      ...(p.spec.disabled !== undefined ? { disabled: p.spec.disabled } : {}),
-      ...(p.spec.nodeSelector !== undefined ? { nodeSelector: p.spec.nodeSelector } : {}),
-      ...(p.spec.allowedUses !== undefined ? { allowedUses: p.spec.allowedUses } : {}),
-    }
-  })
 }
 
 const pct = (n: bigint, total: bigint): string => `${n} (${total === 0n ? 0 : Number((n * 100n) / total)}%)`
@@ -161,7 +147,7 @@ export async function ipamCommand(args: readonly string[]): Promise<number> {
   let store: Datastore | undefined
   try {
     store = await openDatastore(process.env['PINTO_DATASTORE'] ?? DEFAULT_DATASTORE)
-    const ipam = new Ipam(store, { pools: await loadPools(store) })
+    const ipam = new Ipam(store, { pools: await loadPoolSpecs(store) })
     if (sub === 'check') return await check(ipam, flags, out)
     if (sub === 'release') {
       const ip = flags.get('--ip')

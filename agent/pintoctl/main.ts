@@ -6,6 +6,11 @@ export type Command = (args: readonly string[]) => Promise<number>
 const commands: Record<string, () => Promise<Command>> = {
   bgp: async () => (await import('./bgp.js')).bgpCommand,
   ipam: async () => (await import('./ipam.js')).ipamCommand,
+  node: async () => (await import('./node.js')).nodeCommand,
+  routes: async () => (await import('./routes.js')).routesCommand,
+  apply: async () => (await import('./resources.js')).applyCommand,
+  get: async () => (await import('./resources.js')).getCommand,
+  delete: async () => (await import('./resources.js')).deleteCommand,
   demo: async () => (await import('./demo.js')).demoCommand,
 }
 
@@ -14,7 +19,16 @@ const USAGE = `usage: pintoctl <command> [args]
 commands:
   bgp decode [FILE|-] [--hex]   decode a stream of BGP messages to JSON, one object per line
   ipam show|check|release       IPAM usage tables, leak check (and --repair), release an address
+  node status                   the agent's BGP sessions, like calicoctl node status (--api URL|unix:/path.sock)
+  routes [--table T] [--peer P] [--prefix CIDR] [-o json]
+                                a route table of the agent: loc-rib (default), adj-rib-in, adj-rib-out, fib
+  apply -f FILE|-               create or replace projectcalico.org/v3 resources in PINTO_DATASTORE
+  get KIND [NAME] [-o yaml|json|wide]
+                                list or show resources
+  delete KIND NAME | -f FILE|-  delete resources
   demo [--nodes N] [--check]... a local cluster of network namespaces (sudo); --help for its options
+
+node status and routes read the agent at --api URL, else PINTO_API, else http://127.0.0.1:9099.
 `
 
 export async function main(argv: readonly string[]): Promise<number> {

@@ -29,6 +29,8 @@ export interface ClusterSpec {
   readonly encap?: Encap
   readonly topology?: DemoTopology
   readonly tor?: boolean
+  /** What the top-of-rack originates (default 203.0.113.0/24); the idle bench gives it many prefixes. */
+  readonly torPrefixes?: readonly string[]
   /** Extra environment for every agent (e.g. PINTO_LOG_LEVEL). */
   readonly env?: Readonly<Record<string, string>>
   /** Progress lines for a person; silent when absent. */
@@ -153,7 +155,7 @@ export class DemoCluster {
     await this.writeResources(this.initialResources())
     if (spec.tor === true) {
       const ns = await this.netns.host('tor', `${TOR_ADDRESS}/24`)
-      this.tor = await startTor(ns, join(this.dir, 'tor'), this.nodes.map((n) => ({ name: n.name, address: n.address, as: CLUSTER_AS })))
+      this.tor = await startTor(ns, join(this.dir, 'tor'), this.nodes.map((n) => ({ name: n.name, address: n.address, as: CLUSTER_AS })), spec.torPrefixes)
       this.say(`BIRD top-of-rack router at ${TOR_ADDRESS} (AS ${TOR_AS}), originating 203.0.113.0/24`)
     }
     for (const n of this.nodes) await this.startAgent(n)

@@ -28,12 +28,12 @@ export interface Tor {
 }
 
 /** bird.conf. Pure. Exports only its own static route, so nodes never see each other's blocks through it. */
-export function renderTorConfig(dir: string, neighbors: readonly TorNeighbor[]): string {
+export function renderTorConfig(dir: string, neighbors: readonly TorNeighbor[], originate: readonly string[] = [TOR_PREFIX]): string {
   const lines = [
     `log "${join(dir, 'bird.log')}" all;`,
     `router id ${TOR_ADDRESS};`,
     'protocol device { scan time 10; }',
-    `protocol static originate { ipv4; route ${TOR_PREFIX} blackhole; }`,
+    `protocol static torstatic { ipv4; ${originate.map((p) => `route ${p} blackhole;`).join(' ')} }`,
     'template bgp node {',
     `  local ${TOR_ADDRESS} as ${TOR_AS};`,
     '  connect delay time 1;',
@@ -45,12 +45,12 @@ export function renderTorConfig(dir: string, neighbors: readonly TorNeighbor[]):
   return lines.join('\n') + '\n'
 }
 
-export async function startTor(ns: string, dir: string, neighbors: readonly TorNeighbor[]): Promise<Tor> {
+export async function startTor(ns: string, dir: string, neighbors: readonly TorNeighbor[], originate?: readonly string[]): Promise<Tor> {
   await mkdir(dir, { recursive: true })
   const conf = join(dir, 'bird.conf')
   const socket = join(dir, 'bird.ctl')
   const pidFile = join(dir, 'bird.pid')
-  await writeFile(conf, renderTorConfig(dir, neighbors))
+  await writeFile(conf, renderTorConfig(dir, neighbors, originate))
   const start = await execa('ip', ['netns', 'exec', ns, 'bird', '-c', conf, '-s', socket, '-P', pidFile], { reject: false })
   if (start.exitCode !== 0) throw new Error(`BIRD did not start: ${String(start.stderr).trim()}`)
   const birdc = async (...args: string[]): Promise<string> => String((await execa('birdc', ['-s', socket, ...args])).stdout)
@@ -84,7 +84,7 @@ export async function startTor(ns: string, dir: string, neighbors: readonly TorN
         const m = /^(\d+\.\d+\.\d+\.\d+\/\d+)?\s+\w+ \[(\S+)/.exec(line)
         if (m === null) continue
         if (m[1] !== undefined) prefix = m[1]
-        if (m[2] !== 'originate' && !out.includes(prefix)) out.push(prefix)
+        if (m[2] !== 'torstatic' && !out.includes(prefix)) out.push(prefix)
       }
       return out.sort()
     },

@@ -1,0 +1,79 @@
+// An idle pinto-node holding 1k routes: a BIRD top-of-rack originates 1000 prefixes to it over eBGP, felix
+// installs them, then the agent sits idle for 60 s. Prints its RSS (VmRSS) and CPU% (utime+stime over the
+// window, from /proc/PID/stat) beside the targets RSS < 100 MB and CPU < 1%.
+// Run (root): npx tsc -p . && node scripts/bundle.js && node dist/bench/idle.js [--routes 1000] [--seconds 60]
+
+import { readFileSync } from 'node:fs'
+import { execa } from 'execa'
+import { DemoCluster } from '../agent/demo/cluster.js'
+import { table } from '../agent/demo/tables.js'
+
+const arg = (name: string, fallback: number): number => {
+  const i = process.argv.indexOf(name)
+  return i > 0 ? Number(process.argv[i + 1]) : fallback
+}
+const ROUTES = arg('--routes', 1000)
+const SECONDS = arg('--seconds', 60)
+const TARGET_RSS_MB = 100
+const TARGET_CPU_PCT = 1
+
+/** ROUTES /28s from 198.19.0.0/16 (benchmarking range), as BIRD static routes. */
+function prefixes(n: number): string[] {
+  if (n > 4096) throw new Error('--routes: at most 4096 (/28s of 198.19.0.0/16)')
+  return Array.from({ length: n }, (_, i) => `198.19.${i >> 4}.${(i & 15) << 4}/28`)
+}
+
+function cpuTicks(pid: number): number {
+  // Fields after the command name (which may hold spaces): utime and stime are fields 14 and 15.
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  return Number(f[11]) + Number(f[12])
+}
+
+function rssKb(pid: number, field = 'VmRSS'): number {
+  const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
+  return Number(m?.[1] ?? NaN)
+}
+
+async function main(): Promise<void> {
+  const cluster = DemoCluster.prepare({ nodes: 1, tor: true, torPrefixes: prefixes(ROUTES), env: { PINTO_LOG_LEVEL: 'warn' } })
+  const stop = (): void => void cluster.destroy({ hurry: true })
+  process.once('SIGINT', stop)
+  try {
+    await cluster.start()
+    const node = cluster.nodes[0]!
+    const pid = cluster.agentPid(node)!
+    const count = async (): Promise<number> => String((await execa('ip', ['-n', node.ns, 'route', 'show', 'proto', '87'])).stdout).split('\n').filter((l) => l.includes('via')).length
+    const t0 = Date.now()
+    while ((await count()) < ROUTES) {
+      if (Date.now() - t0 > 60_000) throw new Error(`only ${await count()} of ${ROUTES} routes after 60 s`)
+      await new Promise((r) => setTimeout(r, 200))
+    }
+    process.stdout.write(`pinto-node (pid ${pid}) has ${await count()} routes in its kernel from BIRD after ${((Date.now() - t0) / 1000).toFixed(1)} s; idle for ${SECONDS} s\n`)
+    const hz = Number(String((await execa('getconf', ['CLK_TCK'])).stdout)) || 100
+    const ticks0 = cpuTicks(pid)
+    const start = process.hrtime.bigint()
+    let peak = 0
+    const end = Date.now() + SECONDS * 1000
+    while (Date.now() < end) {
+      peak = Math.max(peak, rssKb(pid))
+      await new Promise((r) => setTimeout(r, 1000))
+    }
+    const elapsed = Number(process.hrtime.bigint() - start) / 1e9
+    const cpu = ((cpuTicks(pid) - ticks0) / hz / elapsed) * 100
+    const rss = rssKb(pid) / 1024
+    process.stdout.write(
+      table(['measure', 'value', 'target', ''], [
+        ['RSS (VmRSS, at the end)', `${rss.toFixed(1)} MB`, `< ${TARGET_RSS_MB} MB`, rss < TARGET_RSS_MB ? 'met' : 'MISSED'],
+        ['RSS peak during the window', `${(peak / 1024).toFixed(1)} MB`, '', ''],
+        [`CPU over ${elapsed.toFixed(0)} s (utime+stime)`, `${cpu.toFixed(2)} %`, `< ${TARGET_CPU_PCT} %`, cpu < TARGET_CPU_PCT ? 'met' : 'MISSED'],
+        ['routes held (kernel, proto 87)', String(await count()), `${ROUTES}`, ''],
+      ]),
+    )
+  } finally {
+    await cluster.destroy()
+    process.off('SIGINT', stop)
+  }
+}
+
+await main()

@@ -31,7 +31,8 @@ function pathJson(p: Path): Record<string, unknown> {
 const file = process.argv[2]
 if (file === undefined) {
   process.stderr.write('usage: pinto-runner CONFIG.json\n')
-  process.exit(2)
+  // `tap dist/test/interop/` also runs this file with no argument: that is not a failure.
+  process.exit(process.env['TAP'] === '1' ? 0 : 2)
 }
 const config = JSON.parse(readFileSync(file, 'utf8')) as RunnerConfig
 checkConfig(config)

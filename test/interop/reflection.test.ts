@@ -57,7 +57,8 @@ t.test('pinto as reflector for BIRD and FRR; pinto as client of a BIRD reflector
   })
   const pc = await Pinto.start(topo, nc, {
     speaker: { asn: AS, routerId: nc.v4!, listen: { port: 179, hosts: [nc.v4!] } },
-    peers: [peerTo('brr', nbr, nc, AS, { families: ['ipv4'], passive: true })],
+    // Active: the BIRD reflector may have tried (and backed off for 120 s) before this runner listened.
+    peers: [peerTo('brr', nbr, nc, AS, { families: ['ipv4'] })],
     originate: [{ prefix: '198.18.6.0/24', communities: ['65000:6'] }],
   })
 

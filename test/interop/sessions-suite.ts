@@ -59,19 +59,8 @@ export async function sessionSuite(t: Test, kind: DaemonKind): Promise<void> {
   const nd = await topo.addNode({ name: kind, v4: '192.0.2.1/24', v6: '2001:db8::1/64' })
   const na = await topo.addNode({ name: 'pa', v4: '192.0.2.10/24', v6: '2001:db8::10/64' })
   const np = await topo.addNode({ name: 'pp', v4: '192.0.2.11/24', v6: '2001:db8::11/64' })
-  const daemon = await starter(kind, true)(topo, nd, {
-    routerId: '192.0.2.1',
-    as: DAEMON_AS,
-    holdTime: 9,
-    neighbors: [
-      { name: 'pa', address: na.v4!, as: PINTO_AS, families: ['ipv4', 'ipv6'], passive: true },
-      { name: 'pp', address: np.v4!, as: DAEMON_AS, families: ['ipv4', 'ipv6'] },
-    ],
-    originate: [
-      { prefix: '198.18.1.0/24', communities: ['65001:10'], largeCommunities: ['65001:1:1'], med: 11, localPref: 200 },
-      { prefix: '2001:db8:1::/48', communities: ['65001:20'], largeCommunities: ['65001:2:2'], med: 21 },
-    ],
-  })
+  // The runners first: a daemon whose first connect meets no listener waits its connect-retry time
+  // (120 s for FRR and BIRD) before the next; pinto retries every second.
   const pa = await Pinto.start(topo, na, {
     speaker: { asn: PINTO_AS, routerId: na.v4!, listen: { port: 179, hosts: [na.v4!] } },
     peers: [peerTo(kind, nd, na, DAEMON_AS, { importPolicy: 'accept-all', exportPolicy: 'accept-all' })],
@@ -89,6 +78,19 @@ export async function sessionSuite(t: Test, kind: DaemonKind): Promise<void> {
     ],
   })
 
+  const daemon = await starter(kind, true)(topo, nd, {
+    routerId: '192.0.2.1',
+    as: DAEMON_AS,
+    holdTime: 9,
+    neighbors: [
+      { name: 'pa', address: na.v4!, as: PINTO_AS, families: ['ipv4', 'ipv6'], passive: true },
+      { name: 'pp', address: np.v4!, as: DAEMON_AS, families: ['ipv4', 'ipv6'] },
+    ],
+    originate: [
+      { prefix: '198.18.1.0/24', communities: ['65001:10'], largeCommunities: ['65001:1:1'], med: 11, localPref: 200 },
+      { prefix: '2001:db8:1::/48', communities: ['65001:20'], largeCommunities: ['65001:2:2'], med: 21 },
+    ],
+  })
   const deadline = Date.now() + 20000
   await t.test('sessions reach Established, pinto active (eBGP) and passive (iBGP)', async (t) => {
     const a = await pa.waitEstablished(kind, deadline)

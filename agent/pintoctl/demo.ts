@@ -129,7 +129,7 @@ export async function demoCommand(args: readonly string[]): Promise<number> {
     return code
   } catch (e) {
     if (cluster.closing && interrupts > 0) return 130
-    err(`pintoctl demo: ${e instanceof DemoError ? e.message : (e as Error).stack ?? String(e)}\n`)
+    err(`pintoctl demo: ${e instanceof DemoError || process.env['PINTO_DEBUG'] === undefined ? (e as Error).message : (e as Error).stack ?? String(e)}\n`)
     return 1
   } finally {
     await cluster.destroy()

@@ -15,6 +15,7 @@ import { encodeResource, resourceKey, type Resource } from '../../config/resourc
 import { isAlive, killQuietly, Namespaces, nsExec, sweepStale, TEMP_PREFIX, ip } from './netns.js'
 import type { DemoTopology, Encap } from './options.js'
 import { startTor, TOR_ADDRESS, TOR_AS, type Tor } from './tor.js'
+import { AGENT_NODE_FLAGS } from '../node-flags.js'
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..')
 export const NODE_BIN = join(ROOT, 'bin', 'pinto-node.js')
@@ -258,7 +259,7 @@ export class DemoCluster {
     const fd = openSync(n.log, 'a')
     try {
       // `ip netns exec` execs the program, so the child's pid is pinto-node's own.
-      n.agent = spawn('ip', ['netns', 'exec', n.ns, process.execPath, NODE_BIN], { env: { ...process.env, ...this.agentEnv(n) }, stdio: ['ignore', fd, fd] })
+      n.agent = spawn('ip', ['netns', 'exec', n.ns, process.execPath, ...AGENT_NODE_FLAGS, NODE_BIN], { env: { ...process.env, ...this.agentEnv(n) }, stdio: ['ignore', fd, fd] })
     } finally {
       closeSync(fd)
     }

@@ -81,6 +81,8 @@ export class Rib implements RibView {
   private readonly multipath: boolean
   private readonly listeners = new Set<(changes: readonly LocRibChange[]) => void>()
   private readonly outs = new Map<number, PeerRibOut>()
+  /** The same Adj-RIB-Outs as an array: flush() walks it once per changed prefix. */
+  private outList: PeerRibOut[] = []
   private readonly counters = new Map<number, Counters>()
   private readonly interfaces = new WeakMap<Path, string>()
   // Destinations touched since the last flush, with their best path as of that flush.
@@ -252,7 +254,8 @@ export class Rib implements RibView {
       const previous = prevBest[i]
       if (dest.best === previous && sameMultipath(dest.multipath, prevMulti[i])) continue
       changes?.push({ prefix: dest.prefix, best: this.bestOf(dest), previous })
-      for (const out of this.outs.values()) out.offer(dest)
+      const outs = this.outList
+      for (let k = 0; k < outs.length; k++) outs[k]!.offer(dest)
     }
     if (changes !== undefined && changes.length > 0) for (const l of this.listeners) l(changes)
   }
@@ -357,6 +360,7 @@ export class Rib implements RibView {
     this.outs.get(peer.id)?.clear()
     const out = new PeerRibOut(peer, this)
     this.outs.set(peer.id, out)
+    this.outList = [...this.outs.values()]
     for (const dest of this.table.values()) out.offer(this.settle(dest))
     return out
   }
@@ -364,6 +368,7 @@ export class Rib implements RibView {
   detachPeer(peer: RibPeer): void {
     this.outs.get(peer.id)?.clear()
     this.outs.delete(peer.id)
+    this.outList = [...this.outs.values()]
   }
 
   live(dest: Destination): Destination | undefined {

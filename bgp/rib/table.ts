@@ -5,6 +5,7 @@
 
 import type { Prefix } from '../codec/nlri.js'
 import type { Path } from './types.js'
+import { NumberMap } from './number-map.js'
 
 /** Set in Destination.bits while the destination waits for flush(). */
 export const DIRTY = 1 << 8
@@ -81,11 +82,10 @@ function v6Key(p: Prefix & { afi: 2 }): string {
 
 /** The key of an IPv4 network inside its length's map: the network bits, right-aligned. */
 const v4Key = (addr: number, len: number): number => (len === 0 ? 0 : addr >>> (32 - len))
-const v4Slot = (addr: number, len: number): number => len * 256 + (addr >>> 24)
 
 export class PrefixTable {
-  /** Indexed by length * 256 + first octet. */
-  private readonly v4: (Map<number, Destination> | undefined)[] = new Array(33 * 256).fill(undefined)
+  /** One open-addressing map per prefix length, keyed by the network bits. */
+  private readonly v4: (NumberMap<Destination> | undefined)[] = new Array(33).fill(undefined)
   private readonly v6 = new Map<string, Destination>()
   private count = 0
 
@@ -94,23 +94,18 @@ export class PrefixTable {
   }
 
   get(p: Prefix): Destination | undefined {
-    if (p.afi === 1) return this.v4[v4Slot(p.addr, p.len)]?.get(v4Key(p.addr, p.len))
+    if (p.afi === 1) return this.v4[p.len]?.get(v4Key(p.addr, p.len))
     return this.v6.get(v6Key(p))
   }
 
   /** The destination for `p`, created when missing; `p` becomes its prefix when its path id is 0. */
   obtain(p: Prefix): Destination {
     if (p.afi === 1) {
-      const slot = v4Slot(p.addr, p.len)
-      let m = this.v4[slot]
-      if (m === undefined) this.v4[slot] = m = new Map()
-      const k = v4Key(p.addr, p.len)
-      let d = m.get(k)
-      if (d === undefined) {
-        d = new Destination(p.pathId === 0 ? p : { afi: 1, len: p.len, addr: p.addr, pathId: 0 })
-        m.set(k, d)
-        this.count++
-      }
+      let m = this.v4[p.len]
+      if (m === undefined) this.v4[p.len] = m = new NumberMap()
+      const before = m.size
+      const d = m.obtain(v4Key(p.addr, p.len), () => new Destination(p.pathId === 0 ? p : { afi: 1, len: p.len, addr: p.addr, pathId: 0 }))
+      this.count += m.size - before
       return d
     }
     const k = v6Key(p)
@@ -127,7 +122,7 @@ export class PrefixTable {
   delete(d: Destination): void {
     const p = d.prefix
     if (p.afi === 1) {
-      const m = this.v4[v4Slot(p.addr, p.len)]
+      const m = this.v4[p.len]
       const k = v4Key(p.addr, p.len)
       if (m?.get(k) === d) {
         m.delete(k)

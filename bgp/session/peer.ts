@@ -154,6 +154,7 @@ export class BgpPeer {
     for (const name of [...this.timers.keys()]) this.clearTimer(name)
     if (this.staleFrom) {
       this.deps.rib.sweepStale(this.staleFrom)
+      this.deps.rib.flush()
       this.staleFrom = undefined
     }
   }
@@ -632,6 +633,7 @@ export class BgpPeer {
         this.timers.delete('Restart')
         this.deps.log.warn('no End-of-RIB in time after the restart: dropping stale routes')
         this.deps.rib.sweepStale(stale)
+        this.deps.rib.flush()
         if (this.staleFrom === stale) this.staleFrom = undefined
       }, Math.max(120, gr?.restartTime ?? 0) * 1000))
     }
@@ -681,6 +683,7 @@ export class BgpPeer {
         this.timers.delete('Restart')
         this.deps.log.warn('peer did not come back within its restart time: dropping its stale routes')
         this.deps.rib.sweepStale(peer)
+        this.deps.rib.flush()
         if (this.staleFrom === peer) this.staleFrom = undefined
       }, gr!.restartTime * 1000))
     }

@@ -10,6 +10,7 @@ import { isAlive } from '../harness/pid.js'
 import { remaining, waitFor } from '../harness/wait.js'
 import type { PeerStatus } from '../../bgp/session/peer.js'
 import type { RunnerConfig } from './runner-config.js'
+import { AGENT_NODE_FLAGS } from '../../agent/node-flags.js'
 
 const RUNNER = join(fileURLToPath(new URL('.', import.meta.url)), 'pinto-runner.js')
 
@@ -65,7 +66,7 @@ export class Pinto {
   private async launch(nodeArgs: readonly string[]): Promise<void> {
     const file = join(this.dir, 'config.json')
     await writeFile(file, JSON.stringify({ log: this.log, ...this.config }, null, 1))
-    const child = this.topo.spawn(this.node.ns, process.execPath, [...nodeArgs, RUNNER, file], {
+    const child = this.topo.spawn(this.node.ns, process.execPath, [...AGENT_NODE_FLAGS, ...nodeArgs, RUNNER, file], {
       stdin: 'pipe',
       stdout: 'pipe',
       stderr: { file: join(this.dir, 'stderr.log') },

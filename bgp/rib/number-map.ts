@@ -1,0 +1,124 @@
+// A hash map from unsigned 32-bit numbers to objects, by open addressing with linear probing in typed
+// arrays. The IPv4 tables hold a full Internet table (a million keys): a JS Map spends most of an
+// ingest rehashing and allocating entries; this keeps keys in one Uint32Array and values in one array.
+
+const EMPTY = undefined
+
+export class NumberMap<V> {
+  private keys: Uint32Array
+  private vals: (V | undefined)[]
+  private mask: number
+  private count = 0
+
+  constructor(capacity = 16) {
+    let size = 16
+    while (size < capacity * 2) size *= 2
+    this.keys = new Uint32Array(size)
+    this.vals = new Array<V | undefined>(size).fill(EMPTY)
+    this.mask = size - 1
+  }
+
+  get size(): number {
+    return this.count
+  }
+
+  private slot(key: number): number {
+    // Fibonacci hashing spreads the contiguous keys of address ranges over the table.
+    return Math.imul(key, 0x9e3779b1) >>> 0 & this.mask
+  }
+
+  get(key: number): V | undefined {
+    const keys = this.keys
+    const vals = this.vals
+    for (let i = this.slot(key); ; i = (i + 1) & this.mask) {
+      const v = vals[i]
+      if (v === EMPTY) return undefined
+      if (keys[i] === key) return v
+    }
+  }
+
+  set(key: number, value: V): void {
+    if ((this.count + 1) * 4 > this.vals.length * 3) this.grow()
+    const keys = this.keys
+    const vals = this.vals
+    for (let i = this.slot(key); ; i = (i + 1) & this.mask) {
+      const v = vals[i]
+      if (v === EMPTY) {
+        keys[i] = key
+        vals[i] = value
+        this.count++
+        return
+      }
+      if (keys[i] === key) {
+        vals[i] = value
+        return
+      }
+    }
+  }
+
+  /** The value for `key`, made by `create` and stored when missing: one probe instead of get + set. */
+  obtain(key: number, create: () => V): V {
+    if ((this.count + 1) * 4 > this.vals.length * 3) this.grow()
+    const keys = this.keys
+    const vals = this.vals
+    for (let i = this.slot(key); ; i = (i + 1) & this.mask) {
+      const v = vals[i]
+      if (v === EMPTY) {
+        const made = create()
+        keys[i] = key
+        vals[i] = made
+        this.count++
+        return made
+      }
+      if (keys[i] === key) return v
+    }
+  }
+
+  delete(key: number): boolean {
+    const keys = this.keys
+    const vals = this.vals
+    const mask = this.mask
+    let i = this.slot(key)
+    for (; ; i = (i + 1) & mask) {
+      if (vals[i] === EMPTY) return false
+      if (keys[i] === key) break
+    }
+    // Backward-shift deletion: later entries of the run move up, so no tombstones are needed.
+    let hole = i
+    for (let j = (i + 1) & mask; vals[j] !== EMPTY; j = (j + 1) & mask) {
+      const home = this.slot(keys[j]!)
+      // Move j into the hole unless its home lies cyclically in (hole, j].
+      const between = hole <= j ? home > hole && home <= j : home > hole || home <= j
+      if (!between) {
+        keys[hole] = keys[j]!
+        vals[hole] = vals[j]
+        hole = j
+      }
+    }
+    vals[hole] = EMPTY
+    this.count--
+    return true
+  }
+
+  private grow(): void {
+    const oldKeys = this.keys
+    const oldVals = this.vals
+    const size = oldVals.length * 2
+    this.keys = new Uint32Array(size)
+    this.vals = new Array<V | undefined>(size).fill(EMPTY)
+    this.mask = size - 1
+    this.count = 0
+    for (let i = 0; i < oldVals.length; i++) {
+      const v = oldVals[i]
+      if (v !== EMPTY) this.set(oldKeys[i]!, v)
+    }
+  }
+
+  *values(): IterableIterator<V> {
+    const vals = this.vals
+    for (let i = 0; i < vals.length; i++) {
+      const v = vals[i]
+      if (v !== EMPTY) yield v
+    }
+  }
+}

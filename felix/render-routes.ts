@@ -5,6 +5,7 @@
 import { cidrContainsIP, formatCIDR, formatIP, parseCIDR, parseIP, type CIDR, type IPAddr, type IPPool } from '../config/resources/index.js'
 import type { DesiredState, LearnedNextHop, RemoteVtep } from './desired-state.js'
 import { compareNextHops, defaultMetric, MAIN_TABLE, routeKey, DEFAULT_ROUTE_PROTOCOL, type Family, type KernelRoute, type NextHop } from './kernel-route.js'
+import { formatIpv4, parseIpv4 as parseIpv4Number } from '../bgp/codec/ip.js'
 
 export const TUNL_DEVICE = 'tunl0'
 export const VXLAN_DEVICE = 'vxlan.pinto'
@@ -78,6 +79,25 @@ function poolView(pool: IPPool, index: number, problems: RenderProblem[]): PoolV
     encap = 'none'
   }
   return { cidr, encap, crossSubnet: mode === 'CrossSubnet' }
+}
+
+/**
+ * A canonical IPv4 prefix ("a.b.c.d/len", no leading zeros, host bits clear) as numbers; undefined for
+ * anything else, which then takes the general parser and its error messages.
+ */
+function fastIpv4Prefix(text: string): { addr: number; len: number } | undefined {
+  const slash = text.indexOf('/')
+  if (slash < 0) return undefined
+  const addrText = text.slice(0, slash)
+  const addr = parseIpv4Number(addrText)
+  if (addr === undefined || formatIpv4(addr) !== addrText) return undefined
+  const lenText = text.slice(slash + 1)
+  if (addr === undefined || lenText.length === 0 || lenText.length > 2 || (lenText.length === 2 && lenText[0] === '0')) return undefined
+  const len = Number(lenText)
+  if (!Number.isInteger(len) || len > 32) return undefined
+  const mask = len === 0 ? 0 : (0xffffffff << (32 - len)) >>> 0
+  if (((addr & mask) >>> 0) !== addr) return undefined
+  return { addr, len }
 }
 
 /** The most specific pool containing `c`, if any. */
@@ -160,32 +180,76 @@ export function renderDesired(state: DesiredState, opts: RenderOptions = {}): Re
     return { gateway: vtep.tunnelAddress, dev: vxlan, onlink: true }
   }
 
+  // Next hops repeat across routes (a few nodes, many blocks): resolve each (address, node, pool) once.
+  const hopCache = new Map<string, { hop?: NextHop; ip?: IPAddr; problem?: string }>()
+  const resolveHop = (nh: LearnedNextHop, pool: PoolView | undefined, poolIndex: number, hpath: string): { hop?: NextHop; ip?: IPAddr; problem?: string } => {
+    const key = `${nh.address}\u0000${nh.nodeName ?? ''}\u0000${poolIndex}`
+    let r = hopCache.get(key)
+    if (r === undefined) {
+      const ip = parseIP(nh.address)
+      if (ip === undefined) r = { problem: `${JSON.stringify(nh.address)} is not an IP address` }
+      else {
+        // hopFor reports a missing VTEP itself: once per next hop, no longer once per route.
+        const hop = hopFor(nh, ip, pool, hpath)
+        r = hop !== undefined ? { hop, ip } : { ip }
+      }
+      hopCache.set(key, r)
+    }
+    return r
+  }
+  // IPv4 pools as numbers, for the fast path of canonical IPv4 prefixes (the common case: Loc-RIB text).
+  const v4Pools = pools.flatMap((p, index) => (p.cidr.version === 4 ? [{ p, index, net: Number(p.cidr.network), len: p.cidr.prefixLength }] : []))
+  const v4PoolFor = (addr: number, len: number): { p: PoolView; index: number } | undefined => {
+    let best: { p: PoolView; index: number; len: number } | undefined
+    for (const v of v4Pools) {
+      if (v.len > len) continue
+      const shift = 32 - v.len
+      if (v.len !== 0 && (addr >>> shift !== v.net >>> shift)) continue
+      if (best === undefined || v.len > best.len) best = v
+    }
+    return best
+  }
+  const v4Metric = defaultMetric(4)
+
   state.routes.forEach((r, i) => {
     const path = `routes[${i}]`
-    const c = parseCIDR(r.prefix)
-    if (typeof c === 'string') return problems.push({ path: `${path}.prefix`, message: c })
-    if (c.addr !== c.network) return problems.push({ path: `${path}.prefix`, message: `${r.prefix} has host bits set (the network is ${formatCIDR(c)})` })
-    const pool = poolFor(pools, c)
+    let version: Family
+    let dst: string
+    let pool: PoolView | undefined
+    let poolIndex = -1
+    const fast = fastIpv4Prefix(r.prefix)
+    if (fast !== undefined) {
+      version = 4
+      dst = r.prefix
+      const found = v4PoolFor(fast.addr, fast.len)
+      pool = found?.p
+      poolIndex = found?.index ?? -1
+    } else {
+      const c = parseCIDR(r.prefix)
+      if (typeof c === 'string') return problems.push({ path: `${path}.prefix`, message: c })
+      if (c.addr !== c.network) return problems.push({ path: `${path}.prefix`, message: `${r.prefix} has host bits set (the network is ${formatCIDR(c)})` })
+      version = c.version
+      dst = formatCIDR(c)
+      pool = poolFor(pools, c)
+      poolIndex = pool === undefined ? -1 : pools.indexOf(pool)
+    }
     const hops: NextHop[] = []
-    const seen = new Set<string>()
     r.nextHops.forEach((nh, j) => {
       const hpath = `${path}.nextHops[${j}].address`
-      const ip = parseIP(nh.address)
-      if (ip === undefined) return problems.push({ path: hpath, message: `${JSON.stringify(nh.address)} is not an IP address` })
-      if (ip.version !== c.version) return problems.push({ path: hpath, message: `IPv${ip.version} next hop for IPv${c.version} prefix ${r.prefix}` })
-      const hop = hopFor(nh, ip, pool, hpath)
+      const res = resolveHop(nh, pool, poolIndex, hpath)
+      if (res.problem !== undefined) return problems.push({ path: hpath, message: res.problem })
+      if (res.ip !== undefined && res.ip.version !== version) return problems.push({ path: hpath, message: `IPv${res.ip.version} next hop for IPv${version} prefix ${r.prefix}` })
+      const hop = res.hop
       if (hop === undefined) return undefined
-      const k = `${hop.gateway}@${hop.dev}`
-      if (!seen.has(k)) hops.push(hop)
-      seen.add(k)
+      if (!hops.some((h) => h.gateway === hop.gateway && h.dev === hop.dev)) hops.push(hop)
       return undefined
     })
     if (hops.length === 0) {
       if (r.nextHops.length === 0) problems.push({ path: `${path}.nextHops`, message: 'no next hops' })
       return undefined
     }
-    hops.sort(compareNextHops)
-    const route: KernelRoute = { family: c.version, table, dst: formatCIDR(c), tos: 0, metric: defaultMetric(c.version), type: 'unicast', protocol, nexthops: hops }
+    if (hops.length > 1) hops.sort(compareNextHops)
+    const route: KernelRoute = { family: version, table, dst, tos: 0, metric: version === 4 ? v4Metric : defaultMetric(version), type: 'unicast', protocol, nexthops: hops }
     const key = routeKey(route)
     if (routes.has(key)) problems.push({ path: `${path}.prefix`, message: `${route.dst} appears more than once; the last one wins` })
     routes.set(key, route)

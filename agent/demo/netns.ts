@@ -3,50 +3,14 @@
 // sweep what a killed run left. It never creates anything in the machine's own namespace.
 
 import { randomBytes } from 'node:crypto'
-import { readFileSync } from 'node:fs'
-import { readdir, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { execa } from 'execa'
+import { isAlive, killQuietly, namespacePids, sweepDeadRuns } from './processes.js'
 
 /** pdm<creator pid>-<6 hex>-<role> */
 const NAME_RE = /^pdm(\d+)-([0-9a-f]{6})-/
 export const TEMP_PREFIX = 'pinto-demo-'
 
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM'
-  }
-  // A zombie has exited; only its parent has not collected it yet.
-  return !/\) Z /.test(readStat(pid))
-}
-
-function readStat(pid: number): string {
-  try {
-    // Synchronous on purpose: a tiny procfs read inside a liveness check.
-    return readFileSync(`/proc/${pid}/stat`, 'utf8')
-  } catch {
-    return ''
-  }
-}
-
-export function killQuietly(pid: number, signal: NodeJS.Signals): void {
-  try {
-    process.kill(pid, signal)
-  } catch {
-    // already gone
-  }
-}
-
-export async function namespacePids(ns: string): Promise<number[]> {
-  const r = await execa('ip', ['netns', 'pids', ns], { reject: false })
-  return String(r.stdout ?? '')
-    .split('\n')
-    .filter((l) => /^\d+$/.test(l))
-    .map(Number)
-}
+export { isAlive, killQuietly, namespacePids } from './processes.js'
 
 export async function ip(ns: string, args: readonly string[]): Promise<string> {
   return String((await execa('ip', ['-n', ns, ...args])).stdout)
@@ -123,22 +87,6 @@ export class Namespaces {
 }
 
 /** Removes what a killed demo left: its namespaces (with their processes) and temp dirs. Live runs are left alone. */
-export async function sweepStale(): Promise<string[]> {
-  const r = await execa('ip', ['netns', 'list'], { reject: false })
-  const removed: string[] = []
-  const ids = new Set<string>()
-  for (const line of String(r.stdout ?? '').split('\n')) {
-    const name = line.split(' ')[0] ?? ''
-    const m = NAME_RE.exec(name)
-    if (m === null || isAlive(Number(m[1]))) continue
-    for (const pid of await namespacePids(name)) killQuietly(pid, 'SIGKILL')
-    await execa('ip', ['netns', 'del', name], { reject: false })
-    removed.push(name)
-    ids.add(m[2] ?? '')
-  }
-  for (const entry of await readdir(tmpdir())) {
-    const id = entry.startsWith(TEMP_PREFIX) ? entry.slice(TEMP_PREFIX.length, TEMP_PREFIX.length + 6) : undefined
-    if (id !== undefined && ids.has(id)) await rm(join(tmpdir(), entry), { recursive: true, force: true })
-  }
-  return removed
+export function sweepStale(): Promise<string[]> {
+  return sweepDeadRuns(NAME_RE, (entry) => (entry.startsWith(TEMP_PREFIX) ? entry.slice(TEMP_PREFIX.length, TEMP_PREFIX.length + 6) : undefined))
 }

@@ -3,12 +3,13 @@
 // namespace (veths are born inside the fabric), and destroy() removes everything, even after a failure.
 
 import { randomBytes } from 'node:crypto'
-import { mkdtemp, readdir, rm } from 'node:fs/promises'
+import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { execa, type Options, type ResultPromise } from 'execa'
 import { waitFor } from './wait.js'
 import { isAlive } from './pid.js'
+import { killQuietly, namespacePids, sweepDeadRuns } from '../../agent/demo/processes.js'
 
 /** Namespaces made here are named pth<creator pid>-<random>-<role>, so a sweep can tell stale ones apart. */
 const NAME_RE = /^pth(\d+)-([0-9a-f]{6})-/
@@ -184,43 +185,11 @@ function stableMac(v4: string | undefined, index: number): string {
   return ['02', '00', ...octets.map((o) => o.toString(16).padStart(2, '0'))].join(':')
 }
 
-function killQuietly(pid: number, signal: NodeJS.Signals): void {
-  try {
-    process.kill(pid, signal)
-  } catch {
-    // already gone
-  }
-}
-
-async function namespacePids(ns: string): Promise<number[]> {
-  const r = await execa('ip', ['netns', 'pids', ns], { reject: false })
-  return String(r.stdout ?? '')
-    .split('\n')
-    .filter((l) => /^\d+$/.test(l))
-    .map(Number)
-}
-
 /**
  * Removes namespaces a killed harness left behind: those named by this module whose creating process is
  * gone. Namespaces of live harness processes (tests running side by side) are never touched.
  */
-export async function sweepStaleNamespaces(): Promise<string[]> {
-  const r = await execa('ip', ['netns', 'list'], { reject: false })
-  const removed: string[] = []
-  const ids = new Set<string>()
-  for (const line of String(r.stdout ?? '').split('\n')) {
-    const name = line.split(' ')[0] ?? ''
-    const m = NAME_RE.exec(name)
-    if (m === null || isAlive(Number(m[1]))) continue
-    for (const pid of await namespacePids(name)) killQuietly(pid, 'SIGKILL')
-    await execa('ip', ['netns', 'del', name], { reject: false })
-    removed.push(name)
-    ids.add(m[2] ?? '')
-  }
+export function sweepStaleNamespaces(): Promise<string[]> {
   // The dead run's temp dirs (pth-<id>-<label>-XXXXXX), matched by its random id only.
-  for (const entry of await readdir(tmpdir())) {
-    const id = /^pth-([0-9a-f]{6})-/.exec(entry)?.[1]
-    if (id !== undefined && ids.has(id)) await rm(join(tmpdir(), entry), { recursive: true, force: true })
-  }
-  return removed
+  return sweepDeadRuns(NAME_RE, (entry) => /^pth-([0-9a-f]{6})-/.exec(entry)?.[1])
 }

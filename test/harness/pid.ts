@@ -2,28 +2,12 @@
 // (never by name, since other developers run the same daemons on this machine at the same time).
 
 import { readFile } from 'node:fs/promises'
-import { readFileSync } from 'node:fs'
 import { waitFor } from './wait.js'
 import { parsePid } from './daemons.js'
 
-/**
- * True while the process exists and is not a zombie. Daemons that fork are re-parented to PID 1, which
- * may reap them late; an exited daemon waiting to be reaped counts as gone.
- */
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-  } catch {
-    return false
-  }
-  try {
-    // /proc/PID/stat: "pid (comm) S ..."; comm may hold spaces or parentheses, so read after the last ')'.
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z'
-  } catch {
-    return false
-  }
-}
+// One liveness check for the whole project: exited-but-unreaped daemons count as gone.
+export { isAlive } from '../../agent/demo/processes.js'
+import { isAlive } from '../../agent/demo/processes.js'
 
 /** SIGTERM, then SIGKILL if it is still there after `graceMs`. */
 export async function stopPid(pid: number, graceMs = 3000): Promise<void> {

@@ -77,6 +77,7 @@ export class PintoNode {
   private readonly policyCache = new Map<string, Policy>()
   private heartbeat: NodeJS.Timeout | undefined
   private dataplaneSynced = false
+  private workloadsTimer: NodeJS.Timeout | undefined
   private peersComputed = false
   private syncTimer: NodeJS.Timeout | undefined
   private readonly peersJob: Coalescer
@@ -158,9 +159,19 @@ export class PintoNode {
     await this.startApi()
     this.unsubscribe.push(
       this.cluster.onChange((topic) => {
-        if (topic === 'resources') this.peersJob.trigger()
-        if (topic === 'blocks') this.originJob.trigger()
-        this.dataplaneJob.trigger()
+        if (topic === 'resources') {
+          this.peersJob.trigger()
+          this.dataplaneJob.trigger()
+          return
+        }
+        // IPAM writes come in bursts while pods start: origination follows at once (it is what other
+        // nodes wait for); felix learns of new pods and our new blocks' blackholes within a second,
+        // well inside its veth grace period (the pods' own /32s are more specific than a blackhole).
+        this.originJob.trigger()
+        this.workloadsTimer ??= setTimeout(() => {
+          this.workloadsTimer = undefined
+          this.dataplaneJob.trigger()
+        }, 1000)
       }),
       this.speaker.onLocRibChange(() => this.dataplaneJob.trigger()),
     )
@@ -207,6 +218,7 @@ export class PintoNode {
     const graceful = opts.graceful ?? true
     clearInterval(this.heartbeat)
     clearTimeout(this.syncTimer)
+    clearTimeout(this.workloadsTimer)
     for (const u of this.unsubscribe) u()
     this.cluster?.close()
     await this.settled().catch(() => undefined)

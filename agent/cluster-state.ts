@@ -16,7 +16,7 @@ export class ClusterState {
   private readonly blockRecords = new Map<string, AllocationBlock>()
   private watch: Watch | undefined
   private revision = 0
-  private readonly listeners = new Set<(topic: ChangeTopic) => void>()
+  private readonly listeners = new Set<(topic: ChangeTopic, blocks: readonly (AllocationBlock | undefined)[]) => void>()
   private closed = false
 
   constructor(
@@ -71,17 +71,19 @@ export class ClusterState {
   private onEvent(e: WatchEvent): void {
     this.revision = e.revision
     let topic: ChangeTopic | undefined
+    const before = this.blockRecords.get(e.key)
     if (e.type === 'put') topic = this.put(e.key, e.value)
     else if (this.blockRecords.delete(e.key)) topic = 'blocks'
     else if (this.resources.delete(e.key)) topic = 'resources'
-    if (topic) this.emit(topic)
+    if (topic) this.emit(topic, topic === 'blocks' ? [before, this.blockRecords.get(e.key)] : [])
   }
 
-  private emit(topic: ChangeTopic): void {
-    for (const l of this.listeners) l(topic)
+  private emit(topic: ChangeTopic, blocks: readonly (AllocationBlock | undefined)[] = []): void {
+    for (const l of this.listeners) l(topic, blocks)
   }
 
-  onChange(listener: (topic: ChangeTopic) => void): () => void {
+  /** `blocks` holds the changed block before and after, for 'blocks' events from the watch. */
+  onChange(listener: (topic: ChangeTopic, blocks: readonly (AllocationBlock | undefined)[]) => void): () => void {
     this.listeners.add(listener)
     return () => this.listeners.delete(listener)
   }

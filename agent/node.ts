@@ -23,6 +23,7 @@ import { originationFor, type Origination } from './origination.js'
 import { Dataplane, learnedRoutes } from './dataplane.js'
 import { detectAddress, type DetectedAddress } from './autodetect.js'
 import type { AgentSettings } from './settings.js'
+import type { AllocationBlock } from '../ipam/block.js'
 import { Registry } from 'prom-client'
 import { buildApi, FibApplyLog, ipamReads, listenApi, speakerReads, type ApiListeners } from './api/index.js'
 
@@ -158,16 +159,18 @@ export class PintoNode {
     }
     await this.startApi()
     this.unsubscribe.push(
-      this.cluster.onChange((topic) => {
+      this.cluster.onChange((topic, blocks) => {
         if (topic === 'resources') {
           this.peersJob.trigger()
           this.dataplaneJob.trigger()
           return
         }
+        this.originJob.trigger()
+        // Another node's allocations change nothing in our kernel (its routes come over BGP).
+        if (blocks.length > 0 && !blocks.some((b) => b !== undefined && this.concerns(b))) return
         // IPAM writes come in bursts while pods start: origination follows at once (it is what other
         // nodes wait for); felix learns of new pods and our new blocks' blackholes within a second,
         // well inside its veth grace period (the pods' own /32s are more specific than a blackhole).
-        this.originJob.trigger()
         this.workloadsTimer ??= setTimeout(() => {
           this.workloadsTimer = undefined
           this.dataplaneJob.trigger()
@@ -482,6 +485,13 @@ export class PintoNode {
     this.speaker.rib.flush()
     // Everything we own is in the RIB: End-of-RIB may follow our table (graceful restart).
     this.speaker.releaseEndOfRib()
+  }
+
+  /** Whether a block is ours or holds one of our pods. */
+  private concerns(b: AllocationBlock): boolean {
+    const me = this.settings.nodeName
+    if (b.affinity === `host:${me}`) return true
+    return b.attributes.some((a) => a.secondary['node'] === me)
   }
 
   /** Addresses of this node's pods (from IPAM), so felix never removes their /32 routes. */

@@ -2,20 +2,52 @@
 // of felix's applies. They only read (and count); nothing here changes routes, sessions or the store.
 
 import type { BgpSpeaker } from '../../bgp/speaker.js'
+import type { Prefix } from '../../bgp/codec/index.js'
 import { mayExport, routeContext, transform } from '../../bgp/rib/export.js'
 import type { ApplyResult } from '../../felix/route-reconciler.js'
 import type { Ipam } from '../../ipam/ipam.js'
 import { BLOCKS_PREFIX, decodeBlock } from '../../ipam/records.js'
 import type { AdvertisedRoute, BgpReads, FibStats, IpamReads } from './deps.js'
+import { SortedPrefixes } from './paginate.js'
 
 export function speakerReads(speaker: BgpSpeaker): BgpReads {
   const rib = speaker.rib
   let version = 0
+  // A sorted copy of the Loc-RIB for paging, built now (the agent builds this with an empty RIB) and kept
+  // current from the change stream: a few changes are spliced in when a page is asked for; after a
+  // burst (a table dump) the copy is rebuilt once instead of splicing each of a million prefixes.
+  const build = (): SortedPrefixes =>
+    new SortedPrefixes(
+      (function* () {
+        for (const [prefix] of rib.locRib()) yield prefix
+      })(),
+    )
+  let sorted: SortedPrefixes | undefined = build()
+  let pending: { readonly prefix: Prefix; readonly add: boolean }[] = []
+  const SPLICE_LIMIT = 256
   // For the lifetime of the speaker: the agent reads its RIB until it stops.
-  speaker.onLocRibChange(() => {
+  speaker.onLocRibChange((changes) => {
     version++
+    if (sorted === undefined) return
+    for (const c of changes) {
+      if (c.best === undefined) pending.push({ prefix: c.prefix, add: false })
+      else if (c.previous === undefined) pending.push({ prefix: c.prefix, add: true })
+    }
+    if (pending.length > SPLICE_LIMIT) {
+      sorted = undefined
+      pending = []
+    }
   })
   return {
+    sortedLocRib() {
+      if (sorted === undefined) sorted = build()
+      for (const c of pending) {
+        if (c.add) sorted.add(c.prefix)
+        else sorted.remove(c.prefix)
+      }
+      pending = []
+      return sorted
+    },
     get locRibVersion() {
       return version
     },

@@ -5,6 +5,7 @@
 import type { Registry } from 'prom-client'
 import type { PathAttributes, Prefix } from '../../bgp/codec/index.js'
 import type { BestPath, Path } from '../../bgp/rib/types.js'
+import type { SortedPrefixes } from './paginate.js'
 import type { PeerStatus } from '../../bgp/session/peer.js'
 import type { KernelRoute } from '../../felix/kernel-route.js'
 import type { AllocationBlock } from '../../ipam/block.js'
@@ -35,6 +36,8 @@ export interface BgpReads {
   locRibPrefixes(): Iterable<Prefix>
   /** Grows whenever the Loc-RIB's best paths change; /v1/routes keeps a sorted copy while it stands still. */
   readonly locRibVersion: number
+  /** When given: a sorted copy of the Loc-RIB's prefixes kept current by the change stream (no rebuild per change). */
+  sortedLocRib?(): SortedPrefixes
   /** The best path of a Loc-RIB prefix, with why it won; undefined once the prefix has gone. */
   best(prefix: Prefix): BestPath | undefined
   /** Destinations in the Loc-RIB, for counts without a walk. */

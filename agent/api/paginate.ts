@@ -137,12 +137,12 @@ export function prefixWithin(p: Prefix, within: Prefix): boolean {
 }
 
 /**
- * A sorted copy of a table's prefixes (path id 0), for paging a table that is not changing: each page is
- * a binary search and a slice. IPv4 keys are `addr * 64 + len` in a Float64Array (exact below 2^38),
- * so building it is a native numeric sort, not 1.7M comparator calls for 100k routes.
+ * A sorted copy of a table's prefixes (path id 0), kept current by add() and remove() as the table
+ * changes, so every page is a binary search and a slice however much the RIB churns. IPv4 keys are
+ * `addr * 64 + len` (exact below 2^38), sorted numerically; building it is one native numeric sort.
  */
 export class SortedPrefixes {
-  private readonly v4: Float64Array
+  private v4: number[]
   private readonly v6: Prefix[]
 
   constructor(prefixes: Iterable<Prefix>) {
@@ -152,7 +152,7 @@ export class SortedPrefixes {
       if (p.afi === 1) v4.push(p.addr * 64 + p.len)
       else v6.push(p)
     }
-    this.v4 = Float64Array.from(v4).sort()
+    this.v4 = Array.from(Float64Array.from(v4).sort())
     this.v6 = v6.sort(compareKeys)
   }
 
@@ -160,31 +160,63 @@ export class SortedPrefixes {
     return this.v4.length + this.v6.length
   }
 
+  /** The first IPv4 position whose key is above `k` (or at least `k` when `inclusive`). */
+  private find4(k: number, inclusive: boolean): number {
+    let lo = 0
+    let hi = this.v4.length
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1
+      if (inclusive ? this.v4[mid]! < k : this.v4[mid]! <= k) lo = mid + 1
+      else hi = mid
+    }
+    return lo
+  }
+
+  private find6(p: RowKey, inclusive: boolean): number {
+    let lo = 0
+    let hi = this.v6.length
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1
+      const c = compareKeys(this.v6[mid]!, p)
+      if (inclusive ? c < 0 : c <= 0) lo = mid + 1
+      else hi = mid
+    }
+    return lo
+  }
+
+  add(p: Prefix): void {
+    if (p.afi === 1) {
+      const k = p.addr * 64 + p.len
+      const i = this.find4(k, true)
+      if (this.v4[i] !== k) this.v4.splice(i, 0, k)
+    } else {
+      const i = this.find6(p, true)
+      const at = this.v6[i]
+      if (at === undefined || compareKeys(at, p) !== 0) this.v6.splice(i, 0, p)
+    }
+  }
+
+  remove(p: Prefix): void {
+    if (p.afi === 1) {
+      const k = p.addr * 64 + p.len
+      const i = this.find4(k, true)
+      if (this.v4[i] === k) this.v4.splice(i, 1)
+    } else {
+      const i = this.find6(p, true)
+      const at = this.v6[i]
+      if (at !== undefined && compareKeys(at, p) === 0) this.v6.splice(i, 1)
+    }
+  }
+
   page(limit: number, after: RowKey | undefined): Page<Prefix> {
     const items: Prefix[] = []
     // The first IPv4 and IPv6 positions strictly above `after`.
     let i4 = 0
     let i6 = 0
-    if (after !== undefined && after.afi === 1) {
-      const k = after.addr * 64 + after.len
-      let lo = 0
-      let hi = this.v4.length
-      while (lo < hi) {
-        const mid = (lo + hi) >> 1
-        if (this.v4[mid]! <= k) lo = mid + 1
-        else hi = mid
-      }
-      i4 = lo
-    } else if (after !== undefined) {
+    if (after !== undefined && after.afi === 1) i4 = this.find4(after.addr * 64 + after.len, false)
+    else if (after !== undefined) {
       i4 = this.v4.length
-      let lo = 0
-      let hi = this.v6.length
-      while (lo < hi) {
-        const mid = (lo + hi) >> 1
-        if (compareKeys(this.v6[mid]!, after) <= 0) lo = mid + 1
-        else hi = mid
-      }
-      i6 = lo
+      i6 = this.find6(after, false)
     }
     for (; i4 < this.v4.length && items.length < limit; i4++) {
       const k = this.v4[i4]!

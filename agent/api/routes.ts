@@ -60,7 +60,9 @@ function page(deps: ApiDeps, q: RoutesQuery, cache: { snapshot?: Snapshot }): Pa
         // while it changes, each page is one selection pass instead of a sort that goes stale at once.
         const version = deps.bgp.locRibVersion
         const snap = cache.snapshot
-        if (snap !== undefined && snap.version === version) found = snap.sorted.page(q.limit, after)
+        const live = deps.bgp.sortedLocRib?.()
+        if (live !== undefined) found = live.page(q.limit, after)
+        else if (snap !== undefined && snap.version === version) found = snap.sorted.page(q.limit, after)
         else if (snap === undefined || after === undefined) {
           const sorted = new SortedPrefixes(deps.bgp.locRibPrefixes())
           cache.snapshot = { version, sorted }

@@ -114,11 +114,14 @@ export class NumberMap<V> {
     }
   }
 
-  *values(): IterableIterator<V> {
+  /** The values, gathered into an array first: a native array iterator is several times faster than a generator. */
+  values(): IterableIterator<V> {
+    const out: V[] = []
     const vals = this.vals
     for (let i = 0; i < vals.length; i++) {
       const v = vals[i]
-      if (v !== EMPTY) yield v
+      if (v !== EMPTY) out.push(v)
     }
+    return out.values()
   }
 }

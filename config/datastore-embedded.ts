@@ -32,7 +32,8 @@ export interface EmbeddedOptions {
   readonly compactBytes?: number
   /** Give up waiting for the inter-process lock after this long. Default 10 s. */
   readonly lockTimeoutMs?: number
-  /** Watch poll interval, the fallback when fs.watch misses a change. Default 200 ms. */
+  /** Watch poll interval, the fallback when fs.watch misses a change. Default 1 s: fs.watch carries the
+   * prompt path, and an idle agent should not wake five times a second for nothing. */
   readonly pollMs?: number
   /** Told when this instance cut a torn tail off the log (for the agent's log). */
   readonly onTornTail?: (info: { file: string; offset: number; bytes: number; why: string }) => void
@@ -166,7 +167,7 @@ export class EmbeddedDatastore implements Datastore {
   ) {
     this.compactBytes = options.compactBytes ?? 32 * 1024 * 1024
     this.lockTimeoutMs = options.lockTimeoutMs ?? 10_000
-    this.pollMs = options.pollMs ?? 200
+    this.pollMs = options.pollMs ?? 1000
     this.onTornTail = options.onTornTail
   }
 

@@ -182,11 +182,12 @@ export class Rib implements RibView {
         return
       }
       attrs.refs++
-      dest.replace(old, new RibPath(p, peer, session, attrs, false))
+      dest.replace(old, new RibPath(p.pathId === 0 ? dest.prefix : p, peer, session, attrs, false))
       this.interner.release(old.attrs)
     } else {
       attrs.refs++
-      dest.add(new RibPath(p, peer, session, attrs, false))
+      // A path without a path id shares the destination as its prefix: no second object per route.
+      dest.add(new RibPath(p.pathId === 0 ? dest.prefix : p, peer, session, attrs, false))
       if (c !== undefined) c.accepted++
     }
     this.touch(dest)

@@ -12,14 +12,29 @@ export const DIRTY = 1 << 8
 export const REASON_MASK = 0xff
 
 export class Destination {
+  // The destination is its own prefix (path id 0): the fields are copied from the decoded prefix so
+  // the table keeps one object per prefix instead of two, and the decoder's object dies young.
+  readonly afi: 1 | 2
+  readonly len: number
+  readonly addr: number | Uint8Array
+  readonly pathId = 0
   /** One path without an array (the common case), several in an array, or none. */
   paths: Path | Path[] | undefined = undefined
   best: Path | undefined = undefined
   /** Reason index (REASONS) in the low byte, flags above. */
   bits = 0
   multipath: Path[] | undefined = undefined
-  /** The prefix with path id 0. */
-  constructor(readonly prefix: Prefix) {}
+
+  constructor(p: Prefix) {
+    this.afi = p.afi
+    this.len = p.len
+    this.addr = p.addr
+  }
+
+  /** The prefix with path id 0: this object itself, read through the Prefix shape. */
+  get prefix(): Prefix {
+    return this as unknown as Prefix
+  }
 
   get pathCount(): number {
     const p = this.paths
@@ -98,20 +113,20 @@ export class PrefixTable {
     return this.v6.get(v6Key(p))
   }
 
-  /** The destination for `p`, created when missing; `p` becomes its prefix when its path id is 0. */
+  /** The destination for `p` (any path id), created when missing. */
   obtain(p: Prefix): Destination {
     if (p.afi === 1) {
       let m = this.v4[p.len]
       if (m === undefined) this.v4[p.len] = m = new NumberMap()
       const before = m.size
-      const d = m.obtain(v4Key(p.addr, p.len), () => new Destination(p.pathId === 0 ? p : { afi: 1, len: p.len, addr: p.addr, pathId: 0 }))
+      const d = m.obtain(v4Key(p.addr, p.len), () => new Destination(p))
       this.count += m.size - before
       return d
     }
     const k = v6Key(p)
     let d = this.v6.get(k)
     if (d === undefined) {
-      d = new Destination(p.pathId === 0 ? p : { afi: 2, len: p.len, addr: p.addr, pathId: 0 })
+      d = new Destination(p)
       this.v6.set(k, d)
       this.count++
     }

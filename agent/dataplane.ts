@@ -7,7 +7,6 @@ import type { Logger } from 'pino'
 import {
   ExecaRunner,
   RouteReconciler,
-  TUNL_DEVICE,
   VXLAN_DEVICE,
   applyNat,
   detectHostMtu,
@@ -41,14 +40,6 @@ export interface DataplaneInputs {
   /** This node's own tunnel endpoints, when encapsulation is on. */
   readonly vxlan?: { readonly address: string; readonly mac: string }
   readonly ipipAddress?: string
-}
-
-export interface FibStats {
-  routes: number
-  lastApplyMs: number
-  applies: number
-  errors: number
-  problems: string[]
 }
 
 /** Learned routes from the Loc-RIB: best paths from peers (ours are not routed to ourselves). */
@@ -90,7 +81,8 @@ export function remoteVteps(nodes: readonly Node[], me: string): RemoteVtep[] {
 export class Dataplane {
   private readonly runner: ProcessRunner
   private readonly reconciler: RouteReconciler
-  readonly stats: FibStats = { routes: 0, lastApplyMs: 0, applies: 0, errors: 0, problems: [] }
+  /** What the last render could not use (a pool or route it had to skip), for the log and the API. */
+  problems: string[] = []
   private hostMtu: number | undefined
   private lastNat = ''
   private devicesKey = ''
@@ -163,7 +155,7 @@ export class Dataplane {
       workloads: inputs.workloads.map((address) => ({ address })),
     }
     const rendered = renderDesired(state, { protocol: this.opts.protocol })
-    this.stats.problems = rendered.problems.map((p) => `${p.path}: ${p.message}`)
+    this.problems = rendered.problems.map((p) => `${p.path}: ${p.message}`)
     if (vxlanOn) await syncVtepEntries(ctx, VXLAN_DEVICE, rendered.neighbours, rendered.fdb)
     const nat = JSON.stringify(inputs.pools.map((p) => [p.spec.cidr, p.spec.natOutgoing, p.spec.disabled]))
     if (nat !== this.lastNat) {
@@ -181,11 +173,7 @@ export class Dataplane {
       throw err
     }
     this.started = true
-    this.stats.lastApplyMs = performance.now() - t0
-    this.opts.onApply?.(result, this.stats.lastApplyMs / 1000)
-    this.stats.applies++
-    this.stats.routes = rendered.routes.size
-    this.stats.errors = result.errors.length
+    this.opts.onApply?.(result, (performance.now() - t0) / 1000)
     if (result.errors.length > 0) this.opts.log.warn({ errors: result.errors.slice(0, 5).map((e) => e.message) }, `${result.errors.length} routes failed; retrying`)
   }
 
@@ -197,9 +185,5 @@ export class Dataplane {
   /** Stops watching; every route stays in the kernel. */
   async stop(): Promise<void> {
     await this.reconciler.stop()
-  }
-
-  get devices(): readonly string[] {
-    return [VXLAN_DEVICE, TUNL_DEVICE]
   }
 }

@@ -2,12 +2,12 @@
 // exists: settings from the agent's env variables, one line "ready <socket>" on stdout, clean stop on SIGTERM.
 // It composes; the service and the datastore own their logic.
 
-import { hostname } from 'node:os'
 import { pathToFileURL } from 'node:url'
-import { DEFAULT_DATASTORE, openDatastore } from '../config/datastore-open.js'
-import { DEFAULT_MTU_FILE, IpamService } from './ipam-service.js'
+import { openDatastore } from '../config/datastore-open.js'
+import { IpamService } from './ipam-service.js'
+import { settingsFromEnv as agentSettings } from './settings.js'
 
-export const DEFAULT_SOCKET = '/var/run/pinto/pinto.sock'
+export { DEFAULT_SOCKET } from '../cni/config.js'
 
 export interface ServiceSettings {
   readonly datastore: string
@@ -16,22 +16,10 @@ export interface ServiceSettings {
   readonly mtuFile: string
 }
 
-/** Settings from env, like calico-node: a bad value is one line naming the variable. */
+/** The agent's own settings (one line naming a bad variable), narrowed to what the service needs. */
 export function settingsFromEnv(env: Readonly<Record<string, string | undefined>>): ServiceSettings {
-  const pick = (name: string, fallback: string): string => {
-    const v = env[name]
-    if (v === undefined) return fallback
-    if (v === '' || v.trim() !== v) throw new Error(`${name}=${JSON.stringify(v)}: must be non-empty without surrounding spaces`)
-    return v
-  }
-  const node = pick('PINTO_NODENAME', hostname())
-  if (/[/\s]/.test(node) || node.length > 253) throw new Error(`PINTO_NODENAME=${JSON.stringify(node)}: a node name has no '/' or spaces and at most 253 characters`)
-  return {
-    datastore: pick('PINTO_DATASTORE', DEFAULT_DATASTORE),
-    socket: pick('PINTO_SOCKET', DEFAULT_SOCKET),
-    node,
-    mtuFile: pick('PINTO_MTU_FILE', DEFAULT_MTU_FILE),
-  }
+  const s = agentSettings(env)
+  return { datastore: s.datastore, socket: s.socket, node: s.nodeName, mtuFile: s.mtuFile }
 }
 
 export async function startIpamService(s: ServiceSettings): Promise<{ service: IpamService; stop: () => Promise<void> }> {

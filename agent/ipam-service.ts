@@ -12,7 +12,8 @@ import { type AutoAssignRequest, Ipam, IpamError } from '../ipam/ipam.js'
 import { BLOCKS_PREFIX, IpamRecordError, decodeBlock } from '../ipam/records.js'
 import { NodeLabels, loadIpamConfig, loadPoolSpecs } from './ipam-service-pools.js'
 
-export const DEFAULT_MTU_FILE = '/var/lib/pinto/mtu'
+export { DEFAULT_MTU_FILE } from '../cni/config.js'
+import { DEFAULT_MTU_FILE } from '../cni/config.js'
 
 export interface IpamServiceOptions {
   readonly store: Datastore

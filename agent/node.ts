@@ -23,7 +23,7 @@ import { originationFor, type Origination } from './origination.js'
 import { Dataplane, learnedRoutes } from './dataplane.js'
 import { detectAddress, type DetectedAddress } from './autodetect.js'
 import type { AgentSettings } from './settings.js'
-import type { AllocationBlock } from '../ipam/block.js'
+import { blockCidr, ordinalAddress, type AllocationBlock } from '../ipam/block.js'
 import { Registry } from 'prom-client'
 import { buildApi, FibApplyLog, ipamReads, listenApi, speakerReads, type ApiListeners } from './api/index.js'
 
@@ -502,7 +502,7 @@ export class PintoNode {
         if (attrIndex === null) return
         const attr = b.attributes[attrIndex]
         if (attr?.secondary['node'] === this.settings.nodeName && attr.handleId && !attr.handleId.includes('tunnel-addr')) {
-          out.push(ordinalText(b.cidr, ordinal))
+          out.push(ordinalAddress(blockCidr(b), ordinal))
         }
       })
     }
@@ -552,25 +552,6 @@ export class PintoNode {
   get datastore(): Datastore {
     return this.store
   }
-}
-
-function ordinalText(cidr: string, ordinal: number): string {
-  const [addr] = cidr.split('/') as [string]
-  if (addr.includes(':')) {
-    const p = parsePrefix(cidr)
-    if (p.afi !== 2) return addr
-    const bytes = Buffer.from(p.addr)
-    let carry = ordinal
-    for (let i = 15; i >= 0 && carry > 0; i--) {
-      const v = bytes[i]! + (carry & 0xff)
-      bytes[i] = v & 0xff
-      carry = (carry >>> 8) + (v >> 8)
-    }
-    return [...Array(8)].map((_, i) => bytes.readUInt16BE(i * 2).toString(16)).join(':')
-  }
-  const p = parsePrefix(cidr)
-  const n = ((p.afi === 1 ? p.addr : 0) + ordinal) >>> 0
-  return `${n >>> 24}.${(n >>> 16) & 255}.${(n >>> 8) & 255}.${n & 255}`
 }
 
 function routerIdFromName(name: string): string {

@@ -5,6 +5,8 @@ import { hostname } from 'node:os'
 import { DEFAULT_DATASTORE, parseDatastoreSpec } from '../config/datastore-open.js'
 import { parseASNumber } from '../config/resources/index.js'
 import { parseIpv4, parseIpv6 } from '../bgp/codec/ip.js'
+import { DEFAULT_MTU_FILE, DEFAULT_SOCKET } from '../cni/config.js'
+import { parseListen } from './api/listen.js'
 
 export class SettingsError extends Error {
   constructor(
@@ -110,9 +112,11 @@ export function parseAddressMethod(name: string, value: string | undefined, v6: 
 }
 
 function hostPort(name: string, value: string): { host: string; port: number } {
-  const m = /^(\[[^\]]+\]|[^:]+):(\d+)$/.exec(value)
-  if (!m || Number(m[2]) > 65535) throw new SettingsError(name, `${JSON.stringify(value)} is not host:port`)
-  return { host: m[1]!.replace(/^\[|\]$/g, ''), port: Number(m[2]) }
+  try {
+    return parseListen(value)
+  } catch (err) {
+    throw new SettingsError(name, (err as Error).message)
+  }
 }
 
 function cidr(name: string, value: string, v6: boolean): string {
@@ -153,7 +157,7 @@ export function settingsFromEnv(env: Env): AgentSettings {
     datastore,
     apiListen: hostPort('PINTO_API_LISTEN', text(env, 'PINTO_API_LISTEN', '127.0.0.1:9099')),
     apiToken: env.PINTO_API_TOKEN === undefined || env.PINTO_API_TOKEN === '' ? undefined : env.PINTO_API_TOKEN,
-    socket: text(env, 'PINTO_SOCKET', '/var/run/pinto/pinto.sock'),
+    socket: text(env, 'PINTO_SOCKET', DEFAULT_SOCKET),
     apiSocket: text(env, 'PINTO_API_SOCKET', '/var/run/pinto/api.sock'),
     dataplane: choice(env, 'PINTO_DATAPLANE', 'kernel', ['kernel', 'none'] as const),
     logLevel: choice(env, 'PINTO_LOG_LEVEL', 'info', ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const),
@@ -168,7 +172,7 @@ export function settingsFromEnv(env: Env): AgentSettings {
           natOutgoing: choice(env, 'PINTO_IPV4POOL_NAT_OUTGOING', 'true', ['true', 'false'] as const) === 'true',
         },
     ipv6Pool: pool6 === '' ? undefined : { cidr: cidr('PINTO_IPV6POOL_CIDR', pool6, true), blockSize: integer(env, 'PINTO_IPV6POOL_BLOCK_SIZE', 122, 116, 128) },
-    mtuFile: text(env, 'PINTO_MTU_FILE', '/var/lib/pinto/mtu'),
+    mtuFile: text(env, 'PINTO_MTU_FILE', DEFAULT_MTU_FILE),
     routeProtocol: integer(env, 'PINTO_ROUTE_PROTOCOL', 87, 1, 255),
     resyncSeconds: integer(env, 'PINTO_RESYNC_SECONDS', 90, 1, 86400),
     readyWindowSeconds: integer(env, 'PINTO_READY_WINDOW_SECONDS', 60, 0, 86400),

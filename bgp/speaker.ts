@@ -4,7 +4,7 @@
 
 import { createServer, type Server, type Socket } from 'node:net'
 import { pino, type Logger } from 'pino'
-import type { PathAttributes, Prefix } from './codec/index.js'
+import { CeaseSubcode, ErrorCode, notification, type PathAttributes, type Prefix } from './codec/index.js'
 import { Rib } from './rib/rib.js'
 import type { LocRibChange, RibPeer } from './rib/types.js'
 import { BgpPeer, type PeerStatus } from './session/peer.js'
@@ -109,7 +109,7 @@ export class BgpSpeaker {
    */
   async stop(opts: { graceful?: boolean; message?: string } = {}): Promise<void> {
     for (const peer of this.peers.values()) {
-      peer.stop(opts.graceful ? { graceful: true } : opts.message ? { notification: { type: 'notification', code: 6, subcode: 2, data: new Uint8Array(0), shutdownMessage: opts.message } } : {})
+      peer.stop(opts.graceful ? { graceful: true } : opts.message ? { notification: notification(ErrorCode.CEASE, CeaseSubcode.ADMINISTRATIVE_SHUTDOWN, { shutdownMessage: opts.message }) } : {})
     }
     await Promise.all(this.servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))))
     this.servers.length = 0
@@ -153,7 +153,7 @@ export class BgpSpeaker {
   removePeer(name: string, message = 'peer removed from the configuration'): boolean {
     const peer = this.peers.get(name)
     if (!peer) return false
-    peer.stop({ notification: { type: 'notification', code: 6, subcode: 3, data: new Uint8Array(0) } })
+    peer.stop({ notification: notification(ErrorCode.CEASE, CeaseSubcode.PEER_DECONFIGURED) })
     this.peers.delete(name)
     this.log.info({ peer: name }, message)
     return true
@@ -179,7 +179,7 @@ export class BgpSpeaker {
       const next = resolvePeerConfig(config, this.opts.asn)
       const prev = current.resolvedConfig
       if (needsReset(prev, next)) {
-        this.peers.get(config.name)?.stop({ notification: { type: 'notification', code: 6, subcode: 6, data: new Uint8Array(0) } })
+        current.stop({ notification: notification(ErrorCode.CEASE, CeaseSubcode.OTHER_CONFIGURATION_CHANGE) })
         this.peers.delete(config.name)
         this.addPeer(config)
         summary.reset.push(config.name)

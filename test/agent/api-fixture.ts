@@ -14,6 +14,7 @@ import type { KernelRoute } from '../../felix/kernel-route.js'
 import { Ipam } from '../../ipam/ipam.js'
 import { FibApplyLog, ipamReads, speakerReads, type ApiDeps } from '../../agent/api/index.js'
 import { waitFor } from '../harness/wait.js'
+import { loopbackSpeakers } from '../bgp/loopback-speakers.js'
 
 export interface Fixture {
   a: BgpSpeaker
@@ -38,14 +39,7 @@ export function kernelRoute(dst: string, gateway?: string): KernelRoute {
 }
 
 export async function fixture(t: Test, over: Partial<ApiDeps> = {}): Promise<Fixture> {
-  const a = new BgpSpeaker({ asn: 64512, routerId: '192.0.2.1', listen: { port: 0, hosts: ['127.0.0.1'] } })
-  const b = new BgpSpeaker({ asn: 64512, routerId: '192.0.2.2', listen: { port: 0, hosts: ['127.0.0.2'] } })
-  await a.start()
-  await b.start()
-  t.teardown(async () => {
-    await a.stop()
-    await b.stop()
-  })
+  const { a, b } = await loopbackSpeakers(t)
   a.addPeer({ name: 'node-b', kind: 'mesh', address: '127.0.0.2', port: b.port!, localAddress: '127.0.0.1', peerAsn: 64512, holdTime: 9 })
   b.addPeer({ name: 'node-a', kind: 'mesh', address: '127.0.0.1', port: a.port!, localAddress: '127.0.0.2', peerAsn: 64512, holdTime: 9, passive: true })
   await waitFor(() => a.peerStatus()[0]?.state === 'Established' && b.peerStatus()[0]?.state === 'Established', { timeoutMs: 10_000, what: 'both sessions Established' })

@@ -6,6 +6,7 @@ import { BgpSpeaker, parsePrefix, formatPrefix } from '../../bgp/index.js'
 import type { PeerConfig } from '../../bgp/session/peer-config.js'
 import { ACCEPT_ALL as acceptAll } from '../../bgp/policy/index.js'
 import { waitFor } from '../harness/wait.js'
+import { loopbackSpeakers } from './loopback-speakers.js'
 
 interface Pair {
   a: BgpSpeaker
@@ -13,14 +14,7 @@ interface Pair {
 }
 
 async function pair(t: Tap.Test, asA: number, asB: number, over: Partial<PeerConfig> = {}): Promise<Pair> {
-  const a = new BgpSpeaker({ asn: asA, routerId: '192.0.2.1', listen: { port: 0, hosts: ['127.0.0.1'] } })
-  const b = new BgpSpeaker({ asn: asB, routerId: '192.0.2.2', listen: { port: 0, hosts: ['127.0.0.2'] } })
-  await a.start()
-  await b.start()
-  t.teardown(async () => {
-    await a.stop()
-    await b.stop()
-  })
+  const { a, b } = await loopbackSpeakers(t, asA, asB)
   const ebgp = asA !== asB
   const policy = ebgp ? { importPolicy: acceptAll, exportPolicy: acceptAll } : {}
   a.addPeer({ name: 'b', address: '127.0.0.2', port: b.port!, localAddress: '127.0.0.1', peerAsn: asB, holdTime: 9, ...policy, ...over })
@@ -97,14 +91,7 @@ t.test('changing only the policy keeps the session; changing the AS resets it', 
 })
 
 t.test('a wrong peer AS is refused with OPEN Message Error / Bad Peer AS', async (t) => {
-  const a = new BgpSpeaker({ asn: 64512, routerId: '192.0.2.1', listen: { port: 0, hosts: ['127.0.0.1'] } })
-  const b = new BgpSpeaker({ asn: 64512, routerId: '192.0.2.2', listen: { port: 0, hosts: ['127.0.0.2'] } })
-  await a.start()
-  await b.start()
-  t.teardown(async () => {
-    await a.stop()
-    await b.stop()
-  })
+  const { a, b } = await loopbackSpeakers(t)
   a.addPeer({ name: 'b', address: '127.0.0.2', port: b.port!, localAddress: '127.0.0.1', peerAsn: 65099 })
   b.addPeer({ name: 'a', address: '127.0.0.1', port: a.port!, localAddress: '127.0.0.2', peerAsn: 64512, passive: true })
   await waitFor(() => /Bad Peer AS/.test(b.peerStatus()[0]?.lastError ?? ''), { timeoutMs: 5000, what: 'b hears Bad Peer AS' })

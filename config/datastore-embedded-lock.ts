@@ -181,8 +181,10 @@ export class DirLock {
       } catch {
         continue
       }
-      const owner = inside.map(parseOwner).find((o) => o !== undefined)
-      if (owner === undefined || !ownerAlive(owner.pid, owner.start)) fs.rmSync(full, { recursive: true, force: true })
+      // A directory without its owner file yet may be one a live process is preparing right now (mkdir, then
+      // write): judge it by the pid in its own name, so a sweep never pulls it from under its maker.
+      const owner = inside.map(parseOwner).find((o) => o !== undefined) ?? { pid: Number(m[1]), start: '?' }
+      if (!ownerAlive(owner.pid, owner.start)) fs.rmSync(full, { recursive: true, force: true })
     }
   }
 }

@@ -9,6 +9,7 @@ import type { WatchEvent } from '../../config/datastore.js'
 import { openEmbeddedDatastore, type EmbeddedDatastore, type EmbeddedOptions } from '../../config/datastore-embedded.js'
 import { encodeRecord, encodeSnapshot } from '../../config/datastore-embedded-log.js'
 import { checkEmbeddedStore } from '../../config/datastore-embedded-check.js'
+import { DirLock } from '../../config/datastore-embedded-lock.js'
 import { datastoreContract, waitFor } from './datastore-contract.js'
 
 function tempStore(t: Test): string {
@@ -110,6 +111,19 @@ t.test('a lock left by a dead process is broken; a live holder is waited for', a
   t.ok(Date.now() - started >= 2900, 'it waited for the live holder')
   fs.rmSync(path.join(dir, 'lock'), { recursive: true })
   t.equal((await s.create('/l/b', '2')).value, '2')
+})
+
+t.test('a sweep removes dead processes\' prepared lock directories, never one a live process is still making', async (t) => {
+  const dir = tempStore(t)
+  const dead = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' })
+  const deadPid = Number(dead.stdout)
+  // A live process between its mkdir and the write of its owner file: an empty directory named by its pid.
+  fs.mkdirSync(path.join(dir, `lock.${process.ppid}.aa`))
+  fs.mkdirSync(path.join(dir, `lock.${deadPid}.bb`))
+  fs.mkdirSync(path.join(dir, `lock.${deadPid}.cc`))
+  fs.writeFileSync(path.join(dir, `lock.${deadPid}.cc`, `owner.${deadPid}.1.cc`), '')
+  DirLock.sweep(dir)
+  t.same(fs.readdirSync(dir).sort(), [`lock.${process.ppid}.aa`])
 })
 
 t.test('a bad store path is a clear error', async (t) => {

@@ -99,9 +99,19 @@ function isVethHostRoute(r: KernelRoute, vethPrefix: string): boolean {
 
 /** The `ip -batch` script for a list of operations, one line per op (line N+1 is ops[N]). */
 export function batchScript(ops: readonly RouteOp[]): string {
-  let s = ''
-  for (const o of ops) s += (o.op === 'replace' ? replaceLine(o.route) : deleteLine(o.route)) + '\n'
-  return s
+  return [...batchChunks(ops)].join('')
+}
+
+/** The same script in chunks of `lines` lines, made one at a time as the reader asks for them. */
+export function* batchChunks(ops: readonly RouteOp[], lines = 1024): Generator<string> {
+  for (let i = 0; i < ops.length; i += lines) {
+    let s = ''
+    for (let j = i; j < Math.min(ops.length, i + lines); j++) {
+      const o = ops[j] as RouteOp
+      s += (o.op === 'replace' ? replaceLine(o.route) : deleteLine(o.route)) + '\n'
+    }
+    yield s
+  }
 }
 
 /**

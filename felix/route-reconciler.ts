@@ -4,7 +4,7 @@
 
 import pino, { type Logger } from 'pino'
 import { defaultMetric, DEFAULT_ROUTE_PROTOCOL, MAIN_TABLE, routeKey, type Family, type KernelRoute } from './kernel-route.js'
-import { batchScript, parseBatchErrors, RouteDeltaTracker, type RouteConflict, type RouteOp } from './route-diff.js'
+import { batchChunks, parseBatchErrors, RouteDeltaTracker, type RouteConflict, type RouteOp } from './route-diff.js'
 import { parseMonitorLine, parseRouteJson } from './route-parse.js'
 import { runChecked, type ProcessRunner, type WatchHandle } from './runner.js'
 
@@ -44,8 +44,8 @@ export interface ApplyResult {
   readonly writeMs: number
 }
 
-/** Below this many operations one `ip -batch` is as fast as several. */
-const PARALLEL_MIN_OPS = 20_000
+/** Below this many operations a second `ip -batch` process costs more to start than it saves. */
+const PARALLEL_MIN_OPS = 2_000
 
 const NOTHING: ApplyResult = { planned: 0, errors: [], conflicts: [], readMs: 0, writeMs: 0 }
 
@@ -201,7 +201,7 @@ export class RouteReconciler {
     const chunks = await Promise.all(
       Array.from({ length: parts }, async (_, p) => {
         const slice = ops.slice(p * size, (p + 1) * size)
-        const r = await this.runner.run('ip', ['-force', '-batch', '-'], { input: batchScript(slice), ...this.nsOpt() })
+        const r = await this.runner.run('ip', ['-force', '-batch', '-'], { input: batchChunks(slice), ...this.nsOpt() })
         const failures = parseBatchErrors(r.stderr)
         if (r.exitCode !== 0 && failures.size === 0) {
           // ip itself failed (not a line): count every op as failed so the resync pass re-checks them all.

@@ -6,8 +6,11 @@ import { createInterface } from 'node:readline'
 import { execa } from 'execa'
 
 export interface RunOptions {
-  /** Written to the child's stdin (e.g. an `ip -batch -` script). */
-  readonly input?: string
+  /**
+   * Written to the child's stdin (e.g. an `ip -batch -` script). Chunks from an iterable are made as the
+   * child reads, so a long script is consumed while the rest of it is still being produced.
+   */
+  readonly input?: string | Iterable<string>
   /** Network namespace name to run in (as for `ip netns exec`); the caller's namespace when absent. */
   readonly netns?: string
 }
@@ -72,7 +75,7 @@ export class ExecaRunner implements ProcessRunner {
       reject: false,
       maxBuffer: MAX_BUFFER,
       stripFinalNewline: false,
-      ...(opts.input !== undefined ? { input: opts.input } : { stdin: 'ignore' as const }),
+      ...(opts.input === undefined ? { stdin: 'ignore' as const } : typeof opts.input === 'string' ? { input: opts.input } : { stdin: opts.input }),
     })
     // A spawn failure (binary missing) has no exit code; report it as 127 like a shell would.
     return { stdout: String(r.stdout ?? ''), stderr: String(r.stderr ?? (r.message ?? '')), exitCode: r.exitCode ?? 127 }
@@ -116,7 +119,8 @@ export class RecordingRunner implements ProcessRunner {
   constructor(private readonly respond: Responder = () => ({ stdout: '', stderr: '', exitCode: 0 })) {}
 
   async run(cmd: string, args: readonly string[], opts: RunOptions = {}): Promise<RunResult> {
-    const call: RecordedCall = { cmd, args: [...args], ...(opts.input !== undefined ? { input: opts.input } : {}), ...(opts.netns !== undefined ? { netns: opts.netns } : {}) }
+    const input = typeof opts.input === 'string' || opts.input === undefined ? opts.input : [...opts.input].join('')
+    const call: RecordedCall = { cmd, args: [...args], ...(input !== undefined ? { input } : {}), ...(opts.netns !== undefined ? { netns: opts.netns } : {}) }
     this.calls.push(call)
     return this.respond(call)
   }

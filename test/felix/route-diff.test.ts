@@ -3,7 +3,7 @@
 
 import t from 'tap'
 import { replaceLine, type KernelRoute } from '../../felix/kernel-route.js'
-import { batchScript, parseBatchErrors, RouteDeltaTracker } from '../../felix/route-diff.js'
+import { batchChunks, batchScript, parseBatchErrors, RouteDeltaTracker } from '../../felix/route-diff.js'
 import { parseMonitorLine, parseRouteJson, RouteParseError } from '../../felix/route-parse.js'
 import { routeKey } from '../../felix/index.js'
 
@@ -146,4 +146,14 @@ t.test('parseBatchErrors maps ip -force failures to op indexes', async (t) => {
     [1, 'Error: Nexthop has invalid gateway.'],
     [2, 'Cannot find device "nope"'],
   ])
+})
+
+t.test('the batch script in chunks: whole lines, in order, each chunk at most the asked line count', async (t) => {
+  const desired = want(...Array.from({ length: 10 }, (_, i) => via(`198.18.${i}.0/26`, '192.0.2.12', 'eth0')))
+  const ops = new RouteDeltaTracker({ protocol: P, vethPrefix: 'pinto', graceMs: 0 }).diff(desired, [], 0).ops
+  const chunks = [...batchChunks(ops, 4)]
+  t.same(chunks.map((c) => c.split('\n').length - 1), [4, 4, 2])
+  t.ok(chunks.every((c) => c.endsWith('\n')))
+  t.equal(chunks.join(''), batchScript(ops))
+  t.same([...batchChunks([], 4)], [])
 })

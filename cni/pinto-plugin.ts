@@ -10,7 +10,7 @@ import { type CniIp, type CniResult, parseResult } from './result.js'
 import { type CniEnv, CniError, ERR } from './spec.js'
 import { vethName } from './veth-name.js'
 import { Dataplane } from './wiring.js'
-import { GATEWAY_V4, GATEWAY_V6, HOST_MAC, type Wiring, checkWiring, podMacFrom } from './wiring-plan.js'
+import { GATEWAY_V4, GATEWAY_V6, HOST_MAC, type Veth, type Wiring, checkWiring, podMacFrom } from './wiring-plan.js'
 
 const DEFAULT_MTU = 1500
 
@@ -93,19 +93,36 @@ function resultOf(inv: Invocation, w: Wiring): CniResult {
 export async function cmdAdd(inv: Invocation, dp = new Dataplane()): Promise<CniResult> {
   const { env } = inv
   if (!existsSync(env.netns)) throw new CniError(ERR.unknownContainer, `CNI_NETNS: ${env.netns} does not exist`)
-  const mtu = effectiveMtu(inv.conf)
-  const hostVeth = hostVethOf(inv)
-  const addrs = await ipamAdd(inv)
-  const w: Wiring = { ifname: env.ifname, hostVeth, mtu, podMac: podMacFrom(randomBytes(5)), ...addrs }
+  const veth: Veth = { ifname: env.ifname, hostVeth: hostVethOf(inv), mtu: effectiveMtu(inv.conf), podMac: podMacFrom(randomBytes(5)) }
+  if (dp.hostLinkExists(veth.hostVeth)) return addAgain(inv, veth, dp)
+  // The veth needs no address: make it while the IPAM request is out, then give back whichever succeeded
+  // if the other failed.
+  const [addrs, made] = await Promise.allSettled([ipamAdd(inv), dp.createVeth(veth, env.netns)])
+  if (addrs.status === 'rejected' || made.status === 'rejected') {
+    if (addrs.status === 'fulfilled') await ipamDel(inv).catch(() => undefined)
+    if (made.status === 'fulfilled') await dp.removeHostVeth(veth.hostVeth).catch(() => undefined)
+    throw addrs.status === 'rejected' ? addrs.reason : (made as PromiseRejectedResult).reason
+  }
+  const w: Wiring = { ...veth, ...addrs.value }
   try {
-    if (dp.hostLinkExists(hostVeth)) {
-      // A repeated ADD: if the pod is wired as asked, answer with what is there; else start again.
-      const seen = await dp.read(hostVeth, env.ifname, env.netns)
-      if (checkWiring({ ...w, podMac: '' }, seen.pod, seen.host).length === 0 && seen.pod.link?.mtu === mtu) {
-        return resultOf(inv, { ...w, podMac: seen.pod.link.mac })
-      }
-      await dp.unwire(hostVeth, env.ifname, env.netns)
+    await dp.configure(w, env.netns)
+  } catch (err) {
+    await ipamDel(inv).catch(() => undefined)
+    throw err
+  }
+  return resultOf(inv, w)
+}
+
+/** A repeated ADD: if the pod is wired as asked, answer with what is there; else wire it again. */
+async function addAgain(inv: Invocation, veth: Veth, dp: Dataplane): Promise<CniResult> {
+  const { env } = inv
+  const w: Wiring = { ...veth, ...(await ipamAdd(inv)) }
+  try {
+    const seen = await dp.read(w.hostVeth, env.ifname, env.netns)
+    if (checkWiring({ ...w, podMac: '' }, seen.pod, seen.host).length === 0 && seen.pod.link?.mtu === w.mtu) {
+      return resultOf(inv, { ...w, podMac: seen.pod.link.mac })
     }
+    await dp.unwire(w.hostVeth, env.ifname, env.netns)
     await dp.wire(w, env.netns)
   } catch (err) {
     await ipamDel(inv).catch(() => undefined)
@@ -114,9 +131,15 @@ export async function cmdAdd(inv: Invocation, dp = new Dataplane()): Promise<Cni
   return resultOf(inv, w)
 }
 
+/**
+ * The veth and the addresses go at once: deleting a veth waits ~25 ms on the kernel. Neither pinto's IPAM
+ * (first-in-first-out reuse) nor host-local (round robin) hands a released address out again before the
+ * other free ones, so no new pod takes it while its old route lingers for those milliseconds.
+ */
 export async function cmdDel(inv: Invocation, dp = new Dataplane()): Promise<void> {
-  await dp.unwire(hostVethOf(inv), inv.env.ifname, inv.env.netns)
-  await ipamDel(inv)
+  const [unwired, released] = await Promise.allSettled([dp.unwire(hostVethOf(inv), inv.env.ifname, inv.env.netns), ipamDel(inv)])
+  if (unwired.status === 'rejected') throw unwired.reason
+  if (released.status === 'rejected') throw released.reason
 }
 
 export async function cmdCheck(inv: Invocation, dp = new Dataplane()): Promise<void> {

@@ -7,12 +7,16 @@ export const GATEWAY_V4 = '169.254.1.1'
 /** The host veth's link-local address, the EUI-64 of HOST_MAC: known before the kernel assigns it. */
 export const GATEWAY_V6 = 'fe80::ecee:eeff:feee:eeee'
 
-export interface Wiring {
+/** What is known of a pod's veth before its addresses are. */
+export interface Veth {
   readonly ifname: string
   readonly hostVeth: string
   readonly mtu: number
   /** Empty when unknown (CHECK without a prevResult MAC): not compared then. */
   readonly podMac: string
+}
+
+export interface Wiring extends Veth {
   /** Bare addresses (no length). */
   readonly v4: string | undefined
   readonly v6: string | undefined
@@ -20,13 +24,16 @@ export interface Wiring {
 
 /**
  * Run inside the pod netns: the veth is born there and its peer sent to the host netns (named by a PID in
- * it), so no half-made interface ever appears in the pod under a temporary name.
+ * it), so no half-made interface ever appears in the pod under a temporary name. It needs no address, so
+ * ADD runs it while the IPAM request is out.
  */
-export function podBatch(w: Wiring, hostPid: number): string {
-  const lines = [
-    `link add ${w.ifname} address ${w.podMac} mtu ${w.mtu} type veth peer name ${w.hostVeth} address ${HOST_MAC} mtu ${w.mtu} netns ${hostPid}`,
-    `link set ${w.ifname} up`,
-  ]
+export function vethLine(v: Veth, hostPid: number): string {
+  return `link add ${v.ifname} address ${v.podMac} mtu ${v.mtu} type veth peer name ${v.hostVeth} address ${HOST_MAC} mtu ${v.mtu} netns ${hostPid}\n`
+}
+
+/** Run in the pod netns once the veth exists: up, addresses, the gateway's link route and the default routes. */
+export function podBatch(w: Wiring): string {
+  const lines = [`link set ${w.ifname} up`]
   if (w.v4 !== undefined) {
     lines.push(`addr add ${w.v4}/32 dev ${w.ifname}`, `route add ${GATEWAY_V4}/32 dev ${w.ifname} scope link`, `route add default via ${GATEWAY_V4} dev ${w.ifname}`)
   }
@@ -37,7 +44,7 @@ export function podBatch(w: Wiring, hostPid: number): string {
   return lines.join('\n') + '\n'
 }
 
-/** Run in the host netns once the peer is there (and its sysctls are set). */
+/** Run in the host netns once the peer is there (and its sysctls are set); independent of the pod side. */
 export function hostBatch(w: Wiring): string {
   const lines = [`link set ${w.hostVeth} up`]
   if (w.v4 !== undefined) lines.push(`route add ${w.v4}/32 dev ${w.hostVeth} scope link`)

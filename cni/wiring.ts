@@ -1,18 +1,34 @@
-// Applies, removes and reads a pod's wiring through `ip` (pod side via nsenter on CNI_NETNS) and the
+// Applies, removes and reads a pod's wiring through `ip` (pod side via `ip -n` or nsenter on CNI_NETNS) and the
 // host-side sysctls through /proc/sys/net of the plugin's own netns. What to write is decided in wiring-plan.
 
-import { existsSync, writeFileSync } from 'node:fs'
+import { existsSync, statSync, writeFileSync } from 'node:fs'
 import { type Runner, run as defaultRun } from './exec.js'
 import { CniError, ERR } from './spec.js'
-import { type SideState, type Wiring, hostBatch, hostSysctls, podBatch, sideState } from './wiring-plan.js'
+import { type SideState, type Veth, type Wiring, hostBatch, hostSysctls, podBatch, sideState, vethLine } from './wiring-plan.js'
 
 const NO_DEVICE = /Cannot find device|does not exist/
+
+/** `ip` in the pod's netns: `ip -n NAME` when CNI_NETNS is a named netns (one exec fewer), else nsenter. */
+function podIpCommand(netns: string): [string, string[]] {
+  const m = /^\/(?:var\/)?run\/netns\/([^/]+)$/.exec(netns)
+  if (m !== null) {
+    try {
+      const a = statSync(netns)
+      const b = statSync(`/var/run/netns/${m[1]}`)
+      if (a.ino === b.ino && a.dev === b.dev) return ['ip', ['-n', m[1] as string]]
+    } catch {
+      // not where ip looks for named namespaces: fall through
+    }
+  }
+  return ['nsenter', [`--net=${netns}`, 'ip']]
+}
 
 export class Dataplane {
   constructor(private readonly run: Runner = defaultRun) {}
 
   private inPod(netns: string, args: readonly string[], input?: string): ReturnType<Runner> {
-    return this.run('nsenter', [`--net=${netns}`, 'ip', ...args], input === undefined ? {} : { input })
+    const [cmd, head] = podIpCommand(netns)
+    return this.run(cmd, [...head, ...args], input === undefined ? {} : { input })
   }
 
   /** Whether a link of this name exists in the plugin's own netns (a stat, no process). */
@@ -20,23 +36,38 @@ export class Dataplane {
     return existsSync(`/proc/sys/net/ipv4/conf/${name}`)
   }
 
-  /** Creates the veth pair, addresses and routes; on any failure removes what it made and throws. */
-  async wire(w: Wiring, netns: string): Promise<void> {
-    const pod = await this.inPod(netns, ['-batch', '-'], podBatch(w, process.pid))
-    if (pod.code !== 0) {
-      await this.removeHostVeth(w.hostVeth)
-      throw new CniError(ERR.io, `wiring ${w.ifname} in ${netns} failed: ${pod.stderr.trim()}`)
+  /** Creates the veth pair (pod end in the pod, peer in our netns), down and without addresses. */
+  async createVeth(v: Veth, netns: string): Promise<void> {
+    const r = await this.inPod(netns, ['-batch', '-'], vethLine(v, process.pid))
+    if (r.code !== 0) {
+      await this.removeHostVeth(v.hostVeth)
+      throw new CniError(ERR.io, `creating veth ${v.ifname}/${v.hostVeth} in ${netns} failed: ${r.stderr.trim()}`)
     }
-    try {
+  }
+
+  /** Brings up both ends with their addresses and routes (the two sides at once); on failure removes the veth. */
+  async configure(w: Wiring, netns: string): Promise<void> {
+    const pod = this.inPod(netns, ['-batch', '-'], podBatch(w)).then((r) => {
+      if (r.code !== 0) throw new CniError(ERR.io, `wiring ${w.ifname} in ${netns} failed: ${r.stderr.trim()}`)
+    })
+    const host = (async () => {
       for (const [path, value] of hostSysctls(w.hostVeth, w.v6 !== undefined)) writeFileSync(`/proc/sys/net/${path}`, value)
-      const host = await this.run('ip', ['-batch', '-'], { input: hostBatch(w) })
-      if (host.code !== 0) throw new CniError(ERR.io, `wiring host veth ${w.hostVeth} failed: ${host.stderr.trim()}`)
-    } catch (err) {
-      // Deleting the host end removes the pod end with it.
-      await this.removeHostVeth(w.hostVeth)
-      if (err instanceof CniError) throw err
-      throw new CniError(ERR.io, `wiring host veth ${w.hostVeth} failed: ${(err as Error).message}`)
-    }
+      const r = await this.run('ip', ['-batch', '-'], { input: hostBatch(w) })
+      if (r.code !== 0) throw new CniError(ERR.io, `wiring host veth ${w.hostVeth} failed: ${r.stderr.trim()}`)
+    })()
+    const [p, h] = await Promise.allSettled([pod, host])
+    const failed = [p, h].find((x): x is PromiseRejectedResult => x.status === 'rejected')
+    if (failed === undefined) return
+    // Deleting the host end removes the pod end with it.
+    await this.removeHostVeth(w.hostVeth)
+    const err = failed.reason as Error
+    throw err instanceof CniError ? err : new CniError(ERR.io, `wiring host veth ${w.hostVeth} failed: ${err.message}`)
+  }
+
+  /** createVeth then configure; on any failure removes what it made and throws. */
+  async wire(w: Wiring, netns: string): Promise<void> {
+    await this.createVeth(w, netns)
+    await this.configure(w, netns)
   }
 
   async removeHostVeth(name: string): Promise<void> {

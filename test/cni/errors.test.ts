@@ -35,8 +35,8 @@ t.test('spec errors', async (t) => {
   await expect('pinto-ipam without ipam', lab.exec('pinto-ipam', 'ADD', { cniVersion: '1.0.0', name: 'n', type: 'ptp' }, att), 7, 'ipam: expected an object')
   await nothingLeft(t, lab, netns)
 
-  // A failure after IPAM: CNI_IFNAME=lo already exists in the pod, so the veth cannot be made there.
-  await expect('wiring fails', lab.exec('pinto', 'ADD', conf, { ...att, ifname: 'lo' }), 5, 'wiring lo')
+  // A wiring failure while IPAM succeeds: CNI_IFNAME=lo already exists in the pod, so the veth cannot be made there.
+  await expect('wiring fails', lab.exec('pinto', 'ADD', conf, { ...att, ifname: 'lo' }), 5, 'creating veth lo/')
   await nothingLeft(t, lab, netns)
 
   // VERSION answers without env or netns.

@@ -9,6 +9,8 @@ export type RouteOpReason = 'missing' | 'changed' | 'stale' | 'stale-workload'
 export interface RouteOp {
   readonly op: 'replace' | 'delete'
   readonly route: KernelRoute
+  /** routeKey(route), computed once. */
+  readonly key: string
   readonly reason: RouteOpReason
 }
 
@@ -53,7 +55,7 @@ export class RouteDeltaTracker {
    * `workloads` undefined means the agent has not told felix which pods exist: every veth route is then
    * left alone, because deleting a pod's route on a guess would cut it off.
    */
-  diff(desired: ReadonlyMap<string, KernelRoute>, actual: readonly KernelRoute[], now: number, workloads?: ReadonlySet<string>): DiffResult {
+  diff(desired: ReadonlyMap<string, KernelRoute>, actual: readonly KernelRoute[] | ReadonlyMap<string, KernelRoute>, now: number, workloads?: ReadonlySet<string>): DiffResult {
     const ops: RouteOp[] = []
     const conflicts: RouteConflict[] = []
     const present = new Set<string>()
@@ -61,13 +63,16 @@ export class RouteDeltaTracker {
     let graceDeadline: number | undefined
     const { protocol, vethPrefix, graceMs } = this.opts
 
-    for (const a of actual) {
-      const key = routeKey(a)
+    // A map is the table as felix knows it, keyed already; an array is a fresh read.
+    const entries: Iterable<readonly [string, KernelRoute]> = Array.isArray(actual) ? keyed(actual as readonly KernelRoute[]) : (actual as ReadonlyMap<string, KernelRoute>)
+    for (const [key, a] of entries) {
       const want = desired.get(key)
       if (a.protocol === protocol) {
         present.add(key)
-        if (want === undefined) ops.push({ op: 'delete', route: a, reason: 'stale' })
-        else if (this.signatureOf(want) !== routeSignature(a)) ops.push({ op: 'replace', route: want, reason: 'changed' })
+        // The same object: felix wrote this very route (the known table holds what it wrote).
+        if (want === a) continue
+        if (want === undefined) ops.push({ op: 'delete', route: a, key, reason: 'stale' })
+        else if (this.signatureOf(want) !== routeSignature(a)) ops.push({ op: 'replace', route: want, key, reason: 'changed' })
         continue
       }
       if (want !== undefined) {
@@ -81,13 +86,17 @@ export class RouteDeltaTracker {
       const first = this.firstSeen.get(key) ?? now
       this.firstSeen.set(key, first)
       waiting.add(key)
-      if (now - first >= graceMs) ops.push({ op: 'delete', route: a, reason: 'stale-workload' })
+      if (now - first >= graceMs) ops.push({ op: 'delete', route: a, key, reason: 'stale-workload' })
       else graceDeadline = Math.min(graceDeadline ?? Infinity, first + graceMs)
     }
     for (const k of this.firstSeen.keys()) if (!waiting.has(k)) this.firstSeen.delete(k)
-    for (const [key, want] of desired) if (!present.has(key)) ops.push({ op: 'replace', route: want, reason: 'missing' })
+    for (const [key, want] of desired) if (!present.has(key)) ops.push({ op: 'replace', route: want, key, reason: 'missing' })
     return { ops, conflicts, graceDeadline }
   }
+}
+
+function* keyed(routes: readonly KernelRoute[]): Generator<readonly [string, KernelRoute]> {
+  for (const r of routes) yield [routeKey(r), r]
 }
 
 function isVethHostRoute(r: KernelRoute, vethPrefix: string): boolean {

@@ -132,9 +132,31 @@ export interface MonitorEvent {
   readonly protocol: number
   readonly metric: number | undefined
   readonly dev: string | undefined
+  /** `unicast` unless the line starts with a type word. */
+  readonly type: string
+  /** The `via` address of a single-hop route (multipath hops come on continuation lines, not parsed). */
+  readonly gateway: string | undefined
 }
 
 const TYPE_WORDS = new Set(['unicast', 'blackhole', 'unreachable', 'prohibit', 'local', 'broadcast', 'throw', 'multicast', 'anycast', 'nat'])
+
+/**
+ * The device of an `ip monitor link` line (`3: eth0@if2: <...>`, `Deleted 3: ...`) or of an address
+ * deletion (`Deleted 2: eth0    inet 192.0.2.1/24 ...`): the events after which the kernel may have
+ * dropped routes without a route notification. Undefined for anything else, address additions included.
+ */
+export function monitorDeviceEvent(line: string): string | undefined {
+  // `\d+: ` then a name: no route line starts so (an IPv6 prefix has no space after its colons).
+  const m = /^(Deleted )?\d+: ([^\s:@]+)(@[^\s:]+)?(:?)/.exec(line)
+  if (m === null) return undefined
+  const isLink = m[4] === ':'
+  return isLink || m[1] !== undefined ? m[2] : undefined
+}
+
+/** Whether an `ip monitor` line is a link or address event (head line) rather than a route. */
+export function isDeviceLine(line: string): boolean {
+  return /^(Deleted )?\d+: [^\s:@]+/.test(line)
+}
 
 /**
  * One `ip monitor route` line → the fields felix filters on, or undefined for continuation lines
@@ -146,13 +168,15 @@ export function parseMonitorLine(line: string): MonitorEvent | undefined {
   let i = 0
   const deleted = words[0] === 'Deleted'
   if (deleted) i++
-  if (TYPE_WORDS.has(words[i] ?? '')) i++
+  let type = 'unicast'
+  if (TYPE_WORDS.has(words[i] ?? '')) type = words[i++] as string
   const rawDst = words[i++]
   if (rawDst === undefined || !/^(default|[0-9a-fA-F:.]+(\/\d+)?)$/.test(rawDst)) return undefined
   let table = 254
   let protocol = 0
   let metric: number | undefined
   let dev: string | undefined
+  let gateway: string | undefined
   for (; i < words.length - 1; i++) {
     const w = words[i]
     const v = words[i + 1] ?? ''
@@ -160,8 +184,9 @@ export function parseMonitorLine(line: string): MonitorEvent | undefined {
     else if (w === 'proto') protocol = parseProtocol(v) ?? -1
     else if (w === 'metric') metric = Number(v)
     else if (w === 'dev') dev = v
+    else if (w === 'via') gateway = v
     else continue
     i++
   }
-  return { deleted, dst: canonicalDst(rawDst, familyOfPrefix(rawDst)), table, protocol, metric, dev }
+  return { deleted, dst: canonicalDst(rawDst, familyOfPrefix(rawDst)), table, protocol, metric, dev, type, gateway }
 }

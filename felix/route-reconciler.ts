@@ -5,7 +5,7 @@
 import pino, { type Logger } from 'pino'
 import { defaultMetric, DEFAULT_ROUTE_PROTOCOL, MAIN_TABLE, routeKey, type Family, type KernelRoute } from './kernel-route.js'
 import { batchChunks, parseBatchErrors, RouteDeltaTracker, type RouteConflict, type RouteOp } from './route-diff.js'
-import { parseMonitorLine, parseRouteJson } from './route-parse.js'
+import { isDeviceLine, monitorDeviceEvent, parseMonitorLine, parseRouteJson, type MonitorEvent } from './route-parse.js'
 import { runChecked, type ProcessRunner, type WatchHandle } from './runner.js'
 
 export interface RouteReconcilerOptions {
@@ -69,6 +69,15 @@ export class RouteReconciler {
   private monitor: WatchHandle | undefined
   private monitorTimer: NodeJS.Timeout | undefined
   private started = false
+  /**
+   * The table as felix last knew it: what it read, changed by what it wrote since. An apply driven by a
+   * desired-state change diffs against this instead of reading the kernel again; the periodic resync, the
+   * monitor and any write failure go back to the kernel. Undefined when unknown.
+   */
+  private known: Map<string, KernelRoute> | undefined
+  private wantRead = false
+  /** A multipath route's head line from the monitor, waiting for its hop lines. */
+  private multipath: { line: string; ev: MonitorEvent; key: string; hops: string[] } | undefined
   /** Errors from the latest apply, by route key. */
   readonly errors = new Map<string, RouteError>()
 
@@ -97,7 +106,10 @@ export class RouteReconciler {
     this.workloads = workloads
   }
 
-  /** One reconciliation; calls made while one runs are coalesced into a single follow-up run. */
+  /**
+   * One reconciliation against the table as felix knows it (read once, then kept by its own writes); calls
+   * made while one runs are coalesced into a single follow-up run.
+   */
   apply(): Promise<ApplyResult> {
     if (this.running === undefined) {
       this.running = this.applyOnce().finally(() => {
@@ -117,17 +129,25 @@ export class RouteReconciler {
     return this.apply()
   }
 
+  /** Like apply(), but reads the kernel's table first. */
+  resync(): Promise<ApplyResult> {
+    this.wantRead = true
+    return this.apply()
+  }
+
   /** Starts the monitor and periodic resync, then applies once. */
   async start(): Promise<ApplyResult> {
     this.started = true
     if (this.opts.monitor !== false) {
-      this.monitor = this.runner.watch('ip', ['monitor', 'route'], { ...(this.netns !== undefined ? { netns: this.netns } : {}), onLine: (l) => this.onMonitorLine(l) })
+      // Links and addresses too: the kernel drops routes through a device that goes down, or whose address
+      // goes, without a route notification.
+      this.monitor = this.runner.watch('ip', ['monitor', 'route', 'link', 'address'], { ...(this.netns !== undefined ? { netns: this.netns } : {}), onLine: (l) => this.onMonitorLine(l) })
       void this.monitor.exited.then((code) => {
         if (this.started) this.log.warn({ code }, 'ip monitor exited; drift is now caught by the periodic resync only')
       })
     }
     this.schedule(this.resyncMs)
-    return this.apply()
+    return this.resync()
   }
 
   /** Stops watching and resyncing. Routes stay in the kernel: a restarting agent must not cut traffic. */
@@ -145,7 +165,7 @@ export class RouteReconciler {
     if (!this.started) return
     clearTimeout(this.timer)
     this.timer = setTimeout(() => {
-      this.apply().then(
+      this.resync().then(
         () => undefined,
         (err: unknown) => this.log.error({ err }, 'resync failed'),
       )
@@ -154,20 +174,70 @@ export class RouteReconciler {
   }
 
   private onMonitorLine(line: string): void {
+    if (line.startsWith('\t') || line.startsWith(' ')) {
+      // A multipath route's hops follow its head line, one per line.
+      const m = /^\s+nexthop\s+(?:via\s+(\S+)\s+)?dev\s+(\S+)/.exec(line)
+      if (m !== null && this.multipath !== undefined) this.multipath.hops.push(`${m[1] ?? ''}@${m[2]}`)
+      return
+    }
+    this.endMultipath()
+    if (isDeviceLine(line)) {
+      const dev = monitorDeviceEvent(line)
+      // A pod's veth coming or going is followed by its own route lines; any other device may have taken routes with it.
+      if (dev !== undefined && !dev.startsWith(this.vethPrefix)) this.resyncSoon(line)
+      return
+    }
     const ev = parseMonitorLine(line)
     if (ev === undefined || ev.table !== this.table) return
     const ours = ev.protocol === this.protocol || (ev.dev?.startsWith(this.vethPrefix) === true && this.workloads !== undefined)
     // A route of another protocol appearing on a key we want is a conflict worth re-checking too.
     const metric = ev.metric ?? defaultMetric(ev.dst.includes(':') ? 6 : 4)
-    const wanted = this.desired.has(routeKey({ table: ev.table, dst: ev.dst, tos: 0, metric }))
+    const key = routeKey({ table: ev.table, dst: ev.dst, tos: 0, metric })
+    const wanted = this.desired.has(key)
     if (!ours && !wanted) return
-    // Debounced: a burst (our own batch echoing back, or a flush) costs one resync, not one per line.
+    if (!ev.deleted && ev.type === 'unicast' && ev.gateway === undefined && ev.dev === undefined) {
+      // A multipath head: judge it once its hop lines are in (they come in the same read).
+      this.multipath = { line, ev, key, hops: [] }
+      setImmediate(() => this.endMultipath())
+      return
+    }
+    if (!this.isEcho(ev, key, undefined)) this.resyncSoon(line)
+  }
+
+  private endMultipath(): void {
+    const m = this.multipath
+    if (m === undefined) return
+    this.multipath = undefined
+    if (!this.isEcho(m.ev, m.key, m.hops)) this.resyncSoon(m.line)
+  }
+
+  private resyncSoon(line: string): void {
+    // Debounced: a burst (a flush, a device going down) costs one resync, not one per line.
+    this.known = undefined
     if (this.monitorTimer !== undefined || !this.started) return
     this.monitorTimer = setTimeout(() => {
       this.monitorTimer = undefined
       this.log.debug({ line }, 'kernel route change seen; resyncing')
-      this.apply().catch((err: unknown) => this.log.error({ err }, 'resync after monitor event failed'))
+      this.resync().catch((err: unknown) => this.log.error({ err }, 'resync after monitor event failed'))
     }, 50)
+  }
+
+  /**
+   * Whether a monitor event only shows what felix itself wrote (its known table already says exactly so).
+   * `hops` are a multipath route's `gateway@dev` from its continuation lines.
+   */
+  private isEcho(ev: MonitorEvent, key: string, hops: readonly string[] | undefined): boolean {
+    if (this.known === undefined) return false
+    const k = this.known.get(key)
+    if (ev.deleted) return k === undefined
+    if (k === undefined || k.protocol !== ev.protocol || k.type !== ev.type) return false
+    if (hops !== undefined) {
+      const want = k.nexthops.map((h) => `${h.gateway ?? ''}@${h.dev ?? ''}`).sort()
+      return want.length > 1 && want.join(',') === [...hops].sort().join(',')
+    }
+    if (k.nexthops.length > 1) return false
+    const [hop] = k.nexthops
+    return hop?.gateway === ev.gateway && (ev.dev === undefined || hop?.dev === ev.dev)
   }
 
   private families(): Family[] {
@@ -215,8 +285,20 @@ export class RouteReconciler {
 
   private async applyOnce(): Promise<ApplyResult> {
     const t0 = performance.now()
-    const actual = await this.read()
-    const first = this.tracker.diff(this.desired, actual, this.now(), this.workloads)
+    const read = this.wantRead || this.known === undefined
+    this.wantRead = false
+    if (read) {
+      this.known = undefined
+      const known = new Map<string, KernelRoute>()
+      for (const r of await this.read()) {
+        // Two routes share a key only through `ip route append`; felix's own is the one it must see.
+        const key = routeKey(r)
+        if (known.get(key)?.protocol !== this.protocol) known.set(key, r)
+      }
+      this.known = known
+    }
+    const known = this.known as Map<string, KernelRoute>
+    const first = this.tracker.diff(this.desired, known, this.now(), this.workloads)
     const readMs = performance.now() - t0
     this.reportConflicts(first.conflicts)
     if (first.graceDeadline !== undefined) this.schedule(Math.max(0, first.graceDeadline - this.now()) + 10)
@@ -226,9 +308,19 @@ export class RouteReconciler {
       return { ...NOTHING, conflicts: first.conflicts, readMs }
     }
     const t1 = performance.now()
-    const failures = await this.write(first.ops)
+    const writing = this.write(first.ops)
+    // Updated while ip works (write() has spawned it) and before any of its echo can be read from the monitor.
+    for (const o of first.ops) {
+      if (o.op === 'replace') known.set(o.key, o.route)
+      else known.delete(o.key)
+    }
+    const failures = await writing.catch((err: unknown) => {
+      this.known = undefined
+      throw err
+    })
     let errors: RouteError[] = []
     if (failures.size > 0) {
+      this.known = undefined
       // The failure may come from a stale view (a route changed under us): look again, and retry only
       // what still differs; the second pass is per route, each line independent of the others.
       this.log.info({ failed: failures.size, of: first.ops.length }, 'batch had failures; resyncing once')

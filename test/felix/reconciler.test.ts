@@ -6,7 +6,7 @@ import t from 'tap'
 import { execa } from 'execa'
 import { createTopology, type NetNode, type Teardown } from '../harness/netns.js'
 import { waitFor } from '../harness/wait.js'
-import { ExecaRunner, RecordingRunner, renderDesired, RouteReconciler, workloadAddresses, type DesiredState } from '../../felix/index.js'
+import { ExecaRunner, RecordingRunner, renderDesired, RouteReconciler, workloadAddresses, type DesiredState, type ProcessRunner } from '../../felix/index.js'
 import { ourRoutes, pool, PROTO } from './lab.js'
 
 const ip = (ns: string, args: string[]) => execa('ip', ['-n', ns, ...args])
@@ -72,6 +72,43 @@ t.test('routes match, drift is repaired via the monitor, other protocols are lef
   await ip(a.ns, ['route', 'del', '198.18.0.64/26', 'proto', String(PROTO)])
   await new Promise((r) => setTimeout(r, 300))
   t.equal((await ourRoutes(a.ns)).length, 2, 'and no longer repairs them after stop')
+})
+
+t.test('changes apply against the known table; its own echo starts no read; a device down and up is repaired', async (t) => {
+  const a = await node(t)
+  const reads: string[] = []
+  // The real runner, counting table reads; the monitor is real too.
+  const real = new ExecaRunner()
+  const runner: ProcessRunner = {
+    run(cmd, args, opts) {
+      if (args.includes('show')) reads.push(args.join(' '))
+      return real.run(cmd, args, opts)
+    },
+    watch: (cmd, args, opts) => real.watch(cmd, args, opts),
+  }
+  const rec = new RouteReconciler({ runner, netns: a.ns, protocol: PROTO, resyncIntervalMs: 60_000 })
+  t.teardown(() => rec.stop())
+  rec.setDesired(renderDesired(state(), { protocol: PROTO }).routes, workloadAddresses(state()))
+  await rec.start()
+  t.equal(reads.length, 1, 'start reads the table once')
+  const more = state({ routes: [...state().routes, { prefix: '198.18.0.192/26', nextHops: [{ address: '192.0.2.14' }] }] })
+  rec.setDesired(renderDesired(more, { protocol: PROTO }).routes, workloadAddresses(more))
+  const res = await rec.apply()
+  t.equal(res.planned, 1)
+  t.equal(reads.length, 1, 'a desired-state change is applied without reading the kernel again')
+  await new Promise((r) => setTimeout(r, 300))
+  t.equal(reads.length, 1, 'the monitor recognised its own write and started no resync')
+  t.match((await execa('ip', ['-n', a.ns, 'route', 'show', '198.18.0.192/26'])).stdout, /via 192\.0\.2\.14 dev eth0 proto 87/)
+
+  // The kernel drops routes through a device that goes down without a route notification; felix sees the link.
+  await ip(a.ns, ['link', 'set', 'eth0', 'down'])
+  await ip(a.ns, ['link', 'set', 'eth0', 'up'])
+  const want = [...EXPECTED, 'route replace 198.18.0.192/26 via 192.0.2.14 dev eth0 table 254 proto 87 metric 0'].sort()
+  t.ok(
+    await waitFor(async () => JSON.stringify((await ourRoutes(a.ns)).sort()) === JSON.stringify(want), { timeoutMs: 2000, intervalMs: 50, what: 'routes back after eth0 down and up' }),
+    'routes through eth0 are back within 2 s of it coming up',
+  )
+  t.ok(reads.length > 1, 'by reading the kernel again')
 })
 
 t.test('a bad route is reported per route and does not block the rest (IPIP routes without tunl0)', async (t) => {

@@ -4,7 +4,7 @@
 import t from 'tap'
 import { replaceLine, type KernelRoute } from '../../felix/kernel-route.js'
 import { batchChunks, batchScript, parseBatchErrors, RouteDeltaTracker } from '../../felix/route-diff.js'
-import { parseMonitorLine, parseRouteJson, RouteParseError } from '../../felix/route-parse.js'
+import { isDeviceLine, monitorDeviceEvent, parseMonitorLine, parseRouteJson, RouteParseError } from '../../felix/route-parse.js'
 import { routeKey } from '../../felix/index.js'
 
 const P = 87
@@ -138,6 +138,24 @@ t.test('parseMonitorLine: the fields felix filters on', async (t) => {
   t.match(parseMonitorLine('2001:db8:1::/122 via 2001:db8::2 dev eth0 table 100 proto 87 metric 1024 pref medium'), { dst: '2001:db8:1::/122', table: 100, metric: 1024 })
   t.equal(parseMonitorLine('\tnexthop via 192.0.2.4 dev va weight 1 onlink'), undefined)
   t.equal(parseMonitorLine(''), undefined)
+  t.match(parseMonitorLine('Deleted blackhole 198.18.0.0/26 proto 87 '), { type: 'blackhole', gateway: undefined })
+  t.match(parseMonitorLine('198.18.0.64/26 via 192.0.2.12 dev eth0 proto 87 '), { type: 'unicast', gateway: '192.0.2.12', dev: 'eth0' })
+})
+
+t.test('monitor device lines: links always, addresses only when deleted, never a route', async (t) => {
+  const rows: [string, boolean, string | undefined][] = [
+    ['3: eth0@if5: <BROADCAST,MULTICAST> mtu 1500 qdisc noqueue state DOWN', true, 'eth0'],
+    ['Deleted 7: vxlan.pinto: <BROADCAST> mtu 1450', true, 'vxlan.pinto'],
+    ['2: eth0    inet6 fe80::1/64 scope link ', true, undefined],
+    ['Deleted 2: eth0    inet 192.0.2.11/24 brd 192.0.2.255 scope global eth0', true, 'eth0'],
+    ['198.18.0.64/26 via 192.0.2.12 dev eth0 proto 87 ', false, undefined],
+    ['2001:db8::/64 dev eth0 proto kernel metric 256 pref medium', false, undefined],
+    ['Deleted 198.18.0.0/26 proto 87 ', false, undefined],
+  ]
+  for (const [line, device, dev] of rows) {
+    t.equal(isDeviceLine(line), device, `${line}: device line`)
+    t.equal(monitorDeviceEvent(line), dev, `${line}: device`)
+  }
 })
 
 t.test('parseBatchErrors maps ip -force failures to op indexes', async (t) => {

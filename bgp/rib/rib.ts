@@ -57,6 +57,8 @@ class RibPath implements Path {
 interface Counters {
   received: number
   accepted: number
+  /** Stale paths held (graceful restart), by AFI: End-of-RIB sweeps only when there are any. */
+  stale: number[]
 }
 
 /** Set while a destination's best path needs recomputing. */
@@ -115,7 +117,7 @@ export class Rib implements RibView {
 
   private countersOf(peer: RibPeer): Counters {
     let c = this.counters.get(peer.id)
-    if (c === undefined) this.counters.set(peer.id, (c = { received: 0, accepted: 0 }))
+    if (c === undefined) this.counters.set(peer.id, (c = { received: 0, accepted: 0, stale: [0, 0, 0] }))
     return c
   }
 
@@ -177,6 +179,7 @@ export class Rib implements RibView {
     const old = dest.find(peer?.id, p.pathId)
     if (old !== undefined) {
       // The same path again (a graceful restart's re-send, a route refresh): no change to anyone.
+      if (old.stale && c !== undefined) c.stale[p.afi]!--
       if (old.attrs === attrs && old.peer === peer && old.session?.routerId === session?.routerId) {
         old.stale = false
         return
@@ -203,7 +206,10 @@ export class Rib implements RibView {
   private drop(dest: Destination, path: Path, c: Counters | undefined): void {
     dest.remove(path)
     this.interner.release(path.attrs)
-    if (c !== undefined) c.accepted--
+    if (c !== undefined) {
+      c.accepted--
+      if (path.stale) c.stale[path.prefix.afi]!--
+    }
     this.touch(dest)
   }
 
@@ -293,8 +299,11 @@ export class Rib implements RibView {
     for (const dest of this.table.values()) {
       const keep = keepStale.has(familyKey(dest.prefix.afi, UNICAST))
       for (const path of this.pathsOf(dest, peer.id)) {
-        if (keep) path.stale = true
-        else this.drop(dest, path, c)
+        if (!keep) this.drop(dest, path, c)
+        else if (!path.stale) {
+          path.stale = true
+          c.stale[dest.prefix.afi]!++
+        }
       }
     }
   }
@@ -311,6 +320,8 @@ export class Rib implements RibView {
 
   private removeStale(peer: RibPeer, afi: number | undefined): void {
     const c = this.countersOf(peer)
+    // A session that did not restart (the common End-of-RIB) holds nothing stale: no walk over the table.
+    if ((afi === undefined ? c.stale[1]! + c.stale[2]! : (c.stale[afi] ?? 0)) === 0) return
     for (const dest of this.table.values(afi)) {
       for (const path of this.pathsOf(dest, peer.id)) if (path.stale) this.drop(dest, path, c)
     }

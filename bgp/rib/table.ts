@@ -88,6 +88,8 @@ export class Destination {
   }
 }
 
+const newDestination = (p: Prefix): Destination => new Destination(p)
+
 function v6Key(p: Prefix & { afi: 2 }): string {
   const nb = (p.len + 7) >> 3
   let key = String.fromCharCode(p.len)
@@ -119,7 +121,7 @@ export class PrefixTable {
       let m = this.v4[p.len]
       if (m === undefined) this.v4[p.len] = m = new NumberMap()
       const before = m.size
-      const d = m.obtain(v4Key(p.addr, p.len), () => new Destination(p))
+      const d = m.obtain(v4Key(p.addr, p.len), newDestination, p)
       this.count += m.size - before
       return d
     }

@@ -4,10 +4,15 @@
 
 const EMPTY = undefined
 
+/** The home slot of `key` in a table of 2^(32 - shift) slots: the top bits of key × 2^32/φ. */
+export const fibonacciSlot = (key: number, shift: number): number => Math.imul(key, 0x9e3779b1) >>> shift
+
 export class NumberMap<V> {
   private keys: Uint32Array
   private vals: (V | undefined)[]
   private mask: number
+  /** 32 - log2(slots): the slot is the top bits of the multiplicative hash. */
+  private shift: number
   private count = 0
 
   constructor(capacity = 16) {
@@ -16,6 +21,7 @@ export class NumberMap<V> {
     this.keys = new Uint32Array(size)
     this.vals = new Array<V | undefined>(size).fill(EMPTY)
     this.mask = size - 1
+    this.shift = 32 - Math.log2(size)
   }
 
   get size(): number {
@@ -23,8 +29,10 @@ export class NumberMap<V> {
   }
 
   private slot(key: number): number {
-    // Fibonacci hashing spreads the contiguous keys of address ranges over the table.
-    return Math.imul(key, 0x9e3779b1) >>> 0 & this.mask
+    // Fibonacci hashing: the TOP bits of key × 2^32/φ. The low bits of that product depend only on the
+    // key's low bits, so keys with a common stride (every /24 whose third octet is 0, say) would share
+    // a few slots and degrade linear probing to a crawl.
+    return fibonacciSlot(key, this.shift)
   }
 
   get(key: number): V | undefined {
@@ -111,11 +119,12 @@ export class NumberMap<V> {
     const keys = new Uint32Array(size)
     const vals = new Array<V | undefined>(size).fill(EMPTY)
     const mask = size - 1
+    const shift = 32 - Math.log2(size)
     for (let i = 0; i < oldVals.length; i++) {
       const v = oldVals[i]
       if (v === EMPTY) continue
       const key = oldKeys[i]!
-      let j = Math.imul(key, 0x9e3779b1) >>> 0 & mask
+      let j = fibonacciSlot(key, shift)
       while (vals[j] !== EMPTY) j = (j + 1) & mask
       keys[j] = key
       vals[j] = v
@@ -123,6 +132,7 @@ export class NumberMap<V> {
     this.keys = keys
     this.vals = vals
     this.mask = mask
+    this.shift = shift
   }
 
   /** The values, gathered into an array first: a native array iterator is several times faster than a generator. */

@@ -1,7 +1,7 @@
 // The open-addressing map under the IPv4 tables, checked against a JS Map through random inserts,
 // overwrites and deletes (deletion shifts entries back, so lookups after it are the risky part).
 import t from 'tap'
-import { NumberMap } from '../../bgp/rib/number-map.js'
+import { fibonacciSlot, NumberMap } from '../../bgp/rib/number-map.js'
 
 t.test('agrees with Map through 200k random operations', async (t) => {
   let seed = 12345
@@ -41,4 +41,14 @@ t.test('0 and 0xffffffff are keys like any other', async (t) => {
   t.ok(m.delete(0))
   t.equal(m.get(0), undefined)
   t.equal(m.get(0xffffffff), 'max')
+})
+
+t.test('home slots spread keys with a common stride (the low bits of a product would not)', async (t) => {
+  // 4096 keys in 8192 slots: strides of whole /24s and /20s, as address-derived keys often have.
+  for (const stride of [1, 256, 4096, 65536]) {
+    const slots = new Set<number>()
+    for (let i = 0; i < 4096; i++) slots.add(fibonacciSlot(Math.imul(i, stride) >>> 0, 32 - 13))
+    // Random placement would give ~3200; the low bits of the product gave 32 for a stride of 256.
+    t.ok(slots.size > 4096 * 0.5, `stride ${stride}: ${slots.size} distinct home slots of 4096 keys`)
+  }
 })

@@ -1,8 +1,7 @@
 // The `pinto` main plugin: one handler per verb (STYLE 14). ADD is a straight line that gives its addresses
 // back if a later step fails; DEL is idempotent; CHECK reads the kernel. Wiring details live in wiring*.ts.
 
-import { randomBytes } from 'node:crypto'
-import { existsSync, readFileSync } from 'node:fs'
+import { closeSync, existsSync, openSync, readFileSync, readSync } from 'node:fs'
 import { type NetConf, podIdentity, validAttachments } from './config.js'
 import { delegate } from './delegate.js'
 import { ERR_CHECK, assign, checkHeld, clientFor, collect, release, status } from './ipam-core.js'
@@ -45,6 +44,18 @@ function hostVethOf(inv: Invocation): string {
 }
 
 const bare = (cidr: string): string => cidr.split('/')[0] as string
+
+/** Random bytes from the kernel, without loading node:crypto (~2.3 ms of a cold start) for five of them. */
+function randomBytes(n: number): Uint8Array {
+  const out = new Uint8Array(n)
+  const fd = openSync('/dev/urandom', 'r')
+  try {
+    if (readSync(fd, out) !== n) throw new CniError(ERR.io, `/dev/urandom gave fewer than ${n} bytes`)
+  } finally {
+    closeSync(fd)
+  }
+  return out
+}
 
 /** The pod's first address of each family from an IPAM result, without length. */
 function pick(ips: readonly CniIp[]): { v4: string | undefined; v6: string | undefined } {

@@ -22,6 +22,8 @@ export interface KernelRoute {
   readonly protocol: number
   /** Empty for blackholes; one for a plain route; several for ECMP (kept sorted for desired routes). */
   readonly nexthops: readonly NextHop[]
+  /** The kernel nexthop object the route uses, when read from a kernel that has one for it. */
+  readonly nhid?: number
 }
 
 /** Calico's is 80 (notes/calico.md §3.2); pinto takes an unassigned number so both can share a host. */
@@ -37,7 +39,7 @@ export function routeKey(r: Pick<KernelRoute, 'table' | 'dst' | 'tos' | 'metric'
   return `${r.table} ${r.dst} ${r.tos} ${r.metric}`
 }
 
-function hopText(h: NextHop): string {
+export function hopText(h: NextHop): string {
   return `${h.gateway ?? ''}@${h.dev ?? ''}${h.onlink ? '!' : ''}`
 }
 
@@ -55,7 +57,7 @@ export function compareNextHops(a: NextHop, b: NextHop): number {
   return x < y ? -1 : x > y ? 1 : 0
 }
 
-function hopArgs(h: NextHop): string {
+export function hopArgs(h: NextHop): string {
   let s = ''
   if (h.gateway !== undefined) s += ` via ${h.gateway}`
   if (h.dev !== undefined) s += ` dev ${h.dev}`
@@ -81,12 +83,23 @@ export function replaceLine(r: KernelRoute): string {
 }
 
 /**
+ * `route replace ...` through kernel nexthop object `nhid` (the kernel then skips validating the gateway
+ * for every route), or naming its hops when `nhid` is undefined.
+ */
+export function replaceLineVia(r: KernelRoute, nhid: number | undefined): string {
+  if (nhid === undefined) return replaceLine(r)
+  return `route replace ${TYPE_WORD[r.type] ?? ''}${r.dst} nhid ${nhid}${keyArgs(r, r.protocol)}`
+}
+
+/**
  * `route delete ...` naming the route's own protocol, so the kernel refuses to delete a different route
- * that took the key in the meantime. A single device is named too (the veth cleanup relies on it).
+ * that took the key in the meantime. The device of a device route is named too (the veth cleanup relies
+ * on it); not that of a route through a gateway, which may go through a nexthop object, and the kernel
+ * matches no such route by device.
  */
 export function deleteLine(r: KernelRoute): string {
   const [only] = r.nexthops
-  const dev = r.nexthops.length === 1 && only?.dev !== undefined ? ` dev ${only.dev}` : ''
+  const dev = r.nexthops.length === 1 && only?.dev !== undefined && only.gateway === undefined ? ` dev ${only.dev}` : ''
   return `route delete ${TYPE_WORD[r.type] ?? ''}${r.dst}${dev}${keyArgs(r, r.protocol)}`
 }
 

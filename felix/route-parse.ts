@@ -120,7 +120,8 @@ export function parseRouteJson(text: string, family: Family, table: number): Ker
     } else {
       nexthops = [hopOf(r, path)]
     }
-    out[i] = { family, table: t, dst: canonicalDst(dst, family), tos, metric, type, protocol, nexthops }
+    const nhid = r['nhid']
+    out[i] = { family, table: t, dst: canonicalDst(dst, family), tos, metric, type, protocol, nexthops, ...(typeof nhid === 'number' ? { nhid } : {}) }
   }
   return out
 }

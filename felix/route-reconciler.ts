@@ -6,7 +6,8 @@ import pino, { type Logger } from 'pino'
 import { defaultMetric, DEFAULT_ROUTE_PROTOCOL, MAIN_TABLE, routeKey, type Family, type KernelRoute } from './kernel-route.js'
 import { batchChunks, parseBatchErrors, RouteDeltaTracker, type RouteConflict, type RouteOp } from './route-diff.js'
 import { isDeviceLine, monitorDeviceEvent, parseMonitorLine, parseRouteJson, type MonitorEvent } from './route-parse.js'
-import { runChecked, type ProcessRunner, type WatchHandle } from './runner.js'
+import { CommandError, runChecked, type ProcessRunner, type RunResult, type WatchHandle } from './runner.js'
+import { NexthopRegistry, parseNexthopJson, parseNexthopMonitorLine } from './nexthops.js'
 
 export interface RouteReconcilerOptions {
   readonly runner: ProcessRunner
@@ -26,6 +27,8 @@ export interface RouteReconcilerOptions {
   readonly retryMs?: number
   /** Concurrent `ip -batch` writers for large diffs (default 2). */
   readonly writers?: number
+  /** Routes through kernel nexthop objects where the kernel has them (default true). */
+  readonly nexthopObjects?: boolean
   readonly logger?: Logger
   readonly now?: () => number
 }
@@ -42,6 +45,12 @@ export interface ApplyResult {
   readonly conflicts: RouteConflict[]
   readonly readMs: number
   readonly writeMs: number
+}
+
+/** `chunks`, once `ready` has settled. */
+async function* after(ready: Promise<unknown>, chunks: Iterable<string>): AsyncGenerator<string> {
+  await ready.catch(() => undefined)
+  yield* chunks
 }
 
 /** Below this many operations a second `ip -batch` process costs more to start than it saves. */
@@ -76,6 +85,9 @@ export class RouteReconciler {
    */
   private known: Map<string, KernelRoute> | undefined
   private wantRead = false
+  /** felix's nexthop objects; undefined when the kernel has none (before 5.3) or they are turned off. */
+  private nexthops: NexthopRegistry | undefined
+  private probed = false
   /** A multipath route's head line from the monitor, waiting for its hop lines. */
   private multipath: { line: string; ev: MonitorEvent; key: string; hops: string[] } | undefined
   /** Errors from the latest apply, by route key. */
@@ -138,10 +150,12 @@ export class RouteReconciler {
   /** Starts the monitor and periodic resync, then applies once. */
   async start(): Promise<ApplyResult> {
     this.started = true
+    await this.probeNexthops()
     if (this.opts.monitor !== false) {
       // Links and addresses too: the kernel drops routes through a device that goes down, or whose address
       // goes, without a route notification.
-      this.monitor = this.runner.watch('ip', ['monitor', 'route', 'link', 'address'], { ...(this.netns !== undefined ? { netns: this.netns } : {}), onLine: (l) => this.onMonitorLine(l) })
+      const objects = ['route', 'link', 'address', ...(this.nexthops !== undefined ? ['nexthop'] : [])]
+      this.monitor = this.runner.watch('ip', ['monitor', ...objects], { ...(this.netns !== undefined ? { netns: this.netns } : {}), onLine: (l) => this.onMonitorLine(l) })
       void this.monitor.exited.then((code) => {
         if (this.started) this.log.warn({ code }, 'ip monitor exited; drift is now caught by the periodic resync only')
       })
@@ -181,6 +195,13 @@ export class RouteReconciler {
       return
     }
     this.endMultipath()
+    const nh = this.nexthops !== undefined ? parseNexthopMonitorLine(line) : undefined
+    if (nh !== undefined) {
+      const reg = this.nexthops as NexthopRegistry
+      if (reg.isEcho(nh) || (!reg.has(nh.id) && !line.includes(` proto ${this.protocol}`))) return
+      this.resyncSoon(line)
+      return
+    }
     if (isDeviceLine(line)) {
       const dev = monitorDeviceEvent(line)
       // A pod's veth coming or going is followed by its own route lines; any other device may have taken routes with it.
@@ -246,14 +267,36 @@ export class RouteReconciler {
     return [4]
   }
 
+  /** Whether the kernel has nexthop objects (Linux 5.3+), asked once. */
+  private async probeNexthops(): Promise<void> {
+    if (this.probed || this.opts.nexthopObjects === false) return
+    this.learnNexthopSupport(await this.runner.run('ip', ['-N', '-json', 'nexthop', 'show'], this.nsOpt()))
+  }
+
+  private learnNexthopSupport(probe: RunResult): void {
+    this.probed = true
+    if (probe.exitCode === 0) this.nexthops = new NexthopRegistry(this.protocol)
+    else this.log.info({ err: probe.stderr.trim() }, 'the kernel has no nexthop objects; routes name their gateways')
+  }
+
   private async read(): Promise<KernelRoute[]> {
-    const tables = await Promise.all(
-      this.families().map(async (f) => {
+    // The nexthop objects are read beside the routes; the first read also learns whether there are any.
+    const nexthops = this.opts.nexthopObjects !== false && (!this.probed || this.nexthops !== undefined)
+    const [objects, ...tables] = await Promise.all([
+      nexthops ? this.runner.run('ip', ['-N', '-json', 'nexthop', 'show'], this.nsOpt()) : undefined,
+      ...this.families().map(async (f) => {
         const r = await runChecked(this.runner, 'ip', ['-N', '-json', `-${f}`, 'route', 'show', 'table', String(this.table)], this.nsOpt())
         return parseRouteJson(r.stdout, f, this.table)
       }),
-    )
-    return tables.flat()
+    ])
+    if (objects !== undefined) {
+      if (!this.probed) this.learnNexthopSupport(objects)
+      if (this.nexthops !== undefined) {
+        if (objects.exitCode !== 0) throw new CommandError('ip', ['-N', '-json', 'nexthop', 'show'], objects)
+        this.nexthops.load(parseNexthopJson(objects.stdout))
+      }
+    }
+    return (tables as KernelRoute[][]).flat()
   }
 
   private nsOpt(): { netns?: string } {
@@ -266,12 +309,20 @@ export class RouteReconciler {
    * trip is the cost, and the kernel takes the lock per route, so two writers nearly halve the time.
    */
   private async write(ops: readonly RouteOp[]): Promise<Map<number, string>> {
+    const { ids, made } = this.ensureNexthops(ops)
     const parts = ops.length >= PARALLEL_MIN_OPS ? this.writers : 1
     const size = Math.ceil(ops.length / parts)
+    const reg = this.nexthops
     const chunks = await Promise.all(
       Array.from({ length: parts }, async (_, p) => {
         const slice = ops.slice(p * size, (p + 1) * size)
-        const r = await this.runner.run('ip', ['-force', '-batch', '-'], { input: batchChunks(slice), ...this.nsOpt() })
+        // An object whose making failed is forgotten by the time the lines are made: its routes name their hops.
+        const nhid = ids === undefined || reg === undefined ? undefined : (j: number): number | undefined => {
+          const id = ids[j + p * size]
+          return id !== undefined && reg.has(id) ? id : undefined
+        }
+        // The writers start while the objects are made; their lines flow once the objects exist.
+        const r = await this.runner.run('ip', ['-force', '-batch', '-'], { input: after(made, batchChunks(slice, 1024, nhid)), ...this.nsOpt() })
         const failures = parseBatchErrors(r.stderr)
         if (r.exitCode !== 0 && failures.size === 0) {
           // ip itself failed (not a line): count every op as failed so the resync pass re-checks them all.
@@ -281,6 +332,47 @@ export class RouteReconciler {
       }),
     )
     return new Map(chunks.flat())
+  }
+
+  /**
+   * The nexthop object of each replaced route, making missing ones first; a route whose object could not be
+   * made is written with its hops, so its own error (a missing device, say) is what gets reported.
+   */
+  private ensureNexthops(ops: readonly RouteOp[]): { ids: (number | undefined)[] | undefined; made: Promise<void> } {
+    const reg = this.nexthops
+    if (reg === undefined) return { ids: undefined, made: Promise.resolve() }
+    const create: string[] = []
+    const ids = ops.map((o) => (o.op === 'replace' ? reg.idFor(o.route, create) : undefined))
+    if (create.length === 0) return { ids, made: Promise.resolve() }
+    const made = this.runner.run('ip', ['-force', '-batch', '-'], { input: create.join('\n') + '\n', ...this.nsOpt() }).then((r) => {
+      const failed = parseBatchErrors(r.stderr)
+      if (r.exitCode !== 0 && failed.size === 0) create.forEach((_, i) => failed.set(i, r.stderr.trim()))
+      for (const [i, message] of failed) {
+        const id = Number(/ id (\d+) /.exec(create[i] ?? '')?.[1])
+        this.log.debug({ id, err: message }, 'nexthop object not made; its routes name their hops')
+        reg.forget(id)
+      }
+    })
+    return { ids, made }
+  }
+
+  /**
+   * After a clean apply from a fresh read: felix's nexthop objects that neither a desired route nor a route
+   * in the kernel uses go (deleting an object would take its routes with it).
+   */
+  private async sweepNexthops(known: ReadonlyMap<string, KernelRoute>): Promise<void> {
+    const reg = this.nexthops
+    if (reg === undefined || reg.size === 0) return
+    const inUse = new Set<number>()
+    for (const r of this.desired.values()) {
+      const id = reg.lookup(r)
+      if (id !== undefined) inUse.add(id)
+    }
+    for (const r of known.values()) if (r.nhid !== undefined) inUse.add(r.nhid)
+    const lines = reg.sweep(inUse)
+    if (lines.length === 0) return
+    const r = await this.runner.run('ip', ['-force', '-batch', '-'], { input: lines.join('\n') + '\n', ...this.nsOpt() })
+    if (r.exitCode !== 0) this.log.debug({ err: r.stderr.trim() }, 'removing unused nexthop objects failed; the next resync retries')
   }
 
   private async applyOnce(): Promise<ApplyResult> {
@@ -305,11 +397,12 @@ export class RouteReconciler {
     else this.schedule(this.resyncMs)
     if (first.ops.length === 0) {
       this.errors.clear()
+      if (read) await this.sweepNexthops(known)
       return { ...NOTHING, conflicts: first.conflicts, readMs }
     }
     const t1 = performance.now()
     const writing = this.write(first.ops)
-    // Updated while ip works (write() has spawned it) and before any of its echo can be read from the monitor.
+    // Updated while the write is under way and before any of its echo can be read from the monitor.
     for (const o of first.ops) {
       if (o.op === 'replace') known.set(o.key, o.route)
       else known.delete(o.key)
@@ -334,6 +427,7 @@ export class RouteReconciler {
     errors.slice(0, 20).forEach((e) => this.log.warn({ dst: e.op.route.dst, op: e.op.op, err: e.message }, 'route not programmed'))
     if (errors.length > 20) this.log.warn({ more: errors.length - 20 }, 'more routes not programmed')
     if (errors.length > 0) this.schedule(this.retryMs)
+    else if (read && failures.size === 0) await this.sweepNexthops(known)
     const counts = { replace: 0, delete: 0 }
     for (const o of first.ops) counts[o.op]++
     this.log.info({ ...counts, errors: errors.length, readMs: Math.round(readMs), writeMs: Math.round(writeMs) }, 'routes reconciled')

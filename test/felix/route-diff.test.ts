@@ -40,7 +40,7 @@ const rows: { name: string; json: unknown[]; desired: KernelRoute[]; workloads?:
       { dst: '198.18.9.0/26', gateway: '192.0.2.12', dev: 'tunl0', protocol: '87', flags: ['onlink'] },
     ],
     desired: [via('198.18.1.0/26', '192.0.2.12', 'eth0')],
-    lines: ['route replace 198.18.1.0/26 via 192.0.2.12 dev eth0 onlink table 254 proto 87 metric 0', 'route delete 198.18.9.0/26 dev tunl0 table 254 proto 87 metric 0'],
+    lines: ['route replace 198.18.1.0/26 via 192.0.2.12 dev eth0 onlink table 254 proto 87 metric 0', 'route delete 198.18.9.0/26 table 254 proto 87 metric 0'],
   },
   {
     name: 'other protocols never touched, even in our prefix range; a key they hold is a conflict',

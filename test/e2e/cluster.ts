@@ -57,10 +57,17 @@ export async function monitorRoutes(t: Test, n: DemoNode): Promise<{ lines: stri
     await child
   }
   t.teardown(stop)
-  // Ready when it reports a marker route of our own (not pinto's protocol, so felix leaves it alone).
+  // Ready when it reports a marker route of our own (not pinto's protocol, so felix leaves it alone). The
+  // marker is made again until seen: one made before ip monitor has subscribed is never reported.
   const marker = '198.51.100.255'
-  await execa('ip', ['-n', n.ns, 'route', 'add', 'blackhole', `${marker}/32`])
-  await waitFor(() => lines.some((l) => l.includes(marker)), { timeoutMs: 5000, what: `ip monitor route in ${n.name}` })
+  const seen = (): boolean => lines.some((l) => l.includes(marker))
+  const deadline = Date.now() + 5000
+  while (!seen()) {
+    await execa('ip', ['-n', n.ns, 'route', 'del', 'blackhole', `${marker}/32`], { reject: false })
+    await execa('ip', ['-n', n.ns, 'route', 'add', 'blackhole', `${marker}/32`])
+    const ok = await waitFor(seen, { timeoutMs: 250, intervalMs: 10, what: `ip monitor route in ${n.name}` }).then(() => true, () => false)
+    if (!ok && Date.now() > deadline) throw new Error(`ip monitor route in ${n.name} reported nothing within 5 s`)
+  }
   await execa('ip', ['-n', n.ns, 'route', 'del', 'blackhole', `${marker}/32`])
   return { lines, stop }
 }

@@ -1,6 +1,8 @@
 // The I/O shell around the delta tracker: only apply() touches the kernel's routes. It reads each family's
-// table with one `ip -N -json route show`, writes the diff with one `ip -force -batch -`, resyncs once on
-// failure and reports per-route errors; a periodic resync and `ip monitor route` keep the kernel in line.
+// table with one `ip -N -json route show` (and felix's nexthop objects beside it), then keeps that table
+// as its own writes change it; it writes a diff with `ip -force -batch -` (two processes for large ones,
+// the nexthop objects first), resyncs once on failure and reports per-route errors. A periodic resync and
+// `ip monitor` (routes, links, addresses, nexthops; its own echo recognised) keep the kernel in line.
 
 import pino, { type Logger } from 'pino'
 import { defaultMetric, DEFAULT_ROUTE_PROTOCOL, MAIN_TABLE, routeKey, type Family, type KernelRoute } from './kernel-route.js'

@@ -2,7 +2,8 @@
 // node's kernel (seen by `ip monitor route` there), p50 and p99 over 50 pods in a 10-node cluster, beside
 // the target p99 < 200 ms. The first pod on a node claims a new block, which must be advertised; later pods
 // fall inside an already-advertised block and are covered at once. The two are reported apart.
-// Run (root): npx tsc -p . && node scripts/bundle.js && node dist/bench/converge.js [--nodes 10] [--pods 50]
+// The cluster runs --settle seconds (default 15) before the first pod, as a cluster that serves pods has.
+// Run (root): npx tsc -p . && node scripts/bundle.js && node dist/bench/converge.js [--nodes 10] [--pods 50] [--settle 15]
 
 import { execa, type ResultPromise } from 'execa'
 import { DemoCluster, type DemoNode } from '../agent/demo/cluster.js'
@@ -15,6 +16,8 @@ const arg = (name: string, fallback: number): number => {
 }
 const NODES = arg('--nodes', 10)
 const PODS = arg('--pods', 50)
+/** Seconds the started cluster runs before the first pod: a cluster that serves pods has been up a while. */
+const SETTLE = arg('--settle', 15)
 const TARGET_P99_MS = 200
 /** A route of our own (not felix's protocol, so it is left alone) that shows a monitor is listening. */
 const MARKER = '198.51.100.255'
@@ -24,6 +27,8 @@ const now = (): number => performance.timeOrigin + performance.now()
 /** First arrival time of each prefix added in a node's kernel, from `ip monitor route`. */
 class RouteWatch {
   readonly seen = new Map<string, number>()
+  /** Whether the readiness marker route was reported (ip prints a host route without its /32). */
+  markerSeen = false
   private readonly child: ResultPromise
   private partial = ''
   constructor(readonly node: DemoNode) {
@@ -35,6 +40,7 @@ class RouteWatch {
       const lines = this.partial.split('\n')
       this.partial = lines.pop() ?? ''
       for (const l of lines) {
+        if (!l.startsWith('Deleted') && l.includes(MARKER)) this.markerSeen = true
         if (l.startsWith('Deleted') || !(l.includes('proto 87') || l.includes(MARKER)) || l.startsWith('blackhole')) continue
         const prefix = /(\d+\.\d+\.\d+\.\d+\/\d+)/.exec(l)?.[1]
         if (prefix !== undefined && !this.seen.has(prefix)) this.seen.set(prefix, at)
@@ -67,16 +73,21 @@ async function main(): Promise<void> {
   process.once('SIGINT', stop)
   try {
     await cluster.start()
-    process.stdout.write(`${NODES} nodes up in ${((now() - started) / 1000).toFixed(1)} s; adding ${PODS} pods one at a time, round robin\n`)
+    process.stdout.write(`${NODES} nodes up in ${((now() - started) / 1000).toFixed(1)} s; settling ${SETTLE} s, then adding ${PODS} pods one at a time, round robin\n`)
     const watches = cluster.nodes.map((n) => new RouteWatch(n))
-    // Wait for the monitors to be listening: a marker route of our own must show up in each.
+    // Wait for the monitors to be listening: a marker route of our own must show up in each. It is made
+    // again until seen: one made before ip monitor has subscribed is never reported.
     for (const w of watches) {
-      await execa('ip', ['-n', w.node.ns, 'route', 'add', `${MARKER}/32`, 'dev', 'lo'])
       const deadline = Date.now() + 5000
-      while (!w.seen.has(`${MARKER}/32`) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
+      while (!w.markerSeen) {
+        if (Date.now() > deadline) throw new Error(`ip monitor route in ${w.node.name} reported nothing within 5 s`)
+        await execa('ip', ['-n', w.node.ns, 'route', 'del', `${MARKER}/32`, 'dev', 'lo'], { reject: false })
+        await execa('ip', ['-n', w.node.ns, 'route', 'add', `${MARKER}/32`, 'dev', 'lo'])
+        for (const until = Date.now() + 250; !w.markerSeen && Date.now() < until; ) await new Promise((r) => setTimeout(r, 10))
+      }
       await execa('ip', ['-n', w.node.ns, 'route', 'del', `${MARKER}/32`, 'dev', 'lo'])
-      w.seen.delete(`${MARKER}/32`)
     }
+    await new Promise((r) => setTimeout(r, SETTLE * 1000))
     const newBlock: number[] = []
     const inBlock: number[] = []
     const adds: number[] = []

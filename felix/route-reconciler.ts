@@ -49,10 +49,10 @@ export interface ApplyResult {
   readonly writeMs: number
 }
 
-/** `chunks`, once `ready` has settled. */
-async function* after(ready: Promise<unknown>, chunks: Iterable<string>): AsyncGenerator<string> {
-  await ready.catch(() => undefined)
-  yield* chunks
+/** `head`, then `rest`. */
+function* prepend(head: string, rest: Iterable<string>): Generator<string> {
+  yield head
+  yield* rest
 }
 
 /** Below this many operations a second `ip -batch` process costs more to start than it saves. */
@@ -306,26 +306,32 @@ export class RouteReconciler {
   }
 
   /**
-   * Runs the ops with -force so one bad line cannot stop the rest; returns failures by op index. Large
-   * diffs are split over a few concurrent `ip -batch` processes: ip's per-line parsing and netlink round
-   * trip is the cost, and the kernel takes the lock per route, so two writers nearly halve the time.
+   * Runs the ops with -force so one bad line cannot stop the rest; returns failures by op index. Routes go
+   * through nexthop objects unless `nexthops` is false (the per-route retry pass, so each failure is the
+   * route's own); each script makes the missing objects first (`nexthop replace` is idempotent, so every
+   * writer makes them: no writer waits for another). Large diffs are split over a few concurrent `ip -batch`
+   * processes: ip's per-line round trip is the cost and the kernel takes its lock per route, so two writers
+   * nearly halve the time.
    */
-  private async write(ops: readonly RouteOp[]): Promise<Map<number, string>> {
-    const { ids, made } = this.ensureNexthops(ops)
+  private async write(ops: readonly RouteOp[], nexthops = true): Promise<Map<number, string>> {
+    const reg = nexthops ? this.nexthops : undefined
+    const create: string[] = []
+    const ids = reg === undefined ? undefined : ops.map((o) => (o.op === 'replace' ? reg.idFor(o.route, create) : undefined))
     const parts = ops.length >= PARALLEL_MIN_OPS ? this.writers : 1
     const size = Math.ceil(ops.length / parts)
-    const reg = this.nexthops
+    // Line i of each script is create[i], then op i - create.length of its slice.
+    const head = create.length > 0 ? create.join('\n') + '\n' : undefined
     const chunks = await Promise.all(
       Array.from({ length: parts }, async (_, p) => {
         const slice = ops.slice(p * size, (p + 1) * size)
-        // An object whose making failed is forgotten by the time the lines are made: its routes name their hops.
-        const nhid = ids === undefined || reg === undefined ? undefined : (j: number): number | undefined => {
-          const id = ids[j + p * size]
-          return id !== undefined && reg.has(id) ? id : undefined
+        const nhid = ids === undefined ? undefined : (j: number): number | undefined => ids[j + p * size]
+        const routes = batchChunks(slice, 1024, nhid)
+        const r = await this.runner.run('ip', ['-force', '-batch', '-'], { input: head !== undefined ? prepend(head, routes) : routes, ...this.nsOpt() })
+        const failures = new Map<number, string>()
+        for (const [i, m] of parseBatchErrors(r.stderr)) {
+          if (i < create.length) this.forgetNexthop(create[i] as string, m)
+          else failures.set(i - create.length, m)
         }
-        // The writers start while the objects are made; their lines flow once the objects exist.
-        const r = await this.runner.run('ip', ['-force', '-batch', '-'], { input: after(made, batchChunks(slice, 1024, nhid)), ...this.nsOpt() })
-        const failures = parseBatchErrors(r.stderr)
         if (r.exitCode !== 0 && failures.size === 0) {
           // ip itself failed (not a line): count every op as failed so the resync pass re-checks them all.
           slice.forEach((_, i) => failures.set(i, r.stderr.trim() || `ip exited ${r.exitCode}`))
@@ -336,26 +342,10 @@ export class RouteReconciler {
     return new Map(chunks.flat())
   }
 
-  /**
-   * The nexthop object of each replaced route, making missing ones first; a route whose object could not be
-   * made is written with its hops, so its own error (a missing device, say) is what gets reported.
-   */
-  private ensureNexthops(ops: readonly RouteOp[]): { ids: (number | undefined)[] | undefined; made: Promise<void> } {
-    const reg = this.nexthops
-    if (reg === undefined) return { ids: undefined, made: Promise.resolve() }
-    const create: string[] = []
-    const ids = ops.map((o) => (o.op === 'replace' ? reg.idFor(o.route, create) : undefined))
-    if (create.length === 0) return { ids, made: Promise.resolve() }
-    const made = this.runner.run('ip', ['-force', '-batch', '-'], { input: create.join('\n') + '\n', ...this.nsOpt() }).then((r) => {
-      const failed = parseBatchErrors(r.stderr)
-      if (r.exitCode !== 0 && failed.size === 0) create.forEach((_, i) => failed.set(i, r.stderr.trim()))
-      for (const [i, message] of failed) {
-        const id = Number(/ id (\d+) /.exec(create[i] ?? '')?.[1])
-        this.log.debug({ id, err: message }, 'nexthop object not made; its routes name their hops')
-        reg.forget(id)
-      }
-    })
-    return { ids, made }
+  private forgetNexthop(line: string, message: string): void {
+    const id = Number(/ id (\d+) /.exec(line)?.[1])
+    this.log.debug({ id, err: message }, 'nexthop object not made')
+    this.nexthops?.forget(id)
   }
 
   /**
@@ -420,7 +410,7 @@ export class RouteReconciler {
       // what still differs; the second pass is per route, each line independent of the others.
       this.log.info({ failed: failures.size, of: first.ops.length }, 'batch had failures; resyncing once')
       const second = this.tracker.diff(this.desired, await this.read(), this.now(), this.workloads)
-      const retry = await this.write(second.ops)
+      const retry = await this.write(second.ops, false)
       errors = [...retry].map(([i, message]) => ({ op: second.ops[i] as RouteOp, message }))
     }
     const writeMs = performance.now() - t1

@@ -10,7 +10,7 @@ export interface RunOptions {
    * Written to the child's stdin (e.g. an `ip -batch -` script). Chunks from an iterable are made as the
    * child reads, so a long script is consumed while the rest of it is still being produced.
    */
-  readonly input?: string | Iterable<string> | AsyncIterable<string>
+  readonly input?: string | Iterable<string>
   /** Network namespace name to run in (as for `ip netns exec`); the caller's namespace when absent. */
   readonly netns?: string
 }
@@ -99,12 +99,6 @@ export class ExecaRunner implements ProcessRunner {
   }
 }
 
-async function collect(chunks: Iterable<string> | AsyncIterable<string>): Promise<string> {
-  let s = ''
-  for await (const c of chunks) s += c
-  return s
-}
-
 export interface RecordedCall {
   readonly cmd: string
   readonly args: readonly string[]
@@ -125,7 +119,7 @@ export class RecordingRunner implements ProcessRunner {
   constructor(private readonly respond: Responder = () => ({ stdout: '', stderr: '', exitCode: 0 })) {}
 
   async run(cmd: string, args: readonly string[], opts: RunOptions = {}): Promise<RunResult> {
-    const input = typeof opts.input === 'string' || opts.input === undefined ? opts.input : await collect(opts.input)
+    const input = typeof opts.input === 'string' || opts.input === undefined ? opts.input : [...opts.input].join('')
     const call: RecordedCall = { cmd, args: [...args], ...(input !== undefined ? { input } : {}), ...(opts.netns !== undefined ? { netns: opts.netns } : {}) }
     this.calls.push(call)
     return this.respond(call)

@@ -11,15 +11,20 @@ import { openEmbeddedDatastore } from '../../config/datastore-embedded.js'
 
 const worker = fileURLToPath(new URL('./datastore-worker.js', import.meta.url))
 
+/** Every worker started, so a failed test can stop the others before it removes their directory. */
+const running = new Set<ReturnType<typeof spawn>>()
+
 function runWorker(args: string[], timeoutMs: number): Promise<string> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [worker, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+    running.add(child)
     let out = ''
     let err = ''
     child.stdout.on('data', (d: Buffer) => (out += d.toString()))
     child.stderr.on('data', (d: Buffer) => (err += d.toString()))
     const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs)
     child.on('exit', (code, signal) => {
+      running.delete(child)
       clearTimeout(timer)
       if (code === 0) resolve(out)
       else reject(new Error(`worker ${args.join(' ')} exited ${code ?? signal}: ${err}`))
@@ -29,7 +34,13 @@ function runWorker(args: string[], timeoutMs: number): Promise<string> {
 
 t.test('4 processes x 250 CAS increments over 5 counters', async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pinto-mp-'))
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  t.teardown(async () => {
+    // When one worker fails the others still write: stop them first, or they refill the directory as it goes.
+    const exits = [...running].map((c) => new Promise((r) => c.once('exit', r)))
+    for (const c of running) c.kill('SIGKILL')
+    await Promise.all(exits)
+    fs.rmSync(dir, { recursive: true, force: true })
+  })
   const outputs = await Promise.all([0, 1, 2, 3].map(() => runWorker(['counter', dir, '5', '250', String(8 * 1024)], 60_000)))
   const expected = new Map<string, number>()
   for (const out of outputs) {

@@ -9,15 +9,12 @@ import { execa, type ResultPromise } from 'execa'
 import { DemoCluster, type DemoNode } from '../agent/demo/cluster.js'
 import { cidrContains, parseAddr, parseCidr } from '../ipam/addr.js'
 import { table } from '../agent/demo/tables.js'
+import { numberArg } from './args.js'
 
-const arg = (name: string, fallback: number): number => {
-  const i = process.argv.indexOf(name)
-  return i > 0 ? Number(process.argv[i + 1]) : fallback
-}
-const NODES = arg('--nodes', 10)
-const PODS = arg('--pods', 50)
+const NODES = numberArg('--nodes', 10)
+const PODS = numberArg('--pods', 50)
 /** Seconds the started cluster runs before the first pod: a cluster that serves pods has been up a while. */
-const SETTLE = arg('--settle', 15)
+const SETTLE = numberArg('--settle', 15)
 const TARGET_P99_MS = 200
 /** A route of our own (not felix's protocol, so it is left alone) that shows a monitor is listening. */
 const MARKER = '198.51.100.255'

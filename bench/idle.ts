@@ -8,15 +8,12 @@ import { readFileSync } from 'node:fs'
 import { execa } from 'execa'
 import { DemoCluster } from '../agent/demo/cluster.js'
 import { table } from '../agent/demo/tables.js'
+import { numberArg } from './args.js'
 
-const arg = (name: string, fallback: number): number => {
-  const i = process.argv.indexOf(name)
-  return i > 0 ? Number(process.argv[i + 1]) : fallback
-}
-const ROUTES = arg('--routes', 1000)
-const SECONDS = arg('--seconds', 60)
+const ROUTES = numberArg('--routes', 1000)
+const SECONDS = numberArg('--seconds', 60)
 /** Start-up settling (JIT, V8's memory reducer after the start's allocations) before the idle window. */
-const SETTLE = arg('--settle', 15)
+const SETTLE = numberArg('--settle', 15)
 const TARGET_RSS_MB = 100
 const TARGET_CPU_PCT = 1
 

@@ -8,10 +8,10 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { startEtcd } from '../test/harness/etcd.js'
 import type { WorkerArgs, WorkerLine } from './ipam-worker.js'
+import { numberArg } from './args.js'
 
 const WORKER = fileURLToPath(new URL('./ipam-worker.js', import.meta.url))
-const countArg = process.argv.indexOf('--count')
-const COUNT = countArg > 0 ? Number(process.argv[countArg + 1]) : 1000
+const COUNT = numberArg('--count', 1000)
 const POOLS = [{ name: 'v4', cidr: '198.18.0.0/16', blockSize: 26 }]
 
 function worker(args: WorkerArgs): Promise<WorkerLine[]> {

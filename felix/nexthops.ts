@@ -3,7 +3,7 @@
 // kernel its per-route gateway check: a large table goes in about a quarter faster. Pure: it keeps the
 // id <-> hop mapping and plans `ip -batch` lines; the reconciler runs them and reads the kernel's objects.
 
-import { type Family, type KernelRoute, type NextHop } from './kernel-route.js'
+import { hopArgs, hopText, type Family, type KernelRoute, type NextHop } from './kernel-route.js'
 import { RouteParseError } from './route-parse.js'
 
 export interface NexthopObject {
@@ -61,7 +61,7 @@ export function parseNexthopMonitorLine(line: string): { deleted: boolean; id: n
 }
 
 function hopKey(family: Family, h: NextHop): string {
-  return `${family}|${h.gateway ?? ''}|${h.dev ?? ''}|${h.onlink ? 1 : 0}`
+  return `${family}|${hopText(h)}`
 }
 
 function groupKey(ids: readonly number[]): string {
@@ -69,7 +69,7 @@ function groupKey(ids: readonly number[]): string {
 }
 
 function hopLine(id: number, h: NextHop, protocol: number): string {
-  return `nexthop replace id ${id} via ${h.gateway}${h.dev !== undefined ? ` dev ${h.dev}` : ''}${h.onlink ? ' onlink' : ''} proto ${protocol}`
+  return `nexthop replace id ${id}${hopArgs(h)} proto ${protocol}`
 }
 
 /** Where felix's ids start: above the small ids routing daemons count up from ("87" in the top byte's place). */

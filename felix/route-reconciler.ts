@@ -5,7 +5,7 @@
 // `ip monitor` (routes, links, addresses, nexthops; its own echo recognised) keep the kernel in line.
 
 import pino, { type Logger } from 'pino'
-import { defaultMetric, DEFAULT_ROUTE_PROTOCOL, MAIN_TABLE, routeKey, type Family, type KernelRoute } from './kernel-route.js'
+import { defaultMetric, DEFAULT_ROUTE_PROTOCOL, hopText, MAIN_TABLE, routeKey, type Family, type KernelRoute } from './kernel-route.js'
 import { batchChunks, parseBatchErrors, RouteDeltaTracker, type RouteConflict, type RouteOp } from './route-diff.js'
 import { isDeviceLine, monitorDeviceEvent, parseMonitorLine, parseRouteJson, type MonitorEvent } from './route-parse.js'
 import { CommandError, runChecked, type ProcessRunner, type RunResult, type WatchHandle } from './runner.js'
@@ -90,6 +90,8 @@ export class RouteReconciler {
   /** felix's nexthop objects; undefined when the kernel has none (before 5.3) or they are turned off. */
   private nexthops: NexthopRegistry | undefined
   private probed = false
+  /** The probe's answer, for the first read. */
+  private probedObjects: RunResult | undefined
   /** A multipath route's head line from the monitor, waiting for its hop lines. */
   private multipath: { line: string; ev: MonitorEvent; key: string; hops: string[] } | undefined
   /** Errors from the latest apply, by route key. */
@@ -193,7 +195,9 @@ export class RouteReconciler {
     if (line.startsWith('\t') || line.startsWith(' ')) {
       // A multipath route's hops follow its head line, one per line.
       const m = /^\s+nexthop\s+(?:via\s+(\S+)\s+)?dev\s+(\S+)/.exec(line)
-      if (m !== null && this.multipath !== undefined) this.multipath.hops.push(`${m[1] ?? ''}@${m[2]}`)
+      if (m !== null && this.multipath !== undefined) {
+        this.multipath.hops.push(hopText({ ...(m[1] !== undefined ? { gateway: m[1] } : {}), dev: m[2] as string, onlink: /\sonlink\b/.test(line) }))
+      }
       return
     }
     this.endMultipath()
@@ -247,7 +251,7 @@ export class RouteReconciler {
 
   /**
    * Whether a monitor event only shows what felix itself wrote (its known table already says exactly so).
-   * `hops` are a multipath route's `gateway@dev` from its continuation lines.
+   * `hops` are a multipath route's hops (as hopText) from its continuation lines.
    */
   private isEcho(ev: MonitorEvent, key: string, hops: readonly string[] | undefined): boolean {
     if (this.known === undefined) return false
@@ -255,7 +259,7 @@ export class RouteReconciler {
     if (ev.deleted) return k === undefined
     if (k === undefined || k.protocol !== ev.protocol || k.type !== ev.type) return false
     if (hops !== undefined) {
-      const want = k.nexthops.map((h) => `${h.gateway ?? ''}@${h.dev ?? ''}`).sort()
+      const want = k.nexthops.map(hopText).sort()
       return want.length > 1 && want.join(',') === [...hops].sort().join(',')
     }
     if (k.nexthops.length > 1) return false
@@ -272,7 +276,10 @@ export class RouteReconciler {
   /** Whether the kernel has nexthop objects (Linux 5.3+), asked once. */
   private async probeNexthops(): Promise<void> {
     if (this.probed || this.opts.nexthopObjects === false) return
-    this.learnNexthopSupport(await this.runner.run('ip', ['-N', '-json', 'nexthop', 'show'], this.nsOpt()))
+    const probe = await this.runner.run('ip', ['-N', '-json', 'nexthop', 'show'], this.nsOpt())
+    this.learnNexthopSupport(probe)
+    // The first read takes the objects from here rather than asking again.
+    if (probe.exitCode === 0) this.probedObjects = probe
   }
 
   private learnNexthopSupport(probe: RunResult): void {
@@ -284,8 +291,10 @@ export class RouteReconciler {
   private async read(): Promise<KernelRoute[]> {
     // The nexthop objects are read beside the routes; the first read also learns whether there are any.
     const nexthops = this.opts.nexthopObjects !== false && (!this.probed || this.nexthops !== undefined)
+    const probed = this.probedObjects
+    this.probedObjects = undefined
     const [objects, ...tables] = await Promise.all([
-      nexthops ? this.runner.run('ip', ['-N', '-json', 'nexthop', 'show'], this.nsOpt()) : undefined,
+      probed ?? (nexthops ? this.runner.run('ip', ['-N', '-json', 'nexthop', 'show'], this.nsOpt()) : undefined),
       ...this.families().map(async (f) => {
         const r = await runChecked(this.runner, 'ip', ['-N', '-json', `-${f}`, 'route', 'show', 'table', String(this.table)], this.nsOpt())
         return parseRouteJson(r.stdout, f, this.table)

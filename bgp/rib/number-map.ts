@@ -35,33 +35,28 @@ export class NumberMap<V> {
     return fibonacciSlot(key, this.shift)
   }
 
-  get(key: number): V | undefined {
+  /** The slot holding `key`, or the empty slot where it would go. */
+  private slotOf(key: number): number {
     const keys = this.keys
     const vals = this.vals
-    for (let i = this.slot(key); ; i = (i + 1) & this.mask) {
-      const v = vals[i]
-      if (v === EMPTY) return undefined
-      if (keys[i] === key) return v
-    }
+    const mask = this.mask
+    let i = this.slot(key)
+    while (vals[i] !== EMPTY && keys[i] !== key) i = (i + 1) & mask
+    return i
+  }
+
+  get(key: number): V | undefined {
+    return this.vals[this.slotOf(key)]
   }
 
   set(key: number, value: V): void {
     if ((this.count + 1) * 4 > this.vals.length * 3) this.grow()
-    const keys = this.keys
-    const vals = this.vals
-    for (let i = this.slot(key); ; i = (i + 1) & this.mask) {
-      const v = vals[i]
-      if (v === EMPTY) {
-        keys[i] = key
-        vals[i] = value
-        this.count++
-        return
-      }
-      if (keys[i] === key) {
-        vals[i] = value
-        return
-      }
+    const i = this.slotOf(key)
+    if (this.vals[i] === EMPTY) {
+      this.keys[i] = key
+      this.count++
     }
+    this.vals[i] = value
   }
 
   /**
@@ -70,30 +65,22 @@ export class NumberMap<V> {
    */
   obtain<A>(key: number, create: (arg: A) => V, arg: A): V {
     if ((this.count + 1) * 4 > this.vals.length * 3) this.grow()
-    const keys = this.keys
-    const vals = this.vals
-    for (let i = this.slot(key); ; i = (i + 1) & this.mask) {
-      const v = vals[i]
-      if (v === EMPTY) {
-        const made = create(arg)
-        keys[i] = key
-        vals[i] = made
-        this.count++
-        return made
-      }
-      if (keys[i] === key) return v
-    }
+    const i = this.slotOf(key)
+    const v = this.vals[i]
+    if (v !== EMPTY) return v
+    const made = create(arg)
+    this.keys[i] = key
+    this.vals[i] = made
+    this.count++
+    return made
   }
 
   delete(key: number): boolean {
     const keys = this.keys
     const vals = this.vals
     const mask = this.mask
-    let i = this.slot(key)
-    for (; ; i = (i + 1) & mask) {
-      if (vals[i] === EMPTY) return false
-      if (keys[i] === key) break
-    }
+    const i = this.slotOf(key)
+    if (vals[i] === EMPTY) return false
     // Backward-shift deletion: later entries of the run move up, so no tombstones are needed.
     let hole = i
     for (let j = (i + 1) & mask; vals[j] !== EMPTY; j = (j + 1) & mask) {

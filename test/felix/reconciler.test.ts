@@ -183,3 +183,12 @@ t.test('exact commands with nexthop objects: one per hop, a group per ECMP set, 
     'route replace blackhole 198.18.0.0/26 table 254 proto 87 metric 0',
   ])
 })
+
+t.test('start asks the kernel for its nexthop objects once, and the first read uses that answer', async (t) => {
+  const rec = new RecordingRunner((c) => ({ stdout: c.args.includes('show') ? '[]' : '', stderr: '', exitCode: 0 }))
+  const r = new RouteReconciler({ runner: rec, netns: 'n1', protocol: PROTO, monitor: false, resyncIntervalMs: 60_000 })
+  r.setDesired(renderDesired(state(), { protocol: PROTO }).routes)
+  await r.start()
+  await r.stop()
+  t.same(rec.lines(), ['[n1] ip -N -json nexthop show', '[n1] ip -N -json -4 route show table 254', '[n1] ip -force -batch -'])
+})

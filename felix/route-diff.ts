@@ -2,7 +2,7 @@
 // that make the kernel match, touching only routes of felix's protocol (plus unknown /32s on pinto veths
 // after a grace period). Time comes in as an argument; it runs nothing and never reads the clock itself.
 
-import { routeKey, routeSignature, deleteLine, replaceLineVia, type KernelRoute } from './kernel-route.js'
+import { routeKey, routeSignature, type KernelRoute } from './kernel-route.js'
 
 export type RouteOpReason = 'missing' | 'changed' | 'stale' | 'stale-workload'
 
@@ -104,26 +104,6 @@ function isVethHostRoute(r: KernelRoute, vethPrefix: string): boolean {
   if (len !== (r.family === 4 ? '32' : '128') || r.type !== 'unicast' || r.nexthops.length !== 1) return false
   const [hop] = r.nexthops
   return hop?.gateway === undefined && hop?.dev?.startsWith(vethPrefix) === true
-}
-
-/** The `ip -batch` script for a list of operations, one line per op (line N+1 is ops[N]). */
-export function batchScript(ops: readonly RouteOp[]): string {
-  return [...batchChunks(ops)].join('')
-}
-
-/**
- * The same script in chunks of `lines` lines, made one at a time as the reader asks for them. `nhid(j)`
- * names the nexthop object op j's route goes through, if any.
- */
-export function* batchChunks(ops: readonly RouteOp[], lines = 1024, nhid?: (j: number) => number | undefined): Generator<string> {
-  for (let i = 0; i < ops.length; i += lines) {
-    let s = ''
-    for (let j = i; j < Math.min(ops.length, i + lines); j++) {
-      const o = ops[j] as RouteOp
-      s += (o.op === 'replace' ? replaceLineVia(o.route, nhid?.(j)) : deleteLine(o.route)) + '\n'
-    }
-    yield s
-  }
 }
 
 /**

@@ -6,7 +6,8 @@
 
 import pino, { type Logger } from 'pino'
 import { defaultMetric, DEFAULT_ROUTE_PROTOCOL, hopText, MAIN_TABLE, routeKey, type Family, type KernelRoute } from './kernel-route.js'
-import { batchChunks, parseBatchErrors, RouteDeltaTracker, type RouteConflict, type RouteOp } from './route-diff.js'
+import { BatchDealer, type BatchPlan } from './batch-dealer.js'
+import { parseBatchErrors, RouteDeltaTracker, type RouteConflict, type RouteOp } from './route-diff.js'
 import { isDeviceLine, monitorDeviceEvent, parseMonitorLine, parseRouteJson, type MonitorEvent } from './route-parse.js'
 import { CommandError, runChecked, type ProcessRunner, type RunResult, type WatchHandle } from './runner.js'
 import { NexthopRegistry, parseNexthopJson, parseNexthopMonitorLine } from './nexthops.js'
@@ -50,9 +51,11 @@ export interface ApplyResult {
 }
 
 /** `head`, then `rest`. */
-function* prepend(head: string, rest: Iterable<string>): Generator<string> {
-  yield head
-  yield* rest
+/** The objects a write's routes go through, made first by every script. */
+function nexthopPlan(reg: NexthopRegistry, ops: readonly RouteOp[]): BatchPlan {
+  const head: string[] = []
+  const ids = ops.map((o) => (o.op === 'replace' ? reg.idFor(o.route, head) : undefined))
+  return { head, nhid: (i) => ids[i] }
 }
 
 /** Below this many operations a second `ip -batch` process costs more to start than it saves. */
@@ -318,37 +321,45 @@ export class RouteReconciler {
    * Runs the ops with -force so one bad line cannot stop the rest; returns failures by op index. Routes go
    * through nexthop objects unless `nexthops` is false (the per-route retry pass, so each failure is the
    * route's own); each script makes the missing objects first (`nexthop replace` is idempotent, so every
-   * writer makes them: no writer waits for another). Large diffs are split over a few concurrent `ip -batch`
-   * processes: ip's per-line round trip is the cost and the kernel takes its lock per route, so two writers
-   * nearly halve the time.
+   * writer makes them: no writer waits for another). Large diffs go to a few concurrent `ip -batch`
+   * processes, dealt a chunk at a time as each reads: ip's per-line round trip is the cost and the kernel
+   * takes its lock per route, so two writers nearly halve the time. `known` follows each chunk as it is dealt.
    */
-  private async write(ops: readonly RouteOp[], nexthops = true): Promise<Map<number, string>> {
+  private async write(ops: readonly RouteOp[], nexthops: boolean, known?: Map<string, KernelRoute>): Promise<Map<number, string>> {
     const reg = nexthops ? this.nexthops : undefined
-    const create: string[] = []
-    const ids = reg === undefined ? undefined : ops.map((o) => (o.op === 'replace' ? reg.idFor(o.route, create) : undefined))
+    const dealer = new BatchDealer(ops, {
+      ...(reg !== undefined ? { plan: () => nexthopPlan(reg, ops) } : {}),
+      ...(known !== undefined
+        ? {
+            onDealt: (from: number, to: number) => {
+              for (let i = from; i < to; i++) {
+                const o = ops[i] as RouteOp
+                if (o.op === 'replace') known.set(o.key, o.route)
+                else known.delete(o.key)
+              }
+            },
+          }
+        : {}),
+    })
+    const failures = new Map<number, string>()
     const parts = ops.length >= PARALLEL_MIN_OPS ? this.writers : 1
-    const size = Math.ceil(ops.length / parts)
-    // Line i of each script is create[i], then op i - create.length of its slice.
-    const head = create.length > 0 ? create.join('\n') + '\n' : undefined
-    const chunks = await Promise.all(
-      Array.from({ length: parts }, async (_, p) => {
-        const slice = ops.slice(p * size, (p + 1) * size)
-        const nhid = ids === undefined ? undefined : (j: number): number | undefined => ids[j + p * size]
-        const routes = batchChunks(slice, 1024, nhid)
-        const r = await this.runner.run('ip', ['-force', '-batch', '-'], { input: head !== undefined ? prepend(head, routes) : routes, ...this.nsOpt() })
-        const failures = new Map<number, string>()
-        for (const [i, m] of parseBatchErrors(r.stderr)) {
-          if (i < create.length) this.forgetNexthop(create[i] as string, m)
-          else failures.set(i - create.length, m)
+    await Promise.all(
+      Array.from({ length: parts }, async () => {
+        const w = dealer.writer()
+        const r = await this.runner.run('ip', ['-force', '-batch', '-'], { input: w.script(), ...this.nsOpt() })
+        const lines = parseBatchErrors(r.stderr)
+        for (const [i, m] of lines) {
+          const at = w.line(i)
+          if (at === undefined) continue
+          if ('head' in at) this.forgetNexthop(dealer.plan().head[at.head] as string, m)
+          else failures.set(at.op, m)
         }
-        if (r.exitCode !== 0 && failures.size === 0) {
-          // ip itself failed (not a line): count every op as failed so the resync pass re-checks them all.
-          slice.forEach((_, i) => failures.set(i, r.stderr.trim() || `ip exited ${r.exitCode}`))
-        }
-        return [...failures].map(([i, m]) => [i + p * size, m] as const)
+        // ip itself failed (not a line): count each of its ops as failed so the resync pass re-checks them.
+        if (r.exitCode !== 0 && lines.size === 0) for (const i of w.taken()) failures.set(i, r.stderr.trim() || `ip exited ${r.exitCode}`)
       }),
     )
-    return new Map(chunks.flat())
+    for (let i = dealer.dealt; i < ops.length; i++) failures.set(i, 'not written: every ip -batch writer ended early')
+    return failures
   }
 
   private forgetNexthop(line: string, message: string): void {
@@ -402,13 +413,8 @@ export class RouteReconciler {
       return { ...NOTHING, conflicts: first.conflicts, readMs }
     }
     const t1 = performance.now()
-    const writing = this.write(first.ops)
-    // Updated while the write is under way and before any of its echo can be read from the monitor.
-    for (const o of first.ops) {
-      if (o.op === 'replace') known.set(o.key, o.route)
-      else known.delete(o.key)
-    }
-    const failures = await writing.catch((err: unknown) => {
+    // The known table follows each chunk as it is dealt, before any of its echo can be read from the monitor.
+    const failures = await this.write(first.ops, true, known).catch((err: unknown) => {
       this.known = undefined
       throw err
     })

@@ -36,10 +36,10 @@ const ipipState: DesiredState = {
   localNode: { name: 'a', ipv4Address: '192.0.2.11/24', parentInterface: 'eth0' },
 }
 const IPIP_LINES = [
-  'route replace 198.18.0.64/26 via 192.0.2.12 dev tunl0 onlink table 254 proto 87 metric 0',
-  'route replace 198.19.0.128/26 via 198.51.100.13 dev tunl0 onlink table 254 proto 87 metric 0',
-  'route replace 198.19.0.64/26 via 192.0.2.12 dev eth0 onlink table 254 proto 87 metric 0',
-  'route replace blackhole 198.18.0.0/26 table 254 proto 87 metric 0',
+  'route replace 198.18.0.64/26 via 192.0.2.12 dev tunl0 onlink proto 87',
+  'route replace 198.19.0.128/26 via 198.51.100.13 dev tunl0 onlink proto 87',
+  'route replace 198.19.0.64/26 via 192.0.2.12 dev eth0 onlink proto 87',
+  'route replace blackhole 198.18.0.0/26 proto 87',
 ]
 
 async function kernelHasIpip(): Promise<string | undefined> {

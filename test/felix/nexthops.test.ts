@@ -75,7 +75,7 @@ t.test('on a real kernel: routes through objects, repaired when an object is del
   t.ok(routes.length === 2 && routes.every((r) => typeof r.nhid === 'number'), 'both routes name a nexthop object')
   const objects = async (): Promise<{ id: number; group?: unknown }[]> => JSON.parse((await execa('ip', ['-n', a.ns, '-j', 'nexthop', 'show', 'proto', String(PROTO)])).stdout)
   t.equal((await objects()).length, 3, 'two hops and one group')
-  const want = ['route replace 198.18.0.128/26 table 254 proto 87 metric 0 nexthop via 192.0.2.12 dev eth0 nexthop via 192.0.2.13 dev eth0', 'route replace 198.18.0.64/26 via 192.0.2.12 dev eth0 table 254 proto 87 metric 0']
+  const want = ['route replace 198.18.0.128/26 proto 87 nexthop via 192.0.2.12 dev eth0 nexthop via 192.0.2.13 dev eth0', 'route replace 198.18.0.64/26 via 192.0.2.12 dev eth0 proto 87']
   t.same(await ourRoutes(a.ns), want)
 
   // Deleting an object takes its routes (and its groups') with it, without a route notification.

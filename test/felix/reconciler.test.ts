@@ -27,9 +27,9 @@ function state(over: Partial<DesiredState> = {}): DesiredState {
 }
 
 const EXPECTED = [
-  'route replace 198.18.0.128/26 table 254 proto 87 metric 0 nexthop via 192.0.2.12 dev eth0 nexthop via 192.0.2.13 dev eth0',
-  'route replace 198.18.0.64/26 via 192.0.2.12 dev eth0 table 254 proto 87 metric 0',
-  'route replace blackhole 198.18.0.0/26 table 254 proto 87 metric 0',
+  'route replace 198.18.0.128/26 proto 87 nexthop via 192.0.2.12 dev eth0 nexthop via 192.0.2.13 dev eth0',
+  'route replace 198.18.0.64/26 via 192.0.2.12 dev eth0 proto 87',
+  'route replace blackhole 198.18.0.0/26 proto 87',
 ]
 
 async function node(t: Teardown): Promise<NetNode> {
@@ -104,7 +104,7 @@ t.test('changes apply against the known table; its own echo starts no read; a de
   // The kernel drops routes through a device that goes down without a route notification; felix sees the link.
   await ip(a.ns, ['link', 'set', 'eth0', 'down'])
   await ip(a.ns, ['link', 'set', 'eth0', 'up'])
-  const want = [...EXPECTED, 'route replace 198.18.0.192/26 via 192.0.2.14 dev eth0 table 254 proto 87 metric 0'].sort()
+  const want = [...EXPECTED, 'route replace 198.18.0.192/26 via 192.0.2.14 dev eth0 proto 87'].sort()
   t.ok(
     await waitFor(async () => JSON.stringify((await ourRoutes(a.ns)).sort()) === JSON.stringify(want), { timeoutMs: 2000, intervalMs: 50, what: 'routes back after eth0 down and up' }),
     'routes through eth0 are back within 2 s of it coming up',
@@ -122,6 +122,32 @@ t.test('a bad route is reported per route and does not block the rest (IPIP rout
   t.match(res.errors[0], { op: { op: 'replace', route: { dst: '198.18.16.64/26' } }, message: /Cannot find device "tunl0"/ })
   t.ok(rec.errors.has('254 198.18.16.64/26 0 0'), 'kept by route key for the API')
   t.same(await ourRoutes(a.ns), EXPECTED, 'the other three routes are in')
+})
+
+t.test('a large write over two ip processes: each failure is mapped back to its own route', async (t) => {
+  const a = await node(t)
+  const good = Array.from({ length: 3000 }, (_, i) => ({ prefix: `198.18.${4 + (i >> 8)}.${i & 255}/32`, nextHops: [{ address: '192.0.2.12' }] }))
+  // A gateway off every link: the kernel refuses its nexthop object, then each route through it, line by line.
+  const bad = (n: number) => ({ prefix: `198.18.${n + 1}.0/26`, nextHops: [{ address: '203.0.113.1' }] })
+  // Bad routes at the start, in the middle and at the end of the diff, so both writers get some.
+  const routes = [bad(0), ...good.slice(0, 1500), bad(1), ...good.slice(1500), bad(2)]
+  const batches: number[] = []
+  const real = new ExecaRunner()
+  const runner: ProcessRunner = {
+    run: (cmd, args, o) => {
+      if (args.includes('-batch')) batches.push(batches.length)
+      return real.run(cmd, args, o)
+    },
+    watch: (cmd, args, o) => real.watch(cmd, args, o),
+  }
+  const rec = reconciler(t, a, state({ routes }), { monitor: false, retryMs: 60_000, runner })
+  const res = await rec.start()
+  t.equal(res.planned, 3004)
+  t.equal(batches.length, 3, 'two writers, then one per-route retry pass for the three failures')
+  t.same(res.errors.map((e) => e.op.route.dst).sort(), ['198.18.1.0/26', '198.18.2.0/26', '198.18.3.0/26'])
+  t.ok(res.errors.every((e) => /invalid gateway/i.test(e.message)), 'each with its own error')
+  const ours = await ourRoutes(a.ns)
+  t.equal(ours.filter((l) => / 198\.18\.([4-9]|1[0-5])\.\d+\/32 /.test(l)).length, 3000, 'every good route is in')
 })
 
 t.test('conflict: a key held by another protocol is left alone and reported', async (t) => {
@@ -178,9 +204,9 @@ t.test('exact commands with nexthop objects: one per hop, a group per ECMP set, 
     `nexthop replace id ${g} group ${a}/${b} proto 87`,
   ])
   t.same(lines.slice(3).sort(), [
-    `route replace 198.18.0.128/26 nhid ${g} table 254 proto 87 metric 0`,
-    `route replace 198.18.0.64/26 nhid ${a} table 254 proto 87 metric 0`,
-    'route replace blackhole 198.18.0.0/26 table 254 proto 87 metric 0',
+    `route replace 198.18.0.128/26 nhid ${g} proto 87`,
+    `route replace 198.18.0.64/26 nhid ${a} proto 87`,
+    'route replace blackhole 198.18.0.0/26 proto 87',
   ])
 })
 

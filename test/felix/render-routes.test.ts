@@ -34,28 +34,28 @@ const B = { nodeName: 'b', address: '192.0.2.12' } // same subnet as us
 const C = { nodeName: 'c', address: '198.51.100.13' } // across a router
 
 const rows: { name: string; route: LearnedRoute; line?: string; problem?: RegExp }[] = [
-  { name: 'no encap', route: { prefix: '198.18.0.64/26', nextHops: [B] }, line: 'route replace 198.18.0.64/26 via 192.0.2.12 dev eth0 table 254 proto 87 metric 0' },
-  { name: 'outside every pool: no encap', route: { prefix: '203.0.113.0/24', nextHops: [B] }, line: 'route replace 203.0.113.0/24 via 192.0.2.12 dev eth0 table 254 proto 87 metric 0' },
-  { name: 'IPIP Always, same subnet', route: { prefix: '198.18.16.64/26', nextHops: [B] }, line: 'route replace 198.18.16.64/26 via 192.0.2.12 dev tunl0 onlink table 254 proto 87 metric 0' },
-  { name: 'IPIP Always, other subnet', route: { prefix: '198.18.16.128/26', nextHops: [C] }, line: 'route replace 198.18.16.128/26 via 198.51.100.13 dev tunl0 onlink table 254 proto 87 metric 0' },
-  { name: 'IPIP CrossSubnet, same subnet: direct', route: { prefix: '198.18.32.64/26', nextHops: [B] }, line: 'route replace 198.18.32.64/26 via 192.0.2.12 dev eth0 onlink table 254 proto 87 metric 0' },
-  { name: 'IPIP CrossSubnet, other subnet: tunl0', route: { prefix: '198.18.32.128/26', nextHops: [C] }, line: 'route replace 198.18.32.128/26 via 198.51.100.13 dev tunl0 onlink table 254 proto 87 metric 0' },
-  { name: 'VXLAN Always, same subnet', route: { prefix: '198.18.48.64/26', nextHops: [B] }, line: 'route replace 198.18.48.64/26 via 198.18.48.65 dev vxlan.pinto onlink table 254 proto 87 metric 0' },
-  { name: 'VXLAN Always, VTEP found by node IP', route: { prefix: '198.18.48.128/26', nextHops: [{ address: '198.51.100.13' }] }, line: 'route replace 198.18.48.128/26 via 198.18.48.129 dev vxlan.pinto onlink table 254 proto 87 metric 0' },
-  { name: 'VXLAN CrossSubnet, same subnet: direct', route: { prefix: '198.18.64.64/26', nextHops: [B] }, line: 'route replace 198.18.64.64/26 via 192.0.2.12 dev eth0 onlink table 254 proto 87 metric 0' },
-  { name: 'VXLAN CrossSubnet, other subnet: vxlan', route: { prefix: '198.18.64.128/26', nextHops: [C] }, line: 'route replace 198.18.64.128/26 via 198.18.48.129 dev vxlan.pinto onlink table 254 proto 87 metric 0' },
+  { name: 'no encap', route: { prefix: '198.18.0.64/26', nextHops: [B] }, line: 'route replace 198.18.0.64/26 via 192.0.2.12 dev eth0 proto 87' },
+  { name: 'outside every pool: no encap', route: { prefix: '203.0.113.0/24', nextHops: [B] }, line: 'route replace 203.0.113.0/24 via 192.0.2.12 dev eth0 proto 87' },
+  { name: 'IPIP Always, same subnet', route: { prefix: '198.18.16.64/26', nextHops: [B] }, line: 'route replace 198.18.16.64/26 via 192.0.2.12 dev tunl0 onlink proto 87' },
+  { name: 'IPIP Always, other subnet', route: { prefix: '198.18.16.128/26', nextHops: [C] }, line: 'route replace 198.18.16.128/26 via 198.51.100.13 dev tunl0 onlink proto 87' },
+  { name: 'IPIP CrossSubnet, same subnet: direct', route: { prefix: '198.18.32.64/26', nextHops: [B] }, line: 'route replace 198.18.32.64/26 via 192.0.2.12 dev eth0 onlink proto 87' },
+  { name: 'IPIP CrossSubnet, other subnet: tunl0', route: { prefix: '198.18.32.128/26', nextHops: [C] }, line: 'route replace 198.18.32.128/26 via 198.51.100.13 dev tunl0 onlink proto 87' },
+  { name: 'VXLAN Always, same subnet', route: { prefix: '198.18.48.64/26', nextHops: [B] }, line: 'route replace 198.18.48.64/26 via 198.18.48.65 dev vxlan.pinto onlink proto 87' },
+  { name: 'VXLAN Always, VTEP found by node IP', route: { prefix: '198.18.48.128/26', nextHops: [{ address: '198.51.100.13' }] }, line: 'route replace 198.18.48.128/26 via 198.18.48.129 dev vxlan.pinto onlink proto 87' },
+  { name: 'VXLAN CrossSubnet, same subnet: direct', route: { prefix: '198.18.64.64/26', nextHops: [B] }, line: 'route replace 198.18.64.64/26 via 192.0.2.12 dev eth0 onlink proto 87' },
+  { name: 'VXLAN CrossSubnet, other subnet: vxlan', route: { prefix: '198.18.64.128/26', nextHops: [C] }, line: 'route replace 198.18.64.128/26 via 198.18.48.129 dev vxlan.pinto onlink proto 87' },
   {
     name: 'ECMP, hops sorted, duplicates merged',
     route: { prefix: '198.18.1.0/26', nextHops: [C, B, B] },
-    line: 'route replace 198.18.1.0/26 table 254 proto 87 metric 0 nexthop via 192.0.2.12 dev eth0 nexthop via 198.51.100.13 dev eth0',
+    line: 'route replace 198.18.1.0/26 proto 87 nexthop via 192.0.2.12 dev eth0 nexthop via 198.51.100.13 dev eth0',
   },
   {
     name: 'ECMP across CrossSubnet: one direct, one tunnelled',
     route: { prefix: '198.18.64.0/26', nextHops: [B, C] },
-    line: 'route replace 198.18.64.0/26 table 254 proto 87 metric 0 nexthop via 192.0.2.12 dev eth0 onlink nexthop via 198.18.48.129 dev vxlan.pinto onlink',
+    line: 'route replace 198.18.64.0/26 proto 87 nexthop via 192.0.2.12 dev eth0 onlink nexthop via 198.18.48.129 dev vxlan.pinto onlink',
   },
-  { name: 'borrowed /32', route: { prefix: '198.18.48.7/32', nextHops: [B] }, line: 'route replace 198.18.48.7/32 via 198.18.48.65 dev vxlan.pinto onlink table 254 proto 87 metric 0' },
-  { name: 'IPv6 no encap', route: { prefix: '2001:db8:1:0:1::/122', nextHops: [{ address: '2001:db8::12' }] }, line: 'route replace 2001:db8:1:0:1::/122 via 2001:db8::12 dev eth0 table 254 proto 87 metric 1024' },
+  { name: 'borrowed /32', route: { prefix: '198.18.48.7/32', nextHops: [B] }, line: 'route replace 198.18.48.7/32 via 198.18.48.65 dev vxlan.pinto onlink proto 87' },
+  { name: 'IPv6 no encap', route: { prefix: '2001:db8:1:0:1::/122', nextHops: [{ address: '2001:db8::12' }] }, line: 'route replace 2001:db8:1:0:1::/122 via 2001:db8::12 dev eth0 proto 87' },
   { name: 'VXLAN with unknown VTEP', route: { prefix: '198.18.48.192/26', nextHops: [{ nodeName: 'd', address: '203.0.113.9' }] }, problem: /routes\[0\]\.nextHops\[0\]\.address: no VTEP known for d/ },
   { name: 'bad prefix', route: { prefix: '198.18.0.300/26', nextHops: [B] }, problem: /routes\[0\]\.prefix: .*invalid address/ },
   { name: 'host bits', route: { prefix: '198.18.0.65/26', nextHops: [B] }, problem: /routes\[0\]\.prefix: .*host bits set \(the network is 198\.18\.0\.64\/26\)/ },
@@ -91,8 +91,8 @@ t.test('blackholes for local blocks, never for /32s; the blackhole beats a learn
     routes: [{ prefix: '198.18.0.0/26', nextHops: [B] }],
   })
   t.same([...out.routes.values()].map(replaceLine), [
-    'route replace blackhole 198.18.0.0/26 table 254 proto 87 metric 0',
-    'route replace blackhole 2001:db8:1::/122 table 254 proto 87 metric 1024',
+    'route replace blackhole 198.18.0.0/26 proto 87',
+    'route replace blackhole 2001:db8:1::/122 proto 87',
   ])
   t.match(out.problems, [{ path: 'localBlocks[0]', message: /blackhole wins/ }])
 })
@@ -115,7 +115,7 @@ t.test('VTEP neighbours and FDB entries only when a VXLAN pool exists; bad VTEPs
 
 t.test('options: table, protocol and device names', async (t) => {
   const out = renderDesired({ ...base, routes: [{ prefix: '198.18.16.64/26', nextHops: [B] }] }, { table: 100, protocol: 99, tunlDevice: 'tun9' })
-  t.same([...out.routes.values()].map(replaceLine), ['route replace 198.18.16.64/26 via 192.0.2.12 dev tun9 onlink table 100 proto 99 metric 0'])
+  t.same([...out.routes.values()].map(replaceLine), ['route replace 198.18.16.64/26 via 192.0.2.12 dev tun9 onlink table 100 proto 99'])
 })
 
 t.test('pool problems: both encaps, IPv6 encap, bad CIDR', async (t) => {

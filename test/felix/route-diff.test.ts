@@ -3,7 +3,8 @@
 
 import t from 'tap'
 import { replaceLine, type KernelRoute } from '../../felix/kernel-route.js'
-import { batchChunks, batchScript, parseBatchErrors, RouteDeltaTracker } from '../../felix/route-diff.js'
+import { batchScript } from '../../felix/batch-dealer.js'
+import { parseBatchErrors, RouteDeltaTracker } from '../../felix/route-diff.js'
 import { isDeviceLine, monitorDeviceEvent, parseMonitorLine, parseRouteJson, RouteParseError } from '../../felix/route-parse.js'
 import { routeKey } from '../../felix/index.js'
 
@@ -18,7 +19,7 @@ const via = (dst: string, gateway: string, dev: string, onlink = true): KernelRo
 const blackhole = (dst: string): KernelRoute => ({ family: 4, table: 254, dst, tos: 0, metric: 0, type: 'blackhole', protocol: P, nexthops: [] })
 
 const rows: { name: string; json: unknown[]; desired: KernelRoute[]; workloads?: string[]; now?: number; lines: string[] }[] = [
-  { name: 'empty kernel: everything added', json: [], desired: [blackhole('198.18.0.0/26')], lines: ['route replace blackhole 198.18.0.0/26 table 254 proto 87 metric 0'] },
+  { name: 'empty kernel: everything added', json: [], desired: [blackhole('198.18.0.0/26')], lines: ['route replace blackhole 198.18.0.0/26 proto 87'] },
   {
     name: 'in sync: nothing to do (onlink flag, ECMP order ignored)',
     json: [
@@ -40,7 +41,7 @@ const rows: { name: string; json: unknown[]; desired: KernelRoute[]; workloads?:
       { dst: '198.18.9.0/26', gateway: '192.0.2.12', dev: 'tunl0', protocol: '87', flags: ['onlink'] },
     ],
     desired: [via('198.18.1.0/26', '192.0.2.12', 'eth0')],
-    lines: ['route replace 198.18.1.0/26 via 192.0.2.12 dev eth0 onlink table 254 proto 87 metric 0', 'route delete 198.18.9.0/26 table 254 proto 87 metric 0'],
+    lines: ['route replace 198.18.1.0/26 via 192.0.2.12 dev eth0 onlink proto 87', 'route delete 198.18.9.0/26 table 254 proto 87 metric 0'],
   },
   {
     name: 'other protocols never touched, even in our prefix range; a key they hold is a conflict',
@@ -56,7 +57,7 @@ const rows: { name: string; json: unknown[]; desired: KernelRoute[]; workloads?:
     name: 'a different metric is a different key: ours added beside theirs',
     json: [{ dst: '198.18.3.0/26', gateway: '192.0.2.12', dev: 'eth0', protocol: '12', metric: 32, flags: [] }],
     desired: [via('198.18.3.0/26', '192.0.2.13', 'eth0')],
-    lines: ['route replace 198.18.3.0/26 via 192.0.2.13 dev eth0 onlink table 254 proto 87 metric 0'],
+    lines: ['route replace 198.18.3.0/26 via 192.0.2.13 dev eth0 onlink proto 87'],
   },
   {
     name: 'veth /32s left alone while the workloads are unknown',
@@ -113,7 +114,7 @@ t.test('conflicts are reported with the holder', async (t) => {
 
 t.test('parseRouteJson: IPv6 defaults, tables, tos, host routes', async (t) => {
   const v6 = parseRouteJson(JSON.stringify([{ type: '6', dst: '2001:db8:2::/122', dev: 'lo', protocol: '87', metric: 1024, flags: [], pref: 'medium' }, { dst: 'default', gateway: '2001:db8::1', dev: 'eth0', protocol: '3', metric: 1024, flags: [] }]), 6, 254)
-  t.same(v6.map(replaceLine), ['route replace blackhole 2001:db8:2::/122 table 254 proto 87 metric 1024', 'route replace ::/0 via 2001:db8::1 dev eth0 table 254 proto 3 metric 1024'])
+  t.same(v6.map(replaceLine), ['route replace blackhole 2001:db8:2::/122 proto 87', 'route replace ::/0 via 2001:db8::1 dev eth0 proto 3'])
   const other = parseRouteJson(JSON.stringify([{ dst: '198.18.0.0/28', tos: '0x10', gateway: '192.0.2.5', dev: 'va', table: '7', protocol: '12', flags: ['linkdown'] }]), 4, 7)
   t.match(other[0], { table: 7, tos: 16, protocol: 12, dst: '198.18.0.0/28' })
 })
@@ -164,14 +165,4 @@ t.test('parseBatchErrors maps ip -force failures to op indexes', async (t) => {
     [1, 'Error: Nexthop has invalid gateway.'],
     [2, 'Cannot find device "nope"'],
   ])
-})
-
-t.test('the batch script in chunks: whole lines, in order, each chunk at most the asked line count', async (t) => {
-  const desired = want(...Array.from({ length: 10 }, (_, i) => via(`198.18.${i}.0/26`, '192.0.2.12', 'eth0')))
-  const ops = new RouteDeltaTracker({ protocol: P, vethPrefix: 'pinto', graceMs: 0 }).diff(desired, [], 0).ops
-  const chunks = [...batchChunks(ops, 4)]
-  t.same(chunks.map((c) => c.split('\n').length - 1), [4, 4, 2])
-  t.ok(chunks.every((c) => c.endsWith('\n')))
-  t.equal(chunks.join(''), batchScript(ops))
-  t.same([...batchChunks([], 4)], [])
 })

@@ -52,14 +52,14 @@ t.test('VXLAN CrossSubnet: direct in the subnet, vxlan.pinto across the router, 
   }
 
   t.same(await ourRoutes(a.ns), [
-    'route replace 198.18.0.128/26 via 198.18.0.129 dev vxlan.pinto onlink table 254 proto 87 metric 0',
-    'route replace 198.18.0.64/26 via 192.0.2.12 dev eth0 onlink table 254 proto 87 metric 0',
-    'route replace blackhole 198.18.0.0/26 table 254 proto 87 metric 0',
+    'route replace 198.18.0.128/26 via 198.18.0.129 dev vxlan.pinto onlink proto 87',
+    'route replace 198.18.0.64/26 via 192.0.2.12 dev eth0 onlink proto 87',
+    'route replace blackhole 198.18.0.0/26 proto 87',
   ])
   t.same(await ourRoutes(c.ns), [
-    'route replace 198.18.0.0/26 via 198.18.0.1 dev vxlan.pinto onlink table 254 proto 87 metric 0',
-    'route replace 198.18.0.64/26 via 198.18.0.65 dev vxlan.pinto onlink table 254 proto 87 metric 0',
-    'route replace blackhole 198.18.0.128/26 table 254 proto 87 metric 0',
+    'route replace 198.18.0.0/26 via 198.18.0.1 dev vxlan.pinto onlink proto 87',
+    'route replace 198.18.0.64/26 via 198.18.0.65 dev vxlan.pinto onlink proto 87',
+    'route replace blackhole 198.18.0.128/26 proto 87',
   ])
   const neigh = await execa('ip', ['-n', a.ns, '-json', 'neigh', 'show', 'dev', 'vxlan.pinto'])
   const entries = (JSON.parse(neigh.stdout) as { dst: string }[]).sort((x, y) => x.dst.localeCompare(y.dst))

@@ -7,3 +7,14 @@ export function numberArg(name: string, fallback: number): number {
   if (!Number.isFinite(v)) throw new Error(`${name}: expected a number, got ${JSON.stringify(process.argv[i + 1])}`)
   return v
 }
+
+/** The arguments that are neither a `--name` option nor its value. */
+export function positionalArgs(): string[] {
+  const out: string[] = []
+  const argv = process.argv.slice(2)
+  for (let i = 0; i < argv.length; i++) {
+    if ((argv[i] as string).startsWith('--')) i++
+    else out.push(argv[i] as string)
+  }
+  return out
+}

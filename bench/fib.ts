@@ -1,6 +1,7 @@
 // bench/fib: felix programming N routes into a fresh namespace, and a resync with nothing to do, timed beside
 // a raw `ip -batch` of the same routes and BIRD 2's kernel protocol installing the same set, in the same run.
-// Usage: node dist/bench/fib.js [N ...]   (default 10000 100000; add 1000000 for the big run)
+// Usage: node dist/bench/fib.js [N ...] [--runs R]   (default 10000 100000; add 1000000 for the big run)
+// Each figure is the median of R runs (default 3 up to 100k routes, 1 above), every run in a fresh namespace.
 
 import { execa } from 'execa'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
@@ -9,6 +10,7 @@ import { join } from 'node:path'
 import { setTimeout as delay } from 'node:timers/promises'
 import type { IPPool } from '../config/resources/index.js'
 import { ExecaRunner, renderDesired, RouteReconciler, type LearnedRoute } from '../felix/index.js'
+import { numberArg, positionalArgs } from './args.js'
 
 const PROTO = 87
 const NEXT_HOP = '192.0.2.2'
@@ -168,21 +170,39 @@ async function bird(p: string[]): Promise<number> {
 const fmt = (ms: number) => `${(ms / 1000).toFixed(3)} s`
 const rate = (n: number, ms: number) => `${Math.round(n / (ms / 1000)).toLocaleString('en')} routes/s`
 
+function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b)
+  return s[Math.floor(s.length / 2)] as number
+}
+
+const samples = (xs: readonly number[]) => (xs.length > 1 ? `  [runs: ${xs.map((x) => (x / 1000).toFixed(3)).join(', ')}]` : '')
+
 async function main(): Promise<void> {
-  const sizes = process.argv.slice(2).map(Number)
+  const sizes = positionalArgs().map(Number)
   const ns = sizes.length > 0 ? sizes : [10_000, 100_000]
   for (const n of ns) {
     if (!Number.isInteger(n) || n < 1) throw new Error(`argument: ${n} is not a route count`)
+    const runs = numberArg('--runs', n <= 100_000 ? 3 : 1)
     const p = prefixes(n)
-    const rawMs = await raw(p)
-    const f = await felix(p)
-    const birdMs = await bird(p)
+    const rawRuns: number[] = []
+    const felixRuns: FelixFigures[] = []
+    const birdRuns: number[] = []
+    // Interleaved, so a slow spell of the host falls on all three alike.
+    for (let r = 0; r < runs; r++) {
+      rawRuns.push(await raw(p))
+      felixRuns.push(await felix(p))
+      birdRuns.push(await bird(p))
+    }
+    const rawMs = median(rawRuns)
+    const birdMs = median(birdRuns)
+    const applies = felixRuns.map((f) => f.applyMs)
+    const f = { applyMs: median(applies), readMs: median(felixRuns.map((x) => x.readMs)), renderMs: median(felixRuns.map((x) => x.renderMs)), noopMs: median(felixRuns.map((x) => x.noopMs)), knownNoopMs: median(felixRuns.map((x) => x.knownNoopMs)) }
     const vsRaw = rawMs / f.applyMs
     const vsBird = f.applyMs / birdMs
-    console.log(`\n== ${n.toLocaleString('en')} routes ==`)
-    console.log(`raw ip -batch add           ${fmt(rawMs)}  (${rate(n, rawMs)})`)
-    console.log(`felix apply (read+diff+batch) ${fmt(f.applyMs)}  (${rate(n, f.applyMs)}; read ${fmt(f.readMs)}; render beforehand ${fmt(f.renderMs)})`)
-    console.log(`BIRD kernel protocol         ${fmt(birdMs)}  (${rate(n, birdMs)})`)
+    console.log(`\n== ${n.toLocaleString('en')} routes (median of ${runs}) ==`)
+    console.log(`raw ip -batch add           ${fmt(rawMs)}  (${rate(n, rawMs)})${samples(rawRuns)}`)
+    console.log(`felix apply (read+diff+batch) ${fmt(f.applyMs)}  (${rate(n, f.applyMs)}; read ${fmt(f.readMs)}; render beforehand ${fmt(f.renderMs)})${samples(applies)}`)
+    console.log(`BIRD kernel protocol         ${fmt(birdMs)}  (${rate(n, birdMs)})${samples(birdRuns)}`)
     console.log(`felix no-op resync           ${fmt(f.noopMs)}  (reads the table; an apply against the known table: ${fmt(f.knownNoopMs)})`)
     console.log(`ratios: felix rate / raw rate = ${vsRaw.toFixed(2)} (target >= 0.80: ${vsRaw >= 0.8 ? 'met' : 'MISSED'})`)
     console.log(`        felix time / BIRD time = ${vsBird.toFixed(2)}${n >= 100_000 ? ` (target <= 1.25 at 100k+: ${vsBird <= 1.25 ? 'met' : 'MISSED'})` : ''}`)

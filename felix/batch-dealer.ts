@@ -18,8 +18,6 @@ export interface BatchDealerOptions {
   /** Lines per chunk (default 256: small enough that writers end within a few ms of each other). */
   readonly chunk?: number
   readonly plan?: () => BatchPlan
-  /** Told of each chunk of ops, [from, to), as it is dealt: before any writer can have run it. */
-  readonly onDealt?: (from: number, to: number) => void
 }
 
 /** What line i (0-based) of a writer's script was. */
@@ -47,8 +45,22 @@ export class BatchDealer {
     return this.planned
   }
 
-  writer(): BatchWriter {
-    return new BatchWriter(this, this.chunk)
+  /** Whether every op has been dealt. */
+  get done(): boolean {
+    return this.next >= this.ops.length
+  }
+
+  /** Ops not dealt yet. */
+  get remaining(): number {
+    return this.ops.length - this.next
+  }
+
+  /**
+   * A writer whose script stops taking chunks once it holds `limit` op lines (the next writer goes on), and
+   * opens with the head unless `head` is false.
+   */
+  writer(limit = Infinity, head = true): BatchWriter {
+    return new BatchWriter(this, this.chunk, limit, head)
   }
 
   /** The next chunk's first op and text; undefined once every op is dealt. */
@@ -57,7 +69,6 @@ export class BatchDealer {
     if (from >= this.ops.length) return undefined
     const to = Math.min(this.ops.length, from + this.chunk)
     this.next = to
-    this.opts.onDealt?.(from, to)
     const nhid = this.plan().nhid
     let text = ''
     for (let i = from; i < to; i++) {
@@ -73,19 +84,40 @@ export class BatchWriter {
   private heads = 0
   /** First op of each chunk this writer took, in script order; every chunk is full but the write's last. */
   private readonly starts: number[] = []
+  private end: () => void = () => {}
+  /** Settles when the script has made its last line, or its reader stopped asking: not when ip is done. */
+  readonly ended = new Promise<void>((resolve) => (this.end = resolve))
 
   constructor(
     private readonly dealer: BatchDealer,
     private readonly chunk: number,
+    private readonly limit: number,
+    private readonly withHead: boolean,
   ) {}
 
+  /** Whether the script stopped at its limit with ops still to deal. */
+  get full(): boolean {
+    return !this.dealer.done && !this.taking()
+  }
+
+  /** Under the limit, or so little left that a fresh writer would cost more than it saves (a quarter of a limit). */
+  private taking(): boolean {
+    return this.starts.length * this.chunk < this.limit || this.dealer.remaining < this.limit / 4
+  }
+
   *script(): Generator<string> {
-    const { head } = this.dealer.plan()
-    this.heads = head.length
-    if (head.length > 0) yield head.join('\n') + '\n'
-    for (let c = this.dealer.deal(); c !== undefined; c = this.dealer.deal()) {
-      this.starts.push(c.from)
-      yield c.text
+    try {
+      const head = this.withHead ? this.dealer.plan().head : []
+      this.heads = head.length
+      if (head.length > 0) yield head.join('\n') + '\n'
+      while (this.taking()) {
+        const c = this.dealer.deal()
+        if (c === undefined) return
+        this.starts.push(c.from)
+        yield c.text
+      }
+    } finally {
+      this.end()
     }
   }
 

@@ -55,7 +55,7 @@ export class RouteDeltaTracker {
    * `workloads` undefined means the agent has not told felix which pods exist: every veth route is then
    * left alone, because deleting a pod's route on a guess would cut it off.
    */
-  diff(desired: ReadonlyMap<string, KernelRoute>, actual: readonly KernelRoute[] | ReadonlyMap<string, KernelRoute>, now: number, workloads?: ReadonlySet<string>): DiffResult {
+  diff(desired: ReadonlyMap<string, KernelRoute>, actual: readonly KernelRoute[] | Iterable<readonly [string, KernelRoute]>, now: number, workloads?: ReadonlySet<string>): DiffResult {
     const ops: RouteOp[] = []
     const conflicts: RouteConflict[] = []
     const present = new Set<string>()
@@ -63,8 +63,8 @@ export class RouteDeltaTracker {
     let graceDeadline: number | undefined
     const { protocol, vethPrefix, graceMs } = this.opts
 
-    // A map is the table as felix knows it, keyed already; an array is a fresh read.
-    const entries: Iterable<readonly [string, KernelRoute]> = Array.isArray(actual) ? keyed(actual as readonly KernelRoute[]) : (actual as ReadonlyMap<string, KernelRoute>)
+    // Keyed entries are the table as felix knows it; an array is a fresh read.
+    const entries: Iterable<readonly [string, KernelRoute]> = Array.isArray(actual) ? keyed(actual as readonly KernelRoute[]) : (actual as Iterable<readonly [string, KernelRoute]>)
     for (const [key, a] of entries) {
       const want = desired.get(key)
       if (a.protocol === protocol) {

@@ -6,7 +6,8 @@
 
 import pino, { type Logger } from 'pino'
 import { defaultMetric, DEFAULT_ROUTE_PROTOCOL, hopText, MAIN_TABLE, routeKey, type Family, type KernelRoute } from './kernel-route.js'
-import { BatchDealer, type BatchPlan } from './batch-dealer.js'
+import { KnownTable } from './known-table.js'
+import { BatchDealer, type BatchPlan, type BatchWriter } from './batch-dealer.js'
 import { parseBatchErrors, RouteDeltaTracker, type RouteConflict, type RouteOp } from './route-diff.js'
 import { isDeviceLine, monitorDeviceEvent, parseMonitorLine, parseRouteJson, type MonitorEvent } from './route-parse.js'
 import { CommandError, runChecked, type ProcessRunner, type RunResult, type WatchHandle } from './runner.js'
@@ -60,6 +61,11 @@ function nexthopPlan(reg: NexthopRegistry, ops: readonly RouteOp[]): BatchPlan {
 
 /** Below this many operations a second `ip -batch` process costs more to start than it saves. */
 const PARALLEL_MIN_OPS = 2_000
+/**
+ * Lines one `ip -batch` process runs before a fresh one takes over. ip 6.1 keeps ~4 KB per route line until
+ * it exits, and past ~200k lines each line gets slower (1M routes: one process 15.2 s, ten in turn 6.9 s).
+ */
+const LINES_PER_PROCESS = 50_000
 
 const NOTHING: ApplyResult = { planned: 0, errors: [], conflicts: [], readMs: 0, writeMs: 0 }
 
@@ -88,7 +94,7 @@ export class RouteReconciler {
    * desired-state change diffs against this instead of reading the kernel again; the periodic resync, the
    * monitor and any write failure go back to the kernel. Undefined when unknown.
    */
-  private known: Map<string, KernelRoute> | undefined
+  private known: KnownTable | undefined
   private wantRead = false
   /** felix's nexthop objects; undefined when the kernel has none (before 5.3) or they are turned off. */
   private nexthops: NexthopRegistry | undefined
@@ -323,41 +329,40 @@ export class RouteReconciler {
    * route's own); each script makes the missing objects first (`nexthop replace` is idempotent, so every
    * writer makes them: no writer waits for another). Large diffs go to a few concurrent `ip -batch`
    * processes, dealt a chunk at a time as each reads: ip's per-line round trip is the cost and the kernel
-   * takes its lock per route, so two writers nearly halve the time. `known` follows each chunk as it is dealt.
+   * takes its lock per route, so two writers nearly halve the time.
    */
-  private async write(ops: readonly RouteOp[], nexthops: boolean, known?: Map<string, KernelRoute>): Promise<Map<number, string>> {
+  private async write(ops: readonly RouteOp[], nexthops: boolean): Promise<Map<number, string>> {
     const reg = nexthops ? this.nexthops : undefined
-    const dealer = new BatchDealer(ops, {
-      ...(reg !== undefined ? { plan: () => nexthopPlan(reg, ops) } : {}),
-      ...(known !== undefined
-        ? {
-            onDealt: (from: number, to: number) => {
-              for (let i = from; i < to; i++) {
-                const o = ops[i] as RouteOp
-                if (o.op === 'replace') known.set(o.key, o.route)
-                else known.delete(o.key)
-              }
-            },
-          }
-        : {}),
-    })
+    const dealer = new BatchDealer(ops, reg !== undefined ? { plan: () => nexthopPlan(reg, ops) } : {})
     const failures = new Map<number, string>()
-    const parts = ops.length >= PARALLEL_MIN_OPS ? this.writers : 1
-    await Promise.all(
-      Array.from({ length: parts }, async () => {
-        const w = dealer.writer()
-        const r = await this.runner.run('ip', ['-force', '-batch', '-'], { input: w.script(), ...this.nsOpt() })
-        const lines = parseBatchErrors(r.stderr)
-        for (const [i, m] of lines) {
-          const at = w.line(i)
-          if (at === undefined) continue
-          if ('head' in at) this.forgetNexthop(dealer.plan().head[at.head] as string, m)
-          else failures.set(at.op, m)
-        }
-        // ip itself failed (not a line): count each of its ops as failed so the resync pass re-checks them.
-        if (r.exitCode !== 0 && lines.size === 0) for (const i of w.taken()) failures.set(i, r.stderr.trim() || `ip exited ${r.exitCode}`)
-      }),
-    )
+    const run = async (w: BatchWriter): Promise<void> => {
+      const r = await this.runner.run('ip', ['-force', '-batch', '-'], { input: w.script(), ...this.nsOpt() })
+      const lines = parseBatchErrors(r.stderr)
+      for (const [i, m] of lines) {
+        const at = w.line(i)
+        if (at === undefined) continue
+        if ('head' in at) this.forgetNexthop(dealer.plan().head[at.head] as string, m)
+        else failures.set(at.op, m)
+      }
+      // ip itself failed (not a line): count each of its ops as failed so the resync pass re-checks them.
+      if (r.exitCode !== 0 && lines.size === 0) for (const i of w.taken()) failures.set(i, r.stderr.trim() || `ip exited ${r.exitCode}`)
+    }
+    // Each writer's ip gives way to a fresh one after LINES_PER_PROCESS lines, started as soon as the old
+    // one's script is all written, so the two overlap. The fresh one skips the head: the old one ran it long
+    // before, and a second `nexthop replace` of an object that many routes use makes the kernel announce
+    // every one of them again (1M routes over two writers: 5.5 s with the head repeated, 3.0 s without).
+    const slot = async (): Promise<void> => {
+      const runs: Promise<void>[] = []
+      for (;;) {
+        const w = dealer.writer(LINES_PER_PROCESS, runs.length === 0)
+        const running = run(w)
+        runs.push(running)
+        await Promise.race([w.ended, running])
+        if (!w.full) break
+      }
+      await Promise.all(runs)
+    }
+    await Promise.all(Array.from({ length: ops.length >= PARALLEL_MIN_OPS ? this.writers : 1 }, slot))
     for (let i = dealer.dealt; i < ops.length; i++) failures.set(i, 'not written: every ip -batch writer ended early')
     return failures
   }
@@ -372,7 +377,7 @@ export class RouteReconciler {
    * After a clean apply from a fresh read: felix's nexthop objects that neither a desired route nor a route
    * in the kernel uses go (deleting an object would take its routes with it).
    */
-  private async sweepNexthops(known: ReadonlyMap<string, KernelRoute>): Promise<void> {
+  private async sweepNexthops(known: KnownTable): Promise<void> {
     const reg = this.nexthops
     if (reg === undefined || reg.size === 0) return
     const inUse = new Set<number>()
@@ -393,15 +398,9 @@ export class RouteReconciler {
     this.wantRead = false
     if (read) {
       this.known = undefined
-      const known = new Map<string, KernelRoute>()
-      for (const r of await this.read()) {
-        // Two routes share a key only through `ip route append`; felix's own is the one it must see.
-        const key = routeKey(r)
-        if (known.get(key)?.protocol !== this.protocol) known.set(key, r)
-      }
-      this.known = known
+      this.known = KnownTable.read(await this.read(), this.protocol)
     }
-    const known = this.known as Map<string, KernelRoute>
+    const known = this.known as KnownTable
     const first = this.tracker.diff(this.desired, known, this.now(), this.workloads)
     const readMs = performance.now() - t0
     this.reportConflicts(first.conflicts)
@@ -413,8 +412,9 @@ export class RouteReconciler {
       return { ...NOTHING, conflicts: first.conflicts, readMs }
     }
     const t1 = performance.now()
-    // The known table follows each chunk as it is dealt, before any of its echo can be read from the monitor.
-    const failures = await this.write(first.ops, true, known).catch((err: unknown) => {
+    // Set before any of the write's echo can be read from the monitor; a failure sends felix back to the kernel.
+    this.known = known.written(this.desired, first.ops, first.conflicts)
+    const failures = await this.write(first.ops, true).catch((err: unknown) => {
       this.known = undefined
       throw err
     })

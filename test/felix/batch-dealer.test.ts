@@ -30,7 +30,6 @@ t.test('one writer: whole lines, in op order, a chunk at a time', async (t) => {
 
 t.test('two writers share the chunks in the order they ask; each line maps back to its op', async (t) => {
   const list = ops(11)
-  const dealt: [number, number][] = []
   let plans = 0
   const dealer = new BatchDealer(list, {
     chunk: 3,
@@ -38,7 +37,6 @@ t.test('two writers share the chunks in the order they ask; each line maps back 
       plans++
       return { head: ['nexthop replace id 7 via 192.0.2.12 dev eth0 proto 87'], nhid: (i) => (i % 2 === 0 ? 7 : undefined) }
     },
-    onDealt: (from, to) => dealt.push([from, to]),
   })
   const a = dealer.writer()
   const b = dealer.writer()
@@ -46,11 +44,10 @@ t.test('two writers share the chunks in the order they ask; each line maps back 
   const sb = b.script()
   // Nothing is planned or dealt before a writer asks.
   t.equal(plans, 0)
-  t.same(dealt, [])
+  t.equal(dealer.dealt, 0)
   const texts = { a: [sa.next().value, sa.next().value], b: [sb.next().value, sb.next().value, sb.next().value] }
   texts.a.push(sa.next().value)
   t.equal(plans, 1, 'the plan is made once, for both writers')
-  t.same(dealt, [[0, 3], [3, 6], [6, 9], [9, 11]])
   t.ok(sa.next().done)
   t.ok(sb.next().done)
   t.equal(dealer.dealt, 11)
@@ -79,4 +76,39 @@ t.test('a writer that never asks takes nothing; ops nobody asked for are left un
   t.equal(dealer.dealt, 4)
   t.same([...idle.taken()], [])
   t.equal(idle.line(0), undefined)
+})
+
+t.test('a writer with a limit stops taking chunks there, says it is full, and the next one goes on', async (t) => {
+  const dealer = new BatchDealer(ops(10), { chunk: 3 })
+  const first = dealer.writer(6)
+  let ended = false
+  void first.ended.then(() => (ended = true))
+  t.equal([...first.script()].length, 2)
+  await first.ended
+  t.ok(ended, 'ended once the script is all made')
+  t.ok(first.full)
+  const second = dealer.writer(6)
+  t.same([...second.script()].map((c) => c.split('\n').length - 1), [3, 1])
+  t.notOk(second.full, 'nothing left: not full')
+  t.ok(dealer.done)
+  t.same([...second.taken()], [6, 7, 8, 9])
+  t.same(second.line(3), { op: 9 })
+})
+
+t.test('a writer without the head: its lines map to ops from the first line on', async (t) => {
+  const dealer = new BatchDealer(ops(4), { chunk: 2, plan: () => ({ head: ['nexthop replace id 7 via 192.0.2.12 dev eth0 proto 87'] }) })
+  const w = dealer.writer(Infinity, false)
+  t.same([...w.script()].join('').split('\n')[0], 'route replace 198.18.0.0/26 via 192.0.2.12 dev eth0 proto 87')
+  t.same(w.line(0), { op: 0 })
+})
+
+t.test('a writer goes past its limit when too little is left for a fresh one to be worth starting', async (t) => {
+  const dealer = new BatchDealer(ops(9), { chunk: 2 })
+  const w = dealer.writer(8)
+  t.same([...w.script()].length, 5, 'the last op is under a quarter of the limit: taken too')
+  t.notOk(w.full)
+  const d2 = new BatchDealer(ops(12), { chunk: 2 })
+  const w2 = d2.writer(8)
+  t.same([...w2.script()].length, 4, '4 left, a quarter of 8 or more: the next writer takes them')
+  t.ok(w2.full)
 })

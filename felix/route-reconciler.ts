@@ -5,7 +5,7 @@
 // `ip monitor` (routes, links, addresses, nexthops; its own echo recognised) keep the kernel in line.
 
 import pino, { type Logger } from 'pino'
-import { defaultMetric, DEFAULT_ROUTE_PROTOCOL, hopText, MAIN_TABLE, routeKey, type Family, type KernelRoute } from './kernel-route.js'
+import { defaultMetric, DEFAULT_ROUTE_PROTOCOL, hopText, MAIN_TABLE, routeKey, type Family, type KernelRoute, type NextHop } from './kernel-route.js'
 import { KnownTable } from './known-table.js'
 import { BatchDealer, type BatchPlan, type BatchWriter } from './batch-dealer.js'
 import { parseBatchErrors, RouteDeltaTracker, type RouteConflict, type RouteOp } from './route-diff.js'
@@ -55,7 +55,21 @@ export interface ApplyResult {
 /** The objects a write's routes go through, made first by every script. */
 function nexthopPlan(reg: NexthopRegistry, ops: readonly RouteOp[]): BatchPlan {
   const head: string[] = []
-  const ids = ops.map((o) => (o.op === 'replace' ? reg.idFor(o.route, head) : undefined))
+  const ids = new Array<number | undefined>(ops.length)
+  // Runs of routes through the same hop (rendering shares hop objects) are asked about once.
+  let last: NextHop | undefined
+  let lastId: number | undefined
+  for (let i = 0; i < ops.length; i++) {
+    const o = ops[i] as RouteOp
+    if (o.op !== 'replace') continue
+    const hops = o.route.nexthops
+    if (hops.length === 1 && hops[0] === last && o.route.type === 'unicast') {
+      ids[i] = lastId
+      continue
+    }
+    ids[i] = reg.idFor(o.route, head)
+    ;[last, lastId] = hops.length === 1 && o.route.type === 'unicast' ? [hops[0], ids[i]] : [undefined, undefined]
+  }
   return { head, nhid: (i) => ids[i] }
 }
 

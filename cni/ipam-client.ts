@@ -42,6 +42,13 @@ export interface StatusReply {
 const TIMEOUT_MS = 30_000
 
 export class IpamClient {
+  private markSent: () => void = () => {}
+  /**
+   * Settles once a request is on the socket or has failed. ADD waits for it before spawning the veth's
+   * `ip` (a spawn holds the thread ~2 ms), so the agent works on the addresses meanwhile.
+   */
+  readonly sent = new Promise<void>((resolve) => (this.markSent = resolve))
+
   constructor(readonly socket: string, private readonly timeoutMs = TIMEOUT_MS) {}
 
   assign(req: AssignRequest): Promise<AssignReply> {
@@ -73,11 +80,13 @@ export class IpamClient {
       const fail = (err: CniError): void => {
         clearTimeout(timer)
         sock.destroy()
+        this.markSent()
         reject(err)
       }
       sock.on('connect', () => {
         const head = `${method} ${path} HTTP/1.1\r\nHost: pinto\r\nConnection: close\r\n${payload === '' ? '' : `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(payload)}\r\n`}\r\n`
         sock.write(head + payload)
+        this.markSent()
       })
       sock.on('data', (c: Buffer) => chunks.push(c))
       sock.on('end', () => {

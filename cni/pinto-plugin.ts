@@ -62,11 +62,11 @@ function pick(ips: readonly CniIp[]): { v4: string | undefined; v6: string | und
   return { v4: ips.map((i) => bare(i.address)).find((a) => !a.includes(':')), v6: ips.map((i) => bare(i.address)).find((a) => a.includes(':')) }
 }
 
-async function ipamAdd(inv: Invocation): Promise<{ v4: string | undefined; v6: string | undefined }> {
+async function ipamAdd(inv: Invocation, client = clientFor(inv.conf)): Promise<{ v4: string | undefined; v6: string | undefined }> {
   const type = ipamType(inv.conf)
   if (type === 'pinto-ipam') {
     // In-process rather than exec'ing pinto-ipam: the same request, without a second Node.js start per pod.
-    const r = await assign(inv.conf, inv.env, clientFor(inv.conf))
+    const r = await assign(inv.conf, inv.env, client)
     return { v4: r.ipv4[0]?.address, v6: r.ipv6[0]?.address }
   }
   const r = await delegate(type, 'ADD', inv.stdin, inv.env.path)
@@ -106,9 +106,12 @@ export async function cmdAdd(inv: Invocation, dp = new Dataplane()): Promise<Cni
   if (!existsSync(env.netns)) throw new CniError(ERR.unknownContainer, `CNI_NETNS: ${env.netns} does not exist`)
   const veth: Veth = { ifname: env.ifname, hostVeth: hostVethOf(inv), mtu: effectiveMtu(inv.conf), podMac: podMacFrom(randomBytes(5)) }
   if (dp.hostLinkExists(veth.hostVeth)) return addAgain(inv, veth, dp)
-  // The veth needs no address: make it while the IPAM request is out, then give back whichever succeeded
-  // if the other failed.
-  const [addrs, made] = await Promise.allSettled([ipamAdd(inv), dp.createVeth(veth, env.netns)])
+  // The veth needs no address: make it while the IPAM request is out (sent first), then give back whichever
+  // succeeded if the other failed.
+  const client = clientFor(inv.conf)
+  const ipam = ipamAdd(inv, client)
+  if (ipamType(inv.conf) === 'pinto-ipam') await Promise.race([client.sent, ipam.catch(() => undefined)])
+  const [addrs, made] = await Promise.allSettled([ipam, dp.createVeth(veth, env.netns)])
   if (addrs.status === 'rejected' || made.status === 'rejected') {
     if (addrs.status === 'fulfilled') await ipamDel(inv).catch(() => undefined)
     if (made.status === 'fulfilled') await dp.removeHostVeth(veth.hostVeth).catch(() => undefined)

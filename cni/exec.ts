@@ -8,7 +8,11 @@ export interface RunResult {
   readonly stderr: string
 }
 
-export type Runner = (cmd: string, args: readonly string[], opts?: { input?: string; env?: NodeJS.ProcessEnv }) => Promise<RunResult>
+/**
+ * `input` is written to the child's stdin: a string at once, or chunks as an async iterable yields them
+ * (the child is started first and reads them when they come).
+ */
+export type Runner = (cmd: string, args: readonly string[], opts?: { input?: string | AsyncIterable<string>; env?: NodeJS.ProcessEnv }) => Promise<RunResult>
 
 export const run: Runner = async (cmd, args, opts = {}) => {
   // Loaded on first use, like node:http in the IPAM client: a failing or VERSION call starts faster.
@@ -25,6 +29,12 @@ export const run: Runner = async (cmd, args, opts = {}) => {
     })
     // A child that exits before reading its stdin must not crash us with EPIPE.
     child.stdin.on('error', () => undefined)
-    child.stdin.end(opts.input ?? '')
+    const input = opts.input ?? ''
+    if (typeof input === 'string') child.stdin.end(input)
+    else
+      void (async () => {
+        for await (const chunk of input) child.stdin.write(chunk)
+        child.stdin.end()
+      })().catch(() => child.stdin.destroy())
   })
 }

@@ -106,24 +106,17 @@ export async function cmdAdd(inv: Invocation, dp = new Dataplane()): Promise<Cni
   if (!existsSync(env.netns)) throw new CniError(ERR.unknownContainer, `CNI_NETNS: ${env.netns} does not exist`)
   const veth: Veth = { ifname: env.ifname, hostVeth: hostVethOf(inv), mtu: effectiveMtu(inv.conf), podMac: podMacFrom(randomBytes(5)) }
   if (dp.hostLinkExists(veth.hostVeth)) return addAgain(inv, veth, dp)
-  // The veth needs no address: make it while the IPAM request is out (sent first), then give back whichever
-  // succeeded if the other failed.
+  // The veth needs no address: its ip starts while the IPAM request is out (sent first, since a spawn holds
+  // the thread), and whichever of the two failed, the other is undone.
   const client = clientFor(inv.conf)
   const ipam = ipamAdd(inv, client)
   if (ipamType(inv.conf) === 'pinto-ipam') await Promise.race([client.sent, ipam.catch(() => undefined)])
-  const [addrs, made] = await Promise.allSettled([ipam, dp.createVeth(veth, env.netns)])
-  if (addrs.status === 'rejected' || made.status === 'rejected') {
+  const [addrs, wired] = await Promise.allSettled([ipam, dp.wireAhead(veth, env.netns, ipam)])
+  if (addrs.status === 'rejected' || wired.status === 'rejected') {
     if (addrs.status === 'fulfilled') await ipamDel(inv).catch(() => undefined)
-    if (made.status === 'fulfilled') await dp.removeHostVeth(veth.hostVeth).catch(() => undefined)
-    throw addrs.status === 'rejected' ? addrs.reason : (made as PromiseRejectedResult).reason
+    throw addrs.status === 'rejected' ? addrs.reason : (wired as PromiseRejectedResult).reason
   }
   const w: Wiring = { ...veth, ...addrs.value }
-  try {
-    await dp.configure(w, env.netns)
-  } catch (err) {
-    await ipamDel(inv).catch(() => undefined)
-    throw err
-  }
   return resultOf(inv, w)
 }
 

@@ -26,7 +26,7 @@ function podIpCommand(netns: string): [string, string[]] {
 export class Dataplane {
   constructor(private readonly run: Runner = defaultRun) {}
 
-  private inPod(netns: string, args: readonly string[], input?: string): ReturnType<Runner> {
+  private inPod(netns: string, args: readonly string[], input?: string | AsyncIterable<string>): ReturnType<Runner> {
     const [cmd, head] = podIpCommand(netns)
     return this.run(cmd, [...head, ...args], input === undefined ? {} : { input })
   }
@@ -62,6 +62,45 @@ export class Dataplane {
     await this.removeHostVeth(w.hostVeth)
     const err = failed.reason as Error
     throw err instanceof CniError ? err : new CniError(ERR.io, `wiring host veth ${w.hostVeth} failed: ${err.message}`)
+  }
+
+  /**
+   * ADD's wiring, begun before the addresses are known. One `ip` in the pod makes the veth at once and
+   * configures the pod side when `addresses` come; one `ip` in the host netns, started alongside, configures
+   * the host side once the addresses and the host end are both there. Both start while the IPAM request is
+   * out, so their start-up is off the pod's path. On any failure the veth is removed; a failure of
+   * `addresses` is left to the caller, which also releases them if the wiring failed.
+   */
+  async wireAhead(v: Veth, netns: string, addresses: Promise<Pick<Wiring, 'v4' | 'v6'>>): Promise<void> {
+    const got = addresses.then(
+      (a) => ({ ...v, ...a }),
+      () => undefined,
+    )
+    let podEnded = false
+    const pod = this.inPod(netns, ['-batch', '-'], lines(vethLine(v, process.pid), got.then((w) => (w !== undefined ? podBatch(w) : undefined)))).finally(() => (podEnded = true))
+    const hostLines = got.then(async (w) => {
+      // The pod's ip makes both ends in one step; wait for it (or its end, if it failed).
+      while (w !== undefined && !this.hostLinkExists(v.hostVeth) && !podEnded) await new Promise((r) => setTimeout(r, 1))
+      if (w === undefined || !this.hostLinkExists(v.hostVeth)) return undefined
+      for (const [path, value] of hostSysctls(w.hostVeth, w.v6 !== undefined)) writeFileSync(`/proc/sys/net/${path}`, value)
+      return hostBatch(w)
+    })
+    const host = this.run('ip', ['-batch', '-'], { input: lines(undefined, hostLines.catch(() => undefined)) })
+    const [p, h, hl] = await Promise.allSettled([pod, host, hostLines])
+    const failure = ((): CniError | undefined => {
+      if (p.status === 'rejected') return new CniError(ERR.io, `creating veth ${v.ifname}/${v.hostVeth} in ${netns} failed: ${(p.reason as Error).message}`)
+      if (p.value.code !== 0) {
+        const atCreate = /Command failed -:1$/m.test(p.value.stderr)
+        return new CniError(ERR.io, `${atCreate ? `creating veth ${v.ifname}/${v.hostVeth}` : `wiring ${v.ifname}`} in ${netns} failed: ${p.value.stderr.trim()}`)
+      }
+      if (hl.status === 'rejected') return new CniError(ERR.io, `wiring host veth ${v.hostVeth} failed: ${(hl.reason as Error).message}`)
+      if (h.status === 'rejected' || h.value.code !== 0) return new CniError(ERR.io, `wiring host veth ${v.hostVeth} failed: ${h.status === 'rejected' ? (h.reason as Error).message : h.value.stderr.trim()}`)
+      return undefined
+    })()
+    if (failure === undefined && (await got) !== undefined) return
+    // Deleting the host end removes the pod end with it.
+    await this.removeHostVeth(v.hostVeth)
+    if (failure !== undefined) throw failure
   }
 
   /** createVeth then configure; on any failure removes what it made and throws. */
@@ -100,4 +139,11 @@ export class Dataplane {
       host: sideState(hostLink, [hostRoutes ?? '', host6?.stdout.trim() ?? '']),
     }
   }
+}
+
+/** `first` at once, then `rest` when it comes (nothing more if it comes undefined). */
+async function* lines(first: string | undefined, rest: Promise<string | undefined>): AsyncGenerator<string> {
+  if (first !== undefined) yield first
+  const more = await rest
+  if (more !== undefined) yield more
 }

@@ -39,6 +39,16 @@ t.test('spec errors', async (t) => {
   await expect('wiring fails', lab.exec('pinto', 'ADD', conf, { ...att, ifname: 'lo' }), 5, 'creating veth lo/')
   await nothingLeft(t, lab, netns)
 
+  // A failure on the pod side after the veth is made: a default route already in the pod.
+  const busy = await lab.pod('busy')
+  const busyName = busy.replace('/run/netns/', '')
+  await lab.ip(busyName, ['link', 'add', 'x0', 'type', 'veth', 'peer', 'name', 'x1'])
+  await lab.ip(busyName, ['link', 'set', 'x0', 'up'])
+  await lab.ip(busyName, ['route', 'add', 'default', 'dev', 'x0'])
+  await expect('pod side fails', lab.exec('pinto', 'ADD', conf, { containerId: 'e2', netns: busy }), 5, /^wiring eth0 in .* failed: .*File exists/)
+  t.same((await lab.links(busyName)).sort(), ['lo', 'x0', 'x1'], 'no eth0 left in the pod')
+  await nothingLeft(t, lab)
+
   // VERSION answers without env or netns.
   const v = await lab.exec('pinto', 'VERSION', { cniVersion: '1.1.0' })
   t.same(v.json, { cniVersion: '1.1.0', supportedVersions: ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'] })

@@ -117,6 +117,8 @@ export class Dataplane {
 
   /** DEL's wiring part: a missing netns or link is success (the spec asks DEL to be idempotent). */
   async unwire(hostVeth: string, ifname: string, netns: string): Promise<void> {
+    // Deleting the host end takes the pod end with it, without ip entering the pod's netns.
+    if (this.hostLinkExists(hostVeth)) return this.removeHostVeth(hostVeth)
     if (netns !== '' && existsSync(netns)) {
       const r = await this.inPod(netns, ['link', 'del', ifname])
       if (r.code !== 0 && !NO_DEVICE.test(r.stderr) && existsSync(netns)) {

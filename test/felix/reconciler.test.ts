@@ -150,6 +150,32 @@ t.test('a large write over two ip processes: each failure is mapped back to its 
   t.equal(ours.filter((l) => / 198\.18\.([4-9]|1[0-5])\.\d+\/32 /.test(l)).length, 3000, 'every good route is in')
 })
 
+t.test('a large write pauses the monitor, starts it again, and reads the table soon after', async (t) => {
+  const a = await node(t)
+  const routes = Array.from({ length: 3000 }, (_, i) => ({ prefix: `198.18.${4 + (i >> 8)}.${i & 255}/32`, nextHops: [{ address: '192.0.2.12' }] }))
+  const calls: string[] = []
+  const real = new ExecaRunner()
+  const runner: ProcessRunner = {
+    run: (cmd, args, o) => {
+      if (args.includes('route') && args.includes('show')) calls.push('read')
+      return real.run(cmd, args, o)
+    },
+    watch: (cmd, args, o) => {
+      calls.push('monitor')
+      return real.watch(cmd, args, o)
+    },
+  }
+  const rec = reconciler(t, a, state({ routes }), { resyncIntervalMs: 60_000, runner })
+  const first = await rec.start()
+  t.equal(first.planned, 3001, 'the 3000 routes and the local block')
+  t.same(calls, ['monitor', 'read', 'monitor'], 'the monitor was started again after the write')
+  t.ok(await waitFor(() => calls.filter((c) => c === 'read').length === 2, { timeoutMs: 3000, intervalMs: 20, what: 'the read after the write' }))
+  // The monitor is back: drift is repaired at once again.
+  await ip(a.ns, ['route', 'del', '198.18.4.7/32', 'proto', String(PROTO)])
+  t.ok(await waitFor(async () => (await ourRoutes(a.ns)).some((l) => l.startsWith('route replace 198.18.4.7/32 ')), { timeoutMs: 2000, intervalMs: 50, what: 'the deleted route back' }))
+  t.equal(calls.filter((c) => c === 'monitor').length, 2, 'one monitor since')
+})
+
 t.test('conflict: a key held by another protocol is left alone and reported', async (t) => {
   const a = await node(t)
   await ip(a.ns, ['route', 'add', '198.18.0.64/26', 'via', '192.0.2.14', 'proto', 'static'])

@@ -111,7 +111,7 @@ export async function cmdAdd(inv: Invocation, dp = new Dataplane()): Promise<Cni
   const client = clientFor(inv.conf)
   const ipam = ipamAdd(inv, client)
   if (ipamType(inv.conf) === 'pinto-ipam') await Promise.race([client.sent, ipam.catch(() => undefined)])
-  const [addrs, wired] = await Promise.allSettled([ipam, dp.wireAhead(veth, env.netns, ipam)])
+  const [addrs, wired] = await Promise.allSettled([ipam, dp.wire(veth, env.netns, ipam)])
   if (addrs.status === 'rejected' || wired.status === 'rejected') {
     if (addrs.status === 'fulfilled') await ipamDel(inv).catch(() => undefined)
     throw addrs.status === 'rejected' ? addrs.reason : (wired as PromiseRejectedResult).reason
@@ -130,7 +130,7 @@ async function addAgain(inv: Invocation, veth: Veth, dp: Dataplane): Promise<Cni
       return resultOf(inv, { ...w, podMac: seen.pod.link.mac })
     }
     await dp.unwire(w.hostVeth, env.ifname, env.netns)
-    await dp.wire(w, env.netns)
+    await dp.wire(w, env.netns, Promise.resolve(w))
   } catch (err) {
     await ipamDel(inv).catch(() => undefined)
     throw err

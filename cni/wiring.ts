@@ -36,42 +36,14 @@ export class Dataplane {
     return existsSync(`/proc/sys/net/ipv4/conf/${name}`)
   }
 
-  /** Creates the veth pair (pod end in the pod, peer in our netns), down and without addresses. */
-  async createVeth(v: Veth, netns: string): Promise<void> {
-    const r = await this.inPod(netns, ['-batch', '-'], vethLine(v, process.pid))
-    if (r.code !== 0) {
-      await this.removeHostVeth(v.hostVeth)
-      throw new CniError(ERR.io, `creating veth ${v.ifname}/${v.hostVeth} in ${netns} failed: ${r.stderr.trim()}`)
-    }
-  }
-
-  /** Brings up both ends with their addresses and routes (the two sides at once); on failure removes the veth. */
-  async configure(w: Wiring, netns: string): Promise<void> {
-    const pod = this.inPod(netns, ['-batch', '-'], podBatch(w)).then((r) => {
-      if (r.code !== 0) throw new CniError(ERR.io, `wiring ${w.ifname} in ${netns} failed: ${r.stderr.trim()}`)
-    })
-    const host = (async () => {
-      for (const [path, value] of hostSysctls(w.hostVeth, w.v6 !== undefined)) writeFileSync(`/proc/sys/net/${path}`, value)
-      const r = await this.run('ip', ['-batch', '-'], { input: hostBatch(w) })
-      if (r.code !== 0) throw new CniError(ERR.io, `wiring host veth ${w.hostVeth} failed: ${r.stderr.trim()}`)
-    })()
-    const [p, h] = await Promise.allSettled([pod, host])
-    const failed = [p, h].find((x): x is PromiseRejectedResult => x.status === 'rejected')
-    if (failed === undefined) return
-    // Deleting the host end removes the pod end with it.
-    await this.removeHostVeth(w.hostVeth)
-    const err = failed.reason as Error
-    throw err instanceof CniError ? err : new CniError(ERR.io, `wiring host veth ${w.hostVeth} failed: ${err.message}`)
-  }
-
   /**
-   * ADD's wiring, begun before the addresses are known. One `ip` in the pod makes the veth at once and
+   * Wires a pod, begun before its addresses are known. One `ip` in the pod makes the veth at once and
    * configures the pod side when `addresses` come; one `ip` in the host netns, started alongside, configures
-   * the host side once the addresses and the host end are both there. Both start while the IPAM request is
-   * out, so their start-up is off the pod's path. On any failure the veth is removed; a failure of
+   * the host side once the addresses and the host end are both there. ADD starts both while its IPAM
+   * request is out, so their start-up is off the pod's path. On any failure the veth is removed; a failure of
    * `addresses` is left to the caller, which also releases them if the wiring failed.
    */
-  async wireAhead(v: Veth, netns: string, addresses: Promise<Pick<Wiring, 'v4' | 'v6'>>): Promise<void> {
+  async wire(v: Veth, netns: string, addresses: Promise<Pick<Wiring, 'v4' | 'v6'>>): Promise<void> {
     const got = addresses.then(
       (a) => ({ ...v, ...a }),
       () => undefined,
@@ -101,12 +73,6 @@ export class Dataplane {
     // Deleting the host end removes the pod end with it.
     await this.removeHostVeth(v.hostVeth)
     if (failure !== undefined) throw failure
-  }
-
-  /** createVeth then configure; on any failure removes what it made and throws. */
-  async wire(w: Wiring, netns: string): Promise<void> {
-    await this.createVeth(w, netns)
-    await this.configure(w, netns)
   }
 
   async removeHostVeth(name: string): Promise<void> {

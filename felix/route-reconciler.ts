@@ -51,8 +51,7 @@ export interface ApplyResult {
   readonly writeMs: number
 }
 
-/** `head`, then `rest`. */
-/** The objects a write's routes go through, made first by every script. */
+/** The objects a write's routes go through, made by the first script of each writer. */
 function nexthopPlan(reg: NexthopRegistry, ops: readonly RouteOp[]): BatchPlan {
   const head: string[] = []
   const ids = new Array<number | undefined>(ops.length)
@@ -356,8 +355,8 @@ export class RouteReconciler {
   /**
    * Runs the ops with -force so one bad line cannot stop the rest; returns failures by op index. Routes go
    * through nexthop objects unless `nexthops` is false (the per-route retry pass, so each failure is the
-   * route's own); each script makes the missing objects first (`nexthop replace` is idempotent, so every
-   * writer makes them: no writer waits for another). Large diffs go to a few concurrent `ip -batch`
+   * route's own); each writer's first script makes the missing objects first (`nexthop replace` is
+   * idempotent, so every writer makes them: no writer waits for another). Large diffs go to a few concurrent `ip -batch`
    * processes, dealt a chunk at a time as each reads: ip's per-line round trip is the cost and the kernel
    * takes its lock per route, so two writers nearly halve the time.
    */
@@ -472,7 +471,7 @@ export class RouteReconciler {
     errors.slice(0, 20).forEach((e) => this.log.warn({ dst: e.op.route.dst, op: e.op.op, err: e.message }, 'route not programmed'))
     if (errors.length > 20) this.log.warn({ more: errors.length - 20 }, 'more routes not programmed')
     if (errors.length > 0) this.schedule(this.retryMs)
-    else if (read && failures.size === 0) await this.sweepNexthops(known)
+    else if (read && failures.size === 0) await this.sweepNexthops(this.known ?? known)
     if (quiet) {
       this.wantRead = true
       this.schedule(QUIET_VERIFY_MS)

@@ -1,7 +1,7 @@
 // The `ip -batch` scripts of one write: a diff's operations dealt out a chunk at a time to concurrent writers,
 // each chunk made only when a writer's ip asks for more, so the faster writer takes more and all end together.
-// Every script starts with the same head (the lines that make the write's nexthop objects); a script's line
-// numbers map back to operations, because ip reports failures by line. Pure: nothing here runs ip.
+// A script may open with the write's head (the lines that make its nexthop objects); a script's line numbers
+// map back to operations, because ip reports failures by line. Pure: nothing here runs ip.
 
 import { deleteLine, replaceLineVia } from './kernel-route.js'
 import type { RouteOp } from './route-diff.js'

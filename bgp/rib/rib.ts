@@ -182,10 +182,12 @@ export class Rib implements RibView {
       attrs.refs++
       dest.replace(old, newPath(p.pathId === 0 ? dest.prefix : p, peer, session, attrs))
       this.interner.release(old.attrs)
+      if (old === dest) dest.vacate()
     } else {
       attrs.refs++
-      // A path without a path id shares the destination as its prefix: no second object per route.
-      dest.add(newPath(p.pathId === 0 ? dest.prefix : p, peer, session, attrs))
+      // A path without a path id is the destination itself the first time (one object per route), and
+      // shares the destination as its prefix after that.
+      dest.add((p.pathId === 0 ? dest.claim(peer, session, attrs) : undefined) ?? newPath(p.pathId === 0 ? dest.prefix : p, peer, session, attrs))
       if (c !== undefined) c.accepted++
     }
     this.touch(dest)
@@ -205,6 +207,7 @@ export class Rib implements RibView {
       c.accepted--
       if (path.stale) c.stale[path.prefix.afi]!--
     }
+    if (path === dest) dest.vacate()
     this.touch(dest)
   }
 

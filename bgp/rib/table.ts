@@ -4,14 +4,17 @@
 // grows); IPv6 uses short latin1 strings. No policy, no I/O.
 
 import type { Prefix } from '../codec/nlri.js'
-import type { Path } from './types.js'
+import type { InternedAttributes } from '../codec/intern.js'
+import type { Path, PeerSessionInfo, RibPeer } from './types.js'
 import { NumberMap } from './number-map.js'
 
 /** Set in Destination.bits while the destination waits for flush(). */
 export const DIRTY = 1 << 8
 export const REASON_MASK = 0xff
+/** Set once the destination has served as its own first path: it never does again (see claim()). */
+const CLAIMED = 1 << 10
 
-export class Destination {
+export class Destination implements Path {
   // The destination is its own prefix (path id 0): the fields are copied from the decoded prefix so
   // the table keeps one object per prefix instead of two, and the decoder's object dies young. Made
   // only by newDestination (an object literal with this prototype), hence no constructor.
@@ -25,8 +28,36 @@ export class Destination {
   /** Reason index (REASONS) in the low byte, flags above. */
   declare bits: number
   declare multipath: Path[] | undefined
+  // The destination is also its own first path (path id 0), so a prefix with one path is one object,
+  // not two: these are that path's fields, meaningful only while the destination is in its own `paths`.
+  declare peer: RibPeer | undefined
+  declare session: PeerSessionInfo | undefined
+  declare attrs: InternedAttributes
+  declare stale: boolean
 
   private constructor() {}
+
+  /**
+   * The destination as the path (path id 0) from this source, if it has never served as a path before;
+   * otherwise undefined and the caller makes a path object. Never twice: a path is known by its identity
+   * (flush() compares the best path before and after), so a new path must never be an old path's object.
+   */
+  claim(peer: RibPeer | undefined, session: PeerSessionInfo | undefined, attrs: InternedAttributes): Path | undefined {
+    if ((this.bits & CLAIMED) !== 0) return undefined
+    this.bits |= CLAIMED
+    this.peer = peer
+    this.session = session
+    this.attrs = attrs
+    this.stale = false
+    return this
+  }
+
+  /** After the destination, as a path, left its own `paths`: drops what the path held. */
+  vacate(): void {
+    this.peer = undefined
+    this.session = undefined
+    this.attrs = undefined as unknown as InternedAttributes
+  }
 
   /** The prefix with path id 0: this object itself, read through the Prefix shape. */
   get prefix(): Prefix {
@@ -92,7 +123,7 @@ export class Destination {
  * went from ~800 ms to ~670 ms with this and the same for paths.
  */
 export const newDestination = (p: Prefix): Destination =>
-  ({ __proto__: Destination.prototype, afi: p.afi, len: p.len, addr: p.addr, pathId: 0, paths: undefined, best: undefined, bits: 0, multipath: undefined }) as unknown as Destination
+  ({ __proto__: Destination.prototype, afi: p.afi, len: p.len, addr: p.addr, pathId: 0, paths: undefined, best: undefined, bits: 0, multipath: undefined, peer: undefined, session: undefined, attrs: undefined, stale: false }) as unknown as Destination
 
 function v6Key(p: Prefix & { afi: 2 }): string {
   const nb = (p.len + 7) >> 3

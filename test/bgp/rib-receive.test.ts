@@ -219,3 +219,29 @@ t.test('peer down without graceful restart removes every path of the peer', asyn
   t.same([...table.adjRibIn(ibgp)], [])
   t.equal(table.attributeSets, 0, 'interned sets released')
 })
+
+t.test('a prefix with one path is one object, and a path is never an old path reused', async (t) => {
+  const table = rib()
+  const p = px('198.18.0.0/26')
+  const changes: LocRibChange[] = []
+  table.subscribe((c) => changes.push(...c))
+  table.receive(ibgp, session('10.0.0.1'), [p], attrs({ med: 1 }))
+  table.flush()
+  const first = table.best(p)!.path
+  t.equal(first.prefix, first, 'the first path is the destination itself')
+  // Withdrawn and announced again with other attributes before a flush: a change, with a new path.
+  table.receive(ibgp, session('10.0.0.1'), [p], undefined)
+  table.receive(ibgp, session('10.0.0.1'), [p], attrs({ med: 2 }))
+  table.flush()
+  const second = table.best(p)!.path
+  t.not(second, first, 'a new path object')
+  t.equal(second.attrs.attrs.med, 2)
+  t.equal(changes.length, 2, 'the change is seen')
+  t.equal(changes[1]?.previous, first)
+  // Replaced again: again a new object, and a change.
+  table.receive(ibgp, session('10.0.0.1'), [p], attrs({ med: 3 }))
+  table.flush()
+  t.not(table.best(p)!.path, second)
+  t.equal(changes.length, 3)
+  t.same(table.paths(p).map((x) => x.attrs.attrs.med), [3])
+})

@@ -1,5 +1,7 @@
 // V8 flags pinto-node runs with, in one place for the shebang, the demo and the test runners.
-// A small young generation promotes the long-lived RIB objects of a table dump sooner: measured on
-// 1M prefixes, receive+flush took ~0.75 s with 4 MB semi-spaces against ~1.1 s with the default.
+// A small young generation: the RIB's long-lived objects are made in old space directly (see
+// newDestination), so little is gained from a large one, and its size shows in the peak memory of a
+// table dump. bench/ingest: 4 MB semi-spaces 278-289 B/prefix at 100k, 2 MB 239-249, 1 MB 238 but 1M
+// prefixes 0.79-1.03 s instead of 0.60-0.67 s (the default, 16 MB, took ~1.1 s when it was chosen).
 
-export const AGENT_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=4']
+export const AGENT_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=2']

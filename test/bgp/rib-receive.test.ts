@@ -245,3 +245,20 @@ t.test('a prefix with one path is one object, and a path is never an old path re
   t.equal(changes.length, 3)
   t.same(table.paths(p).map((x) => x.attrs.attrs.med), [3])
 })
+
+t.test('a destination keeps its prefix exactly: every length of both families, and its path id 0', async (t) => {
+  const table = rib()
+  const prefixes = ['0.0.0.0/0', '198.18.0.0/15', '198.18.7.9/32', '::/0', '2001:db8::/32', '2001:db8::1/128']
+  for (const text of prefixes) {
+    const p = px(text)
+    table.receive(ibgp, session('10.0.0.1'), [p], text.includes(':') ? attrs({ nextHop: undefined }) : attrs(), text.includes(':') ? ['2001:db8::9'] : undefined)
+  }
+  table.flush()
+  for (const text of prefixes) {
+    const path = table.best(px(text))!.path
+    t.equal(formatPrefix(path.prefix), text)
+    t.equal(path.prefix.pathId, 0)
+    t.equal(path.prefix.afi, text.includes(':') ? 2 : 1)
+    t.equal(path.stale, false)
+  }
+})

@@ -9,7 +9,7 @@ import type { PathAttributes } from '../codec/attributes.js'
 import type { Prefix } from '../codec/nlri.js'
 import { decide, DEFAULT_LOCAL_PREF, REASONS, type DecisionContext } from './best-path.js'
 import { PeerRibOut, type RibView } from './adj-rib-out.js'
-import { DIRTY, PrefixTable, REASON_MASK, type Destination } from './table.js'
+import { DIRTY, PrefixTable, REASON_MASK, UNSETTLED, type Destination } from './table.js'
 import { validateReceived, type LocalIdentity } from './validate.js'
 import type { ExportContext } from './export.js'
 import type { AdjRibOut, BestPath, FamilyKey, LocRibChange, Path, PeerSessionInfo, RibPeer, RouteContext } from './types.js'
@@ -56,8 +56,6 @@ interface Counters {
   stale: number[]
 }
 
-/** Set while a destination's best path needs recomputing. */
-const UNSETTLED = 1 << 9
 const UNICAST = 1
 const FROM_PEER: RouteContext = { fromPeer: true }
 const LOCAL_ATTRS: PathAttributes = { origin: 0, asPath: [] }

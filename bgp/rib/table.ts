@@ -1,21 +1,24 @@
 // Per-prefix storage: one Destination per prefix holding its path (or paths) and its settled best,
-// found through compact keys. IPv4 uses one Map per prefix length and first octet, keyed by the
-// network bits (a small integer, so V8 keeps it unboxed; small maps rehash cheaply as a table
-// grows); IPv6 uses short latin1 strings. No policy, no I/O.
+// found through compact keys. IPv4 uses one open-addressing map per prefix length, keyed by the
+// network bits (a small integer, so V8 keeps it unboxed); IPv6 uses short latin1 strings. No policy,
+// no I/O.
 
 import type { Prefix } from '../codec/nlri.js'
 import type { InternedAttributes } from '../codec/intern.js'
 import type { Path, PeerSessionInfo, RibPeer } from './types.js'
 import { NumberMap } from './number-map.js'
 
-/** Set in Destination.bits while the destination waits for flush(). */
-export const DIRTY = 1 << 8
+// Destination.bits: the best path's reason (low byte), DIRTY, UNSETTLED, CLAIMED, STALE, then the AFI
+// (2 bits) and the prefix length (8 bits).
 export const REASON_MASK = 0xff
+/** Set while the destination waits for flush(). */
+export const DIRTY = 1 << 8
+/** Set while the destination's best path is not yet decided again. */
+export const UNSETTLED = 1 << 9
 /** Set once the destination has served as its own first path: it never does again (see claim()). */
 const CLAIMED = 1 << 10
 /** That path's `stale`, kept in `bits` rather than in a field of its own (8 bytes a prefix). */
 const STALE = 1 << 11
-/** The prefix's AFI (2 bits) and length (8 bits) live in `bits` too, above the flags. */
 const AFI_SHIFT = 12
 const LEN_SHIFT = 14
 

@@ -44,12 +44,26 @@ export function hopText(h: NextHop): string {
 }
 
 /** Everything about a route that felix cares to keep equal, as one comparable string (hops in any order). */
-export function routeSignature(r: KernelRoute): string {
-  const [only] = r.nexthops
-  // The common case (one hop) without arrays: this runs once per route on every resync.
-  if (r.nexthops.length === 1 && only !== undefined) return `${r.type} ${r.protocol} ${hopText(only)}`
+function routeSignature(r: KernelRoute): string {
   return `${r.type} ${r.protocol} ${r.nexthops.map(hopText).sort().join(',')}`
 }
+
+/**
+ * Whether felix sees two routes of one key as the same (routeSignature equal). It runs for every route
+ * on every apply, so the common cases compare fields and build no strings.
+ */
+export function sameRoute(a: KernelRoute, b: KernelRoute): boolean {
+  if (a.type !== b.type || a.protocol !== b.protocol || a.nexthops.length !== b.nexthops.length) return false
+  if (a.nexthops.length === 0) return true
+  if (a.nexthops.length === 1) {
+    const x = a.nexthops[0] as NextHop
+    const y = b.nexthops[0] as NextHop
+    // Fields first; the text only when they differ (it also takes a missing gateway for an empty one).
+    return (x.gateway === y.gateway && x.dev === y.dev && x.onlink === y.onlink) || hopText(x) === hopText(y)
+  }
+  return routeSignature(a) === routeSignature(b)
+}
+
 
 export function compareNextHops(a: NextHop, b: NextHop): number {
   const x = hopText(a)

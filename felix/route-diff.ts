@@ -2,7 +2,7 @@
 // that make the kernel match, touching only routes of felix's protocol (plus unknown /32s on pinto veths
 // after a grace period). Time comes in as an argument; it runs nothing and never reads the clock itself.
 
-import { routeKey, routeSignature, type KernelRoute } from './kernel-route.js'
+import { routeKey, sameRoute, type KernelRoute } from './kernel-route.js'
 
 export type RouteOpReason = 'missing' | 'changed' | 'stale' | 'stale-workload'
 
@@ -27,6 +27,11 @@ export interface DiffResult {
   readonly graceDeadline: number | undefined
 }
 
+/** A table keyed the way the kernel keys routes (a Map, or felix's known table). */
+export interface KeyedRoutes extends Iterable<readonly [string, KernelRoute]> {
+  get(key: string): KernelRoute | undefined
+}
+
 export interface DeltaTrackerOptions {
   readonly protocol: number
   /** Interface-name prefix of pinto's pod veths. */
@@ -37,17 +42,6 @@ export interface DeltaTrackerOptions {
 export class RouteDeltaTracker {
   /** Unknown veth routes by key -> when first seen; survives between diffs so the grace period can elapse. */
   private readonly firstSeen = new Map<string, number>()
-  /** Signatures of the desired routes, computed once per desired object rather than on every resync. */
-  private signatures = new WeakMap<KernelRoute, string>()
-
-  private signatureOf(r: KernelRoute): string {
-    let s = this.signatures.get(r)
-    if (s === undefined) {
-      s = routeSignature(r)
-      this.signatures.set(r, s)
-    }
-    return s
-  }
 
   constructor(private readonly opts: DeltaTrackerOptions) {}
 
@@ -55,28 +49,34 @@ export class RouteDeltaTracker {
    * `workloads` undefined means the agent has not told felix which pods exist: every veth route is then
    * left alone, because deleting a pod's route on a guess would cut it off.
    */
-  diff(desired: ReadonlyMap<string, KernelRoute>, actual: readonly KernelRoute[] | Iterable<readonly [string, KernelRoute]>, now: number, workloads?: ReadonlySet<string>): DiffResult {
+  diff(desired: ReadonlyMap<string, KernelRoute>, actual: readonly KernelRoute[] | KeyedRoutes, now: number, workloads?: ReadonlySet<string>): DiffResult {
     const ops: RouteOp[] = []
     const conflicts: RouteConflict[] = []
-    const present = new Set<string>()
+    // Desired keys the table has. A fresh read may hold a key twice (`ip route append`), so its keys are
+    // kept; a keyed table is only counted, and asked again below for the few missing ones, if any.
+    const fresh = Array.isArray(actual)
+    const present = fresh ? new Set<string>() : undefined
+    let matched = 0
     const waiting = new Set<string>()
     let graceDeadline: number | undefined
     const { protocol, vethPrefix, graceMs } = this.opts
 
     // Keyed entries are the table as felix knows it; an array is a fresh read.
-    const entries: Iterable<readonly [string, KernelRoute]> = Array.isArray(actual) ? keyed(actual as readonly KernelRoute[]) : (actual as Iterable<readonly [string, KernelRoute]>)
+    const entries: Iterable<readonly [string, KernelRoute]> = fresh ? keyed(actual as readonly KernelRoute[]) : (actual as KeyedRoutes)
     for (const [key, a] of entries) {
       const want = desired.get(key)
+      if (want !== undefined) {
+        if (present !== undefined) present.add(key)
+        else matched++
+      }
       if (a.protocol === protocol) {
-        present.add(key)
         // The same object: felix wrote this very route (the known table holds what it wrote).
         if (want === a) continue
         if (want === undefined) ops.push({ op: 'delete', route: a, key, reason: 'stale' })
-        else if (this.signatureOf(want) !== routeSignature(a)) ops.push({ op: 'replace', route: want, key, reason: 'changed' })
+        else if (!sameRoute(want, a)) ops.push({ op: 'replace', route: want, key, reason: 'changed' })
         continue
       }
       if (want !== undefined) {
-        present.add(key)
         conflicts.push({ desired: want, holder: a })
         continue
       }
@@ -90,7 +90,12 @@ export class RouteDeltaTracker {
       else graceDeadline = Math.min(graceDeadline ?? Infinity, first + graceMs)
     }
     for (const k of this.firstSeen.keys()) if (!waiting.has(k)) this.firstSeen.delete(k)
-    for (const [key, want] of desired) if (!present.has(key)) ops.push({ op: 'replace', route: want, key, reason: 'missing' })
+    if (present !== undefined) {
+      for (const [key, want] of desired) if (!present.has(key)) ops.push({ op: 'replace', route: want, key, reason: 'missing' })
+    } else if (matched < desired.size) {
+      const table = actual as KeyedRoutes
+      for (const [key, want] of desired) if (table.get(key) === undefined) ops.push({ op: 'replace', route: want, key, reason: 'missing' })
+    }
     return { ops, conflicts, graceDeadline }
   }
 }

@@ -2,7 +2,7 @@
 // JSON, what felix wants, and the exact batch lines that must come out. Plus the parsers' error paths.
 
 import t from 'tap'
-import { replaceLine, type KernelRoute } from '../../felix/kernel-route.js'
+import { replaceLine, sameRoute, type KernelRoute } from '../../felix/kernel-route.js'
 import { batchScript } from '../../felix/batch-dealer.js'
 import { parseBatchErrors, RouteDeltaTracker } from '../../felix/route-diff.js'
 import { isDeviceLine, monitorDeviceEvent, parseMonitorLine, parseRouteJson, RouteParseError } from '../../felix/route-parse.js'
@@ -165,4 +165,26 @@ t.test('parseBatchErrors maps ip -force failures to op indexes', async (t) => {
     [1, 'Error: Nexthop has invalid gateway.'],
     [2, 'Cannot find device "nope"'],
   ])
+})
+
+t.test('sameRoute: type, protocol and hops in any order; nothing else', async (t) => {
+  const hop = (gateway: string | undefined, dev: string | undefined, onlink = false) => ({ ...(gateway !== undefined ? { gateway } : {}), ...(dev !== undefined ? { dev } : {}), onlink })
+  const r = (nexthops: ReturnType<typeof hop>[], over: Partial<KernelRoute> = {}): KernelRoute => ({ family: 4, table: 254, dst: '198.18.0.0/26', tos: 0, metric: 0, type: 'unicast', protocol: P, nexthops, ...over })
+  const rows: [string, KernelRoute, KernelRoute, boolean][] = [
+    ['one hop, equal', r([hop('192.0.2.12', 'eth0')]), r([hop('192.0.2.12', 'eth0')]), true],
+    ['another gateway', r([hop('192.0.2.12', 'eth0')]), r([hop('192.0.2.13', 'eth0')]), false],
+    ['another device', r([hop('192.0.2.12', 'eth0')]), r([hop('192.0.2.12', 'eth1')]), false],
+    ['onlink differs', r([hop('192.0.2.12', 'eth0', true)]), r([hop('192.0.2.12', 'eth0')]), false],
+    ['no gateway and an empty one', r([hop(undefined, 'pinto1')]), r([hop('', 'pinto1')]), true],
+    ['ECMP in another order', r([hop('192.0.2.12', 'eth0'), hop('192.0.2.13', 'eth0')]), r([hop('192.0.2.13', 'eth0'), hop('192.0.2.12', 'eth0')]), true],
+    ['ECMP with a hop less', r([hop('192.0.2.12', 'eth0'), hop('192.0.2.13', 'eth0')]), r([hop('192.0.2.12', 'eth0')]), false],
+    ['blackholes', r([], { type: 'blackhole' }), r([], { type: 'blackhole' }), true],
+    ['another type', r([], { type: 'blackhole' }), r([], { type: 'unreachable' }), false],
+    ['another protocol', r([hop('192.0.2.12', 'eth0')]), r([hop('192.0.2.12', 'eth0')], { protocol: 12 }), false],
+    ['the metric is the key, not the route', r([hop('192.0.2.12', 'eth0')]), r([hop('192.0.2.12', 'eth0')], { metric: 5 }), true],
+  ]
+  for (const [name, a, b, same] of rows) {
+    t.equal(sameRoute(a, b), same, name)
+    t.equal(sameRoute(b, a), same, `${name} (the other way)`)
+  }
 })

@@ -164,7 +164,9 @@ export function renderDesired(state: DesiredState, opts: RenderOptions = {}): Re
     return undefined
   })
 
-  const hopFor = (nh: LearnedNextHop, ip: IPAddr, pool: PoolView | undefined, path: string): NextHop | undefined => {
+  // Problem paths name the route and hop by index; they are made only for a problem (this runs per route).
+  const hopPath = (i: number, j: number): string => `routes[${i}].nextHops[${j}].address`
+  const hopFor = (nh: LearnedNextHop, ip: IPAddr, pool: PoolView | undefined, i: number, j: number): NextHop | undefined => {
     const address = formatIP(ip.version, ip.value)
     const encap = pool?.encap ?? 'none'
     const subnet = subnets[ip.version]
@@ -174,7 +176,7 @@ export function renderDesired(state: DesiredState, opts: RenderOptions = {}): Re
     if (encap === 'ipip') return { gateway: address, dev: tunl, onlink: true }
     const vtep = (nh.nodeName !== undefined ? vtepByName.get(nh.nodeName) : undefined) ?? vtepByAddr.get(address)
     if (vtep === undefined) {
-      problems.push({ path, message: `no VTEP known for ${nh.nodeName ?? address}; next hop skipped until the node publishes one` })
+      problems.push({ path: hopPath(i, j), message: `no VTEP known for ${nh.nodeName ?? address}; next hop skipped until the node publishes one` })
       return undefined
     }
     return { gateway: vtep.tunnelAddress, dev: vxlan, onlink: true }
@@ -182,7 +184,7 @@ export function renderDesired(state: DesiredState, opts: RenderOptions = {}): Re
 
   // Next hops repeat across routes (a few nodes, many blocks): resolve each (address, node, pool) once.
   const hopCache = new Map<string, { hop?: NextHop; ip?: IPAddr; problem?: string }>()
-  const resolveHop = (nh: LearnedNextHop, pool: PoolView | undefined, poolIndex: number, hpath: string): { hop?: NextHop; ip?: IPAddr; problem?: string } => {
+  const resolveHop = (nh: LearnedNextHop, pool: PoolView | undefined, poolIndex: number, i: number, j: number): { hop?: NextHop; ip?: IPAddr; problem?: string } => {
     const key = `${nh.address}\u0000${nh.nodeName ?? ''}\u0000${poolIndex}`
     let r = hopCache.get(key)
     if (r === undefined) {
@@ -190,7 +192,7 @@ export function renderDesired(state: DesiredState, opts: RenderOptions = {}): Re
       if (ip === undefined) r = { problem: `${JSON.stringify(nh.address)} is not an IP address` }
       else {
         // hopFor reports a missing VTEP itself: once per next hop, no longer once per route.
-        const hop = hopFor(nh, ip, pool, hpath)
+        const hop = hopFor(nh, ip, pool, i, j)
         r = hop !== undefined ? { hop, ip } : { ip }
       }
       hopCache.set(key, r)
@@ -212,7 +214,6 @@ export function renderDesired(state: DesiredState, opts: RenderOptions = {}): Re
   const v4Metric = defaultMetric(4)
 
   state.routes.forEach((r, i) => {
-    const path = `routes[${i}]`
     let version: Family
     let dst: string
     let pool: PoolView | undefined
@@ -226,8 +227,8 @@ export function renderDesired(state: DesiredState, opts: RenderOptions = {}): Re
       poolIndex = found?.index ?? -1
     } else {
       const c = parseCIDR(r.prefix)
-      if (typeof c === 'string') return problems.push({ path: `${path}.prefix`, message: c })
-      if (c.addr !== c.network) return problems.push({ path: `${path}.prefix`, message: `${r.prefix} has host bits set (the network is ${formatCIDR(c)})` })
+      if (typeof c === 'string') return problems.push({ path: `routes[${i}].prefix`, message: c })
+      if (c.addr !== c.network) return problems.push({ path: `routes[${i}].prefix`, message: `${r.prefix} has host bits set (the network is ${formatCIDR(c)})` })
       version = c.version
       dst = formatCIDR(c)
       pool = poolFor(pools, c)
@@ -235,23 +236,22 @@ export function renderDesired(state: DesiredState, opts: RenderOptions = {}): Re
     }
     const hops: NextHop[] = []
     r.nextHops.forEach((nh, j) => {
-      const hpath = `${path}.nextHops[${j}].address`
-      const res = resolveHop(nh, pool, poolIndex, hpath)
-      if (res.problem !== undefined) return problems.push({ path: hpath, message: res.problem })
-      if (res.ip !== undefined && res.ip.version !== version) return problems.push({ path: hpath, message: `IPv${res.ip.version} next hop for IPv${version} prefix ${r.prefix}` })
+      const res = resolveHop(nh, pool, poolIndex, i, j)
+      if (res.problem !== undefined) return problems.push({ path: hopPath(i, j), message: res.problem })
+      if (res.ip !== undefined && res.ip.version !== version) return problems.push({ path: hopPath(i, j), message: `IPv${res.ip.version} next hop for IPv${version} prefix ${r.prefix}` })
       const hop = res.hop
       if (hop === undefined) return undefined
       if (!hops.some((h) => h.gateway === hop.gateway && h.dev === hop.dev)) hops.push(hop)
       return undefined
     })
     if (hops.length === 0) {
-      if (r.nextHops.length === 0) problems.push({ path: `${path}.nextHops`, message: 'no next hops' })
+      if (r.nextHops.length === 0) problems.push({ path: `routes[${i}].nextHops`, message: 'no next hops' })
       return undefined
     }
     if (hops.length > 1) hops.sort(compareNextHops)
     const route: KernelRoute = { family: version, table, dst, tos: 0, metric: version === 4 ? v4Metric : defaultMetric(version), type: 'unicast', protocol, nexthops: hops }
     const key = routeKey(route)
-    if (routes.has(key)) problems.push({ path: `${path}.prefix`, message: `${route.dst} appears more than once; the last one wins` })
+    if (routes.has(key)) problems.push({ path: `routes[${i}].prefix`, message: `${route.dst} appears more than once; the last one wins` })
     routes.set(key, route)
     return undefined
   })

@@ -64,7 +64,6 @@ export function sameRoute(a: KernelRoute, b: KernelRoute): boolean {
   return routeSignature(a) === routeSignature(b)
 }
 
-
 export function compareNextHops(a: NextHop, b: NextHop): number {
   const x = hopText(a)
   const y = hopText(b)

@@ -154,6 +154,16 @@ export function monitorDeviceEvent(line: string): string | undefined {
   return isLink || m[1] !== undefined ? m[2] : undefined
 }
 
+/**
+ * One hop of a multipath route from `ip monitor` (`\tnexthop via 192.0.2.12 dev eth0 weight 1 onlink`),
+ * the continuation lines after its head line; undefined for any other line.
+ */
+export function parseMonitorHopLine(line: string): NextHop | undefined {
+  const m = /^\s+nexthop\s+(?:via\s+(\S+)\s+)?dev\s+(\S+)/.exec(line)
+  if (m === null) return undefined
+  return { ...(m[1] !== undefined ? { gateway: m[1] } : {}), dev: m[2] as string, onlink: /\sonlink\b/.test(line) }
+}
+
 /** Whether an `ip monitor` line is a link or address event (head line) rather than a route. */
 export function isDeviceLine(line: string): boolean {
   return /^(Deleted )?\d+: [^\s:@]+/.test(line)

@@ -9,7 +9,7 @@ import { defaultMetric, DEFAULT_ROUTE_PROTOCOL, hopText, MAIN_TABLE, routeKey, t
 import { KnownTable } from './known-table.js'
 import { BatchDealer, type BatchPlan, type BatchWriter } from './batch-dealer.js'
 import { parseBatchErrors, RouteDeltaTracker, type RouteConflict, type RouteOp } from './route-diff.js'
-import { isDeviceLine, monitorDeviceEvent, parseMonitorLine, parseRouteJson, type MonitorEvent } from './route-parse.js'
+import { isDeviceLine, monitorDeviceEvent, parseMonitorHopLine, parseMonitorLine, parseRouteJson, type MonitorEvent } from './route-parse.js'
 import { CommandError, runChecked, type ProcessRunner, type RunResult, type WatchHandle } from './runner.js'
 import { NexthopRegistry, parseNexthopJson, parseNexthopMonitorLine } from './nexthops.js'
 
@@ -232,10 +232,8 @@ export class RouteReconciler {
   private onMonitorLine(line: string): void {
     if (line.startsWith('\t') || line.startsWith(' ')) {
       // A multipath route's hops follow its head line, one per line.
-      const m = /^\s+nexthop\s+(?:via\s+(\S+)\s+)?dev\s+(\S+)/.exec(line)
-      if (m !== null && this.multipath !== undefined) {
-        this.multipath.hops.push(hopText({ ...(m[1] !== undefined ? { gateway: m[1] } : {}), dev: m[2] as string, onlink: /\sonlink\b/.test(line) }))
-      }
+      const hop = parseMonitorHopLine(line)
+      if (hop !== undefined) this.multipath?.hops.push(hopText(hop))
       return
     }
     this.endMultipath()
@@ -355,10 +353,10 @@ export class RouteReconciler {
   /**
    * Runs the ops with -force so one bad line cannot stop the rest; returns failures by op index. Routes go
    * through nexthop objects unless `nexthops` is false (the per-route retry pass, so each failure is the
-   * route's own); each writer's first script makes the missing objects first (`nexthop replace` is
-   * idempotent, so every writer makes them: no writer waits for another). Large diffs go to a few concurrent `ip -batch`
-   * processes, dealt a chunk at a time as each reads: ip's per-line round trip is the cost and the kernel
-   * takes its lock per route, so two writers nearly halve the time.
+   * route's own). The first script of every writer makes the write's missing objects (`nexthop replace` is
+   * idempotent, so no writer waits for another). Large diffs go to a few concurrent `ip -batch` processes,
+   * dealt a chunk at a time as each reads: ip's per-line round trip is the cost, and two writers nearly
+   * halve the time.
    */
   private async write(ops: readonly RouteOp[], nexthops: boolean): Promise<Map<number, string>> {
     const reg = nexthops ? this.nexthops : undefined
@@ -426,6 +424,7 @@ export class RouteReconciler {
     const read = this.wantRead || this.known === undefined
     this.wantRead = false
     if (read) {
+      // Unknown while the read is out: a monitor line meanwhile cannot be taken for felix's own echo.
       this.known = undefined
       this.known = KnownTable.read(await this.read(), this.protocol)
     }

@@ -5,7 +5,7 @@ import t from 'tap'
 import { replaceLine, sameRoute, type KernelRoute } from '../../felix/kernel-route.js'
 import { batchScript } from '../../felix/batch-dealer.js'
 import { parseBatchErrors, RouteDeltaTracker } from '../../felix/route-diff.js'
-import { isDeviceLine, monitorDeviceEvent, parseMonitorLine, parseRouteJson, RouteParseError } from '../../felix/route-parse.js'
+import { isDeviceLine, monitorDeviceEvent, parseMonitorHopLine, parseMonitorLine, parseRouteJson, RouteParseError } from '../../felix/route-parse.js'
 import { routeKey } from '../../felix/index.js'
 
 const P = 87
@@ -141,6 +141,14 @@ t.test('parseMonitorLine: the fields felix filters on', async (t) => {
   t.equal(parseMonitorLine(''), undefined)
   t.match(parseMonitorLine('Deleted blackhole 198.18.0.0/26 proto 87 '), { type: 'blackhole', gateway: undefined })
   t.match(parseMonitorLine('198.18.0.64/26 via 192.0.2.12 dev eth0 proto 87 '), { type: 'unicast', gateway: '192.0.2.12', dev: 'eth0' })
+})
+
+t.test('parseMonitorHopLine: the hop lines of a multipath route, nothing else', async (t) => {
+  t.same(parseMonitorHopLine('\tnexthop via 192.0.2.4 dev va weight 1 onlink'), { gateway: '192.0.2.4', dev: 'va', onlink: true })
+  t.same(parseMonitorHopLine('\tnexthop via 192.0.2.5 dev eth0 weight 1 '), { gateway: '192.0.2.5', dev: 'eth0', onlink: false })
+  t.same(parseMonitorHopLine('\tnexthop dev pinto1 weight 1 '), { dev: 'pinto1', onlink: false })
+  t.equal(parseMonitorHopLine('198.18.0.64/26 via 192.0.2.12 dev eth0 proto 87 '), undefined)
+  t.equal(parseMonitorHopLine(''), undefined)
 })
 
 t.test('monitor device lines: links always, addresses only when deleted, never a route', async (t) => {

@@ -2,6 +2,7 @@
 // (the runner, its own process) and then, in the same run, to BIRD 2, each in its own namespace. Prints
 // per receiver the seconds from Established to the full table, peak RSS (VmHWM) and bytes per prefix.
 // Usage: node dist/bench/ingest.js [N ...]   (default 100000 1000000)
+// INGEST_NODE_ARGS adds node flags to pinto's process, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
 
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -55,7 +56,7 @@ async function pintoRun(topo: Topology, np: NetNode, ns: NetNode, n: number): Pr
     speaker: { asn: AS, routerId: np.v4!, listen: { port: 179, hosts: [np.v4!] } },
     peers: [{ name: 'sender', address: ns.v4!, localAddress: np.v4!, peerAsn: AS, passive: true, holdTime: 240, families: ['ipv4'] }],
     logLevel: 'warn',
-  })
+  }, { nodeArgs: (process.env['INGEST_NODE_ARGS'] ?? '').split(' ').filter((a) => a !== '') })
   const baseKb = Number((await pinto.cmd('memory'))['vmRssKb'])
   const full = pinto.cmd('wait-loc-rib', { count: n, timeoutMs: 300_000 }, 310_000)
   const s = await send(topo, ns, np.v4!, n)

@@ -81,6 +81,11 @@ export class Pinto {
       while ((nl = this.buffer.indexOf('\n')) >= 0) {
         const line = this.buffer.slice(0, nl)
         this.buffer = this.buffer.slice(nl + 1)
+        // Node's own diagnostics (--trace-gc, say) print to stdout too: passed on, not parsed.
+        if (!line.startsWith('{')) {
+          process.stderr.write(`${this.node.name}: ${line}\n`)
+          continue
+        }
         const a = JSON.parse(line) as Answer
         if (a['event'] === 'ready') ready = a
         const id = a['id']

@@ -6,13 +6,26 @@ export interface RunResult {
   readonly code: number
   readonly stdout: string
   readonly stderr: string
+  /** Set when the caller's `leaveWhen` held before the child ended: the child runs on, unwatched. */
+  readonly left?: true
+}
+
+export interface RunOptions {
+  readonly input?: string | AsyncIterable<string>
+  readonly env?: NodeJS.ProcessEnv
+  /**
+   * Checked every millisecond while the child runs: once it holds, the result is no longer needed, so
+   * the runner resolves with `left` and lets the child finish on its own without keeping this process
+   * alive (e.g. `ip link del` once the link is out of the namespace, while the kernel's teardown goes on).
+   */
+  readonly leaveWhen?: () => boolean
 }
 
 /**
  * `input` is written to the child's stdin: a string at once, or chunks as an async iterable yields them
  * (the child is started first and reads them when they come).
  */
-export type Runner = (cmd: string, args: readonly string[], opts?: { input?: string | AsyncIterable<string>; env?: NodeJS.ProcessEnv }) => Promise<RunResult>
+export type Runner = (cmd: string, args: readonly string[], opts?: RunOptions) => Promise<RunResult>
 
 export const run: Runner = async (cmd, args, opts = {}) => {
   // Loaded on first use, like node:http in the IPAM client: a failing or VERSION call starts faster.
@@ -23,10 +36,29 @@ export const run: Runner = async (cmd, args, opts = {}) => {
     const err: Buffer[] = []
     child.stdout.on('data', (c: Buffer) => out.push(c))
     child.stderr.on('data', (c: Buffer) => err.push(c))
-    child.on('error', reject)
+    let watch: ReturnType<typeof setInterval> | undefined
+    child.on('error', (e) => {
+      clearInterval(watch)
+      reject(e)
+    })
     child.on('close', (code, signal) => {
+      clearInterval(watch)
       resolve({ code: code ?? (signal ? 128 : 1), stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') })
     })
+    const leaveWhen = opts.leaveWhen
+    if (leaveWhen !== undefined) {
+      watch = setInterval(() => {
+        if (!leaveWhen()) return
+        clearInterval(watch)
+        // Nothing of the child may hold the event loop now: its pipes close (it writes nothing unless
+        // it fails, and then the caller no longer asks) and the process is not waited for.
+        child.removeAllListeners('close')
+        child.stdout.destroy()
+        child.stderr.destroy()
+        child.unref()
+        resolve({ code: 0, stdout: '', stderr: '', left: true })
+      }, 1)
+    }
     // A child that exits before reading its stdin must not crash us with EPIPE.
     child.stdin.on('error', () => undefined)
     const input = opts.input ?? ''

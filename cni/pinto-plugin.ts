@@ -75,9 +75,9 @@ async function ipamAdd(inv: Invocation, client = clientFor(inv.conf)): Promise<{
   return got
 }
 
-async function ipamDel(inv: Invocation): Promise<void> {
+async function ipamDel(inv: Invocation, client = clientFor(inv.conf)): Promise<void> {
   const type = ipamType(inv.conf)
-  if (type === 'pinto-ipam') await release(inv.conf, inv.env, clientFor(inv.conf))
+  if (type === 'pinto-ipam') await release(inv.conf, inv.env, client)
   else await delegate(type, 'DEL', inv.stdin, inv.env.path)
 }
 
@@ -139,14 +139,18 @@ async function addAgain(inv: Invocation, veth: Veth, dp: Dataplane): Promise<Cni
 }
 
 /**
- * The veth and the addresses go at once: deleting a veth waits ~25 ms on the kernel. Neither pinto's IPAM
- * (first-in-first-out reuse) nor host-local (round robin) hands a released address out again before the
- * other free ones, so no new pod takes it while its old route lingers for those milliseconds.
+ * The veth and the addresses go at once. Neither pinto's IPAM (first-in-first-out reuse) nor host-local
+ * (round robin) hands a released address out again before the other free ones, so no new pod takes it
+ * while its old route lingers for the millisecond or two the kernel takes to unlist the veth. The release
+ * request goes out first: spawning `ip` holds the thread ~2 ms, which the agent spends releasing.
  */
 export async function cmdDel(inv: Invocation, dp = new Dataplane()): Promise<void> {
-  const [unwired, released] = await Promise.allSettled([dp.unwire(hostVethOf(inv), inv.env.ifname, inv.env.netns), ipamDel(inv)])
+  const client = clientFor(inv.conf)
+  const released = ipamDel(inv, client)
+  if (inv.conf.ipam?.type === 'pinto-ipam') await Promise.race([client.sent, released.catch(() => undefined)])
+  const [unwired, freed] = await Promise.allSettled([dp.unwire(hostVethOf(inv), inv.env.ifname, inv.env.netns), released])
   if (unwired.status === 'rejected') throw unwired.reason
-  if (released.status === 'rejected') throw released.reason
+  if (freed.status === 'rejected') throw freed.reason
 }
 
 export async function cmdCheck(inv: Invocation, dp = new Dataplane()): Promise<void> {

@@ -75,9 +75,16 @@ export class Dataplane {
     if (failure !== undefined) throw failure
   }
 
+  /**
+   * Deletes a veth by its host end, which takes the pod end with it. Done once the link is out of the
+   * namespace: the kernel unlists both ends, drops their addresses and routes and then waits ~15-30 ms
+   * for the devices' last references (an RCU grace period) before `ip` gets its answer. Nothing can
+   * reach or reuse the old devices in that time and their names are free again, so the wait is left to
+   * `ip` alone. If `ip` ends first (say, with an error), its answer counts as before.
+   */
   async removeHostVeth(name: string): Promise<void> {
     if (!this.hostLinkExists(name)) return
-    const r = await this.run('ip', ['link', 'del', name])
+    const r = await this.run('ip', ['link', 'del', name], { leaveWhen: () => !this.hostLinkExists(name) })
     if (r.code !== 0 && !NO_DEVICE.test(r.stderr)) throw new CniError(ERR.io, `deleting host veth ${name}: ${r.stderr.trim()}`)
   }
 

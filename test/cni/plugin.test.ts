@@ -71,8 +71,12 @@ t.test('ADD, CHECK, DEL under every version, IPv4 and dual-stack', async (t) => 
         }
         const del = await lab.exec('pinto', 'DEL', conf, att)
         t.equal(del.code, 0, del.stdout)
+        // DEL returns once the kernel has unlisted the veth, before its teardown's grace period ends:
+        // by then both ends and the host routes must already be gone.
         t.same(await lab.links(lab.hostNs), ['lo', 'eth0'], 'host veth gone')
         t.same(await lab.links(netns.replace('/run/netns/', '')), ['lo'], 'pod eth0 gone')
+        t.notMatch(await lab.ip(lab.hostNs, ['route', 'show']), v4.split('/')[0] as string, 'host route to the pod gone')
+        if (dual) t.notMatch(await lab.ip(lab.hostNs, ['-6', 'route', 'show']), (r.ips[1]?.address ?? '').split('/')[0] as string, 'IPv6 host route gone')
         t.same(await lab.service?.allocations(''), [], 'addresses released')
         const again = await lab.exec('pinto', 'DEL', conf, att)
         t.equal(again.code, 0, 'a second DEL succeeds')
@@ -81,6 +85,41 @@ t.test('ADD, CHECK, DEL under every version, IPv4 and dual-stack', async (t) => 
   }
   const report = await checkIpam(lab.service!.ipam)
   t.same(report.problems, [], 'checkIpam clean')
+})
+
+t.test('a veth is free to make again once DEL returns, before the kernel has finished with the old one', async (t) => {
+  // DEL returns when the host end's /proc/sys entry is gone, not when `ip link del` ends (the kernel then
+  // still waits out a grace period). What it relies on: at that point the name can be made again, while
+  // the old `ip link del` is still waiting. Shown in a pod namespace, by a shell fast enough to hit the wait.
+  const lab = await createLab(t)
+  const ns = (await lab.pod('reuse')).replace('/run/netns/', '')
+  const script = [
+    'ip link add h0 type veth peer name p0',
+    'ip link del h0 & del=$!',
+    'while [ -e /proc/sys/net/ipv4/conf/h0 ]; do :; done',
+    'ip link add h0 type veth peer name p0 && echo made',
+    // Still running: the new veth was made inside the old one's teardown, not after it.
+    'kill -0 $del 2>/dev/null && echo during',
+    'wait $del && echo deleted',
+  ].join('\n')
+  const out = String((await lab.topo.exec(ns, 'sh', ['-c', script])).stdout)
+  t.match(out, /^made$/m, 'the name was free as soon as the entry went')
+  t.match(out, /^deleted$/m, 'the old ip link del ended well')
+  t.comment(/^during$/m.test(out) ? 'made again while the old teardown was still running' : 'the old teardown had ended first this time')
+  t.same((await lab.links(ns)).sort(), ['h0', 'lo', 'p0'], 'the new pair is there')
+
+  // And the plugin: DEL, then ADD of the same container, five times over.
+  const netns = await lab.pod('again')
+  const att = { containerId: 'again1', netns, args: 'K8S_POD_NAMESPACE=ns1;K8S_POD_NAME=again' }
+  const conf = pintoConf(lab, '1.1.0')
+  for (let i = 0; i < 5; i++) {
+    const add = await lab.exec('pinto', 'ADD', conf, att)
+    t.equal(add.code, 0, `ADD ${i}: ${add.stdout}`)
+    const del = await lab.exec('pinto', 'DEL', conf, att)
+    t.equal(del.code, 0, `DEL ${i}: ${del.stdout}`)
+  }
+  t.same(await lab.links(lab.hostNs), ['lo', 'eth0'], 'no veth left')
+  t.same(await lab.service!.allocations(''), [], 'nothing left allocated')
 })
 
 t.test('repeated ADD, CHECK drift, DEL without netns, GC and STATUS', async (t) => {

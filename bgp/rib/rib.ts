@@ -9,7 +9,7 @@ import type { PathAttributes } from '../codec/attributes.js'
 import type { Prefix } from '../codec/nlri.js'
 import { decide, DEFAULT_LOCAL_PREF, REASONS, type DecisionContext } from './best-path.js'
 import { PeerRibOut, type RibView } from './adj-rib-out.js'
-import { DIRTY, PrefixTable, REASON_MASK, UNSETTLED, type Destination } from './table.js'
+import { DIRTY, MULTIPATH, PrefixTable, REASON_MASK, UNSETTLED, type Destination } from './table.js'
 import { validateReceived, type LocalIdentity } from './validate.js'
 import type { ExportContext } from './export.js'
 import type { AdjRibOut, BestPath, FamilyKey, LocRibChange, Path, PeerSessionInfo, RibPeer, RouteContext } from './types.js'
@@ -80,6 +80,8 @@ export class Rib implements RibView {
   private outList: PeerRibOut[] = []
   private readonly counters = new Map<number, Counters>()
   private readonly interfaces = new WeakMap<Path, string>()
+  /** The multipath set of each destination that has one (flagged MULTIPATH in its bits). */
+  private readonly multipaths = new Map<Destination, Path[]>()
   // Destinations touched since the last flush, with their best path as of that flush.
   private changed: Destination[] = []
   private changedBest: (Path | undefined)[] = []
@@ -213,7 +215,7 @@ export class Rib implements RibView {
     if ((dest.bits & DIRTY) === 0) {
       this.changed.push(dest)
       this.changedBest.push(dest.best)
-      this.changedMulti.push(dest.multipath)
+      this.changedMulti.push(this.multipathOf(dest))
     }
     dest.bits |= DIRTY | UNSETTLED
   }
@@ -221,23 +223,31 @@ export class Rib implements RibView {
   /** The destination with its best path computed (RibView). */
   settle(dest: Destination): Destination {
     if ((dest.bits & UNSETTLED) === 0) return dest
-    const flags = dest.bits & ~(UNSETTLED | REASON_MASK)
+    const hadMultipath = (dest.bits & MULTIPATH) !== 0
+    const flags = dest.bits & ~(UNSETTLED | REASON_MASK | MULTIPATH)
     const paths = dest.paths
+    let multipath: Path[] | undefined
     if (paths === undefined) {
       dest.best = undefined
-      dest.multipath = undefined
       dest.bits = flags
     } else if (!Array.isArray(paths)) {
       dest.best = paths
-      dest.multipath = undefined
       dest.bits = flags
     } else {
       const d = decide(paths, this.decision, this.multipath)
       dest.best = d.best
-      dest.multipath = d.multipath
       dest.bits = flags | d.reason
+      multipath = d.multipath
     }
+    if (multipath !== undefined) {
+      this.multipaths.set(dest, multipath)
+      dest.bits |= MULTIPATH
+    } else if (hadMultipath) this.multipaths.delete(dest)
     return dest
+  }
+
+  private multipathOf(dest: Destination): Path[] | undefined {
+    return (dest.bits & MULTIPATH) === 0 ? undefined : this.multipaths.get(dest)
   }
 
   /** Emits the Loc-RIB changes since the last flush and queues them on every Adj-RIB-Out. */
@@ -255,7 +265,7 @@ export class Rib implements RibView {
       dest.bits &= ~DIRTY
       if (dest.paths === undefined) this.table.delete(dest)
       const previous = prevBest[i]
-      if (dest.best === previous && sameMultipath(dest.multipath, prevMulti[i])) continue
+      if (dest.best === previous && sameMultipath(this.multipathOf(dest), prevMulti[i])) continue
       changes?.push({ prefix: dest.prefix, best: this.bestOf(dest), previous })
       const outs = this.outList
       for (let k = 0; k < outs.length; k++) outs[k]!.offer(dest)
@@ -334,7 +344,7 @@ export class Rib implements RibView {
   private bestOf(dest: Destination): BestPath | undefined {
     const best = dest.best
     if (best === undefined) return undefined
-    return { path: best, reason: REASONS[dest.bits & REASON_MASK]!, multipath: dest.multipath ?? [best] }
+    return { path: best, reason: REASONS[dest.bits & REASON_MASK]!, multipath: this.multipathOf(dest) ?? [best] }
   }
 
   best(prefix: Prefix): BestPath | undefined {

@@ -154,6 +154,17 @@ t.test('ECMP: the multipath set reaches subscribers', async (t) => {
   table.receive(e2, session('10.0.0.2'), [px('198.18.0.0/26')], attrs({ asns: [65001], nextHop: '192.0.2.22' }))
   table.flush()
   t.same(last!.best!.multipath.map((p) => p.attrs.attrs.nextHop), ['192.0.2.21', '192.0.2.22'], 'a new equal path is a change though the best stays')
+  t.equal(table.best(px('198.18.0.0/26'))!.multipath.length, 2, 'read back as well')
+  // The set is kept beside the destination: it must go when the second path goes, and not come back.
+  table.receive(e2, session('10.0.0.2'), [px('198.18.0.0/26')], undefined)
+  table.flush()
+  t.same(last!.best!.multipath.map((p) => p.attrs.attrs.nextHop), ['192.0.2.21'], 'one path left: no multipath set')
+  table.receive(e1, session('10.0.0.1'), [px('198.18.0.0/26')], undefined)
+  table.flush()
+  t.equal(last!.best, undefined, 'withdrawn')
+  table.receive(e1, session('10.0.0.1'), [px('198.18.0.0/26')], attrs({ asns: [65001], nextHop: '192.0.2.21' }))
+  table.flush()
+  t.equal(last!.best!.multipath.length, 1, 'a new destination for the prefix starts without one')
 })
 
 t.test('graceful restart: stale paths stay usable until End-of-RIB or the sweep', async (t) => {

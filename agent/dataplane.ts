@@ -4,6 +4,7 @@
 // decisions of what a route looks like stay in felix.
 
 import type { Logger } from 'pino'
+import type { RouteSocket } from '../felix/route-socket.js'
 import {
   ExecaRunner,
   RouteReconciler,
@@ -97,6 +98,8 @@ export class Dataplane {
       mtuFile: string
       log: Logger
       runner?: ProcessRunner
+      /** felix's rtnetlink socket for writing routes; without one, `ip -batch`. */
+      routeSocket?: RouteSocket
       /** Told about every apply, for /metrics. */
       onApply?: (result: ApplyResult | Error, seconds: number) => void
     },
@@ -108,6 +111,7 @@ export class Dataplane {
       resyncIntervalMs: opts.resyncSeconds * 1000,
       vethPrefix: 'pinto',
       logger: opts.log,
+      ...(opts.routeSocket !== undefined ? { routeSocket: opts.routeSocket } : {}),
     })
   }
 

@@ -16,6 +16,7 @@ import { DatastoreError, type Datastore } from '../config/datastore.js'
 import { openDatastore } from '../config/datastore-open.js'
 import { effectiveBGPConfiguration, encodeResource, decodeResource, resourceKey, type BGPFilter, type IPPool, type Node } from '../config/resources/index.js'
 import { ExecaRunner, type ProcessRunner } from '../felix/index.js'
+import { RouteSocket } from '../felix/route-socket.js'
 import { IpamService } from './ipam-service.js'
 import { ClusterState } from './cluster-state.js'
 import { desiredPeers, type DesiredPeer } from './bgp-peers.js'
@@ -69,6 +70,9 @@ export class PintoNode {
   ipamService!: IpamService
   dataplane: Dataplane | undefined
   private readonly runner: ProcessRunner
+  /** Commands run in this process's own namespace (no runner handed in), so a route socket may be opened. */
+  private readonly ownNamespace: boolean
+  private routeSocket: RouteSocket | undefined
   private v4: DetectedAddress | undefined
   private v6: DetectedAddress | undefined
   private origination: Origination = { blocks: [], borrowed: [] }
@@ -96,6 +100,7 @@ export class PintoNode {
   ) {
     this.log = deps.logger ?? pino({ level: settings.logLevel })
     this.runner = deps.runner ?? new ExecaRunner()
+    this.ownNamespace = deps.runner === undefined
     const fail = (what: string) => (err: Error) => this.log.error({ err: err.message }, `${what} failed`)
     this.peersJob = new Coalescer(() => this.syncPeers(), fail('peer update'))
     this.originJob = new Coalescer(() => this.syncOrigination(), fail('origination'))
@@ -148,7 +153,16 @@ export class PintoNode {
     await this.speaker.start()
 
     if (s.dataplane === 'kernel') {
+      if (s.routeWriter === 'netlink' && this.ownNamespace) {
+        const opened = await RouteSocket.open()
+        if (opened instanceof Error) this.log.warn({ err: opened.message }, 'no rtnetlink route socket: felix writes routes through ip -batch')
+        else {
+          this.routeSocket = opened
+          this.log.info('felix writes routes through its rtnetlink route socket')
+        }
+      }
       this.dataplane = new Dataplane({
+        ...(this.routeSocket !== undefined ? { routeSocket: this.routeSocket } : {}),
         protocol: s.routeProtocol,
         resyncSeconds: s.resyncSeconds,
         mtuFile: s.mtuFile,
@@ -228,6 +242,7 @@ export class PintoNode {
     await this.api?.close()
     await this.speaker?.stop(graceful ? { graceful: true } : { message: 'pinto-node stopped' })
     await this.dataplane?.stop()
+    this.routeSocket?.close()
     await this.ipamService?.close()
     await this.store?.close()
     this.log.info({ graceful }, 'pinto-node stopped; kernel routes left in place')

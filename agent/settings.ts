@@ -41,6 +41,8 @@ export interface AgentSettings {
   /** The REST API's own unix socket: changes (admin actions) are allowed there. */
   readonly apiSocket: string
   readonly dataplane: 'kernel' | 'none'
+  /** How felix writes routes: its rtnetlink socket (falling back to `ip` where it cannot), or `ip -batch` only. */
+  readonly routeWriter: 'netlink' | 'ip'
   readonly logLevel: 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent'
   readonly bgpPort: number
   readonly ipv4Pool: { readonly cidr: string; readonly blockSize: number; readonly ipip: EncapSetting; readonly vxlan: EncapSetting; readonly natOutgoing: boolean } | undefined
@@ -160,6 +162,7 @@ export function settingsFromEnv(env: Env): AgentSettings {
     socket: text(env, 'PINTO_SOCKET', DEFAULT_SOCKET),
     apiSocket: text(env, 'PINTO_API_SOCKET', '/var/run/pinto/api.sock'),
     dataplane: choice(env, 'PINTO_DATAPLANE', 'kernel', ['kernel', 'none'] as const),
+    routeWriter: choice(env, 'PINTO_ROUTE_WRITER', 'netlink', ['netlink', 'ip'] as const),
     logLevel: choice(env, 'PINTO_LOG_LEVEL', 'info', ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const),
     bgpPort: integer(env, 'PINTO_BGP_PORT', 179, 1, 65535),
     ipv4Pool: noPool

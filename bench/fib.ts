@@ -1,5 +1,7 @@
 // bench/fib: felix programming N routes into a fresh namespace, and a resync with nothing to do, timed beside
 // a raw `ip -batch` of the same routes and BIRD 2's kernel protocol installing the same set, in the same run.
+// felix runs in its own process inside the namespace (fib-felix.ts), through its route socket and, for
+// comparison, through `ip -batch` alone.
 // Usage: node dist/bench/fib.js [N ...] [--runs R]   (default 10000 100000; add 1000000 for the big run)
 // Each figure is the median of R runs (default 3 up to 100k routes, 1 above), every run in a fresh namespace.
 
@@ -8,24 +10,14 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as delay } from 'node:timers/promises'
-import type { IPPool } from '../config/resources/index.js'
-import { ExecaRunner, renderDesired, RouteReconciler, type LearnedRoute } from '../felix/index.js'
+import { fileURLToPath } from 'node:url'
+import type { FelixFigures } from './fib-felix.js'
+import { fibPrefixes, FIB_NEXT_HOP } from './fib-routes.js'
 import { numberArg, positionalArgs } from './args.js'
 
 const PROTO = 87
-const NEXT_HOP = '192.0.2.2'
+const NEXT_HOP = FIB_NEXT_HOP
 let seq = 0
-
-/** N distinct /32s: inside the benchmarking range 198.18.0.0/15 up to 131072, else 10.64.0.0/10 (namespace-only). */
-function prefixes(n: number): string[] {
-  const base = n <= 131072 ? (198 << 24) | (18 << 16) : (10 << 24) | (64 << 16)
-  const out = new Array<string>(n)
-  for (let i = 0; i < n; i++) {
-    const v = (base + i) >>> 0
-    out[i] = `${v >>> 24}.${(v >>> 16) & 255}.${(v >>> 8) & 255}.${v & 255}/32`
-  }
-  return out
-}
 
 /** A fresh namespace with va (192.0.2.1/24) up, its peer vb up, so 192.0.2.2 is a valid gateway. */
 async function freshNs(): Promise<string> {
@@ -63,40 +55,16 @@ async function raw(p: string[]): Promise<number> {
   }
 }
 
-interface FelixFigures {
-  renderMs: number
-  applyMs: number
-  readMs: number
-  noopMs: number
-  knownNoopMs: number
-}
+const FELIX = fileURLToPath(new URL('fib-felix.js', import.meta.url))
 
-async function felix(p: string[]): Promise<FelixFigures> {
+/** felix in its own process inside a fresh namespace, as the agent runs (see fib-felix.ts). */
+async function felix(p: string[], via: 'netlink' | 'ip'): Promise<FelixFigures> {
   const ns = await freshNs()
   try {
-    const pool: IPPool = { apiVersion: 'projectcalico.org/v3', kind: 'IPPool', metadata: { name: 'p' }, spec: { cidr: p.length <= 131072 ? '198.18.0.0/15' : '10.64.0.0/10' } }
-    const routes: LearnedRoute[] = p.map((prefix) => ({ prefix, nextHops: [{ address: NEXT_HOP }] }))
-    const t0 = performance.now()
-    const desired = renderDesired({ pools: [pool], routes, localBlocks: [], vteps: [], localNode: { name: 'a', ipv4Address: '192.0.2.1/24', parentInterface: 'va' } }, { protocol: PROTO })
-    const renderMs = performance.now() - t0
-    // As the agent runs it: start() asks about nexthop objects, starts `ip monitor`, reads, writes.
-    const rec = new RouteReconciler({ runner: new ExecaRunner(), netns: ns, protocol: PROTO, resyncIntervalMs: 3_600_000 })
-    rec.setDesired(desired.routes)
-    const t1 = performance.now()
-    const res = await rec.start()
-    const applyMs = performance.now() - t1
-    await rec.stop()
-    if (res.errors.length > 0) throw new Error(`felix: ${res.errors.length} route errors, first: ${res.errors[0]?.message}`)
-    if ((await countRoutes(ns, String(PROTO))) !== p.length) throw new Error('felix: route count mismatch')
-    const t2 = performance.now()
-    const noop = await rec.resync()
-    const noopMs = performance.now() - t2
-    if (noop.planned !== 0) throw new Error(`felix: no-op resync planned ${noop.planned} ops`)
-    const t3 = performance.now()
-    const known = await rec.apply()
-    const knownNoopMs = performance.now() - t3
-    if (known.planned !== 0) throw new Error(`felix: no-op apply planned ${known.planned} ops`)
-    return { renderMs, applyMs, readMs: res.readMs, noopMs, knownNoopMs }
+    const r = await execa('ip', ['netns', 'exec', ns, process.execPath, FELIX, String(p.length), String(PROTO), ...(via === 'ip' ? ['--ip'] : [])], { reject: false })
+    if (r.exitCode !== 0) throw new Error(`felix (${via}): ${String(r.stderr).trim()}`)
+    if ((await countRoutes(ns, String(PROTO))) !== p.length) throw new Error(`felix (${via}): route count mismatch`)
+    return JSON.parse(String(r.stdout)) as FelixFigures
   } finally {
     await dropNs(ns)
   }
@@ -185,14 +153,16 @@ async function main(): Promise<void> {
   for (const n of ns) {
     if (!Number.isInteger(n) || n < 1) throw new Error(`argument: ${n} is not a route count`)
     const runs = numberArg('--runs', n <= 100_000 ? 3 : 1)
-    const p = prefixes(n)
+    const p = fibPrefixes(n)
     const rawRuns: number[] = []
     const felixRuns: FelixFigures[] = []
+    const ipRuns: number[] = []
     const birdRuns: number[] = []
-    // Interleaved, so a slow spell of the host falls on all three alike.
+    // Interleaved, so a slow spell of the host falls on all alike.
     for (let r = 0; r < runs; r++) {
       rawRuns.push(await raw(p))
-      felixRuns.push(await felix(p))
+      felixRuns.push(await felix(p, 'netlink'))
+      ipRuns.push((await felix(p, 'ip')).applyMs)
       birdRuns.push(await bird(p))
     }
     const rawMs = median(rawRuns)
@@ -203,7 +173,8 @@ async function main(): Promise<void> {
     const vsBird = f.applyMs / birdMs
     console.log(`\n== ${n.toLocaleString('en')} routes (median of ${runs}) ==`)
     console.log(`raw ip -batch add           ${fmt(rawMs)}  (${rate(n, rawMs)})${samples(rawRuns)}`)
-    console.log(`felix start (read+diff+batch) ${fmt(f.applyMs)}  (${rate(n, f.applyMs)}; read ${fmt(f.readMs)}; render beforehand ${fmt(f.renderMs)})${samples(applies)}`)
+    console.log(`felix start (route socket) ${fmt(f.applyMs)}  (${rate(n, f.applyMs)}; read ${fmt(f.readMs)}; render beforehand ${fmt(f.renderMs)})${samples(applies)}`)
+    console.log(`felix start (ip -batch only) ${fmt(median(ipRuns))}  (${rate(n, median(ipRuns))}; without the route socket, as where its addon cannot load)${samples(ipRuns)}`)
     console.log(`BIRD kernel protocol         ${fmt(birdMs)}  (${rate(n, birdMs)})${samples(birdRuns)}`)
     console.log(`felix no-op resync           ${fmt(f.noopMs)}  (reads the table; an apply against the known table: ${fmt(f.knownNoopMs)})`)
     console.log(`ratios: felix rate / raw rate = ${vsRaw.toFixed(2)} (target >= 0.80: ${vsRaw >= 0.8 ? 'met' : 'MISSED'})`)

@@ -8,6 +8,7 @@ import pino, { type Logger } from 'pino'
 import { defaultMetric, DEFAULT_ROUTE_PROTOCOL, hopText, MAIN_TABLE, routeKey, type Family, type KernelRoute, type NextHop } from './kernel-route.js'
 import { KnownTable } from './known-table.js'
 import { BatchDealer, type BatchPlan, type BatchWriter } from './batch-dealer.js'
+import type { RouteSocket } from './route-socket.js'
 import { parseBatchErrors, RouteDeltaTracker, type RouteConflict, type RouteOp } from './route-diff.js'
 import { isDeviceLine, monitorDeviceEvent, parseMonitorHopLine, parseMonitorLine, parseRouteJson, type MonitorEvent } from './route-parse.js'
 import { CommandError, runChecked, type ProcessRunner, type RunResult, type WatchHandle } from './runner.js'
@@ -33,6 +34,11 @@ export interface RouteReconcilerOptions {
   readonly writers?: number
   /** Routes through kernel nexthop objects where the kernel has them (default true). */
   readonly nexthopObjects?: boolean
+  /**
+   * Writes routes through this rtnetlink socket instead of `ip -batch` (only for a reconciler of its own
+   * process's namespace, so never with `netns`). Routes it cannot express still go through `ip`.
+   */
+  readonly routeSocket?: RouteSocket
   readonly logger?: Logger
   readonly now?: () => number
 }
@@ -121,6 +127,8 @@ export class RouteReconciler {
   private multipath: { line: string; ev: MonitorEvent; key: string; hops: string[] } | undefined
   /** Errors from the latest apply, by route key. */
   readonly errors = new Map<string, RouteError>()
+  /** The rtnetlink socket writes go through, until it fails. */
+  private socket: RouteSocket | undefined
 
   constructor(private readonly opts: RouteReconcilerOptions) {
     this.runner = opts.runner
@@ -134,6 +142,8 @@ export class RouteReconciler {
     this.now = opts.now ?? Date.now
     this.log = (opts.logger ?? pino({ level: 'silent' })).child({ component: 'felix.routes', table: this.table, protocol: this.protocol })
     this.tracker = new RouteDeltaTracker({ protocol: this.protocol, vethPrefix: this.vethPrefix, graceMs: opts.graceMs ?? 10_000 })
+    if (opts.routeSocket !== undefined && opts.netns !== undefined) throw new Error('routeSocket: a route socket writes to its own namespace only; it cannot be used with netns')
+    this.socket = opts.routeSocket
   }
 
   /** Replaces the desired routes (from renderDesired) and the known pods; takes effect at the next apply(). */
@@ -359,6 +369,55 @@ export class RouteReconciler {
    * halve the time.
    */
   private async write(ops: readonly RouteOp[], nexthops: boolean): Promise<Map<number, string>> {
+    const socket = this.socket
+    if (socket === undefined) return this.writeIp(ops, nexthops)
+    try {
+      return await this.writeNetlink(socket, ops, nexthops)
+    } catch (err) {
+      // What took effect is unknown: every op counts as failed, so the caller reads the kernel and retries.
+      this.log.warn({ err: (err as Error).message }, 'route socket failed; routes go through ip -batch from now on')
+      this.socket = undefined
+      return new Map(ops.map((_, i) => [i, `route socket failed: ${(err as Error).message}`]))
+    }
+  }
+
+  /**
+   * The write through the route socket: nexthop objects the write needs are made first by one `ip` (the
+   * few `nexthop replace` lines), then every route it can express goes to the kernel in chunks of
+   * messages, with no process and no text per route (100k routes: ~0.18 s, where two `ip -batch` writers
+   * need ~0.35 s). The rest (several hops without an object, a device the kernel does not know) goes
+   * through `ip` naming its hops.
+   */
+  private async writeNetlink(socket: RouteSocket, ops: readonly RouteOp[], nexthops: boolean): Promise<Map<number, string>> {
+    const reg = nexthops ? this.nexthops : undefined
+    const plan = reg !== undefined ? nexthopPlan(reg, ops) : undefined
+    if (plan !== undefined && plan.head.length > 0) {
+      const r = await this.runner.run('ip', ['-force', '-batch', '-'], { input: plan.head.join('\n') + '\n', ...this.nsOpt() })
+      for (const [i, m] of parseBatchErrors(r.stderr)) if (plan.head[i] !== undefined) this.forgetNexthop(plan.head[i] as string, m)
+    }
+    // Devices by index, for the routes that name one and go through no object.
+    const devices = new Set<string>()
+    for (let i = 0; i < ops.length; i++) {
+      const o = ops[i] as RouteOp
+      if (o.op === 'replace' && plan?.nhid?.(i) !== undefined) continue
+      for (const h of o.route.nexthops) if (h.dev !== undefined) devices.add(h.dev)
+    }
+    const index = devices.size > 0 ? await socket.linkIndexes(devices) : new Map<string, number>()
+    const link = (dev: string): number | undefined => index.get(dev)
+    const first = socket.reserve(ops.length)
+    const nhid = plan?.nhid
+    const { failures, skipped: rest } = await socket.write(first, ops.length, (i, seq, w) => {
+      const o = ops[i] as RouteOp
+      return o.op === 'replace' ? w.replace(o.route, nhid?.(i), seq, link) : w.delete(o.route, seq, link)
+    })
+    if (rest.length > 0) {
+      const failed = await this.writeIp(rest.map((i) => ops[i] as RouteOp), false)
+      for (const [k, m] of failed) failures.set(rest[k] as number, m)
+    }
+    return failures
+  }
+
+  private async writeIp(ops: readonly RouteOp[], nexthops: boolean): Promise<Map<number, string>> {
     const reg = nexthops ? this.nexthops : undefined
     const dealer = new BatchDealer(ops, reg !== undefined ? { plan: () => nexthopPlan(reg, ops) } : {})
     const failures = new Map<number, string>()

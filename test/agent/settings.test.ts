@@ -16,6 +16,7 @@ t.test('defaults as DESIGN.md lists them', async (t) => {
     apiListen: { host: '127.0.0.1', port: 9099 },
     socket: '/var/run/pinto/pinto.sock',
     dataplane: 'kernel',
+    routeWriter: 'netlink',
     logLevel: 'info',
     bgpPort: 179,
   })
@@ -38,6 +39,7 @@ const bad: [Record<string, string>, string, RegExp][] = [
   [{ PINTO_AS: '0' }, 'PINTO_AS', /out of range/],
   [{ PINTO_DATASTORE: 'etcd://' }, 'PINTO_DATASTORE', /./],
   [{ PINTO_API_LISTEN: 'localhost' }, 'PINTO_API_LISTEN', /host:port/],
+  [{ PINTO_ROUTE_WRITER: 'ioctl' }, 'PINTO_ROUTE_WRITER', /netlink|ip/],
   [{ PINTO_DATAPLANE: 'ebpf' }, 'PINTO_DATAPLANE', /kernel, none/],
   [{ PINTO_LOG_LEVEL: 'loud' }, 'PINTO_LOG_LEVEL', /info/],
   [{ PINTO_BGP_PORT: '70000' }, 'PINTO_BGP_PORT', /1 to 65535/],

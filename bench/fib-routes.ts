@@ -1,0 +1,14 @@
+// The routes bench/fib programs, shared by its parts: N distinct /32s through one gateway.
+
+export const FIB_NEXT_HOP = '192.0.2.2'
+
+/** N distinct /32s: inside the benchmarking range 198.18.0.0/15 up to 131072, else 10.64.0.0/10 (namespace-only). */
+export function fibPrefixes(n: number): string[] {
+  const base = n <= 131072 ? (198 << 24) | (18 << 16) : (10 << 24) | (64 << 16)
+  const out = new Array<string>(n)
+  for (let i = 0; i < n; i++) {
+    const v = (base + i) >>> 0
+    out[i] = `${v >>> 24}.${(v >>> 16) & 255}.${(v >>> 8) & 255}.${v & 255}/32`
+  }
+  return out
+}

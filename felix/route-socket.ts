@@ -1,0 +1,186 @@
+// felix's rtnetlink socket: route messages (built by rtnl.ts) written straight to the kernel of the
+// process's own network namespace, with no `ip` process per write. The socket is the raw one of the
+// `netlink` package, a prebuilt N-API addon (nothing is compiled at install); when it cannot load, felix
+// writes through `ip -batch` as before. The kernel handles each send in the sending call, in order, so a
+// chunk's last message asks for an acknowledgement and its answer means the whole chunk is done; the
+// others are answered only when they fail.
+
+import { getSystemErrorMap } from 'node:util'
+import { NLMSG_ERROR, RTM_NEWLINK, RtnlWriter, readReplies, type Reply } from './rtnl.js'
+
+interface RawSocket {
+  send(msg: Uint8Array, options?: { port?: number }, callback?: (error?: Error) => void): void
+  on(event: 'message', listener: (msg: Buffer) => void): unknown
+  on(event: 'error', listener: (err: Error) => void): unknown
+  close(): void
+  unref(): void
+}
+
+/**
+ * Messages per send. Each failed message is answered with a copy of itself, and the kernel drops answers
+ * once the socket's receive buffer is full (~210 KB by default, ~270 small answers): a chunk this size
+ * cannot overrun it even when every route in it fails.
+ */
+const CHUNK = 200
+const ANSWER_TIMEOUT_MS = 10_000
+
+/** The text of a negative errno from the kernel, e.g. "ENETUNREACH (network is unreachable)". */
+export function errnoText(error: number): string {
+  const known = getSystemErrorMap().get(error)
+  return known === undefined ? `netlink: errno ${-error}` : `netlink: ${known[0]} (${known[1]})`
+}
+
+export class RouteSocket {
+  private seq = 1
+  private readonly waiting = new Map<number, { resolve: (r: Reply) => void; reject: (e: Error) => void }>()
+  /** Failures of messages that asked for no answer, by seq, until their write collects them. */
+  private readonly failed = new Map<number, number>()
+  private broken: Error | undefined
+  private readonly writer = new RtnlWriter()
+
+  private constructor(private readonly raw: RawSocket) {
+    raw.on('message', (msg) => this.onMessage(msg))
+    raw.on('error', (err) => this.fail(err))
+    // Open or not, the socket never keeps the agent's process alive on its own.
+    raw.unref()
+  }
+
+  /** A socket in this process's namespace, or why there is none (the addon did not load, say). */
+  static async open(): Promise<RouteSocket | Error> {
+    try {
+      const mod = (await import('netlink/dist/raw.js')) as { default?: { RawNetlinkSocket: new (protocol: number, options?: object) => RawSocket }; RawNetlinkSocket?: new (protocol: number, options?: object) => RawSocket }
+      const Raw = mod.RawNetlinkSocket ?? mod.default?.RawNetlinkSocket
+      if (Raw === undefined) return new Error('the netlink package has no RawNetlinkSocket')
+      return new RouteSocket(new Raw(0 /* NETLINK_ROUTE */, {}))
+    } catch (err) {
+      return err instanceof Error ? err : new Error(String(err))
+    }
+  }
+
+  /** Unusable from now on (the socket failed or was closed); felix then goes back to `ip`. */
+  get error(): Error | undefined {
+    return this.broken
+  }
+
+  close(): void {
+    this.fail(new Error('route socket closed'))
+    this.raw.close()
+  }
+
+  /** `count` consecutive sequence numbers for one write's messages; the first is returned. */
+  reserve(count: number): number {
+    const first = this.seq
+    this.seq = (this.seq + count) % 0x7fffffff || 1
+    if (this.seq < first) {
+      // Wrapped: start again from 1, so a write's numbers stay consecutive.
+      this.seq = count + 1
+      return 1
+    }
+    return first
+  }
+
+  private onMessage(msg: Buffer): void {
+    let replies: Reply[]
+    try {
+      replies = readReplies(msg)
+    } catch (err) {
+      this.fail(err as Error)
+      return
+    }
+    for (const r of replies) {
+      const w = this.waiting.get(r.seq)
+      if (w !== undefined) {
+        this.waiting.delete(r.seq)
+        w.resolve(r)
+      } else if (r.type === NLMSG_ERROR && r.error !== undefined && r.error !== 0) this.failed.set(r.seq, r.error)
+    }
+  }
+
+  private fail(err: Error): void {
+    this.broken ??= err
+    for (const w of this.waiting.values()) w.reject(err)
+    this.waiting.clear()
+  }
+
+  private answer(seq: number): Promise<Reply> {
+    if (this.broken !== undefined) return Promise.reject(this.broken)
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.waiting.delete(seq)
+        reject(new Error(`netlink: no answer to message ${seq} within ${ANSWER_TIMEOUT_MS} ms`))
+      }, ANSWER_TIMEOUT_MS)
+      this.waiting.set(seq, {
+        resolve: (r) => {
+          clearTimeout(timer)
+          resolve(r)
+        },
+        reject: (e) => {
+          clearTimeout(timer)
+          reject(e)
+        },
+      })
+    })
+  }
+
+  private send(msg: Uint8Array): Promise<void> {
+    return new Promise((resolve, reject) => this.raw.send(msg, {}, (err) => (err === undefined ? resolve() : reject(err))))
+  }
+
+  /** Device indexes by name, asked of the kernel; a device it does not know is left out. */
+  async linkIndexes(names: Iterable<string>): Promise<Map<string, number>> {
+    const out = new Map<string, number>()
+    await Promise.all(
+      [...new Set(names)].map(async (name) => {
+        const seq = this.reserve(1)
+        const w = new RtnlWriter()
+        w.getLink(name, seq)
+        const answered = this.answer(seq)
+        await this.send(w.bytes().slice())
+        const r = await answered
+        if (r.type === RTM_NEWLINK && r.ifindex !== undefined) out.set(name, r.ifindex)
+      }),
+    )
+    return out
+  }
+
+  /**
+   * Writes `count` messages, message i numbered first + i and made by `encode` (false: it cannot be
+   * written this way, and its index is returned in `skipped`), in chunks, each waited for before the next.
+   * Returns the kernel's refusals by index. Rejects when the socket fails: which messages took effect is
+   * then unknown, and the caller reads the kernel again.
+   */
+  async write(first: number, count: number, encode: (i: number, seq: number, w: RtnlWriter) => boolean): Promise<{ failures: Map<number, string>; skipped: number[] }> {
+    const failures = new Map<number, string>()
+    const skipped: number[] = []
+    const w = this.writer
+    let inChunk = 0
+    const flush = async (): Promise<void> => {
+      w.ackLast()
+      const seq = w.lastSeq()
+      const answered = this.answer(seq)
+      // The addon may still hold the bytes after send() returns: a copy, and the buffer is reused.
+      await this.send(w.bytes().slice())
+      w.reset()
+      inChunk = 0
+      const r = await answered
+      if (r.error !== undefined && r.error !== 0) failures.set(seq - first, errnoText(r.error))
+    }
+    w.reset()
+    for (let i = 0; i < count; i++) {
+      if (!encode(i, first + i, w)) {
+        skipped.push(i)
+        continue
+      }
+      if (++inChunk === CHUNK) await flush()
+    }
+    if (inChunk > 0) await flush()
+    for (const [seq, error] of this.failed) {
+      const i = seq - first
+      if (i >= 0 && i < count) {
+        failures.set(i, errnoText(error))
+        this.failed.delete(seq)
+      }
+    }
+    return { failures, skipped }
+  }
+}

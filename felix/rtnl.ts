@@ -1,0 +1,296 @@
+// rtnetlink messages for felix's routes: RTM_NEWROUTE (replace) and RTM_DELROUTE built from a KernelRoute,
+// RTM_GETLINK to learn a device's index, and the kernel's replies read back. Pure bytes, no socket (that is
+// route-socket.ts); field layouts from linux/netlink.h and linux/rtnetlink.h. Messages are written one
+// after another into one reusable buffer: a write of 100k routes makes no object per route.
+
+import { defaultMetric, type KernelRoute, type RouteType } from './kernel-route.js'
+
+export const RTM_NEWLINK = 16
+export const RTM_GETLINK = 18
+export const RTM_NEWROUTE = 24
+export const RTM_DELROUTE = 25
+export const NLMSG_ERROR = 2
+
+const NLM_F_REQUEST = 0x1
+export const NLM_F_ACK = 0x4
+const NLM_F_REPLACE = 0x100
+const NLM_F_CREATE = 0x400
+
+const AF_INET = 2
+const AF_INET6 = 10
+
+const RTA_DST = 1
+const RTA_OIF = 4
+const RTA_GATEWAY = 5
+const RTA_PRIORITY = 6
+const RTA_TABLE = 15
+const RTA_NH_ID = 30
+const IFLA_IFNAME = 3
+
+const RT_SCOPE_UNIVERSE = 0
+const RT_SCOPE_LINK = 253
+const RT_SCOPE_NOWHERE = 255
+const RTNH_F_ONLINK = 4
+
+const NLMSG_HDRLEN = 16
+const IFINFOMSG_LEN = 16
+
+const RTN: Partial<Record<RouteType, number>> = { unicast: 1, blackhole: 6, unreachable: 7, prohibit: 8, throw: 9 }
+
+/** A device's index by name, for routes that name one; undefined when the device is not known. */
+export type LinkIndex = (dev: string) => number | undefined
+
+const align4 = (n: number): number => (n + 3) & ~3
+
+/** The address bytes of an IPv6 address in text form, or undefined when it is not one. */
+export function ipv6Bytes(text: string): Uint8Array | undefined {
+  const halves = text.split('::')
+  if (halves.length > 2) return undefined
+  const groups = (s: string): string[] => (s === '' ? [] : s.split(':'))
+  const head = groups(halves[0] as string)
+  const tail = halves.length === 2 ? groups(halves[1] as string) : []
+  const fill = halves.length === 2 ? 8 - head.length - tail.length : 0
+  if (fill < 0) return undefined
+  const words = [...head, ...Array<string>(fill).fill('0'), ...tail]
+  if (words.length !== 8) return undefined
+  const out = new Uint8Array(16)
+  for (let i = 0; i < 8; i++) {
+    const w = words[i] as string
+    if (!/^[0-9a-fA-F]{1,4}$/.test(w)) return undefined
+    const v = parseInt(w, 16)
+    out[2 * i] = v >> 8
+    out[2 * i + 1] = v & 0xff
+  }
+  return out
+}
+
+/**
+ * Appends messages to one buffer that grows as needed and is reused from chunk to chunk. A route it cannot
+ * express leaves the buffer as it was and makes the call return false.
+ */
+export class RtnlWriter {
+  private buf = new Uint8Array(1 << 16)
+  private view = new DataView(this.buf.buffer)
+  length = 0
+  /** Where the last whole message starts; -1 before any. */
+  private last = -1
+
+  /** Empties the buffer (its bytes are reused). */
+  reset(): void {
+    this.length = 0
+    this.last = -1
+  }
+
+  /** The messages written since the last reset; valid until the next write or reset. */
+  bytes(): Uint8Array {
+    return this.buf.subarray(0, this.length)
+  }
+
+  /** Asks for an acknowledgement of the last message written (the kernel then answers it even on success). */
+  ackLast(): void {
+    if (this.last >= 0) this.view.setUint16(this.last + 6, this.view.getUint16(this.last + 6, true) | NLM_F_ACK, true)
+  }
+
+  /** The sequence number of the last message written. */
+  lastSeq(): number {
+    return this.last < 0 ? -1 : this.view.getUint32(this.last + 8, true)
+  }
+
+  private room(n: number): void {
+    if (this.length + n <= this.buf.length) return
+    const next = new Uint8Array(Math.max(this.buf.length * 2, this.length + n))
+    next.set(this.buf.subarray(0, this.length))
+    this.buf = next
+    this.view = new DataView(next.buffer)
+  }
+
+  private begin(type: number, flags: number, seq: number): number {
+    this.room(256)
+    const at = this.length
+    const v = this.view
+    v.setUint32(at, 0, true)
+    v.setUint16(at + 4, type, true)
+    v.setUint16(at + 6, flags, true)
+    v.setUint32(at + 8, seq, true)
+    v.setUint32(at + 12, 0, true)
+    this.length = at + NLMSG_HDRLEN
+    return at
+  }
+
+  private end(at: number): true {
+    this.view.setUint32(at, this.length - at, true)
+    this.last = at
+    return true
+  }
+
+  private abandon(at: number): false {
+    this.length = at
+    return false
+  }
+
+  private rtmsg(family: number, len: number, tos: number, table: number, protocol: number, scope: number, type: number, flags: number): void {
+    const at = this.length
+    const b = this.buf
+    b[at] = family
+    b[at + 1] = len
+    b[at + 2] = 0
+    b[at + 3] = tos
+    b[at + 4] = table < 256 ? table : 0
+    b[at + 5] = protocol
+    b[at + 6] = scope
+    b[at + 7] = type
+    this.view.setUint32(at + 8, flags, true)
+    this.length = at + 12
+  }
+
+  private attrU32(type: number, v: number): void {
+    const at = this.length
+    this.view.setUint16(at, 8, true)
+    this.view.setUint16(at + 2, type, true)
+    this.view.setUint32(at + 4, v >>> 0, true)
+    this.length = at + 8
+  }
+
+  /**
+   * An address attribute from text (`198.18.0.5`, or the address part of `198.18.0.0/26` up to `end`);
+   * false when the text is not an address of the family.
+   */
+  private attrAddress(type: number, text: string, end: number, family: 4 | 6): boolean {
+    const at = this.length
+    if (family === 6) {
+      const bytes = ipv6Bytes(text.slice(0, end))
+      if (bytes === undefined) return false
+      this.view.setUint16(at, 20, true)
+      this.view.setUint16(at + 2, type, true)
+      this.buf.set(bytes, at + 4)
+      this.length = at + 20
+      return true
+    }
+    // Dotted quad by hand: a regular expression per route cost more than the rest of the message.
+    let octet = 0
+    let digits = 0
+    let k = 0
+    for (let i = 0; i <= end; i++) {
+      const c = i === end ? 46 : text.charCodeAt(i)
+      if (c === 46) {
+        if (digits === 0 || octet > 255 || k > 3) return false
+        this.buf[at + 4 + k++] = octet
+        octet = 0
+        digits = 0
+      } else if (c >= 48 && c <= 57 && digits < 3) {
+        octet = octet * 10 + (c - 48)
+        digits++
+      } else return false
+    }
+    if (k !== 4) return false
+    this.view.setUint16(at, 8, true)
+    this.view.setUint16(at + 2, type, true)
+    this.length = at + 8
+    return true
+  }
+
+  /** The prefix length of a canonical `addr/len`, or -1; `slash` is where the `/` is. */
+  private static prefixLength(dst: string, slash: number, family: 4 | 6): number {
+    const len = slash < 0 ? (family === 4 ? 32 : 128) : Number(dst.slice(slash + 1))
+    return Number.isInteger(len) && len >= 0 && len <= (family === 4 ? 32 : 128) ? len : -1
+  }
+
+  /**
+   * `ip route replace` of one route as an RTM_NEWROUTE message: through nexthop object `nhid` when given,
+   * otherwise with its one hop (a gateway, a device or both, onlink or not). False when the route is beyond
+   * what this writes (several hops without an object, a type such as `local`, a device whose index is not
+   * known): the caller gives that route to `ip`.
+   */
+  replace(r: KernelRoute, nhid: number | undefined, seq: number, link: LinkIndex): boolean {
+    const type = RTN[r.type]
+    if (type === undefined) return false
+    const slash = r.dst.indexOf('/')
+    const len = RtnlWriter.prefixLength(r.dst, slash, r.family)
+    if (len < 0) return false
+    const hop = r.nexthops[0]
+    let oif: number | undefined
+    if (type === 1 && nhid === undefined) {
+      if (r.nexthops.length !== 1 || hop === undefined || (hop.gateway === undefined && hop.dev === undefined)) return false
+      if (hop.dev !== undefined && (oif = link(hop.dev)) === undefined) return false
+    } else if (type !== 1 && r.nexthops.length !== 0) return false
+    const at = this.begin(RTM_NEWROUTE, NLM_F_REQUEST | NLM_F_CREATE | NLM_F_REPLACE, seq)
+    const gateway = nhid === undefined ? hop?.gateway : undefined
+    // A route straight onto a device (no gateway, no object) is a link-scope route, as `ip` makes it.
+    const scope = type === 1 && nhid === undefined && gateway === undefined ? RT_SCOPE_LINK : RT_SCOPE_UNIVERSE
+    this.rtmsg(r.family === 4 ? AF_INET : AF_INET6, len, r.tos, r.table, r.protocol, scope, type, hop?.onlink === true && nhid === undefined ? RTNH_F_ONLINK : 0)
+    if (!this.attrAddress(RTA_DST, r.dst, slash < 0 ? r.dst.length : slash, r.family)) return this.abandon(at)
+    this.attrU32(RTA_TABLE, r.table)
+    if (r.metric !== defaultMetric(r.family)) this.attrU32(RTA_PRIORITY, r.metric)
+    if (nhid !== undefined) this.attrU32(RTA_NH_ID, nhid)
+    if (gateway !== undefined && !this.attrAddress(RTA_GATEWAY, gateway, gateway.length, r.family)) return this.abandon(at)
+    if (oif !== undefined) this.attrU32(RTA_OIF, oif)
+    return this.end(at)
+  }
+
+  /**
+   * `ip route delete` of one route as an RTM_DELROUTE message, matched as deleteLine matches it: by key
+   * (table, prefix, tos, metric), protocol and type, and by device for a route straight onto one. False
+   * when that device's index is not known (it may be gone, taking the route with it): the caller uses `ip`.
+   */
+  delete(r: KernelRoute, seq: number, link: LinkIndex): boolean {
+    const slash = r.dst.indexOf('/')
+    const len = RtnlWriter.prefixLength(r.dst, slash, r.family)
+    if (len < 0) return false
+    const [only] = r.nexthops
+    let oif: number | undefined
+    if (r.nexthops.length === 1 && only?.dev !== undefined && only.gateway === undefined && (oif = link(only.dev)) === undefined) return false
+    const at = this.begin(RTM_DELROUTE, NLM_F_REQUEST, seq)
+    // Scope NOWHERE matches any scope, type 0 any type: what `ip route delete` sends without a type word.
+    this.rtmsg(r.family === 4 ? AF_INET : AF_INET6, len, r.tos, r.table, r.protocol, RT_SCOPE_NOWHERE, r.type === 'unicast' ? 0 : (RTN[r.type] ?? 0), 0)
+    if (!this.attrAddress(RTA_DST, r.dst, slash < 0 ? r.dst.length : slash, r.family)) return this.abandon(at)
+    this.attrU32(RTA_TABLE, r.table)
+    this.attrU32(RTA_PRIORITY, r.metric)
+    if (oif !== undefined) this.attrU32(RTA_OIF, oif)
+    return this.end(at)
+  }
+
+  /** RTM_GETLINK for one device by name; the answer is an RTM_NEWLINK (see readReplies) or an error. */
+  getLink(name: string, seq: number): void {
+    const at = this.begin(RTM_GETLINK, NLM_F_REQUEST, seq)
+    this.buf.fill(0, this.length, this.length + IFINFOMSG_LEN) // AF_UNSPEC, by name (index 0)
+    this.length += IFINFOMSG_LEN
+    const name0 = new TextEncoder().encode(name + '\0')
+    this.room(4 + name0.length + 3)
+    const a = this.length
+    this.view.setUint16(a, 4 + name0.length, true)
+    this.view.setUint16(a + 2, IFLA_IFNAME, true)
+    this.buf.set(name0, a + 4)
+    this.length = a + align4(4 + name0.length)
+    this.buf.fill(0, a + 4 + name0.length, this.length)
+    this.end(at)
+  }
+}
+
+export interface Reply {
+  readonly type: number
+  readonly seq: number
+  /** NLMSG_ERROR: 0 for an acknowledgement, else a negative errno. */
+  readonly error?: number
+  /** RTM_NEWLINK: the device's index. */
+  readonly ifindex?: number
+}
+
+/**
+ * The messages in one datagram from the kernel. A header whose length runs past the end, or is shorter
+ * than a header, stops the walk with an error naming its byte offset.
+ */
+export function readReplies(buf: Uint8Array): Reply[] {
+  const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength)
+  const out: Reply[] = []
+  for (let at = 0; at + NLMSG_HDRLEN <= buf.length; ) {
+    const len = view.getUint32(at, true)
+    if (len < NLMSG_HDRLEN || at + len > buf.length) throw new Error(`netlink reply: message at byte ${at} has length ${len} of ${buf.length - at} left`)
+    const type = view.getUint16(at + 4, true)
+    const seq = view.getUint32(at + 8, true)
+    if (type === NLMSG_ERROR && len >= NLMSG_HDRLEN + 4) out.push({ type, seq, error: view.getInt32(at + NLMSG_HDRLEN, true) })
+    else if (type === RTM_NEWLINK && len >= NLMSG_HDRLEN + IFINFOMSG_LEN) out.push({ type, seq, ifindex: view.getInt32(at + NLMSG_HDRLEN + 4, true) })
+    else out.push({ type, seq })
+    at += align4(len)
+  }
+  return out
+}

@@ -1,0 +1,31 @@
+// Run by route-socket.test.ts inside a node namespace (`ip netns exec`), as pinto-node runs felix: a
+// reconciler of its own namespace writing through the route socket. Its stdin is JSON: the desired states
+// to apply in turn and the reconciler's options. After each apply it resyncs (reads the kernel back with
+// `ip -json`) and prints one JSON line: what the apply planned and refused, and what the resync still found.
+
+import { readFileSync } from 'node:fs'
+import { ExecaRunner, renderDesired, RouteReconciler, workloadAddresses, type DesiredState } from '../../felix/index.js'
+import { RouteSocket } from '../../felix/route-socket.js'
+
+interface Job {
+  readonly states: DesiredState[]
+  readonly nexthopObjects: boolean
+  readonly protocol: number
+}
+
+const job = JSON.parse(readFileSync(0, 'utf8')) as Job
+const socket = await RouteSocket.open()
+if (socket instanceof Error) {
+  process.stderr.write(`route socket: ${socket.message}\n`)
+  process.exit(2)
+}
+const rec = new RouteReconciler({ runner: new ExecaRunner(), protocol: job.protocol, routeSocket: socket, monitor: false, retryMs: 600_000, resyncIntervalMs: 600_000, nexthopObjects: job.nexthopObjects })
+for (const s of job.states) {
+  rec.setDesired(renderDesired(s, { protocol: job.protocol }).routes, workloadAddresses(s))
+  const r = await rec.apply()
+  const again = await rec.resync()
+  const errors = r.errors.map((e) => ({ op: e.op.op, dst: e.op.route.dst, message: e.message }))
+  process.stdout.write(JSON.stringify({ planned: r.planned, errors, resyncPlanned: again.planned, socketError: socket.error?.message ?? null }) + '\n')
+}
+await rec.stop()
+socket.close()

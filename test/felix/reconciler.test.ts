@@ -206,6 +206,19 @@ t.test('veth /32s: known pods kept, unknown ones deleted after the grace period,
   t.match(await hosts(), /198\.18\.0\.4 dev other1/)
 })
 
+t.test('a table other than main that does not exist yet reads as empty; main must exist', async (t) => {
+  const missing = { stdout: '', stderr: 'Error: ipv4: FIB table does not exist.\nDump terminated\n', exitCode: 2 }
+  const rec = new RecordingRunner((c) => (c.args.includes('show') ? missing : { stdout: '', stderr: '', exitCode: 0 }))
+  const routes = new Map([...renderDesired(state(), { protocol: PROTO }).routes].map(([k, r]) => [k, { ...r, table: 200 }]))
+  const r = new RouteReconciler({ runner: rec, netns: 'n1', protocol: PROTO, table: 200, monitor: false, nexthopObjects: false })
+  r.setDesired(routes)
+  const res = await r.apply()
+  t.equal(res.planned, 3, 'everything to write')
+  t.equal(rec.lines()[1], '[n1] ip -force -batch -')
+  const main = new RouteReconciler({ runner: rec, netns: 'n1', protocol: PROTO, monitor: false, nexthopObjects: false })
+  await t.rejects(main.apply(), /FIB table does not exist/, 'the main table missing is a real error')
+})
+
 t.test('exact commands, through a recording runner', async (t) => {
   const rec = new RecordingRunner((c) => ({ stdout: c.args.includes('show') ? '[]' : '', stderr: '', exitCode: 0 }))
   const r = new RouteReconciler({ runner: rec, netns: 'n1', protocol: PROTO, monitor: false, nexthopObjects: false })

@@ -11,6 +11,8 @@ interface Job {
   readonly states: DesiredState[]
   readonly nexthopObjects: boolean
   readonly protocol: number
+  /** Keep running with the monitor on after the last state, until SIGTERM (drift tests). */
+  readonly hold?: boolean
 }
 
 const job = JSON.parse(readFileSync(0, 'utf8')) as Job
@@ -19,7 +21,8 @@ if (socket instanceof Error) {
   process.stderr.write(`route socket: ${socket.message}\n`)
   process.exit(2)
 }
-const rec = new RouteReconciler({ runner: new ExecaRunner(), protocol: job.protocol, routeSocket: socket, monitor: false, retryMs: 600_000, resyncIntervalMs: 600_000, nexthopObjects: job.nexthopObjects })
+const rec = new RouteReconciler({ runner: new ExecaRunner(), protocol: job.protocol, routeSocket: socket, monitor: job.hold === true, retryMs: 600_000, resyncIntervalMs: 600_000, nexthopObjects: job.nexthopObjects })
+if (job.hold === true) await rec.start()
 for (const s of job.states) {
   rec.setDesired(renderDesired(s, { protocol: job.protocol }).routes, workloadAddresses(s))
   const r = await rec.apply()
@@ -27,5 +30,6 @@ for (const s of job.states) {
   const errors = r.errors.map((e) => ({ op: e.op.op, dst: e.op.route.dst, message: e.message }))
   process.stdout.write(JSON.stringify({ planned: r.planned, errors, resyncPlanned: again.planned, socketError: socket.error?.message ?? null }) + '\n')
 }
+if (job.hold === true) await new Promise<void>((resolve) => process.once('SIGTERM', () => resolve()))
 await rec.stop()
 socket.close()

@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url'
 import { createTopology, type NetNode, type Teardown } from '../harness/netns.js'
 import type { DesiredState } from '../../felix/index.js'
 import { ourRoutes, pool, PROTO } from './lab.js'
+import { waitFor } from '../harness/wait.js'
 
 const CHILD = fileURLToPath(new URL('route-socket-child.js', import.meta.url))
 
@@ -122,4 +123,26 @@ t.test('a large write in many chunks: each refusal is mapped back to its own rou
   t.equal(step?.resyncPlanned, bad.size, 'the rest are in: only the refused ones are still to do')
   const lines = await ourRoutes(a.ns)
   t.equal(lines.length, 3000 - bad.size + 1, 'every other route and the blackhole')
+})
+
+t.test('drift: a route deleted or changed by hand is written back through the socket within 2 s', async (t) => {
+  const a = await node(t)
+  const child = execa('ip', ['netns', 'exec', a.ns, process.execPath, CHILD], { input: JSON.stringify({ states: [FIRST], nexthopObjects: true, protocol: PROTO, hold: true }), reject: false })
+  t.teardown(() => {
+    child.kill('SIGTERM')
+    return child
+  })
+  let out = ''
+  child.stdout?.on('data', (d: Buffer) => (out += d.toString()))
+  await waitFor(() => out.includes('\n'), { timeoutMs: 30_000, what: 'the child applied its state' })
+  t.match(JSON.parse(out.split('\n')[0] as string), { errors: [], resyncPlanned: 0 })
+  const back = (what: string) => waitFor(async () => JSON.stringify(await ourRoutes(a.ns)) === JSON.stringify(FIRST_LINES), { timeoutMs: 2000, intervalMs: 50, what })
+  await execa('ip', ['-n', a.ns, 'route', 'del', '198.18.0.64/26', 'proto', String(PROTO)])
+  await back('a deleted route restored')
+  await execa('ip', ['-n', a.ns, 'route', 'replace', '198.18.1.7/32', 'via', '192.0.2.99', 'dev', 'eth0', 'proto', String(PROTO)])
+  await back('a changed route restored')
+  t.pass('both restored within 2 s')
+  child.kill('SIGTERM')
+  t.equal((await child).exitCode, 0, 'the child stopped cleanly')
+  t.same(await ourRoutes(a.ns), FIRST_LINES, 'stopping leaves the routes in place')
 })

@@ -365,12 +365,9 @@ export class RouteReconciler {
   }
 
   /**
-   * Runs the ops with -force so one bad line cannot stop the rest; returns failures by op index. Routes go
-   * through nexthop objects unless `nexthops` is false (the per-route retry pass, so each failure is the
-   * route's own). The first script of every writer makes the write's missing objects (`nexthop replace` is
-   * idempotent, so no writer waits for another). Large diffs go to a few concurrent `ip -batch` processes,
-   * dealt a chunk at a time as each reads: ip's per-line round trip is the cost, and two writers nearly
-   * halve the time.
+   * Writes the ops; returns failures by op index, each a route's own, so one bad route never stops the
+   * rest. Routes go through nexthop objects unless `nexthops` is false (the per-route retry pass). Through
+   * the route socket while there is one, else `ip -batch`.
    */
   private async write(ops: readonly RouteOp[], nexthops: boolean): Promise<Map<number, string>> {
     const socket = this.socket
@@ -421,6 +418,12 @@ export class RouteReconciler {
     return failures
   }
 
+  /**
+   * The write through `ip -force -batch`, so one bad line cannot stop the rest. The first script of every
+   * writer makes the write's missing objects (`nexthop replace` is idempotent, so no writer waits for
+   * another). Large diffs go to a few concurrent `ip -batch` processes, dealt a chunk at a time as each
+   * reads: ip's per-line round trip is the cost, and two writers nearly halve the time.
+   */
   private async writeIp(ops: readonly RouteOp[], nexthops: boolean): Promise<Map<number, string>> {
     const reg = nexthops ? this.nexthops : undefined
     const dealer = new BatchDealer(ops, reg !== undefined ? { plan: () => nexthopPlan(reg, ops) } : {})

@@ -146,3 +146,28 @@ t.test('drift: a route deleted or changed by hand is written back through the so
   t.equal((await child).exitCode, 0, 'the child stopped cleanly')
   t.same(await ourRoutes(a.ns), FIRST_LINES, 'stopping leaves the routes in place')
 })
+
+t.test('IPv6: routes through a gateway and blackholes, written and read back', async (t) => {
+  const dual: DesiredState = {
+    pools: [pool('v4', '198.18.0.0/20'), pool('v6', '2001:db8:1::/48')],
+    routes: [
+      { prefix: '198.18.0.64/26', nextHops: [{ address: '192.0.2.12' }] },
+      { prefix: '2001:db8:1:0:1::/122', nextHops: [{ address: '2001:db8::12' }] },
+      { prefix: '2001:db8:1:0:2::/122', nextHops: [{ address: '2001:db8::13' }, { address: '2001:db8::12' }] },
+    ],
+    localBlocks: ['198.18.0.0/26', '2001:db8:1::/122'],
+    vteps: [],
+    localNode: { name: 'a', ipv4Address: '192.0.2.11/24', ipv6Address: '2001:db8::11/64', parentInterface: 'eth0' },
+  }
+  for (const nexthopObjects of [true, false]) {
+    const topo = await createTopology(t)
+    const a = await topo.addNode({ name: 'a', v4: '192.0.2.11/24', v6: '2001:db8::11/64' })
+    const [step] = await run(a, [dual], nexthopObjects)
+    t.same(step, { planned: 5, errors: [], resyncPlanned: 0, socketError: null }, `written and read back (nexthop objects ${nexthopObjects})`)
+    t.same(await ourRoutes(a.ns, 6), [
+      'route replace 2001:db8:1:0:1::/122 via 2001:db8::12 dev eth0 proto 87',
+      'route replace 2001:db8:1:0:2::/122 proto 87 nexthop via 2001:db8::12 dev eth0 nexthop via 2001:db8::13 dev eth0',
+      'route replace blackhole 2001:db8:1::/122 proto 87',
+    ])
+  }
+})

@@ -55,8 +55,10 @@ export class PeerRibOut implements AdjRibOut {
 
   /** Called by the RIB for a destination whose best path changed. */
   offer(dest: Destination): void {
-    if (this.queue.has(dest)) return
-    if (!this.held.has(dest)) {
+    // The size checks first: a peer that holds and waits for nothing (a full table's source, say) costs
+    // no hash lookups per prefix.
+    if (this.queue.size > 0 && this.queue.has(dest)) return
+    if (this.held.size === 0 || !this.held.has(dest)) {
       const best = dest.best
       if (best === undefined || !mayExport(best, this.peer, this.rib.exportContext)) return
     }

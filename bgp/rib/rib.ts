@@ -67,6 +67,33 @@ function sameMultipath(a: readonly Path[] | undefined, b: readonly Path[] | unde
   return true
 }
 
+/**
+ * Destinations touched since a flush, each with its best path and multipath set as of then. The arrays
+ * keep their length from flush to flush and are written by index: a full table arrives in thousands of
+ * flushes, and growing three arrays from empty in each made most of the RIB's short-lived garbage.
+ */
+class TouchedList {
+  readonly dests: Destination[] = []
+  readonly best: (Path | undefined)[] = []
+  readonly multi: (Path[] | undefined)[] = []
+  length = 0
+
+  add(dest: Destination, best: Path | undefined, multi: Path[] | undefined): void {
+    const i = this.length++
+    this.dests[i] = dest
+    this.best[i] = best
+    this.multi[i] = multi
+  }
+
+  /** Empty again, holding no destination or path alive. */
+  clear(): void {
+    this.dests.fill(undefined as unknown as Destination, 0, this.length)
+    this.best.fill(undefined, 0, this.length)
+    this.multi.fill(undefined, 0, this.length)
+    this.length = 0
+  }
+}
+
 export class Rib implements RibView {
   private readonly table = new PrefixTable()
   private readonly interner = new AttributeInterner()
@@ -82,10 +109,10 @@ export class Rib implements RibView {
   private readonly interfaces = new WeakMap<Path, string>()
   /** The multipath set of each destination that has one (flagged MULTIPATH in its bits). */
   private readonly multipaths = new Map<Destination, Path[]>()
-  // Destinations touched since the last flush, with their best path as of that flush.
-  private changed: Destination[] = []
-  private changedBest: (Path | undefined)[] = []
-  private changedMulti: (Path[] | undefined)[] = []
+  // Destinations touched since the last flush, with their best path as of that flush; two lists in turn,
+  // so a flush can take one while touches during its listeners go to the other.
+  private touched = new TouchedList()
+  private spare = new TouchedList()
 
   constructor(opts: RibOptions) {
     const id = parseIpv4(opts.routerId)
@@ -212,11 +239,7 @@ export class Rib implements RibView {
   }
 
   private touch(dest: Destination): void {
-    if ((dest.bits & DIRTY) === 0) {
-      this.changed.push(dest)
-      this.changedBest.push(dest.best)
-      this.changedMulti.push(this.multipathOf(dest))
-    }
+    if ((dest.bits & DIRTY) === 0) this.touched.add(dest, dest.best, this.multipathOf(dest))
     dest.bits |= DIRTY | UNSETTLED
   }
 
@@ -252,15 +275,13 @@ export class Rib implements RibView {
 
   /** Emits the Loc-RIB changes since the last flush and queues them on every Adj-RIB-Out. */
   flush(): void {
-    const dests = this.changed
-    if (dests.length === 0) return
-    const prevBest = this.changedBest
-    const prevMulti = this.changedMulti
-    this.changed = []
-    this.changedBest = []
-    this.changedMulti = []
+    const t = this.touched
+    if (t.length === 0) return
+    this.touched = this.spare
+    this.spare = t
+    const { dests, best: prevBest, multi: prevMulti } = t
     const changes: LocRibChange[] | undefined = this.listeners.size > 0 ? [] : undefined
-    for (let i = 0; i < dests.length; i++) {
+    for (let i = 0; i < t.length; i++) {
       const dest = this.settle(dests[i]!)
       dest.bits &= ~DIRTY
       if (dest.paths === undefined) this.table.delete(dest)
@@ -270,6 +291,7 @@ export class Rib implements RibView {
       const outs = this.outList
       for (let k = 0; k < outs.length; k++) outs[k]!.offer(dest)
     }
+    t.clear()
     if (changes !== undefined && changes.length > 0) for (const l of this.listeners) l(changes)
   }
 

@@ -54,12 +54,18 @@ t.test('reference ptp with pinto-ipam', async (t) => {
   const add = await lab.exec('ptp', 'ADD', conf, att)
   t.equal(add.code, 0, add.stdout + add.stderr)
   const ip = ((add.json as { ips: { address: string }[] }).ips[0]?.address ?? '')
-  t.match(ip, /^198\.1[89]\.\d+\.\d+\/26$/, 'ptp got a block-length address from pinto-ipam')
+  // A pool in 128.0.0.0/1: the address goes out as /1, so ptp can add the default route via 169.254.1.1.
+  t.match(ip, /^198\.1[89]\.\d+\.\d+\/1$/, 'ptp got a /1 address from pinto-ipam')
+  t.same((add.json as { routes: unknown[] }).routes, [{ dst: '0.0.0.0/0' }])
   const routes = await lab.ip(ns, ['route', 'show'])
   t.match(routes, '169.254.1.1 dev eth0 scope link')
-  t.match(routes, /198\.1[89]\.\d+\.\d+\/26 via 169\.254\.1\.1 dev eth0/, 'ptp routes the block via the gateway')
-  // ptp put 169.254.1.1/32 on its host veth: the pod answers it over the link route.
+  t.match(routes, /^default via 169\.254\.1\.1 dev eth0/m, 'the pod has its default route')
+  t.match(routes, '128.0.0.0/1 via 169.254.1.1 dev eth0', 'ptp routes the address\'s prefix via the gateway, not on the link')
+  t.notMatch(routes, /128\.0\.0\.0\/1 dev eth0/, 'no on-link route for the /1 is left')
+  // ptp put 169.254.1.1/32 on its host veth: the pod answers it over the link route, and reaches the host's
+  // own address (outside every pool) over the default route.
   await lab.topo.exec(lab.hostNs, 'ping', ['-c', '1', '-W', '2', '-I', '169.254.1.1', ip.split('/')[0] as string])
+  await lab.topo.exec(ns, 'ping', ['-c', '1', '-W', '2', '192.0.2.1'])
   t.equal((await lab.exec('ptp', 'CHECK', { ...conf, prevResult: add.json }, att)).code, 0, 'ptp CHECK (which runs pinto-ipam CHECK) passes')
   t.equal((await lab.service!.allocations('ptpnet.ptp1')).length, 1)
   const del = await lab.exec('ptp', 'DEL', { ...conf, prevResult: add.json }, att)

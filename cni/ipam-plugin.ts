@@ -3,6 +3,7 @@
 // puts on its host veth and routes the block through; it wires nothing itself. Under ptp an IPv4 address
 // gets a default route too (see ptpDefault).
 
+import { parseIpv4 } from '../bgp/codec/ip.js'
 import { validAttachments } from './config.js'
 import { ERR_CHECK, assign, checkHeld, clientFor, collect, release, status } from './ipam-core.js'
 import type { Invocation } from './pinto-plugin.js'
@@ -10,10 +11,12 @@ import { type CniIp, type CniResult, parseResult } from './result.js'
 import { CniError, ERR } from './spec.js'
 import { GATEWAY_V4, GATEWAY_V6 } from './wiring-plan.js'
 
-/** The number of leading bits two IPv4 addresses share. */
+/** The number of leading bits two IPv4 addresses share (0 when either is not one). */
 export function commonPrefixLength(a: string, b: string): number {
-  const n = (x: string): number => x.split('.').reduce((v, o) => v * 256 + Number(o), 0)
-  const diff = (n(a) ^ n(b)) >>> 0
+  const x = parseIpv4(a)
+  const y = parseIpv4(b)
+  if (x === undefined || y === undefined) return 0
+  const diff = (x ^ y) >>> 0
   return diff === 0 ? 32 : Math.clz32(diff)
 }
 

@@ -132,7 +132,7 @@ export class RouteSocket {
     await Promise.all(
       [...new Set(names)].map(async (name) => {
         const seq = this.reserve(1)
-        const w = new RtnlWriter()
+        const w = new RtnlWriter(256)
         w.getLink(name, seq)
         const answered = this.answer(seq)
         await this.send(w.bytes().slice())

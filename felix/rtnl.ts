@@ -3,6 +3,7 @@
 // route-socket.ts); field layouts from linux/netlink.h and linux/rtnetlink.h. Messages are written one
 // after another into one reusable buffer: a write of 100k routes makes no object per route.
 
+import { parseIpv6 } from '../bgp/codec/ip.js'
 import { defaultMetric, type KernelRoute, type RouteType } from './kernel-route.js'
 
 export const RTM_NEWLINK = 16
@@ -42,38 +43,22 @@ export type LinkIndex = (dev: string) => number | undefined
 
 const align4 = (n: number): number => (n + 3) & ~3
 
-/** The address bytes of an IPv6 address in text form, or undefined when it is not one. */
-export function ipv6Bytes(text: string): Uint8Array | undefined {
-  const halves = text.split('::')
-  if (halves.length > 2) return undefined
-  const groups = (s: string): string[] => (s === '' ? [] : s.split(':'))
-  const head = groups(halves[0] as string)
-  const tail = halves.length === 2 ? groups(halves[1] as string) : []
-  const fill = halves.length === 2 ? 8 - head.length - tail.length : 0
-  if (fill < 0) return undefined
-  const words = [...head, ...Array<string>(fill).fill('0'), ...tail]
-  if (words.length !== 8) return undefined
-  const out = new Uint8Array(16)
-  for (let i = 0; i < 8; i++) {
-    const w = words[i] as string
-    if (!/^[0-9a-fA-F]{1,4}$/.test(w)) return undefined
-    const v = parseInt(w, 16)
-    out[2 * i] = v >> 8
-    out[2 * i + 1] = v & 0xff
-  }
-  return out
-}
-
 /**
  * Appends messages to one buffer that grows as needed and is reused from chunk to chunk. A route it cannot
  * express leaves the buffer as it was and makes the call return false.
  */
 export class RtnlWriter {
-  private buf = new Uint8Array(1 << 16)
-  private view = new DataView(this.buf.buffer)
+  private buf: Uint8Array
+  private view: DataView
   length = 0
   /** Where the last whole message starts; -1 before any. */
   private last = -1
+
+  /** `size`: the bytes to start with (64 KB holds a chunk of 200 route messages with room to spare). */
+  constructor(size = 1 << 16) {
+    this.buf = new Uint8Array(size)
+    this.view = new DataView(this.buf.buffer)
+  }
 
   /** Empties the buffer (its bytes are reused). */
   reset(): void {
@@ -158,7 +143,7 @@ export class RtnlWriter {
   private attrAddress(type: number, text: string, end: number, family: 4 | 6): boolean {
     const at = this.length
     if (family === 6) {
-      const bytes = ipv6Bytes(text.slice(0, end))
+      const bytes = parseIpv6(text.slice(0, end))
       if (bytes === undefined) return false
       this.view.setUint16(at, 20, true)
       this.view.setUint16(at + 2, type, true)

@@ -13,7 +13,7 @@ export const RTM_DELROUTE = 25
 export const NLMSG_ERROR = 2
 
 const NLM_F_REQUEST = 0x1
-export const NLM_F_ACK = 0x4
+const NLM_F_ACK = 0x4
 const NLM_F_REPLACE = 0x100
 const NLM_F_CREATE = 0x400
 

@@ -9,7 +9,7 @@ import type { PathAttributes } from '../codec/attributes.js'
 import type { Prefix } from '../codec/nlri.js'
 import { decide, DEFAULT_LOCAL_PREF, REASONS, type DecisionContext } from './best-path.js'
 import { PeerRibOut, type RibView } from './adj-rib-out.js'
-import { DIRTY, MULTIPATH, PrefixTable, REASON_MASK, UNSETTLED, type Destination } from './table.js'
+import { DIRTY, MULTIPATH, PrefixTable, REASON_MASK, UNSETTLED, type Destination, type PathSource } from './table.js'
 import { validateReceived, type LocalIdentity } from './validate.js'
 import type { ExportContext } from './export.js'
 import type { AdjRibOut, BestPath, FamilyKey, LocRibChange, Path, PeerSessionInfo, RibPeer, RouteContext } from './types.js'
@@ -58,6 +58,8 @@ interface Counters {
 
 const UNICAST = 1
 const FROM_PEER: RouteContext = { fromPeer: true }
+/** The source of this speaker's own routes. */
+const LOCAL_SOURCE: PathSource = { peer: undefined, session: undefined }
 const LOCAL_ATTRS: PathAttributes = { origin: 0, asPath: [] }
 
 function sameMultipath(a: readonly Path[] | undefined, b: readonly Path[] | undefined): boolean {
@@ -107,6 +109,8 @@ export class Rib implements RibView {
   private outList: PeerRibOut[] = []
   private readonly counters = new Map<number, Counters>()
   private readonly interfaces = new WeakMap<Path, string>()
+  /** Each peer's current source (peer and session), shared by the paths of its session. */
+  private readonly sources = new Map<number, PathSource>()
   /** The multipath set of each destination that has one (flagged MULTIPATH in its bits). */
   private readonly multipaths = new Map<Destination, Path[]>()
   // Destinations touched since the last flush, with their best path as of that flush; two lists in turn,
@@ -172,6 +176,7 @@ export class Rib implements RibView {
     }
     const clean = verdict.attrs
     const hops = nextHop ?? []
+    const source = this.sourceOf(peer, session)
     // Interned once for the whole section: the hot path for a full table.
     let shared: InternedAttributes | undefined
     for (const p of prefixes) {
@@ -183,20 +188,30 @@ export class Rib implements RibView {
         }
         if (r !== clean) {
           const own = this.interner.intern(r, hops)
-          this.setPath(peer, session, p, own, c)
+          this.setPath(source, p, own, c)
           this.interner.release(own)
           continue
         }
       }
       shared ??= this.interner.intern(clean, hops)
-      this.setPath(peer, session, p, shared, c)
+      this.setPath(source, p, shared, c)
     }
     if (shared !== undefined) this.interner.release(shared)
     return undefined
   }
 
+  /** The source of paths from `peer` over `session`: the same object for as long as the session lasts. */
+  private sourceOf(peer: RibPeer, session: PeerSessionInfo): PathSource {
+    const known = this.sources.get(peer.id)
+    if (known !== undefined && known.peer === peer && known.session === session) return known
+    const made: PathSource = { peer, session }
+    this.sources.set(peer.id, made)
+    return made
+  }
+
   /** Stores a path; `attrs` is held by the caller, the stored path takes its own reference. */
-  private setPath(peer: RibPeer | undefined, session: PeerSessionInfo | undefined, p: Prefix, attrs: InternedAttributes, c: Counters | undefined): void {
+  private setPath(source: PathSource, p: Prefix, attrs: InternedAttributes, c: Counters | undefined): void {
+    const { peer, session } = source
     const dest = this.table.obtain(p)
     const old = dest.find(peer?.id, p.pathId)
     if (old !== undefined) {
@@ -214,7 +229,7 @@ export class Rib implements RibView {
       attrs.refs++
       // A path without a path id is the destination itself the first time (one object per route), and
       // shares the destination as its prefix after that.
-      dest.add((p.pathId === 0 ? dest.claim(peer, session, attrs) : undefined) ?? newPath(p.pathId === 0 ? dest.prefix : p, peer, session, attrs))
+      dest.add((p.pathId === 0 ? dest.claim(source, attrs) : undefined) ?? newPath(p.pathId === 0 ? dest.prefix : p, peer, session, attrs))
       if (c !== undefined) c.accepted++
     }
     this.touch(dest)
@@ -304,7 +319,7 @@ export class Rib implements RibView {
   originate(prefix: Prefix, attrs?: Partial<PathAttributes>, opts?: OriginateOptions): void {
     const own = this.interner.intern({ ...LOCAL_ATTRS, ...attrs })
     const p = prefix.pathId === 0 ? prefix : { ...prefix, pathId: 0 }
-    this.setPath(undefined, undefined, p, own, undefined)
+    this.setPath(LOCAL_SOURCE, p, own, undefined)
     this.interner.release(own)
     const path = this.table.get(p)?.find(undefined, 0)
     if (path !== undefined) {
@@ -408,6 +423,7 @@ export class Rib implements RibView {
   detachPeer(peer: RibPeer): void {
     this.outs.get(peer.id)?.clear()
     this.outs.delete(peer.id)
+    this.sources.delete(peer.id)
     this.outList = [...this.outs.values()]
   }
 

@@ -27,6 +27,16 @@ const LEN_SHIFT = 14
  */
 export const MULTIPATH = 1 << 22
 
+/**
+ * Where a path came from: the peer and the session it came over (both undefined: this speaker's own). The
+ * RIB makes one per session and hands it to every path of an UPDATE section, so a destination serving as
+ * its own first path keeps one field for the two.
+ */
+export interface PathSource {
+  readonly peer: RibPeer | undefined
+  readonly session: PeerSessionInfo | undefined
+}
+
 export class Destination implements Path {
   // The destination is its own prefix (path id 0): the address is copied from the decoded prefix, and
   // its AFI and length are packed into `bits`, so the table keeps one object per prefix instead of two
@@ -40,8 +50,7 @@ export class Destination implements Path {
   declare bits: number
   // The destination is also its own first path (path id 0), so a prefix with one path is one object,
   // not two: these are that path's fields, meaningful only while the destination is in its own `paths`.
-  declare peer: RibPeer | undefined
-  declare session: PeerSessionInfo | undefined
+  declare source: PathSource | undefined
   declare attrs: InternedAttributes
 
   private constructor() {}
@@ -52,6 +61,14 @@ export class Destination implements Path {
 
   get len(): number {
     return (this.bits >>> LEN_SHIFT) & 0xff
+  }
+
+  get peer(): RibPeer | undefined {
+    return this.source?.peer
+  }
+
+  get session(): PeerSessionInfo | undefined {
+    return this.source?.session
   }
 
   /** Always 0: on the prototype, not in every destination. */
@@ -72,11 +89,10 @@ export class Destination implements Path {
    * otherwise undefined and the caller makes a path object. Never twice: a path is known by its identity
    * (flush() compares the best path before and after), so a new path must never be an old path's object.
    */
-  claim(peer: RibPeer | undefined, session: PeerSessionInfo | undefined, attrs: InternedAttributes): Path | undefined {
+  claim(source: PathSource, attrs: InternedAttributes): Path | undefined {
     if ((this.bits & CLAIMED) !== 0) return undefined
     this.bits |= CLAIMED
-    this.peer = peer
-    this.session = session
+    this.source = source
     this.attrs = attrs
     this.stale = false
     return this
@@ -84,8 +100,7 @@ export class Destination implements Path {
 
   /** After the destination, as a path, left its own `paths`: drops what the path held. */
   vacate(): void {
-    this.peer = undefined
-    this.session = undefined
+    this.source = undefined
     this.attrs = undefined as unknown as InternedAttributes
   }
 
@@ -153,7 +168,7 @@ export class Destination implements Path {
  * went from ~800 ms to ~670 ms with this and the same for paths.
  */
 export const newDestination = (p: Prefix): Destination =>
-  ({ __proto__: Destination.prototype, addr: p.addr, paths: undefined, best: undefined, bits: (p.afi << AFI_SHIFT) | (p.len << LEN_SHIFT), peer: undefined, session: undefined, attrs: undefined }) as unknown as Destination
+  ({ __proto__: Destination.prototype, addr: p.addr, paths: undefined, best: undefined, bits: (p.afi << AFI_SHIFT) | (p.len << LEN_SHIFT), source: undefined, attrs: undefined }) as unknown as Destination
 
 function v6Key(p: Prefix & { afi: 2 }): string {
   const nb = (p.len + 7) >> 3

@@ -171,3 +171,33 @@ t.test('IPv6: routes through a gateway and blackholes, written and read back', a
     ])
   }
 })
+
+t.test('VXLAN routes (a device by index, onlink) and CrossSubnet routes through the socket', async (t) => {
+  const vx: DesiredState = {
+    pools: [pool('vx', '198.18.48.0/20', { vxlanMode: 'Always' }), pool('vxx', '198.18.64.0/20', { vxlanMode: 'CrossSubnet' })],
+    routes: [
+      { prefix: '198.18.48.64/26', nextHops: [{ nodeName: 'b', address: '192.0.2.12' }] },
+      { prefix: '198.18.64.64/26', nextHops: [{ nodeName: 'b', address: '192.0.2.12' }] },
+      { prefix: '198.18.64.128/26', nextHops: [{ nodeName: 'c', address: '198.51.100.13' }] },
+    ],
+    localBlocks: [],
+    vteps: [
+      { nodeName: 'b', nodeAddress: '192.0.2.12', tunnelAddress: '198.18.48.65', mac: '66:00:00:00:00:02' },
+      { nodeName: 'c', nodeAddress: '198.51.100.13', tunnelAddress: '198.18.48.129', mac: '66:00:00:00:00:03' },
+    ],
+    localNode: { name: 'a', ipv4Address: '192.0.2.11/24', parentInterface: 'eth0' },
+  }
+  for (const nexthopObjects of [true, false]) {
+    const a = await node(t)
+    // The device felix would make; only its index matters here.
+    await execa('ip', ['-n', a.ns, 'link', 'add', 'vxlan.pinto', 'type', 'vxlan', 'id', '4096', 'dstport', '4789', 'dev', 'eth0'])
+    await execa('ip', ['-n', a.ns, 'link', 'set', 'vxlan.pinto', 'up'])
+    const [step] = await run(a, [vx], nexthopObjects)
+    t.same(step, { planned: 3, errors: [], resyncPlanned: 0, socketError: null }, `written and read back (nexthop objects ${nexthopObjects})`)
+    t.same(await ourRoutes(a.ns), [
+      'route replace 198.18.48.64/26 via 198.18.48.65 dev vxlan.pinto onlink proto 87',
+      'route replace 198.18.64.128/26 via 198.18.48.129 dev vxlan.pinto onlink proto 87',
+      'route replace 198.18.64.64/26 via 192.0.2.12 dev eth0 onlink proto 87',
+    ])
+  }
+})

@@ -5,6 +5,7 @@ import { closeSync, existsSync, openSync, readFileSync, readSync } from 'node:fs
 import { type NetConf, podIdentity, validAttachments } from './config.js'
 import { delegate } from './delegate.js'
 import { ERR_CHECK, assign, checkHeld, clientFor, collect, release, status } from './ipam-core.js'
+import type { IpamClient } from './ipam-client.js'
 import { type CniIp, type CniResult, parseResult } from './result.js'
 import { type CniEnv, CniError, ERR } from './spec.js'
 import { vethName } from './veth-name.js'
@@ -81,6 +82,14 @@ async function ipamDel(inv: Invocation, client = clientFor(inv.conf)): Promise<v
   else await delegate(type, 'DEL', inv.stdin, inv.env.path)
 }
 
+/**
+ * Waits until pinto-ipam's request is on the agent's socket (or has failed): spawning `ip` holds the
+ * thread ~2 ms, which the agent should spend on the request. Nothing to wait for with another IPAM type.
+ */
+async function requestOut(ipam: string | undefined, client: IpamClient, pending: Promise<unknown>): Promise<void> {
+  if (ipam === 'pinto-ipam') await Promise.race([client.sent, pending.catch(() => undefined)])
+}
+
 function resultOf(inv: Invocation, w: Wiring): CniResult {
   const ips: CniIp[] = []
   const routes = []
@@ -110,7 +119,7 @@ export async function cmdAdd(inv: Invocation, dp = new Dataplane()): Promise<Cni
   // the thread), and whichever of the two failed, the other is undone.
   const client = clientFor(inv.conf)
   const ipam = ipamAdd(inv, client)
-  if (ipamType(inv.conf) === 'pinto-ipam') await Promise.race([client.sent, ipam.catch(() => undefined)])
+  await requestOut(ipamType(inv.conf), client, ipam)
   const [addrs, wired] = await Promise.allSettled([ipam, dp.wire(veth, env.netns, ipam)])
   if (addrs.status === 'rejected' || wired.status === 'rejected') {
     if (addrs.status === 'fulfilled') await ipamDel(inv).catch(() => undefined)
@@ -147,7 +156,8 @@ async function addAgain(inv: Invocation, veth: Veth, dp: Dataplane): Promise<Cni
 export async function cmdDel(inv: Invocation, dp = new Dataplane()): Promise<void> {
   const client = clientFor(inv.conf)
   const released = ipamDel(inv, client)
-  if (inv.conf.ipam?.type === 'pinto-ipam') await Promise.race([client.sent, released.catch(() => undefined)])
+  // No ipam section is DEL's error to report after the veth is gone, not before.
+  await requestOut(inv.conf.ipam?.type, client, released)
   const [unwired, freed] = await Promise.allSettled([dp.unwire(hostVethOf(inv), inv.env.ifname, inv.env.netns), released])
   if (unwired.status === 'rejected') throw unwired.reason
   if (freed.status === 'rejected') throw freed.reason

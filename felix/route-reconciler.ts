@@ -405,9 +405,8 @@ export class RouteReconciler {
     }
     const index = devices.size > 0 ? await socket.linkIndexes(devices) : new Map<string, number>()
     const link = (dev: string): number | undefined => index.get(dev)
-    const first = socket.reserve(ops.length)
     const nhid = plan?.nhid
-    const { failures, skipped: rest } = await socket.write(first, ops.length, (i, seq, w) => {
+    const { failures, skipped: rest } = await socket.write(ops.length, (i, seq, w) => {
       const o = ops[i] as RouteOp
       return o.op === 'replace' ? w.replace(o.route, nhid?.(i), seq, link) : w.delete(o.route, seq, link)
     })

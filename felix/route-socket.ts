@@ -68,7 +68,7 @@ export class RouteSocket {
   }
 
   /** `count` consecutive sequence numbers for one write's messages; the first is returned. */
-  reserve(count: number): number {
+  private reserve(count: number): number {
     const first = this.seq
     this.seq = (this.seq + count) % 0x7fffffff || 1
     if (this.seq < first) {
@@ -135,7 +135,7 @@ export class RouteSocket {
         const w = new RtnlWriter(256)
         w.getLink(name, seq)
         const answered = this.answer(seq)
-        await this.send(w.bytes().slice())
+        await this.send(w.bytes())
         const r = await answered
         if (r.type === RTM_NEWLINK && r.ifindex !== undefined) out.set(name, r.ifindex)
       }),
@@ -144,12 +144,13 @@ export class RouteSocket {
   }
 
   /**
-   * Writes `count` messages, message i numbered first + i and made by `encode` (false: it cannot be
-   * written this way, and its index is returned in `skipped`), in chunks, each waited for before the next.
-   * Returns the kernel's refusals by index. Rejects when the socket fails: which messages took effect is
-   * then unknown, and the caller reads the kernel again.
+   * Writes `count` messages, message i made by `encode` with the sequence number it is given (false: it
+   * cannot be written this way, and its index is returned in `skipped`), in chunks, each waited for before
+   * the next. Returns the kernel's refusals by index. Rejects when the socket fails: which messages took
+   * effect is then unknown, and the caller reads the kernel again.
    */
-  async write(first: number, count: number, encode: (i: number, seq: number, w: RtnlWriter) => boolean): Promise<{ failures: Map<number, string>; skipped: number[] }> {
+  async write(count: number, encode: (i: number, seq: number, w: RtnlWriter) => boolean): Promise<{ failures: Map<number, string>; skipped: number[] }> {
+    const first = this.reserve(count)
     const failures = new Map<number, string>()
     const skipped: number[] = []
     const w = this.writer
@@ -158,8 +159,8 @@ export class RouteSocket {
       w.ackLast()
       const seq = w.lastSeq()
       const answered = this.answer(seq)
-      // The addon may still hold the bytes after send() returns: a copy, and the buffer is reused.
-      await this.send(w.bytes().slice())
+      // The buffer is reused only once the send is done (its callback came).
+      await this.send(w.bytes())
       w.reset()
       inChunk = 0
       const r = await answered

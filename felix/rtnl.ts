@@ -3,7 +3,7 @@
 // route-socket.ts); field layouts from linux/netlink.h and linux/rtnetlink.h. Messages are written one
 // after another into one reusable buffer: a write of 100k routes makes no object per route.
 
-import { parseIpv6 } from '../bgp/codec/ip.js'
+import { parseIpv4, parseIpv6 } from '../bgp/codec/ip.js'
 import { defaultMetric, type KernelRoute, type RouteType } from './kernel-route.js'
 
 export const RTM_NEWLINK = 16
@@ -151,25 +151,11 @@ export class RtnlWriter {
       this.length = at + 20
       return true
     }
-    // Dotted quad by hand: a regular expression per route cost more than the rest of the message.
-    let octet = 0
-    let digits = 0
-    let k = 0
-    for (let i = 0; i <= end; i++) {
-      const c = i === end ? 46 : text.charCodeAt(i)
-      if (c === 46) {
-        if (digits === 0 || octet > 255 || k > 3) return false
-        this.buf[at + 4 + k++] = octet
-        octet = 0
-        digits = 0
-      } else if (c >= 48 && c <= 57 && digits < 3) {
-        octet = octet * 10 + (c - 48)
-        digits++
-      } else return false
-    }
-    if (k !== 4) return false
+    const addr = parseIpv4(text, end)
+    if (addr === undefined) return false
     this.view.setUint16(at, 8, true)
     this.view.setUint16(at + 2, type, true)
+    this.view.setUint32(at + 4, addr, false)
     this.length = at + 8
     return true
   }

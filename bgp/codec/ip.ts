@@ -5,13 +5,16 @@ export function formatIpv4(addr: number): string {
   return `${addr >>> 24}.${(addr >>> 16) & 255}.${(addr >>> 8) & 255}.${addr & 255}`
 }
 
-/** Parses dotted-quad text; undefined when it is not exactly four decimal octets. */
-export function parseIpv4(text: string): number | undefined {
+/**
+ * Parses dotted-quad text (the first `end` characters, e.g. the address part of `198.18.0.0/26`);
+ * undefined when it is not exactly four decimal octets.
+ */
+export function parseIpv4(text: string, end = text.length): number | undefined {
   let addr = 0
   let part = 0
   let digits = 0
   let dots = 0
-  for (let i = 0; i < text.length; i++) {
+  for (let i = 0; i < end; i++) {
     const c = text.charCodeAt(i)
     if (c === 46) {
       if (digits === 0 || dots === 3) return undefined

@@ -3,5 +3,7 @@ import { ipamCmdAdd, ipamCmdCheck, ipamCmdDel, ipamCmdGc, ipamCmdStatus } from '
 import { pluginMain } from './main.js'
 
 void pluginMain('ipam', { ADD: ipamCmdAdd, DEL: ipamCmdDel, CHECK: ipamCmdCheck, STATUS: ipamCmdStatus, GC: ipamCmdGc }).then((code) => {
-  process.exitCode = code
+  // At once: the result is written (synchronously), and nothing left on the loop (a socket's close, an
+  // `ip` left to finish on its own) matters to the runtime any more.
+  process.exit(code)
 })

@@ -3,5 +3,7 @@ import { pluginMain } from './main.js'
 import { cmdAdd, cmdCheck, cmdDel, cmdGc, cmdStatus } from './pinto-plugin.js'
 
 void pluginMain('main', { ADD: (i) => cmdAdd(i), DEL: (i) => cmdDel(i), CHECK: (i) => cmdCheck(i), STATUS: cmdStatus, GC: cmdGc }).then((code) => {
-  process.exitCode = code
+  // At once: the result is written (synchronously), and nothing left on the loop (a socket's close, an
+  // `ip` left to finish on its own) matters to the runtime any more.
+  process.exit(code)
 })

@@ -33,7 +33,7 @@ export function writeStdout(text: string): void {
   }
 }
 
-export async function pluginMain(role: 'main' | 'ipam', handlers: Handlers): Promise<number> {
+async function pluginMain(role: 'main' | 'ipam', handlers: Handlers): Promise<number> {
   let version: string = LATEST
   try {
     const env = parseEnv(process.env)
@@ -60,4 +60,12 @@ export async function pluginMain(role: 'main' | 'ipam', handlers: Handlers): Pro
     writeStdout(errorJson(version, e) + '\n')
     return 1
   }
+}
+
+/**
+ * Runs one plugin invocation and exits at once with its code: the result is written (synchronously), and
+ * nothing left on the loop (a socket's close, an `ip` left to finish on its own) matters to the runtime.
+ */
+export function runPlugin(role: 'main' | 'ipam', handlers: Handlers): void {
+  void pluginMain(role, handlers).then((code) => process.exit(code))
 }

@@ -4,7 +4,8 @@
 // Run: npx tsc -p . && node scripts/bundle.js && node dist/bench/cni.js [runs]
 
 import { execa } from 'execa'
-import { PLUGIN_ENV, createLab } from '../test/cni/lab.js'
+import { PLUGIN_EXEC_ENV } from '../agent/node-flags.js'
+import { createLab } from '../test/cni/lab.js'
 
 const RUNS = Number(process.argv[2] ?? 100)
 
@@ -30,7 +31,7 @@ async function main(): Promise<void> {
     const ref = { cniVersion: '1.0.0', name: 'refnet', type: 'ptp', mtu: 1500, ipam: { type: 'host-local', ranges: [[{ subnet: '198.19.250.0/24' }]], routes: [{ dst: '0.0.0.0/0' }], dataDir: `${lab.dir}/host-local` } }
     const att = { containerId: 'bench1', netns, args: 'IgnoreUnknown=1;K8S_POD_NAMESPACE=bench;K8S_POD_NAME=p' }
     const inHost = async (cmd: string, args: string[]): Promise<{ code: number; stdout: string }> => {
-      const r = await execa('ip', ['netns', 'exec', lab.hostNs, cmd, ...args], { reject: false, env: PLUGIN_ENV })
+      const r = await execa('ip', ['netns', 'exec', lab.hostNs, cmd, ...args], { reject: false, env: PLUGIN_EXEC_ENV })
       return { code: r.exitCode ?? -1, stdout: String(r.stdout) }
     }
     const m: Record<string, number[]> = { wrapper: [], bare: [], version: [], pintoAdd: [], pintoDel: [], refAdd: [], refDel: [] }

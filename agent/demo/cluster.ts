@@ -15,7 +15,7 @@ import { encodeResource, resourceKey, type Resource } from '../../config/resourc
 import { isAlive, killQuietly, Namespaces, nsExec, sweepStale, TEMP_PREFIX, ip } from './netns.js'
 import type { DemoTopology, Encap } from './options.js'
 import { startTor, TOR_ADDRESS, TOR_AS, type Tor } from './tor.js'
-import { AGENT_NODE_FLAGS } from '../node-flags.js'
+import { AGENT_NODE_FLAGS, PLUGIN_EXEC_ENV } from '../node-flags.js'
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..')
 export const NODE_BIN = join(ROOT, 'bin', 'pinto-node.js')
@@ -312,7 +312,7 @@ export class DemoCluster {
       CNI_PATH: this.cniPath,
       // The bundles start with `#!/usr/bin/env node`; sudo may have dropped node's directory from PATH.
       PATH: `${dirname(process.execPath)}:${process.env['PATH'] ?? '/usr/bin:/bin'}`,
-      NODE_OPTIONS: '',
+      ...PLUGIN_EXEC_ENV,
     }
     const r = await execa('ip', ['netns', 'exec', n.ns, join(this.cniPath, 'pinto')], { input: JSON.stringify(conf), env, extendEnv: true, reject: false })
     if (r.exitCode !== 0) throw new DemoError(`${name}: CNI ADD failed (exit ${r.exitCode}): ${String(r.stdout).trim()} ${String(r.stderr).trim()}`)

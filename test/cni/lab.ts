@@ -8,6 +8,7 @@ import { join } from 'node:path'
 import { execa } from 'execa'
 import { openDatastore } from '../../config/datastore-open.js'
 import { encodeResource, resourceKey } from '../../config/resources/index.js'
+import { PLUGIN_EXEC_ENV } from '../../agent/node-flags.js'
 import { startIpamService } from '../../agent/ipam-service-main.js'
 import type { IpamService } from '../../agent/ipam-service.js'
 import { type Teardown, type Topology, createTopology } from '../harness/netns.js'
@@ -15,12 +16,6 @@ import { type Teardown, type Topology, createTopology } from '../harness/netns.j
 export const DIST = new URL('../../', import.meta.url).pathname
 export const BUNDLE = join(DIST, 'bundle')
 
-/**
- * What a container runtime's environment does not carry but a developer's shell may: NODE_OPTIONS, and
- * NODE_EXTRA_CA_CERTS, which Node 20 reads at every start (a CA bundle costs ~50 ms of each exec here).
- * Unset for every exec of a plugin, and of the bare `node -e 0` it is compared with.
- */
-export const PLUGIN_ENV: Readonly<Record<string, undefined>> = { NODE_OPTIONS: undefined, NODE_EXTRA_CA_CERTS: undefined }
 export const REF_CNI = '/usr/lib/cni'
 
 export interface PluginRun {
@@ -106,7 +101,7 @@ export async function createLab(t: Teardown, opts: { service?: boolean } = {}): 
     async exec(type, command, conf, att = {}, extraEnv = {}) {
       const env: Record<string, string | undefined> = {
         CNI_COMMAND: command, CNI_CONTAINERID: att.containerId ?? '', CNI_NETNS: att.netns ?? '',
-        CNI_IFNAME: att.ifname ?? 'eth0', CNI_ARGS: att.args ?? '', CNI_PATH: lab.cniPath, ...PLUGIN_ENV, ...extraEnv,
+        CNI_IFNAME: att.ifname ?? 'eth0', CNI_ARGS: att.args ?? '', CNI_PATH: lab.cniPath, ...PLUGIN_EXEC_ENV, ...extraEnv,
       }
       const input = typeof conf === 'string' ? conf : JSON.stringify(conf)
       const file = ['pinto', 'pinto-ipam'].includes(type) ? join(bin, type) : join(REF_CNI, type)

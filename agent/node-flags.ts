@@ -1,9 +1,9 @@
 // How Node.js processes of pinto start: V8 flags pinto-node runs with, in one place for the shebang, the
 // demo and the test runners; and the environment the CNI plugins are exec'd with outside a real runtime.
-// A small young generation: the RIB's long-lived objects are made in old space directly (see
-// newDestination), so little is gained from a large one, and its size shows in the peak memory of a
-// table dump. bench/ingest: 4 MB semi-spaces 278-289 B/prefix at 100k, 2 MB 239-249, 1 MB 238 but 1M
-// prefixes 0.79-1.03 s instead of 0.60-0.67 s (the default, 16 MB, took ~1.1 s when it was chosen).
+// A small young generation: the RIB keeps a full table in columns, not objects, so what a table dump
+// allocates young is the decoder's garbage, and a larger young generation only adds to the peak memory.
+// In-process, 1M prefixes take the same ~0.27 s with 2, 4, 8 or 16 MB semi-spaces. (When the RIB still
+// had an object per prefix, bench/ingest gave 239-249 B/prefix at 100k with 2 MB, 278-289 with 4 MB.)
 
 export const AGENT_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=2']
 

@@ -62,7 +62,7 @@ export function speakerReads(speaker: BgpSpeaker): BgpReads {
     },
     peerStatus: () => speaker.peerStatus(),
     *locRibPrefixes() {
-      for (const dest of rib.destinations()) yield dest.prefix
+      yield* rib.prefixes()
     },
     best: (prefix) => rib.best(prefix),
     adjRibIn(name) {

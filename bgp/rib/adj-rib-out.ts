@@ -4,34 +4,42 @@
 
 import type { Prefix } from '../codec/nlri.js'
 import type { PathAttributes } from '../codec/attributes.js'
-import { mayExport, routeContext, transform, type ExportContext, type OutRoute } from './export.js'
-import type { Destination } from './table.js'
+import { routeContext, transform, type ExportContext, type OutRoute } from './export.js'
 import type { AdjRibOut, FamilyKey, OutBatch, Path, RibPeer } from './types.js'
 
-/** What an Adj-RIB-Out needs from the RIB that owns it. */
+/** What an Adj-RIB-Out needs from the RIB that owns it; a destination is the RIB's index for it. */
 export interface RibView {
   readonly exportContext: ExportContext
-  /** The table's current destination for this one's prefix (another object once it was replaced). */
-  live(dest: Destination): Destination | undefined
-  /** The destination with its best path computed. */
-  settle(dest: Destination): Destination
-  destinations(afi?: number): Iterable<Destination>
+  /** Whether `d` is a destination (not an index freed since it was queued). */
+  isLive(d: number): boolean
+  /** Computes `d`'s best path if it is not yet. */
+  settle(d: number): void
+  /** Whether `d`'s settled best may go to `target` at all (family, split horizon, RFC 8212), policy aside. */
+  exportable(d: number, target: RibPeer): boolean
+  bestPath(d: number): Path | undefined
+  prefix(d: number): Prefix
+  afi(d: number): 1 | 2
+  indices(afi?: number): Iterable<number>
   interfaceOf(path: Path): string | undefined
+  /** This Adj-RIB-Out holds `d` (sent, not withdrawn): the RIB keeps its index for it. */
+  hold(d: number): void
+  unhold(d: number): void
 }
 
 const UNICAST = 1
 
 export class PeerRibOut implements AdjRibOut {
   /** Membership of the queue; its order is `order` from `head` on. */
-  private readonly queue = new Set<Destination>()
+  private readonly queue = new Set<number>()
   /**
    * The queue in order. take() walks an array from a head index: iterating a Set from its start after
    * deleting from its front skips every deleted slot again on each call (V8 compacts lazily), which cost
    * a full-table Adj-RIB-Out most of its time.
    */
-  private order: Destination[] = []
+  private order: number[] = []
   private head = 0
-  private readonly held = new Set<Destination>()
+  /** What the peer holds. The RIB keeps a held destination's index (emptied or not) until it is released. */
+  private readonly held = new Set<number>()
   private readonly listeners: (() => void)[] = []
   /** Export results for unchanged (policy-passed) attribute sets, per source session and family. */
   private readonly cache = [new WeakMap<object, Map<object | null, OutRoute | null>>(), new WeakMap<object, Map<object | null, OutRoute | null>>()]
@@ -54,45 +62,46 @@ export class PeerRibOut implements AdjRibOut {
   }
 
   /** Called by the RIB for a destination whose best path changed. */
-  offer(dest: Destination): void {
+  offer(d: number): void {
     // The size checks first: a peer that holds and waits for nothing (a full table's source, say) costs
     // no hash lookups per prefix.
-    if (this.queue.size > 0 && this.queue.has(dest)) return
-    if (this.held.size === 0 || !this.held.has(dest)) {
-      const best = dest.best
-      if (best === undefined || !mayExport(best, this.peer, this.rib.exportContext)) return
-    }
-    this.enqueue(dest)
+    if (this.queue.size > 0 && this.queue.has(d)) return
+    if ((this.held.size === 0 || !this.held.has(d)) && !this.rib.exportable(d, this.peer)) return
+    this.enqueue(d)
   }
 
-  private enqueue(dest: Destination): void {
-    if (this.queue.has(dest)) return
-    this.queue.add(dest)
-    this.order.push(dest)
+  private enqueue(d: number): void {
+    if (this.queue.has(d)) return
+    this.queue.add(d)
+    this.order.push(d)
     if (this.queue.size === 1) for (const l of this.listeners) l()
   }
 
   refresh(family?: FamilyKey): void {
     const afi = family === undefined ? undefined : family >> 8
-    for (const d of this.held) if (afi === undefined || d.prefix.afi === afi) this.enqueue(d)
-    for (const d of this.rib.destinations(afi)) this.offer(d)
+    for (const d of this.held) if (afi === undefined || this.rib.afi(d) === afi) this.enqueue(d)
+    for (const d of this.rib.indices(afi)) {
+      this.rib.settle(d)
+      this.offer(d)
+    }
   }
 
-  /** What `dest` is sent as now, or undefined when it is not sent. */
-  private route(dest: Destination): OutRoute | undefined {
-    const best = this.rib.settle(dest).best
-    if (best === undefined || !mayExport(best, this.peer, this.rib.exportContext)) return undefined
+  /** What `d` is sent as now, or undefined when it is not sent. */
+  private route(d: number): OutRoute | undefined {
+    this.rib.settle(d)
+    if (!this.rib.exportable(d, this.peer)) return undefined
+    const best = this.rib.bestPath(d)!
     const ctx = this.rib.exportContext
     const route = routeContext(best, best.peer === undefined ? this.rib.interfaceOf(best) : undefined)
     const policy = this.peer.exportPolicy
     const attrs = best.attrs.attrs
     if (policy !== undefined) {
-      const r = policy.apply(dest.prefix, attrs, this.peer, route)
+      const r = policy.apply(best.prefix.pathId === 0 ? best.prefix : this.rib.prefix(d), attrs, this.peer, route)
       if (r === undefined) return undefined
       if (r !== attrs) return transform(best, r, this.peer, ctx)
     }
     // The policy left the set as it was: the result depends only on the set, the source session and the family.
-    const byAttrs = this.cache[dest.prefix.afi - 1]!
+    const byAttrs = this.cache[this.rib.afi(d) - 1]!
     let bySession = byAttrs.get(best.attrs)
     if (bySession === undefined) byAttrs.set(best.attrs, (bySession = new Map()))
     const key = best.session ?? null
@@ -104,38 +113,40 @@ export class PeerRibOut implements AdjRibOut {
     return out ?? undefined
   }
 
+  /** The peer no longer holds `d`: its prefix, for the withdrawal, or undefined if it did not hold it. */
+  private forget(d: number): Prefix | undefined {
+    if (!this.held.delete(d)) return undefined
+    const prefix = this.rib.prefix(d)
+    this.rib.unhold(d)
+    return prefix
+  }
+
   take(maxPrefixes: number): OutBatch[] {
     const withdraw: [Prefix[], Prefix[]] = [[], []]
     const groups = new Map<string, { route: OutRoute; afi: number; announce: Prefix[] }>()
     let taken = 0
     const order = this.order
     while (taken < maxPrefixes && this.head < order.length) {
-      const dest = order[this.head++]!
-      this.queue.delete(dest)
+      const d = order[this.head++]!
+      this.queue.delete(d)
       taken++
-      const live = this.rib.live(dest)
-      if (live !== dest) {
-        // The destination was emptied and dropped; a new one may hold the prefix again. Whatever the
-        // peer holds is now the new one's business (it is queued, or will be at the next flush).
-        if (this.held.delete(dest)) {
-          if (live !== undefined) {
-            this.held.add(live)
-            continue
-          }
-          withdraw[dest.prefix.afi - 1]!.push(dest.prefix)
-        }
-        continue
-      }
-      const out = this.route(dest)
+      // Freed since it was queued (emptied, and held by no one): nothing to send or withdraw.
+      if (!this.rib.isLive(d)) continue
+      const out = this.route(d)
       if (out === undefined) {
-        if (this.held.delete(dest)) withdraw[dest.prefix.afi - 1]!.push(dest.prefix)
+        const prefix = this.forget(d)
+        if (prefix !== undefined) withdraw[prefix.afi - 1]!.push(prefix)
         continue
       }
-      this.held.add(dest)
-      const gk = `${dest.prefix.afi}${out.key}`
+      if (!this.held.has(d)) {
+        this.held.add(d)
+        this.rib.hold(d)
+      }
+      const afi = this.rib.afi(d)
+      const gk = `${afi}${out.key}`
       let g = groups.get(gk)
-      if (g === undefined) groups.set(gk, (g = { route: out, afi: dest.prefix.afi, announce: [] }))
-      g.announce.push(dest.prefix)
+      if (g === undefined) groups.set(gk, (g = { route: out, afi, announce: [] }))
+      g.announce.push(this.rib.prefix(d))
     }
     if (this.head === order.length) {
       this.order = []
@@ -162,25 +173,26 @@ export class PeerRibOut implements AdjRibOut {
   }
 
   *entries(): Iterable<{ prefix: Prefix; attributes: PathAttributes; nextHop: readonly string[] }> {
-    const seen = new Set<Destination>()
+    const seen = new Set<number>()
     for (const set of [this.held, this.queue]) {
       for (const d of set) {
-        const dest = this.rib.live(d)
-        if (dest === undefined || seen.has(dest)) continue
-        seen.add(dest)
-        const out = this.route(dest)
+        if (seen.has(d) || !this.rib.isLive(d)) continue
+        seen.add(d)
+        const out = this.route(d)
         if (out === undefined) continue
         const nextHop = out.nextHop.length > 0 ? out.nextHop : out.attributes.nextHop !== undefined ? [out.attributes.nextHop] : []
-        yield { prefix: dest.prefix, attributes: out.attributes, nextHop }
+        yield { prefix: this.rib.prefix(d), attributes: out.attributes, nextHop }
       }
     }
   }
 
   /** Forgets everything (the session went down); a new attach starts from the Loc-RIB again. */
   clear(): void {
+    const held = [...this.held]
     this.queue.clear()
     this.order = []
     this.head = 0
     this.held.clear()
+    for (const d of held) this.rib.unhold(d)
   }
 }

@@ -31,9 +31,13 @@ const UNICAST = 1
  * horizon and reflection (RFC 4456 §6), RFC 8212 for export.
  */
 export function mayExport(path: Path, target: RibPeer, ctx: ExportContext): boolean {
-  if (!target.families.has(familyKey(path.prefix.afi, UNICAST))) return false
+  return mayExportFrom(path.prefix.afi, path.peer, target, ctx)
+}
+
+/** mayExport for a path of this family from `src` (undefined: our own), without a Path object. */
+export function mayExportFrom(afi: number, src: RibPeer | undefined, target: RibPeer, ctx: ExportContext): boolean {
+  if (!target.families.has(familyKey(afi, UNICAST))) return false
   if (target.type === 'ebgp' && ctx.rfc8212 && (target.exportPolicy === undefined || target.exportPolicy.empty)) return false
-  const src = path.peer
   if (src === undefined) return true
   if (src.id === target.id) return false
   if (src.type === 'ibgp' && target.type === 'ibgp') {

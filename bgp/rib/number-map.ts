@@ -1,10 +1,9 @@
-// A hash map from unsigned 32-bit numbers to objects, by open addressing with linear probing in typed
-// arrays. The IPv4 tables hold a full Internet table (a million keys): a JS Map spends most of an
-// ingest rehashing and allocating entries; this keeps keys in one Uint32Array and values in one array.
+// A hash map from unsigned 32-bit numbers to small non-negative integers (a table's destination
+// indices), by open addressing with linear probing in two typed arrays. The IPv4 tables hold a full
+// Internet table (a million keys): a JS Map spends most of an ingest rehashing and allocating entries;
+// this holds 8 bytes per slot and nothing the garbage collector has to trace.
 
-const EMPTY = undefined
-
-/** Keys that differ only in their low GROUP_BITS share a bucket of 2^GROUP_BITS slots (64 bytes of values). */
+/** Keys that differ only in their low GROUP_BITS share a bucket of 2^GROUP_BITS slots (32 bytes of values). */
 const GROUP_BITS = 3
 const GROUP_MASK = (1 << GROUP_BITS) - 1
 
@@ -21,9 +20,10 @@ export const fibonacciSlot = (key: number, shift: number): number => Math.imul(k
  */
 export const homeSlot = (key: number, shift: number): number => (fibonacciSlot(key >>> GROUP_BITS, shift + GROUP_BITS) << GROUP_BITS) | (key & GROUP_MASK)
 
-export class NumberMap<V> {
+export class IndexMap {
   private keys: Uint32Array
-  private vals: (V | undefined)[]
+  /** The value + 1 per slot; 0 marks an empty slot. */
+  private vals: Int32Array
   private mask: number
   /** 32 - log2(slots): the slot is the top bits of the multiplicative hash. */
   private shift: number
@@ -33,7 +33,7 @@ export class NumberMap<V> {
     let size = 16
     while (size < capacity * 2) size *= 2
     this.keys = new Uint32Array(size)
-    this.vals = new Array<V | undefined>(size).fill(EMPTY)
+    this.vals = new Int32Array(size)
     this.mask = size - 1
     this.shift = 32 - Math.log2(size)
   }
@@ -42,48 +42,48 @@ export class NumberMap<V> {
     return this.count
   }
 
-  private slot(key: number): number {
-    return homeSlot(key, this.shift)
-  }
-
   /** The slot holding `key`, or the empty slot where it would go. */
   private slotOf(key: number): number {
     const keys = this.keys
     const vals = this.vals
     const mask = this.mask
-    let i = this.slot(key)
-    while (vals[i] !== EMPTY && keys[i] !== key) i = (i + 1) & mask
+    let i = homeSlot(key, this.shift)
+    while (vals[i] !== 0 && keys[i] !== key) i = (i + 1) & mask
     return i
   }
 
-  get(key: number): V | undefined {
-    return this.vals[this.slotOf(key)]
+  /** The value of `key`, or -1. */
+  get(key: number): number {
+    return this.vals[this.slotOf(key)]! - 1
   }
 
-  set(key: number, value: V): void {
+  set(key: number, value: number): void {
     if ((this.count + 1) * 4 > this.vals.length * 3) this.grow()
     const i = this.slotOf(key)
-    if (this.vals[i] === EMPTY) {
+    if (this.vals[i] === 0) {
       this.keys[i] = key
       this.count++
     }
-    this.vals[i] = value
+    this.vals[i] = value + 1
   }
 
-  /**
-   * The value for `key`, made by `create(arg)` and stored when missing: one probe instead of get + set,
-   * and no closure allocated per call.
-   */
-  obtain<A>(key: number, create: (arg: A) => V, arg: A): V {
+  /** The value of `key`; when missing, `value` is stored and returned: one probe instead of get + set. */
+  obtain(key: number, value: number): number {
     if ((this.count + 1) * 4 > this.vals.length * 3) this.grow()
-    const i = this.slotOf(key)
-    const v = this.vals[i]
-    if (v !== EMPTY) return v
-    const made = create(arg)
-    this.keys[i] = key
-    this.vals[i] = made
+    // slotOf, written out: the hot path of a table dump, and V8 did not inline the call here.
+    const keys = this.keys
+    const vals = this.vals
+    const mask = this.mask
+    let i = homeSlot(key, this.shift)
+    let v: number
+    while ((v = vals[i]!) !== 0) {
+      if (keys[i] === key) return v - 1
+      i = (i + 1) & mask
+    }
+    keys[i] = key
+    vals[i] = value + 1
     this.count++
-    return made
+    return value
   }
 
   delete(key: number): boolean {
@@ -91,20 +91,20 @@ export class NumberMap<V> {
     const vals = this.vals
     const mask = this.mask
     const i = this.slotOf(key)
-    if (vals[i] === EMPTY) return false
+    if (vals[i] === 0) return false
     // Backward-shift deletion: later entries of the run move up, so no tombstones are needed.
     let hole = i
-    for (let j = (i + 1) & mask; vals[j] !== EMPTY; j = (j + 1) & mask) {
-      const home = this.slot(keys[j]!)
+    for (let j = (i + 1) & mask; vals[j] !== 0; j = (j + 1) & mask) {
+      const home = homeSlot(keys[j]!, this.shift)
       // Move j into the hole unless its home lies cyclically in (hole, j].
       const between = hole <= j ? home > hole && home <= j : home > hole || home <= j
       if (!between) {
         keys[hole] = keys[j]!
-        vals[hole] = vals[j]
+        vals[hole] = vals[j]!
         hole = j
       }
     }
-    vals[hole] = EMPTY
+    vals[hole] = 0
     this.count--
     return true
   }
@@ -115,15 +115,15 @@ export class NumberMap<V> {
     // Four times while the table is filling (a full table rehashes 1.3M entries in all, not 2M).
     const size = oldVals.length * (oldVals.length < 1 << 20 ? 4 : 2)
     const keys = new Uint32Array(size)
-    const vals = new Array<V | undefined>(size).fill(EMPTY)
+    const vals = new Int32Array(size)
     const mask = size - 1
     const shift = 32 - Math.log2(size)
     for (let i = 0; i < oldVals.length; i++) {
-      const v = oldVals[i]
-      if (v === EMPTY) continue
+      const v = oldVals[i]!
+      if (v === 0) continue
       const key = oldKeys[i]!
       let j = homeSlot(key, shift)
-      while (vals[j] !== EMPTY) j = (j + 1) & mask
+      while (vals[j] !== 0) j = (j + 1) & mask
       keys[j] = key
       vals[j] = v
     }
@@ -133,14 +133,11 @@ export class NumberMap<V> {
     this.shift = shift
   }
 
-  /** The values, gathered into an array first: a native array iterator is several times faster than a generator. */
-  values(): IterableIterator<V> {
-    const out: V[] = []
+  /** Every value, in slot order. */
+  values(): number[] {
+    const out: number[] = []
     const vals = this.vals
-    for (let i = 0; i < vals.length; i++) {
-      const v = vals[i]
-      if (v !== EMPTY) out.push(v)
-    }
-    return out.values()
+    for (let i = 0; i < vals.length; i++) if (vals[i] !== 0) out.push(vals[i]! - 1)
+    return out
   }
 }

@@ -1,6 +1,8 @@
 // The speaker's routing tables: Adj-RIB-In (each peer's accepted paths, kept inside the per-prefix
 // destinations), the Loc-RIB (each destination's settled best) and the per-peer Adj-RIB-Outs it
 // feeds. Pure and synchronous: sessions call in, flush() hands the changes out. No sockets, no clocks.
+// A destination is an index into the columns of a DestinationTable; a prefix's only path from a peer is
+// kept there as (source, attributes), and becomes a Path object only when read or joined by another.
 
 import { familyKey } from '../codec/constants.js'
 import { AttributeInterner, type InternedAttributes } from '../codec/intern.js'
@@ -9,9 +11,9 @@ import type { PathAttributes } from '../codec/attributes.js'
 import type { Prefix } from '../codec/nlri.js'
 import { decide, DEFAULT_LOCAL_PREF, REASONS, type DecisionContext } from './best-path.js'
 import { PeerRibOut, type RibView } from './adj-rib-out.js'
-import { DIRTY, MULTIPATH, PrefixTable, REASON_MASK, UNSETTLED, type Destination, type PathSource } from './table.js'
+import { COMPACT, DIRTY, DestinationTable, MULTIPATH, REASON_MASK, STALE, UNSETTLED, type PathSource } from './table.js'
 import { validateReceived, type LocalIdentity } from './validate.js'
-import type { ExportContext } from './export.js'
+import { mayExport, mayExportFrom, type ExportContext } from './export.js'
 import type { AdjRibOut, BestPath, FamilyKey, LocRibChange, Path, PeerSessionInfo, RibPeer, RouteContext } from './types.js'
 
 export interface RibOptions {
@@ -44,9 +46,9 @@ export interface PeerCounts {
   readonly accepted: number
 }
 
-/** A stored path, as an object literal so that V8 pretenures it (see newDestination in table.ts). */
-function newPath(prefix: Prefix, peer: RibPeer | undefined, session: PeerSessionInfo | undefined, attrs: InternedAttributes): Path {
-  return { prefix, peer, session, attrs, stale: false }
+/** A stored path, as an object literal so that V8 pretenures it. */
+function newPath(prefix: Prefix, peer: RibPeer | undefined, session: PeerSessionInfo | undefined, attrs: InternedAttributes, stale = false): Path {
+  return { prefix, peer, session, attrs, stale }
 }
 
 interface Counters {
@@ -69,35 +71,45 @@ function sameMultipath(a: readonly Path[] | undefined, b: readonly Path[] | unde
   return true
 }
 
+/** The path among `paths` from this peer (undefined: our own) with this path id. */
+function findPath(paths: Path | Path[] | undefined, peerId: number | undefined, pathId: number): Path | undefined {
+  if (paths === undefined) return undefined
+  if (!Array.isArray(paths)) return paths.peer?.id === peerId && paths.prefix.pathId === pathId ? paths : undefined
+  for (const x of paths) if (x.peer?.id === peerId && x.prefix.pathId === pathId) return x
+  return undefined
+}
+
 /**
- * Destinations touched since a flush, each with its best path and multipath set as of then. The arrays
- * keep their length from flush to flush and are written by index: a full table arrives in thousands of
- * flushes, and growing three arrays from empty in each made most of the RIB's short-lived garbage.
+ * Destinations touched since a flush, each with its best path as of then: a Path object (`best`, with
+ * `attrs` undefined), or a compact path's source and attributes. The arrays keep their length from flush
+ * to flush and are written by index: a full table arrives in thousands of flushes.
  */
 class TouchedList {
-  readonly dests: Destination[] = []
-  readonly best: (Path | undefined)[] = []
+  readonly dests: number[] = []
+  readonly best: (Path | PathSource | undefined)[] = []
+  readonly attrs: (InternedAttributes | undefined)[] = []
   readonly multi: (Path[] | undefined)[] = []
   length = 0
 
-  add(dest: Destination, best: Path | undefined, multi: Path[] | undefined): void {
+  add(d: number, best: Path | PathSource | undefined, attrs: InternedAttributes | undefined, multi: Path[] | undefined): void {
     const i = this.length++
-    this.dests[i] = dest
+    this.dests[i] = d
     this.best[i] = best
+    this.attrs[i] = attrs
     this.multi[i] = multi
   }
 
-  /** Empty again, holding no destination or path alive. */
+  /** Empty again, holding no path alive. */
   clear(): void {
-    this.dests.fill(undefined as unknown as Destination, 0, this.length)
     this.best.fill(undefined, 0, this.length)
+    this.attrs.fill(undefined, 0, this.length)
     this.multi.fill(undefined, 0, this.length)
     this.length = 0
   }
 }
 
 export class Rib implements RibView {
-  private readonly table = new PrefixTable()
+  private readonly table = new DestinationTable()
   private readonly interner = new AttributeInterner()
   private readonly decision: DecisionContext
   private readonly identity: LocalIdentity
@@ -112,7 +124,7 @@ export class Rib implements RibView {
   /** Each peer's current source (peer and session), shared by the paths of its session. */
   private readonly sources = new Map<number, PathSource>()
   /** The multipath set of each destination that has one (flagged MULTIPATH in its bits). */
-  private readonly multipaths = new Map<Destination, Path[]>()
+  private readonly multipaths = new Map<number, Path[]>()
   // Destinations touched since the last flush, with their best path as of that flush; two lists in turn,
   // so a flush can take one while touches during its listeners go to the other.
   private touched = new TouchedList()
@@ -131,7 +143,7 @@ export class Rib implements RibView {
     this.multipath = opts.multipath ?? false
   }
 
-  /** Destinations in the Loc-RIB (those emptied since the last flush included). */
+  /** Destinations in the table: those emptied since the last flush, and those an Adj-RIB-Out has yet to withdraw, included. */
   get size(): number {
     return this.table.size
   }
@@ -211,103 +223,226 @@ export class Rib implements RibView {
 
   /** Stores a path; `attrs` is held by the caller, the stored path takes its own reference. */
   private setPath(source: PathSource, p: Prefix, attrs: InternedAttributes, c: Counters | undefined): void {
+    const t = this.table
+    const d = t.obtain(p)
+    const bits = t.bits[d]!
     const { peer, session } = source
-    const dest = this.table.obtain(p)
-    const old = dest.find(peer?.id, p.pathId)
+    if ((bits & COMPACT) !== 0) {
+      const held = t.source.get(d)!
+      if (p.pathId === 0 && held.peer?.id === peer?.id) {
+        // The same path again (a graceful restart's re-send, a route refresh): no change to anyone.
+        if ((bits & STALE) !== 0 && c !== undefined) c.stale[p.afi]!--
+        if (t.attrs.get(d) === attrs && held.peer === peer && held.session?.routerId === session?.routerId) {
+          t.bits[d] = bits & ~STALE
+          return
+        }
+        this.touch(d)
+        attrs.refs++
+        this.interner.release(t.attrs.get(d)!)
+        t.source.set(d, source)
+        t.attrs.set(d, attrs)
+        t.bits[d]! &= ~STALE
+        return
+      }
+      // Another path joins: the compact one becomes an object like it.
+      this.touch(d)
+      this.expand(d)
+    } else if (t.paths.get(d) === undefined && p.pathId === 0 && source !== LOCAL_SOURCE) {
+      // The common case: a prefix's only path, from a peer, kept as two references in the table.
+      this.touch(d)
+      attrs.refs++
+      t.source.set(d, source)
+      t.attrs.set(d, attrs)
+      t.bits[d] = (t.bits[d]! & ~STALE) | COMPACT
+      if (c !== undefined) c.accepted++
+      return
+    }
+    const old = findPath(t.paths.get(d), peer?.id, p.pathId)
     if (old !== undefined) {
-      // The same path again (a graceful restart's re-send, a route refresh): no change to anyone.
       if (old.stale && c !== undefined) c.stale[p.afi]!--
       if (old.attrs === attrs && old.peer === peer && old.session?.routerId === session?.routerId) {
         old.stale = false
         return
       }
       attrs.refs++
-      dest.replace(old, newPath(p.pathId === 0 ? dest.prefix : p, peer, session, attrs))
+      this.replacePath(d, old, newPath(old.prefix, peer, session, attrs))
       this.interner.release(old.attrs)
-      if (old === dest) dest.vacate()
     } else {
       attrs.refs++
-      // A path without a path id is the destination itself the first time (one object per route), and
-      // shares the destination as its prefix after that.
-      dest.add((p.pathId === 0 ? dest.claim(source, attrs) : undefined) ?? newPath(p.pathId === 0 ? dest.prefix : p, peer, session, attrs))
+      this.addPath(d, newPath(p, peer, session, attrs))
       if (c !== undefined) c.accepted++
     }
-    this.touch(dest)
+    this.touch(d)
+  }
+
+  /** The compact path of `d` as an object among its paths. */
+  private expand(d: number): void {
+    const t = this.table
+    const source = t.source.get(d)!
+    const bits = t.bits[d]!
+    t.paths.set(d, newPath(t.prefix(d), source.peer, source.session, t.attrs.get(d)!, (bits & STALE) !== 0))
+    t.source.set(d, undefined)
+    t.attrs.set(d, undefined)
+    t.bits[d] = bits & ~(COMPACT | STALE)
+  }
+
+  private addPath(d: number, path: Path): void {
+    const paths = this.table.paths
+    const p = paths.get(d)
+    if (p === undefined) paths.set(d, path)
+    else if (Array.isArray(p)) p.push(path)
+    else paths.set(d, [p, path])
+  }
+
+  private replacePath(d: number, old: Path, path: Path): void {
+    const paths = this.table.paths
+    const p = paths.get(d)
+    if (p === old) paths.set(d, path)
+    else if (Array.isArray(p)) p[p.indexOf(old)] = path
+  }
+
+  private removePathObject(d: number, old: Path): void {
+    const paths = this.table.paths
+    const p = paths.get(d)
+    if (p === old) paths.set(d, undefined)
+    else if (Array.isArray(p)) {
+      const i = p.indexOf(old)
+      if (i < 0) return
+      p.splice(i, 1)
+      if (p.length === 1) paths.set(d, p[0])
+    }
   }
 
   private removePath(peerId: number | undefined, p: Prefix, c: Counters | undefined): void {
-    const dest = this.table.get(p)
-    if (dest === undefined) return
-    const old = dest.find(peerId, p.pathId)
-    if (old !== undefined) this.drop(dest, old, c)
+    const t = this.table
+    const d = t.get(p)
+    if (d < 0) return
+    if ((t.bits[d]! & COMPACT) !== 0) {
+      if (p.pathId === 0 && t.source.get(d)!.peer?.id === peerId) this.dropCompact(d, c)
+      return
+    }
+    const old = findPath(t.paths.get(d), peerId, p.pathId)
+    if (old !== undefined) this.drop(d, old, c)
   }
 
-  private drop(dest: Destination, path: Path, c: Counters | undefined): void {
-    dest.remove(path)
+  private dropCompact(d: number, c: Counters | undefined): void {
+    const t = this.table
+    this.touch(d)
+    const bits = t.bits[d]!
+    this.interner.release(t.attrs.get(d)!)
+    if (c !== undefined) {
+      c.accepted--
+      if ((bits & STALE) !== 0) c.stale[t.afi(d)]!--
+    }
+    t.source.set(d, undefined)
+    t.attrs.set(d, undefined)
+    t.bits[d] = bits & ~(COMPACT | STALE)
+  }
+
+  private drop(d: number, path: Path, c: Counters | undefined): void {
+    this.removePathObject(d, path)
     this.interner.release(path.attrs)
     if (c !== undefined) {
       c.accepted--
       if (path.stale) c.stale[path.prefix.afi]!--
     }
-    if (path === dest) dest.vacate()
-    this.touch(dest)
+    this.touch(d)
   }
 
-  private touch(dest: Destination): void {
-    if ((dest.bits & DIRTY) === 0) this.touched.add(dest, dest.best, this.multipathOf(dest))
-    dest.bits |= DIRTY | UNSETTLED
+  /**
+   * Marks `d` for the next flush, noting its best path as of the last one. Called before a compact path
+   * changes (the columns are its best path), and before or after an object path changes (the settled
+   * best stays until the flush settles it again).
+   */
+  private touch(d: number): void {
+    const t = this.table
+    const bits = t.bits[d]!
+    if ((bits & DIRTY) === 0) {
+      if ((bits & COMPACT) !== 0) this.touched.add(d, t.source.get(d), t.attrs.get(d), undefined)
+      else this.touched.add(d, t.best.get(d), undefined, this.multipathOf(d))
+    }
+    t.bits[d] = bits | DIRTY | UNSETTLED
   }
 
   /** The destination with its best path computed (RibView). */
-  settle(dest: Destination): Destination {
-    if ((dest.bits & UNSETTLED) === 0) return dest
-    const hadMultipath = (dest.bits & MULTIPATH) !== 0
-    const flags = dest.bits & ~(UNSETTLED | REASON_MASK | MULTIPATH)
-    const paths = dest.paths
+  settle(d: number): void {
+    const t = this.table
+    const bits = t.bits[d]!
+    if ((bits & UNSETTLED) === 0) return
+    const hadMultipath = (bits & MULTIPATH) !== 0
+    const flags = bits & ~(UNSETTLED | REASON_MASK | MULTIPATH)
+    const paths = t.paths.get(d)
     let multipath: Path[] | undefined
-    if (paths === undefined) {
-      dest.best = undefined
-      dest.bits = flags
+    if ((bits & COMPACT) !== 0 || paths === undefined) {
+      // A compact path is its own best and needs no object here.
+      t.best.set(d, undefined)
+      t.bits[d] = flags
     } else if (!Array.isArray(paths)) {
-      dest.best = paths
-      dest.bits = flags
+      t.best.set(d, paths)
+      t.bits[d] = flags
     } else {
-      const d = decide(paths, this.decision, this.multipath)
-      dest.best = d.best
-      dest.bits = flags | d.reason
-      multipath = d.multipath
+      const r = decide(paths, this.decision, this.multipath)
+      t.best.set(d, r.best)
+      t.bits[d] = flags | r.reason
+      multipath = r.multipath
     }
     if (multipath !== undefined) {
-      this.multipaths.set(dest, multipath)
-      dest.bits |= MULTIPATH
-    } else if (hadMultipath) this.multipaths.delete(dest)
-    return dest
+      this.multipaths.set(d, multipath)
+      t.bits[d]! |= MULTIPATH
+    } else if (hadMultipath) this.multipaths.delete(d)
   }
 
-  private multipathOf(dest: Destination): Path[] | undefined {
-    return (dest.bits & MULTIPATH) === 0 ? undefined : this.multipaths.get(dest)
+  private multipathOf(d: number): Path[] | undefined {
+    return (this.table.bits[d]! & MULTIPATH) === 0 ? undefined : this.multipaths.get(d)
   }
 
   /** Emits the Loc-RIB changes since the last flush and queues them on every Adj-RIB-Out. */
   flush(): void {
-    const t = this.touched
-    if (t.length === 0) return
+    const list = this.touched
+    if (list.length === 0) return
     this.touched = this.spare
-    this.spare = t
-    const { dests, best: prevBest, multi: prevMulti } = t
+    this.spare = list
+    const t = this.table
+    const { dests, best: prevBest, attrs: prevAttrs, multi: prevMulti } = list
     const changes: LocRibChange[] | undefined = this.listeners.size > 0 ? [] : undefined
-    for (let i = 0; i < t.length; i++) {
-      const dest = this.settle(dests[i]!)
-      dest.bits &= ~DIRTY
-      if (dest.paths === undefined) this.table.delete(dest)
-      const previous = prevBest[i]
-      if (dest.best === previous && sameMultipath(this.multipathOf(dest), prevMulti[i])) continue
-      changes?.push({ prefix: dest.prefix, best: this.bestOf(dest), previous })
-      const outs = this.outList
-      for (let k = 0; k < outs.length; k++) outs[k]!.offer(dest)
+    const outs = this.outList
+    for (let i = 0; i < list.length; i++) {
+      const d = dests[i]!
+      this.settle(d)
+      const bits = (t.bits[d]! &= ~DIRTY)
+      const before = prevBest[i]
+      const beforeAttrs = prevAttrs[i]
+      if (!this.sameBest(d, bits, before, beforeAttrs, prevMulti[i])) {
+        if (changes !== undefined) {
+          const prefix = t.prefix(d)
+          const previous = beforeAttrs === undefined ? (before as Path | undefined) : newPath(prefix, before!.peer, before!.session, beforeAttrs)
+          changes.push({ prefix, best: this.bestOf(d), previous })
+        }
+        for (let k = 0; k < outs.length; k++) outs[k]!.offer(d)
+      }
+      if ((bits & COMPACT) === 0 && t.paths.get(d) === undefined) t.release(d)
     }
-    t.clear()
+    list.clear()
     if (changes !== undefined && changes.length > 0) for (const l of this.listeners) l(changes)
+  }
+
+  /**
+   * Whether `d`'s settled best is the one noted before (`attrs` set: a compact path's source and
+   * attributes; else a Path object). By content: a compact path that became an object when another
+   * joined is still the same path.
+   */
+  private sameBest(d: number, bits: number, before: Path | PathSource | undefined, attrs: InternedAttributes | undefined, multi: Path[] | undefined): boolean {
+    const t = this.table
+    if ((bits & COMPACT) !== 0) {
+      const source = t.source.get(d)!
+      if (attrs !== undefined) return before === source && attrs === t.attrs.get(d)
+      const b = before as Path | undefined
+      return b !== undefined && b.prefix.pathId === 0 && b.peer === source.peer && b.session === source.session && b.attrs === t.attrs.get(d) && multi === undefined
+    }
+    const best = t.best.get(d)
+    if (!sameMultipath(this.multipathOf(d), multi)) return false
+    if (attrs === undefined) return best === before
+    return best !== undefined && best.prefix.pathId === 0 && best.peer === before!.peer && best.session === before!.session && best.attrs === attrs
   }
 
   subscribe(listener: (changes: readonly LocRibChange[]) => void): () => void {
@@ -321,7 +456,8 @@ export class Rib implements RibView {
     const p = prefix.pathId === 0 ? prefix : { ...prefix, pathId: 0 }
     this.setPath(LOCAL_SOURCE, p, own, undefined)
     this.interner.release(own)
-    const path = this.table.get(p)?.find(undefined, 0)
+    const d = this.table.get(p)
+    const path = d < 0 ? undefined : findPath(this.table.paths.get(d), undefined, 0)
     if (path !== undefined) {
       if (opts?.interface !== undefined) this.interfaces.set(path, opts.interface)
       else this.interfaces.delete(path)
@@ -339,13 +475,25 @@ export class Rib implements RibView {
   peerDown(peer: RibPeer, keepStale: ReadonlySet<FamilyKey>): void {
     const c = this.countersOf(peer)
     c.received = 0
-    for (const dest of this.table.values()) {
-      const keep = keepStale.has(familyKey(dest.prefix.afi, UNICAST))
-      for (const path of this.pathsOf(dest, peer.id)) {
-        if (!keep) this.drop(dest, path, c)
+    const t = this.table
+    for (const d of t.indices()) {
+      const afi = t.afi(d)
+      const keep = keepStale.has(familyKey(afi, UNICAST))
+      const bits = t.bits[d]!
+      if ((bits & COMPACT) !== 0) {
+        if (t.source.get(d)!.peer?.id !== peer.id) continue
+        if (!keep) this.dropCompact(d, c)
+        else if ((bits & STALE) === 0) {
+          t.bits[d] = bits | STALE
+          c.stale[afi]!++
+        }
+        continue
+      }
+      for (const path of this.pathsOf(d, peer.id)) {
+        if (!keep) this.drop(d, path, c)
         else if (!path.stale) {
           path.stale = true
-          c.stale[dest.prefix.afi]!++
+          c.stale[afi]!++
         }
       }
     }
@@ -365,44 +513,80 @@ export class Rib implements RibView {
     const c = this.countersOf(peer)
     // A session that did not restart (the common End-of-RIB) holds nothing stale: no walk over the table.
     if ((afi === undefined ? c.stale[1]! + c.stale[2]! : (c.stale[afi] ?? 0)) === 0) return
-    for (const dest of this.table.values(afi)) {
-      for (const path of this.pathsOf(dest, peer.id)) if (path.stale) this.drop(dest, path, c)
+    const t = this.table
+    for (const d of t.indices(afi)) {
+      const bits = t.bits[d]!
+      if ((bits & COMPACT) !== 0) {
+        if ((bits & STALE) !== 0 && t.source.get(d)!.peer?.id === peer.id) this.dropCompact(d, c)
+        continue
+      }
+      for (const path of this.pathsOf(d, peer.id)) if (path.stale) this.drop(d, path, c)
     }
   }
 
-  private pathsOf(dest: Destination, peerId: number): Path[] {
-    const out: Path[] = []
-    dest.forEachPath((p) => {
-      if (p.peer?.id === peerId) out.push(p)
-    })
-    return out
+  /** The path objects of `d` from this peer (not a compact path). */
+  private pathsOf(d: number, peerId: number): Path[] {
+    const p = this.table.paths.get(d)
+    if (p === undefined) return []
+    if (!Array.isArray(p)) return p.peer?.id === peerId ? [p] : []
+    return p.filter((x) => x.peer?.id === peerId)
   }
 
-  private bestOf(dest: Destination): BestPath | undefined {
-    const best = dest.best
+  /** Every path of `d`, a compact one as a new object. */
+  private pathList(d: number): Path[] {
+    const t = this.table
+    const bits = t.bits[d]!
+    if ((bits & COMPACT) !== 0) {
+      const source = t.source.get(d)!
+      return [newPath(t.prefix(d), source.peer, source.session, t.attrs.get(d)!, (bits & STALE) !== 0)]
+    }
+    const p = t.paths.get(d)
+    return p === undefined ? [] : Array.isArray(p) ? [...p] : [p]
+  }
+
+  /** The settled best path of `d` (RibView): a compact path as a new object. */
+  bestPath(d: number): Path | undefined {
+    const t = this.table
+    const bits = t.bits[d]!
+    if ((bits & COMPACT) === 0) return t.best.get(d)
+    const source = t.source.get(d)!
+    return newPath(t.prefix(d), source.peer, source.session, t.attrs.get(d)!, (bits & STALE) !== 0)
+  }
+
+  private bestOf(d: number): BestPath | undefined {
+    const best = this.bestPath(d)
     if (best === undefined) return undefined
-    return { path: best, reason: REASONS[dest.bits & REASON_MASK]!, multipath: this.multipathOf(dest) ?? [best] }
+    return { path: best, reason: REASONS[this.table.bits[d]! & REASON_MASK]!, multipath: this.multipathOf(d) ?? [best] }
   }
 
   best(prefix: Prefix): BestPath | undefined {
-    const dest = this.table.get(prefix)
-    return dest === undefined ? undefined : this.bestOf(this.settle(dest))
+    const d = this.table.get(prefix)
+    if (d < 0) return undefined
+    this.settle(d)
+    return this.bestOf(d)
   }
 
   /** Every path of the prefix, best or not. */
   paths(prefix: Prefix): readonly Path[] {
-    return this.table.get(prefix)?.pathList() ?? []
+    const d = this.table.get(prefix)
+    return d < 0 ? [] : this.pathList(d)
   }
 
   *locRib(): IterableIterator<[Prefix, BestPath]> {
-    for (const dest of this.table.values()) {
-      const best = this.bestOf(this.settle(dest))
-      if (best !== undefined) yield [dest.prefix, best]
+    for (const d of this.table.indices()) {
+      this.settle(d)
+      const best = this.bestOf(d)
+      if (best !== undefined) yield [this.table.prefix(d), best]
     }
   }
 
+  /** The prefix of every destination (those emptied since the last flush included). */
+  *prefixes(): IterableIterator<Prefix> {
+    for (const d of this.table.indices()) yield this.table.prefix(d)
+  }
+
   *adjRibIn(peer: RibPeer): IterableIterator<Path> {
-    for (const dest of this.table.values()) yield* this.pathsOf(dest, peer.id)
+    for (const d of this.table.indices()) for (const p of this.pathList(d)) if (p.peer?.id === peer.id) yield p
   }
 
   counts(peer: RibPeer): PeerCounts {
@@ -416,7 +600,10 @@ export class Rib implements RibView {
     const out = new PeerRibOut(peer, this)
     this.outs.set(peer.id, out)
     this.outList = [...this.outs.values()]
-    for (const dest of this.table.values()) out.offer(this.settle(dest))
+    for (const d of this.table.indices()) {
+      this.settle(d)
+      out.offer(d)
+    }
     return out
   }
 
@@ -427,12 +614,39 @@ export class Rib implements RibView {
     this.outList = [...this.outs.values()]
   }
 
-  live(dest: Destination): Destination | undefined {
-    return this.table.get(dest.prefix)
+  // RibView, for the Adj-RIB-Outs.
+
+  isLive(d: number): boolean {
+    return this.table.isLive(d)
   }
 
-  destinations(afi?: number): Iterable<Destination> {
-    return this.table.values(afi)
+  prefix(d: number): Prefix {
+    return this.table.prefix(d)
+  }
+
+  afi(d: number): 1 | 2 {
+    return this.table.afi(d)
+  }
+
+  indices(afi?: number): Iterable<number> {
+    return this.table.indices(afi)
+  }
+
+  /** Whether `d`'s settled best may go to `target` at all (family, split horizon, RFC 8212), policy aside. */
+  exportable(d: number, target: RibPeer): boolean {
+    const t = this.table
+    if ((t.bits[d]! & COMPACT) !== 0) return mayExportFrom(t.afi(d), t.source.get(d)!.peer, target, this.exportContext)
+    const best = t.best.get(d)
+    return best !== undefined && mayExport(best, target, this.exportContext)
+  }
+
+  hold(d: number): void {
+    this.table.hold(d)
+  }
+
+  /** An Adj-RIB-Out withdrew or forgot `d`: an emptied destination nobody holds is freed. */
+  unhold(d: number): void {
+    if (this.table.unhold(d)) this.table.release(d)
   }
 
   interfaceOf(path: Path): string | undefined {

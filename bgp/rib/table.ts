@@ -1,174 +1,45 @@
-// Per-prefix storage: one Destination per prefix holding its path (or paths) and its settled best,
-// found through compact keys. IPv4 uses one open-addressing map per prefix length, keyed by the
-// network bits (a small integer, so V8 keeps it unboxed); IPv6 uses short latin1 strings. No policy,
-// no I/O.
+// Per-prefix storage as columns: a destination is an index, and what the RIB keeps of it lives in typed
+// arrays (flags, IPv4 address) and a few arrays of references to shared objects. The common case, one
+// path per prefix from one session (a full table from one peer), takes no object of its own: the path is
+// its session's source and its interned attribute set, side by side in two columns. Paths in any other
+// case (several for a prefix, add-path ids, our own routes) are objects. Destinations are found by
+// prefix through one index map per IPv4 prefix length (keyed by the network bits) and a Map for IPv6.
+// No policy, no I/O.
 
-import type { Prefix } from '../codec/nlri.js'
+import { ipv4Prefix, ipv6Prefix, type Prefix } from '../codec/nlri.js'
 import type { InternedAttributes } from '../codec/intern.js'
 import type { Path, PeerSessionInfo, RibPeer } from './types.js'
-import { NumberMap } from './number-map.js'
+import { IndexMap } from './number-map.js'
 
-// Destination.bits: the best path's reason (low byte), DIRTY, UNSETTLED, CLAIMED, STALE, then the AFI
-// (2 bits), the prefix length (8 bits) and MULTIPATH.
+// bits[d]: the best path's reason (low byte), DIRTY, UNSETTLED, COMPACT, STALE, then the AFI (2 bits), the
+// prefix length (8 bits), MULTIPATH and LIVE.
 export const REASON_MASK = 0xff
 /** Set while the destination waits for flush(). */
 export const DIRTY = 1 << 8
 /** Set while the destination's best path is not yet decided again. */
 export const UNSETTLED = 1 << 9
-/** Set once the destination has served as its own first path: it never does again (see claim()). */
-const CLAIMED = 1 << 10
-/** That path's `stale`, kept in `bits` rather than in a field of its own (8 bytes a prefix). */
-const STALE = 1 << 11
+/** The destination's one path is held as columns (source, attrs), not as an object. */
+export const COMPACT = 1 << 10
+/** That compact path's `stale`. */
+export const STALE = 1 << 11
 const AFI_SHIFT = 12
 const LEN_SHIFT = 14
 /**
  * Set while the destination has a multipath set (ECMP), which the RIB keeps in a map of its own: few
- * destinations ever have one, and a field would cost every prefix 8 bytes.
+ * destinations ever have one.
  */
 export const MULTIPATH = 1 << 22
+/** The index is a destination of the table (not free). */
+const LIVE = 1 << 23
 
 /**
  * Where a path came from: the peer and the session it came over (both undefined: this speaker's own). The
- * RIB makes one per session and hands it to every path of an UPDATE section, so a destination serving as
- * its own first path keeps one field for the two.
+ * RIB makes one per session and shares it among all the session's paths.
  */
 export interface PathSource {
   readonly peer: RibPeer | undefined
   readonly session: PeerSessionInfo | undefined
 }
-
-export class Destination implements Path {
-  // The destination is its own prefix (path id 0): the address is copied from the decoded prefix, and
-  // its AFI and length are packed into `bits`, so the table keeps one object per prefix instead of two
-  // and the decoder's object dies young. Made only by newDestination (an object literal with this
-  // prototype), hence no constructor.
-  declare readonly addr: number | Uint8Array
-  /** One path without an array (the common case), several in an array, or none. */
-  declare paths: Path | Path[] | undefined
-  declare best: Path | undefined
-  /** Reason index (REASONS) in the low byte, flags above, then the prefix's AFI and length. */
-  declare bits: number
-  // The destination is also its own first path (path id 0), so a prefix with one path is one object,
-  // not two: these are that path's fields, meaningful only while the destination is in its own `paths`.
-  declare source: PathSource | undefined
-  declare attrs: InternedAttributes
-
-  private constructor() {}
-
-  get afi(): 1 | 2 {
-    return ((this.bits >>> AFI_SHIFT) & 3) as 1 | 2
-  }
-
-  get len(): number {
-    return (this.bits >>> LEN_SHIFT) & 0xff
-  }
-
-  get peer(): RibPeer | undefined {
-    return this.source?.peer
-  }
-
-  get session(): PeerSessionInfo | undefined {
-    return this.source?.session
-  }
-
-  /** Always 0: on the prototype, not in every destination. */
-  get pathId(): 0 {
-    return 0
-  }
-
-  get stale(): boolean {
-    return (this.bits & STALE) !== 0
-  }
-
-  set stale(v: boolean) {
-    this.bits = v ? this.bits | STALE : this.bits & ~STALE
-  }
-
-  /**
-   * The destination as the path (path id 0) from this source, if it has never served as a path before;
-   * otherwise undefined and the caller makes a path object. Never twice: a path is known by its identity
-   * (flush() compares the best path before and after), so a new path must never be an old path's object.
-   */
-  claim(source: PathSource, attrs: InternedAttributes): Path | undefined {
-    if ((this.bits & CLAIMED) !== 0) return undefined
-    this.bits |= CLAIMED
-    this.source = source
-    this.attrs = attrs
-    this.stale = false
-    return this
-  }
-
-  /** After the destination, as a path, left its own `paths`: drops what the path held. */
-  vacate(): void {
-    this.source = undefined
-    this.attrs = undefined as unknown as InternedAttributes
-  }
-
-  /** The prefix with path id 0: this object itself, read through the Prefix shape. */
-  get prefix(): Prefix {
-    return this as unknown as Prefix
-  }
-
-  get pathCount(): number {
-    const p = this.paths
-    return p === undefined ? 0 : Array.isArray(p) ? p.length : 1
-  }
-
-  /** Iterates without allocating for the one-path case. */
-  forEachPath(fn: (p: Path) => void): void {
-    const p = this.paths
-    if (p === undefined) return
-    if (Array.isArray(p)) for (const x of p) fn(x)
-    else fn(p)
-  }
-
-  pathList(): readonly Path[] {
-    const p = this.paths
-    return p === undefined ? [] : Array.isArray(p) ? p : [p]
-  }
-
-  /** The path from this source (undefined peerId: our own) with this path id. */
-  find(peerId: number | undefined, pathId: number): Path | undefined {
-    const p = this.paths
-    if (p === undefined) return undefined
-    if (!Array.isArray(p)) return p.peer?.id === peerId && p.prefix.pathId === pathId ? p : undefined
-    for (const x of p) if (x.peer?.id === peerId && x.prefix.pathId === pathId) return x
-    return undefined
-  }
-
-  add(path: Path): void {
-    const p = this.paths
-    if (p === undefined) this.paths = path
-    else if (Array.isArray(p)) p.push(path)
-    else this.paths = [p, path]
-  }
-
-  replace(old: Path, path: Path): void {
-    const p = this.paths
-    if (p === old) this.paths = path
-    else if (Array.isArray(p)) p[p.indexOf(old)] = path
-  }
-
-  remove(old: Path): void {
-    const p = this.paths
-    if (p === old) this.paths = undefined
-    else if (Array.isArray(p)) {
-      const i = p.indexOf(old)
-      if (i < 0) return
-      p.splice(i, 1)
-      if (p.length === 1) this.paths = p[0]
-    }
-  }
-}
-
-/**
- * A new Destination as an object literal from this one site rather than `new`: V8 pretenures literal
- * allocation sites whose objects survive (a table's destinations all do), so a full table is not copied
- * through the young generation first; class instances get no such treatment. 1M prefixes into the RIB
- * went from ~800 ms to ~670 ms with this and the same for paths.
- */
-export const newDestination = (p: Prefix): Destination =>
-  ({ __proto__: Destination.prototype, addr: p.addr, paths: undefined, best: undefined, bits: (p.afi << AFI_SHIFT) | (p.len << LEN_SHIFT), source: undefined, attrs: undefined }) as unknown as Destination
 
 function v6Key(p: Prefix & { afi: 2 }): string {
   const nb = (p.len + 7) >> 3
@@ -180,63 +51,171 @@ function v6Key(p: Prefix & { afi: 2 }): string {
 /** The key of an IPv4 network inside its length's map: the network bits, right-aligned. */
 const v4Key = (addr: number, len: number): number => (len === 0 ? 0 : addr >>> (32 - len))
 
-export class PrefixTable {
-  /** One open-addressing map per prefix length, keyed by the network bits. */
-  private readonly v4: (NumberMap<Destination> | undefined)[] = new Array(33).fill(undefined)
-  private readonly v6 = new Map<string, Destination>()
-  private count = 0
+/** A typed column of `size` slots holding `a`'s (one copy of plain bytes, nothing for the GC to trace). */
+function grown<T extends Int32Array | Uint16Array>(a: T, size: number): T {
+  const b = new (a.constructor as new (n: number) => T)(size)
+  b.set(a)
+  return b
+}
 
+const PAGE_BITS = 15
+const PAGE_SIZE = 1 << PAGE_BITS
+const PAGE_MASK = PAGE_SIZE - 1
+
+/**
+ * A column of references by destination index, in pages of 32,768 (256 KB, so V8 makes each in its
+ * large-object space instead of copying it out of the young generation): it grows by a page, never by
+ * copying. Growing four plain arrays as a full table arrived (by push, or by doubling) copied and
+ * collected so much that it took most of the ingest's time; pages of 4,096 still cost 1M prefixes
+ * ~0.29 s in-process against ~0.25 s.
+ */
+export class Column<T> {
+  private readonly pages: (T | undefined)[][] = []
+
+  get(d: number): T | undefined {
+    return this.pages[d >>> PAGE_BITS]![d & PAGE_MASK]
+  }
+
+  set(d: number, v: T | undefined): void {
+    this.pages[d >>> PAGE_BITS]![d & PAGE_MASK] = v
+  }
+
+  /** One page more: room for PAGE_SIZE indices more. */
+  addPage(): void {
+    // Holes read as undefined; filling 32,768 slots first cost more than the reads save.
+    this.pages.push(new Array<T | undefined>(PAGE_SIZE))
+  }
+}
+
+export class DestinationTable {
+  /** Flags, AFI and length (see above); 0 for a free index. */
+  bits = new Int32Array(1024)
+  /** The IPv4 network address (as int32). */
+  private addr4 = new Int32Array(1024)
+  /** The IPv6 network address, by destination (IPv6 destinations are the few). */
+  private readonly addr6 = new Map<number, Uint8Array>()
+  /** COMPACT: the one path's source. */
+  readonly source = new Column<PathSource>()
+  /** COMPACT: the one path's attributes. */
+  readonly attrs = new Column<InternedAttributes>()
+  /** Not COMPACT: the paths (one without an array, several in one), or undefined when there is none. */
+  readonly paths = new Column<Path | Path[]>()
+  /** Not COMPACT: the best path as last settled. */
+  readonly best = new Column<Path>()
+  /** How many Adj-RIB-Outs hold the destination: an emptied one keeps its index until none does. */
+  private holders = new Uint16Array(1024)
+  /** Indices used so far; free ones below it wait in `free`. */
+  private end = 0
+  private readonly free: number[] = []
+  private count = 0
+  private readonly v4: (IndexMap | undefined)[] = new Array(33).fill(undefined)
+  private readonly v6 = new Map<string, number>()
+
+  /** Destinations held (those emptied but still held by an Adj-RIB-Out included). */
   get size(): number {
     return this.count
   }
 
-  get(p: Prefix): Destination | undefined {
-    if (p.afi === 1) return this.v4[p.len]?.get(v4Key(p.addr, p.len))
-    return this.v6.get(v6Key(p))
+  isLive(d: number): boolean {
+    return (this.bits[d]! & LIVE) !== 0
   }
 
-  /** The destination for `p` (any path id), created when missing. */
-  obtain(p: Prefix): Destination {
+  afi(d: number): 1 | 2 {
+    return ((this.bits[d]! >>> AFI_SHIFT) & 3) as 1 | 2
+  }
+
+  /** The prefix (path id 0) as a new object. */
+  prefix(d: number): Prefix {
+    const b = this.bits[d]!
+    const len = (b >>> LEN_SHIFT) & 0xff
+    return ((b >>> AFI_SHIFT) & 3) === 1 ? ipv4Prefix(this.addr4[d]! >>> 0, len) : ipv6Prefix(this.addr6.get(d)!, len)
+  }
+
+  /** The destination of `p` (any path id), or -1. */
+  get(p: Prefix): number {
+    if (p.afi === 1) return this.v4[p.len]?.get(v4Key(p.addr, p.len)) ?? -1
+    return this.v6.get(v6Key(p)) ?? -1
+  }
+
+  /** The destination of `p` (any path id), made (empty) when missing. */
+  obtain(p: Prefix): number {
+    const next = this.free.length > 0 ? this.free[this.free.length - 1]! : this.end
+    if (next === this.bits.length) this.grow()
     if (p.afi === 1) {
       let m = this.v4[p.len]
-      if (m === undefined) this.v4[p.len] = m = new NumberMap()
-      const before = m.size
-      const d = m.obtain(v4Key(p.addr, p.len), newDestination, p)
-      this.count += m.size - before
-      return d
-    }
-    const k = v6Key(p)
-    let d = this.v6.get(k)
-    if (d === undefined) {
-      d = newDestination(p)
-      this.v6.set(k, d)
-      this.count++
-    }
-    return d
-  }
-
-  /** Removes `d` only if it is still the table's destination for its prefix. */
-  delete(d: Destination): void {
-    const p = d.prefix
-    if (p.afi === 1) {
-      const m = this.v4[p.len]
-      const k = v4Key(p.addr, p.len)
-      if (m?.get(k) === d) {
-        m.delete(k)
-        this.count--
-      }
+      if (m === undefined) this.v4[p.len] = m = new IndexMap()
+      const d = m.obtain(v4Key(p.addr, p.len), next)
+      if (d !== next) return d
+      this.addr4[d] = p.addr
     } else {
       const k = v6Key(p)
-      if (this.v6.get(k) === d) {
-        this.v6.delete(k)
-        this.count--
-      }
+      const known = this.v6.get(k)
+      if (known !== undefined) return known
+      this.v6.set(k, next)
+      this.addr6.set(next, p.addr)
     }
+    if (next === this.end) {
+      if ((this.end & PAGE_MASK) === 0) {
+        this.source.addPage()
+        this.attrs.addPage()
+        this.paths.addPage()
+        this.best.addPage()
+      }
+      this.end++
+    } else this.free.pop()
+    this.bits[next] = LIVE | (p.afi << AFI_SHIFT) | (p.len << LEN_SHIFT)
+    this.count++
+    return next
   }
 
-  /** IPv4 (shortest prefixes first), then IPv6; `afi` limits to one family. */
-  *values(afi?: number): IterableIterator<Destination> {
-    if (afi === undefined || afi === 1) for (const m of this.v4) if (m !== undefined) yield* m.values()
-    if (afi === undefined || afi === 2) yield* this.v6.values()
+  private grow(): void {
+    // Four times while the table is small, like the index maps.
+    const size = this.bits.length * (this.bits.length < 1 << 20 ? 4 : 2)
+    this.bits = grown(this.bits, size)
+    this.addr4 = grown(this.addr4, size)
+    this.holders = grown(this.holders, size)
+  }
+
+  /** An Adj-RIB-Out now holds `d`. */
+  hold(d: number): void {
+    this.holders[d]!++
+  }
+
+  /** An Adj-RIB-Out no longer holds `d`: true when none does. */
+  unhold(d: number): boolean {
+    return --this.holders[d]! === 0
+  }
+
+  /** Whether the destination has no path left. */
+  isEmpty(d: number): boolean {
+    return (this.bits[d]! & COMPACT) === 0 && this.paths.get(d) === undefined
+  }
+
+  /**
+   * Frees `d` if it has no path, no Adj-RIB-Out holds it (one that does still has to withdraw it) and no
+   * flush waits for it; the index then serves another prefix. Returns whether it did.
+   */
+  release(d: number): boolean {
+    if (!this.isLive(d) || (this.bits[d]! & DIRTY) !== 0 || !this.isEmpty(d) || this.holders[d] !== 0) return false
+    const b = this.bits[d]!
+    const len = (b >>> LEN_SHIFT) & 0xff
+    if (((b >>> AFI_SHIFT) & 3) === 1) this.v4[len]!.delete(v4Key(this.addr4[d]! >>> 0, len))
+    else {
+      this.v6.delete(v6Key(ipv6Prefix(this.addr6.get(d)!, len)))
+      this.addr6.delete(d)
+    }
+    this.bits[d] = 0
+    this.best.set(d, undefined)
+    this.free.push(d)
+    this.count--
+    return true
+  }
+
+  /** Every live destination: IPv4 (shortest prefixes first), then IPv6; `afi` limits to one family. */
+  indices(afi?: number): number[] {
+    const out: number[] = []
+    if (afi === undefined || afi === 1) for (const m of this.v4) if (m !== undefined) for (const d of m.values()) out.push(d)
+    if (afi === undefined || afi === 2) for (const d of this.v6.values()) out.push(d)
+    return out
   }
 }

@@ -119,7 +119,7 @@ t.test('flush emits each change once, with the previous best, and nothing when n
   table.receive(ibgp, session('10.0.0.1'), [p], attrs({ med: 3 }))
   table.flush()
   t.equal(seen.length, 2)
-  t.equal(seen[1]![0]!.previous, first.best!.path)
+  t.same(seen[1]![0]!.previous, first.best!.path, 'the path before, by content')
   table.receive(ibgp, session('10.0.0.1'), [p], undefined)
   table.flush()
   t.equal(seen[2]![0]!.best, undefined)
@@ -231,30 +231,48 @@ t.test('peer down without graceful restart removes every path of the peer', asyn
   t.equal(table.attributeSets, 0, 'interned sets released')
 })
 
-t.test('a prefix with one path is one object, and a path is never an old path reused', async (t) => {
+t.test('a prefix with one path from a peer keeps no object of its own; reads and changes carry its content', async (t) => {
   const table = rib()
   const p = px('198.18.0.0/26')
+  const other = peer({ address: '192.0.2.2' })
   const changes: LocRibChange[] = []
   table.subscribe((c) => changes.push(...c))
   table.receive(ibgp, session('10.0.0.1'), [p], attrs({ med: 1 }))
   table.flush()
   const first = table.best(p)!.path
-  t.equal(first.prefix, first, 'the first path is the destination itself')
-  // Withdrawn and announced again with other attributes before a flush: a change, with a new path.
+  t.same(table.best(p)!.path, first, 'read twice: the same path')
+  // Withdrawn and announced again with other attributes before a flush: a change.
   table.receive(ibgp, session('10.0.0.1'), [p], undefined)
   table.receive(ibgp, session('10.0.0.1'), [p], attrs({ med: 2 }))
   table.flush()
-  const second = table.best(p)!.path
-  t.not(second, first, 'a new path object')
-  t.equal(second.attrs.attrs.med, 2)
+  t.equal(table.best(p)!.path.attrs.attrs.med, 2)
   t.equal(changes.length, 2, 'the change is seen')
-  t.equal(changes[1]?.previous, first)
-  // Replaced again: again a new object, and a change.
+  t.same(changes[1]?.previous, first, 'with the path before')
+  // Replaced again: again a change.
   table.receive(ibgp, session('10.0.0.1'), [p], attrs({ med: 3 }))
   table.flush()
-  t.not(table.best(p)!.path, second)
   t.equal(changes.length, 3)
   t.same(table.paths(p).map((x) => x.attrs.attrs.med), [3])
+  // A worse path joins (higher MED from another iBGP peer): the paths become objects, the best stays.
+  table.receive(other, session('10.0.0.2'), [p], attrs({ med: 9 }))
+  table.flush()
+  t.equal(changes.length, 3, 'no change: the best is the same path')
+  t.same(table.paths(p).map((x) => x.attrs.attrs.med).sort(), [3, 9])
+  t.equal(table.best(p)!.path.peer, ibgp)
+  // The better one goes: a change to the other, with the compact path's content as the previous.
+  table.receive(ibgp, session('10.0.0.1'), [p], undefined)
+  table.flush()
+  t.equal(changes.length, 4)
+  t.equal(changes[3]!.previous!.attrs.attrs.med, 3)
+  t.equal(changes[3]!.best!.path.peer, other)
+  // And the last: the destination is freed, and the prefix can come back as a compact path.
+  table.receive(other, session('10.0.0.2'), [p], undefined)
+  table.flush()
+  t.equal(table.size, 0)
+  table.receive(ibgp, session('10.0.0.1'), [p], attrs({ med: 4 }))
+  table.flush()
+  t.equal(table.best(p)!.path.attrs.attrs.med, 4)
+  t.equal(table.size, 1)
 })
 
 t.test('a destination keeps its prefix exactly: every length of both families, and its path id 0', async (t) => {

@@ -4,8 +4,9 @@
 
 import type { Prefix } from '../codec/nlri.js'
 import type { PathAttributes } from '../codec/attributes.js'
-import { routeContext, transform, type ExportContext, type OutRoute } from './export.js'
-import type { AdjRibOut, FamilyKey, OutBatch, Path, RibPeer } from './types.js'
+import { routeContextOf, transform, type ExportContext, type OutRoute } from './export.js'
+import type { InternedAttributes } from '../codec/intern.js'
+import type { AdjRibOut, FamilyKey, OutBatch, Path, PeerSessionInfo, RibPeer } from './types.js'
 
 /** What an Adj-RIB-Out needs from the RIB that owns it; a destination is the RIB's index for it. */
 export interface RibView {
@@ -16,7 +17,11 @@ export interface RibView {
   settle(d: number): void
   /** Whether `d`'s settled best may go to `target` at all (family, split horizon, RFC 8212), policy aside. */
   exportable(d: number, target: RibPeer): boolean
+  /** The settled best path as an object (made for a compact path: only when the parts below do not do). */
   bestPath(d: number): Path | undefined
+  bestPeer(d: number): RibPeer | undefined
+  bestSession(d: number): PeerSessionInfo | undefined
+  bestAttrs(d: number): InternedAttributes | undefined
   prefix(d: number): Prefix
   afi(d: number): 1 | 2
   indices(afi?: number): Iterable<number>
@@ -86,39 +91,35 @@ export class PeerRibOut implements AdjRibOut {
     }
   }
 
-  /** What `d` is sent as now, or undefined when it is not sent. */
-  private route(d: number): OutRoute | undefined {
-    this.rib.settle(d)
-    if (!this.rib.exportable(d, this.peer)) return undefined
-    const best = this.rib.bestPath(d)!
-    const ctx = this.rib.exportContext
-    const route = routeContext(best, best.peer === undefined ? this.rib.interfaceOf(best) : undefined)
+  /** What `d` (whose prefix is `prefix`) is sent as now, or undefined when it is not sent. */
+  private route(d: number, prefix: Prefix): OutRoute | undefined {
+    const rib = this.rib
+    rib.settle(d)
+    if (!rib.exportable(d, this.peer)) return undefined
+    const ctx = rib.exportContext
+    const interned = rib.bestAttrs(d)!
+    const src = rib.bestPeer(d)
+    // Only our own routes name an interface, and they are path objects already.
+    const own = src === undefined ? rib.bestPath(d) : undefined
+    const route = routeContextOf(src, own === undefined ? undefined : rib.interfaceOf(own))
     const policy = this.peer.exportPolicy
-    const attrs = best.attrs.attrs
+    const attrs = interned.attrs
     if (policy !== undefined) {
-      const r = policy.apply(best.prefix.pathId === 0 ? best.prefix : this.rib.prefix(d), attrs, this.peer, route)
+      const r = policy.apply(prefix, attrs, this.peer, route)
       if (r === undefined) return undefined
-      if (r !== attrs) return transform(best, r, this.peer, ctx)
+      if (r !== attrs) return transform(rib.bestPath(d)!, r, this.peer, ctx)
     }
     // The policy left the set as it was: the result depends only on the set, the source session and the family.
-    const byAttrs = this.cache[this.rib.afi(d) - 1]!
-    let bySession = byAttrs.get(best.attrs)
-    if (bySession === undefined) byAttrs.set(best.attrs, (bySession = new Map()))
-    const key = best.session ?? null
+    const byAttrs = this.cache[prefix.afi - 1]!
+    let bySession = byAttrs.get(interned)
+    if (bySession === undefined) byAttrs.set(interned, (bySession = new Map()))
+    const key = rib.bestSession(d) ?? null
     let out = bySession.get(key)
     if (out === undefined) {
-      out = transform(best, attrs, this.peer, ctx) ?? null
+      out = transform(rib.bestPath(d)!, attrs, this.peer, ctx) ?? null
       bySession.set(key, out)
     }
     return out ?? undefined
-  }
-
-  /** The peer no longer holds `d`: its prefix, for the withdrawal, or undefined if it did not hold it. */
-  private forget(d: number): Prefix | undefined {
-    if (!this.held.delete(d)) return undefined
-    const prefix = this.rib.prefix(d)
-    this.rib.unhold(d)
-    return prefix
   }
 
   take(maxPrefixes: number): OutBatch[] {
@@ -132,21 +133,23 @@ export class PeerRibOut implements AdjRibOut {
       taken++
       // Freed since it was queued (emptied, and held by no one): nothing to send or withdraw.
       if (!this.rib.isLive(d)) continue
-      const out = this.route(d)
+      const prefix = this.rib.prefix(d)
+      const out = this.route(d, prefix)
       if (out === undefined) {
-        const prefix = this.forget(d)
-        if (prefix !== undefined) withdraw[prefix.afi - 1]!.push(prefix)
+        if (this.held.delete(d)) {
+          withdraw[prefix.afi - 1]!.push(prefix)
+          this.rib.unhold(d)
+        }
         continue
       }
       if (!this.held.has(d)) {
         this.held.add(d)
         this.rib.hold(d)
       }
-      const afi = this.rib.afi(d)
-      const gk = `${afi}${out.key}`
+      const gk = `${prefix.afi}${out.key}`
       let g = groups.get(gk)
-      if (g === undefined) groups.set(gk, (g = { route: out, afi, announce: [] }))
-      g.announce.push(this.rib.prefix(d))
+      if (g === undefined) groups.set(gk, (g = { route: out, afi: prefix.afi, announce: [] }))
+      g.announce.push(prefix)
     }
     if (this.head === order.length) {
       this.order = []
@@ -178,10 +181,11 @@ export class PeerRibOut implements AdjRibOut {
       for (const d of set) {
         if (seen.has(d) || !this.rib.isLive(d)) continue
         seen.add(d)
-        const out = this.route(d)
+        const prefix = this.rib.prefix(d)
+        const out = this.route(d, prefix)
         if (out === undefined) continue
         const nextHop = out.nextHop.length > 0 ? out.nextHop : out.attributes.nextHop !== undefined ? [out.attributes.nextHop] : []
-        yield { prefix: this.rib.prefix(d), attributes: out.attributes, nextHop }
+        yield { prefix, attributes: out.attributes, nextHop }
       }
     }
   }

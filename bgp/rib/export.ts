@@ -106,7 +106,12 @@ export function transform(path: Path, attrs: PathAttributes, target: RibPeer, ct
 
 /** The policy context of a path: learned from a peer, or ours (with the interface it names). */
 export function routeContext(path: Path, iface: string | undefined): RouteContext {
-  if (path.peer !== undefined) return FROM_PEER
+  return routeContextOf(path.peer, iface)
+}
+
+/** routeContext for a path from `src` (undefined: ours), without a Path object. */
+export function routeContextOf(src: RibPeer | undefined, iface: string | undefined): RouteContext {
+  if (src !== undefined) return FROM_PEER
   return iface === undefined ? LOCAL : { fromPeer: false, interface: iface }
 }
 const FROM_PEER: RouteContext = { fromPeer: true }

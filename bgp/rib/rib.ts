@@ -244,9 +244,10 @@ export class Rib implements RibView {
         t.bits[d]! &= ~STALE
         return
       }
-      // Another path joins: the compact one becomes an object like it.
+      // Another path joins: the compact one becomes an object like it (with the new one's prefix object
+      // when that has path id 0: one per destination).
       this.touch(d)
-      this.expand(d)
+      this.expand(d, p.pathId === 0 ? p : t.prefix(d))
     } else if (t.paths.get(d) === undefined && p.pathId === 0 && source !== LOCAL_SOURCE) {
       // The common case: a prefix's only path, from a peer, kept as two references in the table.
       this.touch(d)
@@ -269,18 +270,28 @@ export class Rib implements RibView {
       this.interner.release(old.attrs)
     } else {
       attrs.refs++
-      this.addPath(d, newPath(p, peer, session, attrs))
+      this.addPath(d, newPath(this.sharedPrefix(d, p), peer, session, attrs))
       if (c !== undefined) c.accepted++
     }
     this.touch(d)
   }
 
-  /** The compact path of `d` as an object among its paths. */
-  private expand(d: number): void {
+  /** `p`, or for path id 0 the prefix object a path of `d` already has: one per destination, not per path. */
+  private sharedPrefix(d: number, p: Prefix): Prefix {
+    if (p.pathId !== 0) return p
+    const paths = this.table.paths.get(d)
+    if (paths === undefined) return p
+    if (!Array.isArray(paths)) return paths.prefix.pathId === 0 ? paths.prefix : p
+    for (const x of paths) if (x.prefix.pathId === 0) return x.prefix
+    return p
+  }
+
+  /** The compact path of `d` as an object among its paths, with `prefix` (path id 0) as its prefix. */
+  private expand(d: number, prefix: Prefix): void {
     const t = this.table
     const source = t.source.get(d)!
     const bits = t.bits[d]!
-    t.paths.set(d, newPath(t.prefix(d), source.peer, source.session, t.attrs.get(d)!, (bits & STALE) !== 0))
+    t.paths.set(d, newPath(prefix, source.peer, source.session, t.attrs.get(d)!, (bits & STALE) !== 0))
     t.source.set(d, undefined)
     t.attrs.set(d, undefined)
     t.bits[d] = bits & ~(COMPACT | STALE)
@@ -416,7 +427,7 @@ export class Rib implements RibView {
         if (changes !== undefined) {
           const prefix = t.prefix(d)
           const previous = beforeAttrs === undefined ? (before as Path | undefined) : newPath(prefix, before!.peer, before!.session, beforeAttrs)
-          changes.push({ prefix, best: this.bestOf(d), previous })
+          changes.push({ prefix, best: this.bestOf(d, prefix), previous })
         }
         for (let k = 0; k < outs.length; k++) outs[k]!.offer(d)
       }
@@ -544,17 +555,32 @@ export class Rib implements RibView {
     return p === undefined ? [] : Array.isArray(p) ? [...p] : [p]
   }
 
-  /** The settled best path of `d` (RibView): a compact path as a new object. */
-  bestPath(d: number): Path | undefined {
+  /** The settled best path of `d` (RibView): a compact path as a new object, with `prefix` if given. */
+  bestPath(d: number, prefix?: Prefix): Path | undefined {
     const t = this.table
     const bits = t.bits[d]!
     if ((bits & COMPACT) === 0) return t.best.get(d)
     const source = t.source.get(d)!
-    return newPath(t.prefix(d), source.peer, source.session, t.attrs.get(d)!, (bits & STALE) !== 0)
+    return newPath(prefix ?? t.prefix(d), source.peer, source.session, t.attrs.get(d)!, (bits & STALE) !== 0)
   }
 
-  private bestOf(d: number): BestPath | undefined {
-    const best = this.bestPath(d)
+  bestPeer(d: number): RibPeer | undefined {
+    const t = this.table
+    return (t.bits[d]! & COMPACT) !== 0 ? t.source.get(d)!.peer : t.best.get(d)?.peer
+  }
+
+  bestSession(d: number): PeerSessionInfo | undefined {
+    const t = this.table
+    return (t.bits[d]! & COMPACT) !== 0 ? t.source.get(d)!.session : t.best.get(d)?.session
+  }
+
+  bestAttrs(d: number): InternedAttributes | undefined {
+    const t = this.table
+    return (t.bits[d]! & COMPACT) !== 0 ? t.attrs.get(d) : t.best.get(d)?.attrs
+  }
+
+  private bestOf(d: number, prefix?: Prefix): BestPath | undefined {
+    const best = this.bestPath(d, prefix)
     if (best === undefined) return undefined
     return { path: best, reason: REASONS[this.table.bits[d]! & REASON_MASK]!, multipath: this.multipathOf(d) ?? [best] }
   }

@@ -1,9 +1,9 @@
 // A hash map from unsigned 32-bit numbers to small non-negative integers (a table's destination
-// indices), by open addressing with linear probing in two typed arrays. The IPv4 tables hold a full
+// indices), by open addressing with linear probing in one typed array. The IPv4 tables hold a full
 // Internet table (a million keys): a JS Map spends most of an ingest rehashing and allocating entries;
 // this holds 8 bytes per slot and nothing the garbage collector has to trace.
 
-/** Keys that differ only in their low GROUP_BITS share a bucket of 2^GROUP_BITS slots (32 bytes of values). */
+/** Keys that differ only in their low GROUP_BITS share a bucket of 2^GROUP_BITS slots (64 bytes of keys and values: one cache line). */
 const GROUP_BITS = 3
 const GROUP_MASK = (1 << GROUP_BITS) - 1
 
@@ -20,10 +20,13 @@ export const fibonacciSlot = (key: number, shift: number): number => Math.imul(k
  */
 export const homeSlot = (key: number, shift: number): number => (fibonacciSlot(key >>> GROUP_BITS, shift + GROUP_BITS) << GROUP_BITS) | (key & GROUP_MASK)
 
+/**
+ * Keys and values side by side in one Int32Array (the key as int32 at 2i, the value + 1 at 2i + 1; 0
+ * marks an empty slot), so a bucket of eight is one 64-byte cache line, not two.
+ */
 export class IndexMap {
-  private keys: Uint32Array
-  /** The value + 1 per slot; 0 marks an empty slot. */
-  private vals: Int32Array
+  private cells: Int32Array
+  /** Slots - 1. */
   private mask: number
   /** 32 - log2(slots): the slot is the top bits of the multiplicative hash. */
   private shift: number
@@ -32,8 +35,7 @@ export class IndexMap {
   constructor(capacity = 16) {
     let size = 16
     while (size < capacity * 2) size *= 2
-    this.keys = new Uint32Array(size)
-    this.vals = new Int32Array(size)
+    this.cells = new Int32Array(size * 2)
     this.mask = size - 1
     this.shift = 32 - Math.log2(size)
   }
@@ -44,91 +46,88 @@ export class IndexMap {
 
   /** The slot holding `key`, or the empty slot where it would go. */
   private slotOf(key: number): number {
-    const keys = this.keys
-    const vals = this.vals
+    const cells = this.cells
     const mask = this.mask
+    const k = key | 0
     let i = homeSlot(key, this.shift)
-    while (vals[i] !== 0 && keys[i] !== key) i = (i + 1) & mask
+    while (cells[2 * i + 1] !== 0 && cells[2 * i] !== k) i = (i + 1) & mask
     return i
   }
 
   /** The value of `key`, or -1. */
   get(key: number): number {
-    return this.vals[this.slotOf(key)]! - 1
+    return this.cells[2 * this.slotOf(key) + 1]! - 1
   }
 
   set(key: number, value: number): void {
-    if ((this.count + 1) * 4 > this.vals.length * 3) this.grow()
+    if ((this.count + 1) * 4 > (this.mask + 1) * 3) this.grow()
     const i = this.slotOf(key)
-    if (this.vals[i] === 0) {
-      this.keys[i] = key
+    if (this.cells[2 * i + 1] === 0) {
+      this.cells[2 * i] = key
       this.count++
     }
-    this.vals[i] = value + 1
+    this.cells[2 * i + 1] = value + 1
   }
 
   /** The value of `key`; when missing, `value` is stored and returned: one probe instead of get + set. */
   obtain(key: number, value: number): number {
-    if ((this.count + 1) * 4 > this.vals.length * 3) this.grow()
+    if ((this.count + 1) * 4 > (this.mask + 1) * 3) this.grow()
     // slotOf, written out: the hot path of a table dump, and V8 did not inline the call here.
-    const keys = this.keys
-    const vals = this.vals
+    const cells = this.cells
     const mask = this.mask
+    const k = key | 0
     let i = homeSlot(key, this.shift)
     let v: number
-    while ((v = vals[i]!) !== 0) {
-      if (keys[i] === key) return v - 1
+    while ((v = cells[2 * i + 1]!) !== 0) {
+      if (cells[2 * i] === k) return v - 1
       i = (i + 1) & mask
     }
-    keys[i] = key
-    vals[i] = value + 1
+    cells[2 * i] = k
+    cells[2 * i + 1] = value + 1
     this.count++
     return value
   }
 
   delete(key: number): boolean {
-    const keys = this.keys
-    const vals = this.vals
+    const cells = this.cells
     const mask = this.mask
     const i = this.slotOf(key)
-    if (vals[i] === 0) return false
+    if (cells[2 * i + 1] === 0) return false
     // Backward-shift deletion: later entries of the run move up, so no tombstones are needed.
     let hole = i
-    for (let j = (i + 1) & mask; vals[j] !== 0; j = (j + 1) & mask) {
-      const home = homeSlot(keys[j]!, this.shift)
+    for (let j = (i + 1) & mask; cells[2 * j + 1] !== 0; j = (j + 1) & mask) {
+      const home = homeSlot(cells[2 * j]! >>> 0, this.shift)
       // Move j into the hole unless its home lies cyclically in (hole, j].
       const between = hole <= j ? home > hole && home <= j : home > hole || home <= j
       if (!between) {
-        keys[hole] = keys[j]!
-        vals[hole] = vals[j]!
+        cells[2 * hole] = cells[2 * j]!
+        cells[2 * hole + 1] = cells[2 * j + 1]!
         hole = j
       }
     }
-    vals[hole] = 0
+    cells[2 * hole + 1] = 0
     this.count--
     return true
   }
 
   private grow(): void {
-    const oldKeys = this.keys
-    const oldVals = this.vals
+    const old = this.cells
+    const slots = this.mask + 1
     // Four times while the table is filling (a full table rehashes 1.3M entries in all, not 2M).
-    const size = oldVals.length * (oldVals.length < 1 << 20 ? 4 : 2)
-    const keys = new Uint32Array(size)
-    const vals = new Int32Array(size)
+    const size = slots * (slots < 1 << 20 ? 4 : 2)
+    const cells = new Int32Array(size * 2)
     const mask = size - 1
     const shift = 32 - Math.log2(size)
-    for (let i = 0; i < oldVals.length; i++) {
-      const v = oldVals[i]!
+    for (let i = 0; i < slots; i++) {
+      const v = old[2 * i + 1]!
       if (v === 0) continue
-      const key = oldKeys[i]!
-      let j = homeSlot(key, shift)
-      while (vals[j] !== 0) j = (j + 1) & mask
-      keys[j] = key
-      vals[j] = v
+      const key = old[2 * i]!
+      let j = homeSlot(key >>> 0, shift)
+      while (cells[2 * j + 1] !== 0) j = (j + 1) & mask
+      cells[2 * j] = key
+      cells[2 * j + 1] = v
     }
-    this.keys = keys
-    this.vals = vals
+    this.cells = cells
     this.mask = mask
     this.shift = shift
   }
@@ -136,8 +135,8 @@ export class IndexMap {
   /** Every value, in slot order. */
   values(): number[] {
     const out: number[] = []
-    const vals = this.vals
-    for (let i = 0; i < vals.length; i++) if (vals[i] !== 0) out.push(vals[i]! - 1)
+    const cells = this.cells
+    for (let i = 1; i < cells.length; i += 2) if (cells[i] !== 0) out.push(cells[i]! - 1)
     return out
   }
 }

@@ -59,16 +59,6 @@ export class IndexMap {
     return this.cells[2 * this.slotOf(key) + 1]! - 1
   }
 
-  set(key: number, value: number): void {
-    if ((this.count + 1) * 4 > (this.mask + 1) * 3) this.grow()
-    const i = this.slotOf(key)
-    if (this.cells[2 * i + 1] === 0) {
-      this.cells[2 * i] = key
-      this.count++
-    }
-    this.cells[2 * i + 1] = value + 1
-  }
-
   /** The value of `key`; when missing, `value` is stored and returned: one probe instead of get + set. */
   obtain(key: number, value: number): number {
     if ((this.count + 1) * 4 > (this.mask + 1) * 3) this.grow()

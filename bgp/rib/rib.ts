@@ -546,11 +546,7 @@ export class Rib implements RibView {
   /** Every path of `d`, a compact one as a new object. */
   private pathList(d: number): Path[] {
     const t = this.table
-    const bits = t.bits[d]!
-    if ((bits & COMPACT) !== 0) {
-      const source = t.source.get(d)!
-      return [newPath(t.prefix(d), source.peer, source.session, t.attrs.get(d)!, (bits & STALE) !== 0)]
-    }
+    if ((t.bits[d]! & COMPACT) !== 0) return [this.bestPath(d)!]
     const p = t.paths.get(d)
     return p === undefined ? [] : Array.isArray(p) ? [...p] : [p]
   }

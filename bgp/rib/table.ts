@@ -69,7 +69,7 @@ const PAGE_MASK = PAGE_SIZE - 1
  * collected so much that it took most of the ingest's time; pages of 4,096 still cost 1M prefixes
  * ~0.29 s in-process against ~0.25 s.
  */
-export class Column<T> {
+class Column<T> {
   private readonly pages: (T | undefined)[][] = []
 
   get(d: number): T | undefined {

@@ -64,26 +64,29 @@ const PAGE_MASK = PAGE_SIZE - 1
 
 /**
  * A column of references by destination index, in pages of 32,768 (256 KB, so V8 makes each in its
- * large-object space instead of copying it out of the young generation): it grows by a page, never by
- * copying. Growing four plain arrays as a full table arrived (by push, or by doubling) copied and
- * collected so much that it took most of the ingest's time; pages of 4,096 still cost 1M prefixes
- * ~0.29 s in-process against ~0.25 s.
+ * large-object space instead of copying it out of the young generation), each made when a value first
+ * goes into its range: a column that stays empty for a full table (the path objects of compact
+ * destinations) costs nothing, not even a place for the collector to scan. It never grows by copying:
+ * growing four plain arrays as a full table arrived (by push, or by doubling) copied and collected so
+ * much that it took most of the ingest's time; pages of 4,096 still cost 1M prefixes ~0.29 s
+ * in-process against ~0.25 s.
  */
 class Column<T> {
-  private readonly pages: (T | undefined)[][] = []
+  private readonly pages: ((T | undefined)[] | undefined)[] = []
 
   get(d: number): T | undefined {
-    return this.pages[d >>> PAGE_BITS]![d & PAGE_MASK]
+    const page = this.pages[d >>> PAGE_BITS]
+    return page === undefined ? undefined : page[d & PAGE_MASK]
   }
 
   set(d: number, v: T | undefined): void {
-    this.pages[d >>> PAGE_BITS]![d & PAGE_MASK] = v
-  }
-
-  /** One page more: room for PAGE_SIZE indices more. */
-  addPage(): void {
-    // Holes read as undefined; filling 32,768 slots first cost more than the reads save.
-    this.pages.push(new Array<T | undefined>(PAGE_SIZE))
+    let page = this.pages[d >>> PAGE_BITS]
+    if (page === undefined) {
+      if (v === undefined) return
+      // Holes read as undefined; filling 32,768 slots first cost more than the reads save.
+      this.pages[d >>> PAGE_BITS] = page = new Array<T | undefined>(PAGE_SIZE)
+    }
+    page[d & PAGE_MASK] = v
   }
 }
 
@@ -154,15 +157,8 @@ export class DestinationTable {
       this.v6.set(k, next)
       this.addr6.set(next, p.addr)
     }
-    if (next === this.end) {
-      if ((this.end & PAGE_MASK) === 0) {
-        this.source.addPage()
-        this.attrs.addPage()
-        this.paths.addPage()
-        this.best.addPage()
-      }
-      this.end++
-    } else this.free.pop()
+    if (next === this.end) this.end++
+    else this.free.pop()
     this.bits[next] = LIVE | (p.afi << AFI_SHIFT) | (p.len << LEN_SHIFT)
     this.count++
     return next

@@ -431,7 +431,7 @@ export class Rib implements RibView {
         }
         for (let k = 0; k < outs.length; k++) outs[k]!.offer(d)
       }
-      if ((bits & COMPACT) === 0 && t.paths.get(d) === undefined) t.release(d)
+      if (t.isEmpty(d)) t.release(d)
     }
     list.clear()
     if (changes !== undefined && changes.length > 0) for (const l of this.listeners) l(changes)

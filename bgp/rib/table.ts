@@ -41,10 +41,10 @@ export interface PathSource {
   readonly session: PeerSessionInfo | undefined
 }
 
-function v6Key(p: Prefix & { afi: 2 }): string {
-  const nb = (p.len + 7) >> 3
-  let key = String.fromCharCode(p.len)
-  for (let i = 0; i < nb; i++) key += String.fromCharCode(p.addr[i]!)
+function v6Key(addr: Uint8Array, len: number): string {
+  const nb = (len + 7) >> 3
+  let key = String.fromCharCode(len)
+  for (let i = 0; i < nb; i++) key += String.fromCharCode(addr[i]!)
   return key
 }
 
@@ -127,17 +127,19 @@ export class DestinationTable {
     return ((this.bits[d]! >>> AFI_SHIFT) & 3) as 1 | 2
   }
 
+  private len(d: number): number {
+    return (this.bits[d]! >>> LEN_SHIFT) & 0xff
+  }
+
   /** The prefix (path id 0) as a new object. */
   prefix(d: number): Prefix {
-    const b = this.bits[d]!
-    const len = (b >>> LEN_SHIFT) & 0xff
-    return ((b >>> AFI_SHIFT) & 3) === 1 ? ipv4Prefix(this.addr4[d]! >>> 0, len) : ipv6Prefix(this.addr6.get(d)!, len)
+    return this.afi(d) === 1 ? ipv4Prefix(this.addr4[d]! >>> 0, this.len(d)) : ipv6Prefix(this.addr6.get(d)!, this.len(d))
   }
 
   /** The destination of `p` (any path id), or -1. */
   get(p: Prefix): number {
     if (p.afi === 1) return this.v4[p.len]?.get(v4Key(p.addr, p.len)) ?? -1
-    return this.v6.get(v6Key(p)) ?? -1
+    return this.v6.get(v6Key(p.addr, p.len)) ?? -1
   }
 
   /** The destination of `p` (any path id), made (empty) when missing. */
@@ -151,7 +153,7 @@ export class DestinationTable {
       if (d !== next) return d
       this.addr4[d] = p.addr
     } else {
-      const k = v6Key(p)
+      const k = v6Key(p.addr, p.len)
       const known = this.v6.get(k)
       if (known !== undefined) return known
       this.v6.set(k, next)
@@ -189,22 +191,20 @@ export class DestinationTable {
 
   /**
    * Frees `d` if it has no path, no Adj-RIB-Out holds it (one that does still has to withdraw it) and no
-   * flush waits for it; the index then serves another prefix. Returns whether it did.
+   * flush waits for it; the index then serves another prefix.
    */
-  release(d: number): boolean {
-    if (!this.isLive(d) || (this.bits[d]! & DIRTY) !== 0 || !this.isEmpty(d) || this.holders[d] !== 0) return false
-    const b = this.bits[d]!
-    const len = (b >>> LEN_SHIFT) & 0xff
-    if (((b >>> AFI_SHIFT) & 3) === 1) this.v4[len]!.delete(v4Key(this.addr4[d]! >>> 0, len))
+  release(d: number): void {
+    if (!this.isLive(d) || (this.bits[d]! & DIRTY) !== 0 || !this.isEmpty(d) || this.holders[d] !== 0) return
+    const len = this.len(d)
+    if (this.afi(d) === 1) this.v4[len]!.delete(v4Key(this.addr4[d]! >>> 0, len))
     else {
-      this.v6.delete(v6Key(ipv6Prefix(this.addr6.get(d)!, len)))
+      this.v6.delete(v6Key(this.addr6.get(d)!, len))
       this.addr6.delete(d)
     }
     this.bits[d] = 0
     this.best.set(d, undefined)
     this.free.push(d)
     this.count--
-    return true
   }
 
   /** Every live destination: IPv4 (shortest prefixes first), then IPv6; `afi` limits to one family. */

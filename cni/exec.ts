@@ -27,11 +27,23 @@ export interface RunOptions {
  */
 export type Runner = (cmd: string, args: readonly string[], opts?: RunOptions) => Promise<RunResult>
 
+/** Where `ip` and `nsenter` live on any Linux, whatever PATH the runtime exec'd the plugin with. */
+const SYSTEM_PATH = ['/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin']
+
+/** `path` with the system directories it lacks appended: a runtime's PATH may hold no sbin directory. */
+export function withSystemPath(path: string | undefined): string {
+  const dirs = (path ?? '').split(':').filter((d) => d !== '')
+  return [...dirs, ...SYSTEM_PATH.filter((d) => !dirs.includes(d))].join(':')
+}
+
+let defaultEnv: NodeJS.ProcessEnv | undefined
+
 export const run: Runner = async (cmd, args, opts = {}) => {
   // Loaded on first use, like node:http in the IPAM client: a failing or VERSION call starts faster.
   const { spawn } = await import('node:child_process')
   return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { stdio: ['pipe', 'pipe', 'pipe'], env: opts.env ?? process.env })
+    const env = opts.env ?? (defaultEnv ??= { ...process.env, PATH: withSystemPath(process.env['PATH']) })
+    const child = spawn(cmd, args, { stdio: ['pipe', 'pipe', 'pipe'], env })
     const out: Buffer[] = []
     const err: Buffer[] = []
     child.stdout.on('data', (c: Buffer) => out.push(c))

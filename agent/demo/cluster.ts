@@ -5,7 +5,7 @@
 
 import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync, openSync, closeSync } from 'node:fs'
-import { mkdir, mkdtemp, rm, symlink } from 'node:fs/promises'
+import { mkdir, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -16,6 +16,7 @@ import { isAlive, killQuietly, Namespaces, nsExec, sweepStale, TEMP_PREFIX, ip }
 import type { DemoTopology, Encap } from './options.js'
 import { startTor, TOR_ADDRESS, TOR_AS, type Tor } from './tor.js'
 import { AGENT_NODE_FLAGS, PLUGIN_EXEC_ENV } from '../node-flags.js'
+import { installCni } from '../install-cni.js'
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..')
 export const NODE_BIN = join(ROOT, 'bin', 'pinto-node.js')
@@ -139,8 +140,8 @@ export class DemoCluster {
     if (swept.length > 0) this.say(`removed ${swept.length} namespaces an earlier demo left behind`)
     this.dir = await mkdtemp(join(tmpdir(), `${TEMP_PREFIX}${this.netns.id}-`))
     await mkdir(this.cniPath)
-    await symlink(join(BUNDLE, 'pinto.cjs'), join(this.cniPath, 'pinto'))
-    await symlink(join(BUNDLE, 'pinto-ipam.cjs'), join(this.cniPath, 'pinto-ipam'))
+    // As on a node: copies with this Node.js in their #! line (the runtime execs them once per pod).
+    installCni({ binDir: this.cniPath, confDir: undefined, node: process.execPath, bundleDir: BUNDLE })
 
     this.say(`building ${spec.nodes} nodes (namespaces ${this.netns.prefix}-*), datastore in ${this.store}`)
     await this.netns.fabric()

@@ -12,6 +12,7 @@ const commands: Record<string, () => Promise<Command>> = {
   get: async () => (await import('./resources.js')).getCommand,
   delete: async () => (await import('./resources.js')).deleteCommand,
   demo: async () => (await import('./demo.js')).demoCommand,
+  'install-cni': async () => (await import('./install-cni.js')).installCniCommand,
 }
 
 const USAGE = `usage: pintoctl <command> [args]
@@ -27,6 +28,8 @@ commands:
                                 list or show resources
   delete KIND NAME | -f FILE|-  delete resources
   demo [--nodes N] [--check]... a local cluster of network namespaces (sudo); --help for its options
+  install-cni [--bin-dir DIR] [--conf-dir DIR] [--node PATH]...
+                                install the CNI plugins and pinto's network config on this node; --help
 
 node status and routes read the agent at --api URL, else PINTO_API, else http://127.0.0.1:9099.
 `

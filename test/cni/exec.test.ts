@@ -2,7 +2,7 @@
 // a child run on without holding the plugin's process open.
 import t from 'tap'
 import { execa } from 'execa'
-import { run } from '../../cni/exec.js'
+import { run, withSystemPath } from '../../cni/exec.js'
 
 const EXEC = new URL('../../cni/exec.js', import.meta.url).pathname
 
@@ -42,4 +42,10 @@ console.log(JSON.stringify(r))`
   t.equal(r.exitCode, 0, String(r.stderr))
   t.same(JSON.parse(String(r.stdout)), { code: 0, stdout: '', stderr: '', left: true })
   t.equal((await ours()).length, 1, 'the sleep it left runs on')
+})
+
+t.test('the system directories join whatever PATH the runtime gave, after it and once each', async (t) => {
+  t.equal(withSystemPath(undefined), '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin')
+  t.equal(withSystemPath('/opt/bin:/usr/bin'), '/opt/bin:/usr/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/sbin:/bin')
+  t.equal(withSystemPath('::/usr/sbin:'), '/usr/sbin:/usr/local/sbin:/usr/local/bin:/usr/bin:/sbin:/bin')
 })

@@ -2,14 +2,15 @@
 // empty pod namespaces, an IPAM service with a temp store and the 198.18.0.0/15 pools, and a runner that
 // execs the bundled plugins as real processes with CNI env and stdin. Everything goes in t.teardown.
 
-import { chmod, copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { execa } from 'execa'
+import { execa, execaSync } from 'execa'
 import { openDatastore } from '../../config/datastore-open.js'
 import { encodeResource, resourceKey } from '../../config/resources/index.js'
 import { PLUGIN_EXEC_ENV } from '../../agent/node-flags.js'
 import { startIpamService } from '../../agent/ipam-service-main.js'
+import { installCni } from '../../agent/install-cni.js'
 import type { IpamService } from '../../agent/ipam-service.js'
 import { type Teardown, type Topology, createTopology } from '../harness/netns.js'
 
@@ -17,6 +18,8 @@ export const DIST = new URL('../../', import.meta.url).pathname
 export const BUNDLE = join(DIST, 'bundle')
 
 export const REF_CNI = '/usr/lib/cni'
+
+const IP = execaSync('sh', ['-c', 'command -v ip']).stdout.trim()
 
 export interface PluginRun {
   readonly code: number
@@ -71,8 +74,9 @@ export async function createLab(t: Teardown, opts: { service?: boolean } = {}): 
   // CNI_PATH: our bundles under their plugin names, then the reference plugins.
   const bin = join(dir, 'bin')
   await mkdir(bin)
-  // Copies, not links: another developer's build may wipe dist/ while this test runs.
-  for (const name of ['pinto', 'pinto-ipam']) await copyFile(join(BUNDLE, `${name}.cjs`), join(bin, name)).then(() => chmod(join(bin, name), 0o755))
+  // Installed as on a node (copies with this Node.js in their #! line), not links: another developer's
+  // build may wipe dist/ while this test runs.
+  installCni({ binDir: bin, confDir: undefined, node: process.execPath, bundleDir: BUNDLE })
   const socket = join(dir, 'run', 'pinto.sock')
   const mtuFile = join(dir, 'mtu')
   const pods: string[] = []
@@ -105,7 +109,8 @@ export async function createLab(t: Teardown, opts: { service?: boolean } = {}): 
       }
       const input = typeof conf === 'string' ? conf : JSON.stringify(conf)
       const file = ['pinto', 'pinto-ipam'].includes(type) ? join(bin, type) : join(REF_CNI, type)
-      const r = await execa('ip', ['netns', 'exec', host.ns, file], { input, env, extendEnv: true, reject: false })
+      // `ip` by absolute path: the plugin's PATH is the caller's to choose, not the wrapper's.
+      const r = await execa(IP, ['netns', 'exec', host.ns, file], { input, env, extendEnv: true, reject: false })
       let json: Record<string, unknown> | undefined
       try {
         json = JSON.parse(String(r.stdout)) as Record<string, unknown>

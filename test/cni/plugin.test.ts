@@ -175,3 +175,17 @@ t.test('repeated ADD, CHECK drift, DEL without netns, GC and STATUS', async (t) 
   t.equal(st.json?.['code'], 50)
   t.match(String(st.json?.['msg']), 'pinto-node is not running')
 })
+
+t.test('a runtime PATH without node or ip: the installed plugin finds both', async (t) => {
+  const lab = await createLab(t)
+  const netns = await lab.pod('path')
+  const att = { containerId: 'cpath', netns, args: 'K8S_POD_NAMESPACE=default;K8S_POD_NAME=path' }
+  const conf = pintoConf(lab, '1.0.0')
+  const env = { PATH: '/nonexistent' }
+  const add = await lab.exec('pinto', 'ADD', conf, att, env)
+  t.equal(add.code, 0, add.stdout + add.stderr)
+  t.match(await lab.ip(netns.replace('/run/netns/', ''), ['route', 'show']), 'default via 169.254.1.1 dev eth0')
+  const del = await lab.exec('pinto', 'DEL', conf, att, env)
+  t.equal(del.code, 0, del.stdout + del.stderr)
+  t.same(await lab.links(lab.hostNs).then((l) => l.filter((n) => n.startsWith('pinto'))), [], 'the veth is gone')
+})

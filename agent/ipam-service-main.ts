@@ -1,10 +1,11 @@
-// Runs the IPAM service on its own (`node dist/agent/ipam-service-main.js`), before the rest of pinto-node
+// Runs the IPAM service (and the CNI channel beside it) on its own (`node dist/agent/ipam-service-main.js`), before the rest of pinto-node
 // exists: settings from the agent's env variables, one line "ready <socket>" on stdout, clean stop on SIGTERM.
 // It composes; the service and the datastore own their logic.
 
 import { pathToFileURL } from 'node:url'
 import { openDatastore } from '../config/datastore-open.js'
 import { IpamService } from './ipam-service.js'
+import { CniService } from './cni-service.js'
 import { settingsFromEnv as agentSettings } from './settings.js'
 
 export { DEFAULT_SOCKET } from '../cni/config.js'
@@ -22,16 +23,19 @@ export function settingsFromEnv(env: Readonly<Record<string, string | undefined>
   return { datastore: s.datastore, socket: s.socket, node: s.nodeName, mtuFile: s.mtuFile }
 }
 
-export async function startIpamService(s: ServiceSettings): Promise<{ service: IpamService; stop: () => Promise<void> }> {
+export async function startIpamService(s: ServiceSettings): Promise<{ service: IpamService; cni: CniService; stop: () => Promise<void> }> {
   const store = await openDatastore(s.datastore)
   const service = new IpamService({ store, node: s.node, socket: s.socket, mtuFile: s.mtuFile })
+  const cni = new CniService({ socket: s.socket, ipam: service })
   try {
     await service.listen()
+    await cni.listen()
   } catch (err) {
+    await service.close()
     await store.close()
     throw err
   }
-  return { service, stop: async () => { await service.close(); await store.close() } }
+  return { service, cni, stop: async () => { await cni.close(); await service.close(); await store.close() } }
 }
 
 async function main(): Promise<void> {

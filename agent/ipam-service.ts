@@ -9,6 +9,7 @@ import type { Datastore } from '../config/datastore.js'
 import { AddrError } from '../ipam/addr.js'
 import { blockCidr, ordinalAddress } from '../ipam/block.js'
 import { type AutoAssignRequest, Ipam, IpamError } from '../ipam/ipam.js'
+import type { AutoAssignResult, ReleaseResult } from '../ipam/ipam-types.js'
 import { BLOCKS_PREFIX, IpamRecordError, decodeBlock } from '../ipam/records.js'
 import { NodeLabels, loadIpamConfig, loadPoolSpecs } from './ipam-service-pools.js'
 
@@ -21,6 +22,15 @@ export interface IpamServiceOptions {
   readonly socket: string
   /** Where felix writes the pod MTU; reported in /v1/status so operators see what the plugins will use. */
   readonly mtuFile?: string
+}
+
+/** ADDs the CNI channel answered (done, failed, handed back to the plugin) and how its `ip` processes started. */
+export interface CniChannelStatus {
+  readonly done: number
+  readonly failed: number
+  readonly handedBack: number
+  readonly ipStartedAhead: number
+  readonly ipSpawnedOnDemand: number
 }
 
 class RequestError extends Error {
@@ -110,14 +120,23 @@ export class IpamService {
     }
   }
 
-  async status(): Promise<{ ready: boolean; node: string; pools: string[]; mtu: number | null; reason?: string }> {
+  /** What the CNI channel beside this service reports in /v1/status (set by whoever starts the channel). */
+  channelStatus: (() => CniChannelStatus) | undefined
+
+  async status(): Promise<{ ready: boolean; node: string; pools: string[]; mtu: number | null; reason?: string; cniChannel?: CniChannelStatus }> {
     const pools = (await loadPoolSpecs(this.options.store)).filter((p) => p.disabled !== true).map((p) => p.cidr)
     const mtuText = await readFile(this.options.mtuFile ?? DEFAULT_MTU_FILE, 'utf8').catch(() => '')
     const mtu = /^\d+\s*$/.test(mtuText) ? Number(mtuText) : null
-    return { ready: pools.length > 0, node: this.options.node, pools, mtu, ...(pools.length === 0 ? { reason: 'no enabled IPPool' } : {}) }
+    const channel = this.channelStatus?.()
+    return {
+      ready: pools.length > 0, node: this.options.node, pools, mtu,
+      ...(pools.length === 0 ? { reason: 'no enabled IPPool' } : {}),
+      ...(channel !== undefined ? { cniChannel: channel } : {}),
+    }
   }
 
-  private assign(body: Record<string, unknown>): Promise<unknown> {
+  /** POST /v1/assign's work, for callers in this process too (the CNI channel): errors as errorReply maps them. */
+  assign(body: Record<string, unknown>): Promise<{ node: string } & AutoAssignResult> {
     let req: AutoAssignRequest = {
       handle: field(body, 'handle', isString, 'a handle id'),
       node: field(body, 'node', isString, 'a node name', this.options.node),
@@ -137,7 +156,8 @@ export class IpamService {
     })
   }
 
-  private release(body: Record<string, unknown>): Promise<unknown> {
+  /** POST /v1/release's work, for callers in this process too. */
+  release(body: Record<string, unknown>): Promise<ReleaseResult> {
     if (body['handle'] !== undefined) {
       const handle = field(body, 'handle', isString, 'a handle id')
       return this.serial(() => this.ipam.releaseByHandle(handle))
@@ -162,7 +182,8 @@ export class IpamService {
   }
 }
 
-function errorReply(err: unknown): [number, { code: string; message: string }] {
+/** The HTTP status and body the service answers `err` with. */
+export function errorReply(err: unknown): [number, { code: string; message: string }] {
   if (err instanceof RequestError) return [err.status, { code: err.code, message: err.message }]
   if (err instanceof IpamError) return [err.code === 'invalid' ? 400 : 409, { code: err.code, message: err.message }]
   if (err instanceof AddrError || err instanceof IpamRecordError) return [400, { code: 'invalid', message: err.message }]

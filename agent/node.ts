@@ -18,6 +18,7 @@ import { effectiveBGPConfiguration, encodeResource, decodeResource, resourceKey,
 import { ExecaRunner, type ProcessRunner } from '../felix/index.js'
 import { RouteSocket } from '../felix/route-socket.js'
 import { IpamService } from './ipam-service.js'
+import { CniService } from './cni-service.js'
 import { ClusterState } from './cluster-state.js'
 import { desiredPeers, type DesiredPeer } from './bgp-peers.js'
 import { originationFor, type Origination } from './origination.js'
@@ -68,6 +69,7 @@ export class PintoNode {
   private cluster!: ClusterState
   speaker!: BgpSpeaker
   ipamService!: IpamService
+  cniService: CniService | undefined
   dataplane: Dataplane | undefined
   private readonly runner: ProcessRunner
   /** Commands run in this process's own namespace (no runner handed in), so a route socket may be opened. */
@@ -132,7 +134,9 @@ export class PintoNode {
 
     this.ipamService = new IpamService({ store: this.store, node: s.nodeName, socket: s.socket, mtuFile: s.mtuFile })
     await this.ipamService.listen()
-    this.log.info({ socket: s.socket }, 'IPAM service listening for the CNI plugins')
+    this.cniService = new CniService({ socket: s.socket, ipam: this.ipamService })
+    await this.cniService.listen()
+    this.log.info({ socket: s.socket }, 'IPAM service and CNI channel listening for the CNI plugins')
     await this.ensureTunnelAddresses()
 
     const restartingFor = await this.restartWindow()
@@ -243,6 +247,7 @@ export class PintoNode {
     await this.speaker?.stop(graceful ? { graceful: true } : { message: 'pinto-node stopped' })
     await this.dataplane?.stop()
     this.routeSocket?.close()
+    await this.cniService?.close()
     await this.ipamService?.close()
     await this.store?.close()
     this.log.info({ graceful }, 'pinto-node stopped; kernel routes left in place')

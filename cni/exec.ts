@@ -1,6 +1,7 @@
 // The one process port of the plugins: run a program with optional stdin and collect its output.
 // node:child_process only (execa costs tens of milliseconds to import, and the plugins start once per pod).
 
+import type { ChildProcessWithoutNullStreams } from 'node:child_process'
 
 export interface RunResult {
   readonly code: number
@@ -38,12 +39,25 @@ export function withSystemPath(path: string | undefined): string {
 
 let defaultEnv: NodeJS.ProcessEnv | undefined
 
+/** The environment children get: ours, with the system directories on PATH. */
+export function childEnv(): NodeJS.ProcessEnv {
+  return (defaultEnv ??= { ...process.env, PATH: withSystemPath(process.env['PATH']) })
+}
+
+/** Loaded on first use, like node:net in the IPAM client: a failing or VERSION call starts faster. Kept: an ES module's import() costs ~0.5 ms each time. */
+let childProcess: Promise<typeof import('node:child_process')> | undefined
+
 export const run: Runner = async (cmd, args, opts = {}) => {
-  // Loaded on first use, like node:http in the IPAM client: a failing or VERSION call starts faster.
-  const { spawn } = await import('node:child_process')
+  const { spawn } = await (childProcess ??= import('node:child_process'))
+  return collect(spawn(cmd, args, { stdio: ['pipe', 'pipe', 'pipe'], env: opts.env ?? childEnv() }), opts)
+}
+
+/**
+ * A started child's output and exit, as run() gives them: `head` goes to its stdin before `input` (a child
+ * started ahead of need, which reads what it is to do first).
+ */
+export function collect(child: ChildProcessWithoutNullStreams, opts: RunOptions = {}, head = ''): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const env = opts.env ?? (defaultEnv ??= { ...process.env, PATH: withSystemPath(process.env['PATH']) })
-    const child = spawn(cmd, args, { stdio: ['pipe', 'pipe', 'pipe'], env })
     const out: Buffer[] = []
     const err: Buffer[] = []
     child.stdout.on('data', (c: Buffer) => out.push(c))
@@ -73,6 +87,7 @@ export const run: Runner = async (cmd, args, opts = {}) => {
     }
     // A child that exits before reading its stdin must not crash us with EPIPE.
     child.stdin.on('error', () => undefined)
+    if (head !== '') child.stdin.write(head)
     const input = opts.input ?? ''
     if (typeof input === 'string') child.stdin.end(input)
     else

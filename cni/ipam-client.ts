@@ -41,6 +41,16 @@ export interface StatusReply {
 /** How long one call may take: the agent answers in milliseconds; a hung agent must not hang the kubelet. */
 const TIMEOUT_MS = 30_000
 
+/** What the plugins ask of the agent's IPAM: over the socket (IpamClient), or in-process inside the agent. */
+export type IpamPort = Pick<IpamClient, 'sent' | 'assign' | 'releaseByHandle' | 'allocations' | 'status'>
+
+/** The CNI error for the service's answer with HTTP `status` and body {code, message}. */
+export function serviceError(status: number, body: { code?: string; message?: string }): CniError {
+  // 503 is the agent saying "not ready yet": the runtime should retry, as for an agent that is down.
+  const code = status === 503 ? ERR.tryAgainLater : status === 400 ? ERR.invalidConfig : ERR.io
+  return new CniError(code, `pinto-node IPAM service: ${body.message ?? `HTTP ${status}`}`, body.code ?? '')
+}
+
 export class IpamClient {
   private markSent: () => void = () => {}
   /**
@@ -110,10 +120,7 @@ export class IpamClient {
           resolve(parsed)
           return
         }
-        const e = parsed as { code?: string; message?: string }
-        // 503 is the agent saying "not ready yet": the runtime should retry, as for an agent that is down.
-        const code = reply.status === 503 ? ERR.tryAgainLater : reply.status === 400 ? ERR.invalidConfig : ERR.io
-        reject(new CniError(code, `pinto-node IPAM service: ${e.message ?? `HTTP ${reply.status}`}`, e.code ?? ''))
+        reject(serviceError(reply.status, parsed as { code?: string; message?: string }))
       })
       sock.on('error', (err: NodeJS.ErrnoException) => {
         if (err.code === 'ENOENT' || err.code === 'ECONNREFUSED') {

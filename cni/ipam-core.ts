@@ -2,14 +2,14 @@
 // agent's service. No wiring and no output formatting here.
 
 import { type NetConf, handleOf, podIdentity } from './config.js'
-import { type AssignReply, IpamClient } from './ipam-client.js'
+import { type AssignReply, IpamClient, type IpamPort } from './ipam-client.js'
 import { type CniEnv, CniError, ERR } from './spec.js'
 
 export function clientFor(conf: NetConf): IpamClient {
   return new IpamClient(conf.ipam?.socket ?? conf.socket)
 }
 
-export function assign(conf: NetConf, env: CniEnv, client: IpamClient): Promise<AssignReply> {
+export function assign(conf: NetConf, env: CniEnv, client: IpamPort): Promise<AssignReply> {
   const ipam = conf.ipam
   if (ipam === undefined) throw new CniError(ERR.invalidConfig, 'ipam: is missing')
   const pod = podIdentity(env.args)
@@ -23,12 +23,12 @@ export function assign(conf: NetConf, env: CniEnv, client: IpamClient): Promise<
   })
 }
 
-export async function release(conf: NetConf, env: CniEnv, client: IpamClient): Promise<void> {
+export async function release(conf: NetConf, env: CniEnv, client: IpamPort): Promise<void> {
   await client.releaseByHandle(handleOf(conf.name, env.containerId))
 }
 
 /** CHECK's IPAM part: the handle still holds every address the previous result names. */
-export async function checkHeld(conf: NetConf, env: CniEnv, client: IpamClient, addresses: readonly string[]): Promise<void> {
+export async function checkHeld(conf: NetConf, env: CniEnv, client: IpamPort, addresses: readonly string[]): Promise<void> {
   const handle = handleOf(conf.name, env.containerId)
   const held = new Set((await client.allocations(handle)).filter((a) => a.handle === handle).map((a) => a.address))
   const missing = addresses.filter((a) => !held.has(a))
@@ -36,7 +36,7 @@ export async function checkHeld(conf: NetConf, env: CniEnv, client: IpamClient, 
 }
 
 /** GC: releases every handle of this network whose container is not among the valid attachments. */
-export async function collect(conf: NetConf, valid: ReadonlySet<string>, client: IpamClient): Promise<string[]> {
+export async function collect(conf: NetConf, valid: ReadonlySet<string>, client: IpamPort): Promise<string[]> {
   const prefix = `${conf.name}.`
   const stale = new Set<string>()
   for (const a of await client.allocations(prefix)) {
@@ -47,7 +47,7 @@ export async function collect(conf: NetConf, valid: ReadonlySet<string>, client:
   return [...stale]
 }
 
-export async function status(client: IpamClient): Promise<void> {
+export async function status(client: IpamPort): Promise<void> {
   let s
   try {
     s = await client.status()

@@ -5,11 +5,12 @@ import { closeSync, existsSync, openSync, readFileSync, readSync } from 'node:fs
 import { type NetConf, podIdentity, validAttachments } from './config.js'
 import { delegate } from './delegate.js'
 import { ERR_CHECK, assign, checkHeld, clientFor, collect, release, status } from './ipam-core.js'
-import type { IpamClient } from './ipam-client.js'
+import type { IpamPort } from './ipam-client.js'
 import { type CniIp, type CniResult, parseResult } from './result.js'
 import { type CniEnv, CniError, ERR } from './spec.js'
 import { vethName } from './veth-name.js'
 import { Dataplane } from './wiring.js'
+import { addThroughAgent } from './agent-channel.js'
 import { GATEWAY_V4, GATEWAY_V6, HOST_MAC, type Veth, type Wiring, checkWiring, podMacFrom } from './wiring-plan.js'
 
 const DEFAULT_MTU = 1500
@@ -63,7 +64,7 @@ function pick(ips: readonly CniIp[]): { v4: string | undefined; v6: string | und
   return { v4: ips.map((i) => bare(i.address)).find((a) => !a.includes(':')), v6: ips.map((i) => bare(i.address)).find((a) => a.includes(':')) }
 }
 
-async function ipamAdd(inv: Invocation, client = clientFor(inv.conf)): Promise<{ v4: string | undefined; v6: string | undefined }> {
+async function ipamAdd(inv: Invocation, client: IpamPort = clientFor(inv.conf)): Promise<{ v4: string | undefined; v6: string | undefined }> {
   const type = ipamType(inv.conf)
   if (type === 'pinto-ipam') {
     // In-process rather than exec'ing pinto-ipam: the same request, without a second Node.js start per pod.
@@ -76,7 +77,7 @@ async function ipamAdd(inv: Invocation, client = clientFor(inv.conf)): Promise<{
   return got
 }
 
-async function ipamDel(inv: Invocation, client = clientFor(inv.conf)): Promise<void> {
+async function ipamDel(inv: Invocation, client: IpamPort = clientFor(inv.conf)): Promise<void> {
   const type = ipamType(inv.conf)
   if (type === 'pinto-ipam') await release(inv.conf, inv.env, client)
   else await delegate(type, 'DEL', inv.stdin, inv.env.path)
@@ -86,7 +87,7 @@ async function ipamDel(inv: Invocation, client = clientFor(inv.conf)): Promise<v
  * Waits until pinto-ipam's request is on the agent's socket (or has failed): spawning `ip` holds the
  * thread ~2 ms, which the agent should spend on the request. Nothing to wait for with another IPAM type.
  */
-async function requestOut(ipam: string | undefined, client: IpamClient, pending: Promise<unknown>): Promise<void> {
+async function requestOut(ipam: string | undefined, client: IpamPort, pending: Promise<unknown>): Promise<void> {
   if (ipam === 'pinto-ipam') await Promise.race([client.sent, pending.catch(() => undefined)])
 }
 
@@ -110,19 +111,28 @@ function resultOf(inv: Invocation, w: Wiring): CniResult {
   }
 }
 
-export async function cmdAdd(inv: Invocation, dp = new Dataplane()): Promise<CniResult> {
+/**
+ * ADD. In the plugin's own process with pinto-ipam, the whole ADD goes to pinto-node first (agent-channel.ts),
+ * which runs this same function with its IPAM in-process (`port`); the plugin does it itself only when the
+ * agent cannot (no channel, a config too large for it, a netns it cannot see).
+ */
+export async function cmdAdd(inv: Invocation, dp = new Dataplane(), port?: IpamPort): Promise<CniResult> {
   const { env } = inv
   if (!existsSync(env.netns)) throw new CniError(ERR.unknownContainer, `CNI_NETNS: ${env.netns} does not exist`)
+  if (port === undefined && inv.conf.ipam?.type === 'pinto-ipam') {
+    const done = await addThroughAgent(inv)
+    if (done !== undefined) return done
+  }
+  const client = port ?? clientFor(inv.conf)
   const veth: Veth = { ifname: env.ifname, hostVeth: hostVethOf(inv), mtu: effectiveMtu(inv.conf), podMac: podMacFrom(randomBytes(5)) }
-  if (dp.hostLinkExists(veth.hostVeth)) return addAgain(inv, veth, dp)
+  if (dp.hostLinkExists(veth.hostVeth)) return addAgain(inv, veth, dp, client)
   // The veth needs no address: its ip starts while the IPAM request is out (sent first, since a spawn holds
   // the thread), and whichever of the two failed, the other is undone.
-  const client = clientFor(inv.conf)
   const ipam = ipamAdd(inv, client)
   await requestOut(ipamType(inv.conf), client, ipam)
   const [addrs, wired] = await Promise.allSettled([ipam, dp.wire(veth, env.netns, ipam)])
   if (addrs.status === 'rejected' || wired.status === 'rejected') {
-    if (addrs.status === 'fulfilled') await ipamDel(inv).catch(() => undefined)
+    if (addrs.status === 'fulfilled') await ipamDel(inv, client).catch(() => undefined)
     throw addrs.status === 'rejected' ? addrs.reason : (wired as PromiseRejectedResult).reason
   }
   const w: Wiring = { ...veth, ...addrs.value }
@@ -130,9 +140,9 @@ export async function cmdAdd(inv: Invocation, dp = new Dataplane()): Promise<Cni
 }
 
 /** A repeated ADD: if the pod is wired as asked, answer with what is there; else wire it again. */
-async function addAgain(inv: Invocation, veth: Veth, dp: Dataplane): Promise<CniResult> {
+async function addAgain(inv: Invocation, veth: Veth, dp: Dataplane, client: IpamPort): Promise<CniResult> {
   const { env } = inv
-  const w: Wiring = { ...veth, ...(await ipamAdd(inv)) }
+  const w: Wiring = { ...veth, ...(await ipamAdd(inv, client)) }
   try {
     const seen = await dp.read(w.hostVeth, env.ifname, env.netns)
     if (checkWiring({ ...w, podMac: '' }, seen.pod, seen.host).length === 0 && seen.pod.link?.mtu === w.mtu) {
@@ -141,7 +151,7 @@ async function addAgain(inv: Invocation, veth: Veth, dp: Dataplane): Promise<Cni
     await dp.unwire(w.hostVeth, env.ifname, env.netns)
     await dp.wire(w, env.netns, Promise.resolve(w))
   } catch (err) {
-    await ipamDel(inv).catch(() => undefined)
+    await ipamDel(inv, client).catch(() => undefined)
     throw err
   }
   return resultOf(inv, w)

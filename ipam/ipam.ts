@@ -246,6 +246,18 @@ export class Ipam {
     })
   }
 
+  /**
+   * After our own write to a block, the cached copy of it (the block a node last allocated from) follows, so
+   * the next ADD after a DEL on this node is one write, not a conflict and a re-read.
+   */
+  private refreshHints(key: string, kv: KeyValue | undefined): void {
+    for (const [hint, last] of this.lastBlock) {
+      if (last.kv.key !== key) continue
+      if (kv === undefined) this.lastBlock.delete(hint)
+      else this.lastBlock.set(hint, { cidr: last.cidr, kv })
+    }
+  }
+
   async affinities(node: string): Promise<AffinityRecord[]> {
     const { items } = await this.store.list(affinityPrefix(node))
     return items.map((kv) => decodeAffinity(kv.key, kv.value))
@@ -414,8 +426,14 @@ export class Ipam {
       if (b === undefined) return { released: [], skipped: [] }
       const r = release(b.block)
       if (r.released.length > 0) {
-        if (b.block.affinity === null && blockIsEmpty(b.block)) await this.store.delete(key, b.kv.revision)
-        else await this.store.update(key, JSON.stringify(b.block), b.kv.revision)
+        if (b.block.affinity === null && blockIsEmpty(b.block)) {
+          await this.store.delete(key, b.kv.revision)
+          this.refreshHints(key, undefined)
+        } else {
+          const value = JSON.stringify(b.block)
+          const written = await this.store.update(key, value, b.kv.revision)
+          this.refreshHints(key, { key, value, revision: written.revision })
+        }
       }
       return r
     })

@@ -1,6 +1,7 @@
-// A node for CNI tests: a "host" namespace where the plugins run (nothing in the machine's own namespace),
-// empty pod namespaces, an IPAM service with a temp store and the 198.18.0.0/15 pools, and a runner that
-// execs the bundled plugins as real processes with CNI env and stdin. Everything goes in t.teardown.
+// A node for CNI tests: a "host" namespace where the plugins and the IPAM service (with its CNI channel) run
+// (nothing in the machine's own namespace), empty pod namespaces, a temp store with the 198.18.0.0/15
+// pools, and a runner that execs the installed plugins as real processes with CNI env and stdin.
+// Everything goes in t.teardown.
 
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -9,15 +10,17 @@ import { execa, execaSync } from 'execa'
 import { openDatastore } from '../../config/datastore-open.js'
 import { encodeResource, resourceKey } from '../../config/resources/index.js'
 import { PLUGIN_EXEC_ENV } from '../../agent/node-flags.js'
-import { startIpamService } from '../../agent/ipam-service-main.js'
 import { installCni } from '../../agent/install-cni.js'
-import type { IpamService } from '../../agent/ipam-service.js'
+import { IpamService } from '../../agent/ipam-service.js'
+import { waitFor } from '../harness/wait.js'
 import { type Teardown, type Topology, createTopology } from '../harness/netns.js'
 
 export const DIST = new URL('../../', import.meta.url).pathname
 export const BUNDLE = join(DIST, 'bundle')
 
 export const REF_CNI = '/usr/lib/cni'
+
+const SERVICE_MAIN = join(DIST, 'agent', 'ipam-service-main.js')
 
 const IP = execaSync('sh', ['-c', 'command -v ip']).stdout.trim()
 
@@ -43,6 +46,7 @@ export interface Lab {
   readonly socket: string
   readonly cniPath: string
   readonly mtuFile: string
+  /** The IPAM service's view of the datastore, for reading allocations (the service itself runs in the host namespace). */
   service: IpamService | undefined
   stopService(): Promise<void>
   startService(): Promise<IpamService>
@@ -84,10 +88,34 @@ export async function createLab(t: Teardown, opts: { service?: boolean } = {}): 
     topo, hostNs: host.ns, dir, socket, cniPath: `${bin}:${REF_CNI}`, mtuFile,
     service: undefined,
     async startService() {
-      const s = await startIpamService({ datastore: storeDir, socket, node: 'node1', mtuFile })
-      lab.service = s.service
-      stopper = s.stop
-      return s.service
+      // Its own process in the host namespace, as pinto-node runs beside the plugins on a node: the CNI
+      // channel does an ADD only for a plugin in its own namespace. The tests read allocations through
+      // a second handle on the same datastore.
+      const child = topo.spawn(host.ns, process.execPath, [SERVICE_MAIN], {
+        env: { PINTO_DATASTORE: storeDir, PINTO_SOCKET: socket, PINTO_NODENAME: 'node1', PINTO_MTU_FILE: mtuFile, ...PLUGIN_EXEC_ENV },
+        extendEnv: true, stdout: 'pipe', stderr: 'pipe', buffer: false,
+      })
+      let out = ''
+      let err = ''
+      child.stdout?.on('data', (d: Buffer) => (out += d.toString()))
+      child.stderr?.on('data', (d: Buffer) => (err += d.toString()))
+      let exited = false
+      void child.finally(() => (exited = true))
+      await waitFor(() => {
+        if (exited) throw new Error(`the IPAM service exited: ${err.trim()}`)
+        return out.includes('ready') ? true : undefined
+      }, { timeoutMs: 30_000, what: 'the IPAM service ready' })
+      const store = await openDatastore(storeDir)
+      const reader = new IpamService({ store, node: 'node1', socket, mtuFile })
+      lab.service = reader
+      stopper = async () => {
+        if (!exited) {
+          child.kill('SIGTERM')
+          await child
+        }
+        await store.close()
+      }
+      return reader
     },
     async stopService() {
       const s = stopper

@@ -147,6 +147,35 @@ t.test('releasing a node\'s affinities deletes its empty blocks and leaves used 
   t.same((await store.list(BLOCKS_PREFIX)).items, [], 'an unaffine block goes with its last address')
 })
 
+t.test('an ADD after a DEL on the same node writes its block once: the cached copy follows our own release', async (t) => {
+  const { store } = await embeddedStore(t)
+  const conflicts: string[] = []
+  const counting: Datastore = Object.assign(Object.create(store) as Datastore, {
+    update: async (key: string, value: string, revision: number) => {
+      try {
+        return await store.update(key, value, revision)
+      } catch (err) {
+        if (err instanceof DatastoreError && err.code === 'conflict') conflicts.push(key)
+        throw err
+      }
+    },
+  })
+  const ipam = new Ipam(counting, { pools: [V4] })
+  for (let i = 0; i < 6; i++) {
+    await ipam.autoAssign({ handle: `net.c${i}`, node: 'n1', num4: 1 })
+    await ipam.releaseByHandle(`net.c${i}`)
+  }
+  t.same(conflicts, [], 'no write lost to a stale cached block')
+  // Another writer's change still only costs a retry: the cache is a hint, not the truth.
+  const a = await ipam.autoAssign({ handle: 'net.x', node: 'n1', num4: 1 })
+  const cur = (await store.get(blockKey(parseCidr(a.ipv4[0]!.block))))!
+  await store.update(cur.key, cur.value, cur.revision)
+  const b = await ipam.autoAssign({ handle: 'net.y', node: 'n1', num4: 1 })
+  t.not(b.ipv4[0]!.address, a.ipv4[0]!.address)
+  t.equal(conflicts.length, 1, 'one conflict, then a fresh read')
+  t.same((await checkIpam(ipam)).problems, [])
+})
+
 t.test('a block lost to another node mid-claim undoes the pending affinity', async (t) => {
   const { store, ipam } = await setup(t)
   t.ok(await ipam.claimBlock('n2', parseCidr('198.18.0.0/30')))

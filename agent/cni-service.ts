@@ -1,0 +1,225 @@
+// pinto-node's end of the CNI channel (cni/agent-channel.ts): reads ADD requests from the FIFO beside the
+// IPAM socket, runs the plugin's own ADD (cmdAdd) here with the IPAM service in-process, and renames each
+// answer into place under the request's id. Antrea's and Kube-OVN's agents serve their thin CNI binaries
+// the same way. An ADD it cannot do as the plugin would (the plugin in another network namespace, a netns
+// path it cannot see) it hands back untouched, and the plugin does it itself.
+
+import { execFile } from 'node:child_process'
+import { constants, existsSync, openSync, statSync } from 'node:fs'
+import { mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises'
+import { Socket } from 'node:net'
+import { promisify } from 'node:util'
+import { type ChannelReply, type ChannelRequest, REQUEST_ID, channelPaths } from '../cni/agent-channel.js'
+import { decodeJson, parseNetConf } from '../cni/config.js'
+import { type AssignReply, type IpamPort, serviceError } from '../cni/ipam-client.js'
+import { cmdAdd } from '../cni/pinto-plugin.js'
+import { CniError, ERR, checkVerbAllowed, parseEnv } from '../cni/spec.js'
+import { Dataplane } from '../cni/wiring.js'
+import { type IpamService, errorReply } from './ipam-service.js'
+import { WarmRunner } from './warm-runner.js'
+
+/** A line longer than any request a plugin writes (PIPE_BUF) is garbage: dropped, not buffered without end. */
+const MAX_LINE = 65536
+
+/** An answer nobody took in this long (its plugin died or gave up after 30 s) is removed. */
+const STALE_REPLY_MS = 120_000
+
+/** The IPAM service as the plugins' IpamClient would reach it, without the socket. */
+class LocalIpam implements IpamPort {
+  /**
+   * ADD spawns its `ip` processes once the request is "sent": each spawn holds this thread ~1 ms, so let the
+   * request reach its datastore write first (its steps run as microtasks and one setImmediate), and the
+   * write's fdatasync runs while the processes start. Read per request.
+   */
+  get sent(): Promise<void> {
+    return new Promise((resolve) => setImmediate(() => setImmediate(resolve)))
+  }
+
+  constructor(private readonly service: IpamService) {}
+
+  assign(req: Parameters<IpamPort['assign']>[0]): Promise<AssignReply> {
+    return this.call(() => this.service.assign({ ...req }))
+  }
+
+  releaseByHandle(handle: string): ReturnType<IpamPort['releaseByHandle']> {
+    return this.call(() => this.service.release({ handle }))
+  }
+
+  allocations(prefix: string): ReturnType<IpamPort['allocations']> {
+    return this.service.allocations(prefix)
+  }
+
+  status(): ReturnType<IpamPort['status']> {
+    return this.service.status()
+  }
+
+  private async call<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn()
+    } catch (err) {
+      const [status, body] = errorReply(err)
+      throw serviceError(status, body)
+    }
+  }
+}
+
+const sameInode = (a: string, b: string): boolean => {
+  try {
+    const x = statSync(a)
+    const y = statSync(b)
+    return x.ino === y.ino && x.dev === y.dev
+  } catch {
+    return false
+  }
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
+const isStrings = (v: unknown): v is string[] => Array.isArray(v) && v.every((x) => typeof x === 'string')
+
+/** The request's fields, checked: the FIFO is root's only, but a bad line must not take the agent down. */
+function checkRequest(v: Record<string, unknown>): ChannelRequest {
+  const env = v['env']
+  const bad = (what: string): never => {
+    throw new CniError(ERR.invalidEnv, `CNI channel request: ${what}`)
+  }
+  if (v['v'] !== 1) bad(`version ${JSON.stringify(v['v'])} is not 1`)
+  if (typeof v['pid'] !== 'number' || !Number.isInteger(v['pid']) || v['pid'] <= 0) bad('pid is not a process id')
+  if (typeof v['stdin'] !== 'string') bad('stdin is not a string')
+  if (!isObject(env)) return bad('env is not an object')
+  for (const k of ['containerId', 'netns', 'ifname']) if (typeof env[k] !== 'string') bad(`env.${k} is not a string`)
+  const args = env['args']
+  if (!isObject(args) || !Object.values(args).every((x) => typeof x === 'string')) bad('env.args is not an object of strings')
+  if (!isStrings(env['path'])) bad('env.path is not a list of strings')
+  return v as unknown as ChannelRequest
+}
+
+export class CniService {
+  private reader: Socket | undefined
+  private sweeper: ReturnType<typeof setInterval> | undefined
+  private readonly inFlight = new Set<Promise<void>>()
+  private readonly port: LocalIpam
+  private readonly paths: { readonly requests: string; readonly replies: string }
+  /** Requests answered, by outcome: for the agent's status and the tests. */
+  readonly counts = { done: 0, failed: 0, handedBack: 0 }
+
+  /** The `ip` processes ADDs use, started ahead of need. */
+  readonly warm = new WarmRunner()
+  private readonly dataplane: Dataplane
+
+  private readonly staleReplyMs: number
+
+  constructor(options: { readonly socket: string; readonly ipam: IpamService; readonly staleReplyMs?: number }) {
+    this.staleReplyMs = options.staleReplyMs ?? STALE_REPLY_MS
+    this.port = new LocalIpam(options.ipam)
+    this.paths = channelPaths(options.socket)
+    this.dataplane = new Dataplane(this.warm.run)
+    options.ipam.channelStatus = () => ({ ...this.counts, ipStartedAhead: this.warm.counts.warm, ipSpawnedOnDemand: this.warm.counts.cold })
+  }
+
+  /** Makes the FIFO (replacing any, so a stale agent's reader gets nothing new) and the answers' directory. */
+  async listen(): Promise<void> {
+    const { requests, replies } = this.paths
+    await rm(requests, { force: true })
+    await promisify(execFile)('mkfifo', ['-m', '600', requests])
+    await rm(replies, { recursive: true, force: true })
+    await mkdir(replies, { mode: 0o700 })
+    // Read and write: the agent is a writer too, so the FIFO never reads as ended when plugins close it.
+    const fd = openSync(requests, constants.O_RDWR | constants.O_NONBLOCK)
+    const reader = new Socket({ fd, readable: true, writable: false })
+    let buf = ''
+    reader.setEncoding('utf8')
+    reader.on('data', (chunk: string) => {
+      buf += chunk
+      for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
+        const line = buf.slice(0, nl)
+        buf = buf.slice(nl + 1)
+        this.track(this.serve(line))
+      }
+      if (buf.length > MAX_LINE) buf = ''
+    })
+    reader.on('error', () => undefined)
+    this.reader = reader
+    this.warm.refill()
+    this.sweeper = setInterval(() => void this.sweep(), this.staleReplyMs / 2)
+    this.sweeper.unref()
+  }
+
+  /** Removes answers left untaken. */
+  private async sweep(): Promise<void> {
+    const dir = this.paths.replies
+    const now = Date.now()
+    for (const name of await readdir(dir).catch(() => [] as string[])) {
+      const st = await stat(`${dir}/${name}`).catch(() => undefined)
+      if (st !== undefined && now - st.mtimeMs > this.staleReplyMs) await rm(`${dir}/${name}`, { force: true })
+    }
+  }
+
+  /** Stops taking requests (new plugins find no FIFO and go to the socket) and waits for those taken. */
+  async close(): Promise<void> {
+    const reader = this.reader
+    this.reader = undefined
+    if (reader === undefined) return
+    clearInterval(this.sweeper)
+    await rm(this.paths.requests, { force: true })
+    reader.destroy()
+    await Promise.all(this.inFlight)
+    this.warm.close()
+    await rm(this.paths.replies, { recursive: true, force: true })
+  }
+
+  private track(p: Promise<void>): void {
+    this.inFlight.add(p)
+    void p.finally(() => {
+      this.inFlight.delete(p)
+      // Spawning holds the thread: replace what was taken once no ADD is waiting on it.
+      if (this.inFlight.size === 0 && this.reader !== undefined) setImmediate(() => this.warm.refill())
+    })
+  }
+
+  private async serve(line: string): Promise<void> {
+    let raw: unknown
+    try {
+      raw = JSON.parse(line)
+    } catch {
+      return // no id to answer to
+    }
+    if (!isObject(raw) || typeof raw['id'] !== 'string' || !REQUEST_ID.test(raw['id'])) return
+    const id = raw['id']
+    let reply: ChannelReply
+    try {
+      reply = await this.add(checkRequest(raw))
+    } catch (err) {
+      const e = err instanceof CniError ? err : new CniError(ERR.io, (err as Error).message ?? String(err))
+      reply = { ok: false, code: e.code, msg: e.message, details: e.details }
+    }
+    if ('fallback' in reply) this.counts.handedBack++
+    else if (reply.ok) this.counts.done++
+    else this.counts.failed++
+    const file = `${this.paths.replies}/${id}`
+    const tmp = `${this.paths.replies}/.${id}`
+    try {
+      await writeFile(tmp, JSON.stringify(reply), { mode: 0o600 })
+      await rename(tmp, file)
+    } catch {
+      // The directory went with close(); the plugin times out and the runtime asks again.
+    }
+  }
+
+  private async add(req: ChannelRequest): Promise<ChannelReply> {
+    // The host end of the veth goes to this process's namespace, which must be the plugin's.
+    if (!sameInode(`/proc/${req.pid}/ns/net`, '/proc/self/ns/net')) return { fallback: 'the plugin runs in another network namespace than pinto-node' }
+    if (!existsSync(req.env.netns)) return { fallback: `pinto-node does not see ${req.env.netns}` }
+    const { containerId, netns, ifname, args, path } = req.env
+    const env = parseEnv({
+      CNI_COMMAND: 'ADD',
+      CNI_CONTAINERID: containerId,
+      CNI_NETNS: netns,
+      CNI_IFNAME: ifname,
+      CNI_ARGS: Object.entries(args).map(([k, v]) => `${k}=${v}`).join(';'),
+      CNI_PATH: path.join(':'),
+    })
+    const conf = parseNetConf(decodeJson(req.stdin), 'main')
+    checkVerbAllowed('ADD', conf.cniVersion)
+    return { ok: true, result: await cmdAdd({ conf, env, stdin: req.stdin }, this.dataplane, this.port) }
+  }
+}

@@ -8,6 +8,7 @@ import { closeSync, constants, existsSync, mkdtempSync, openSync, readFileSync, 
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { CniService } from '../../agent/cni-service.js'
+import { warmKind } from '../../agent/warm-runner.js'
 import { IpamService } from '../../agent/ipam-service.js'
 import { channelPaths } from '../../cni/agent-channel.js'
 import { openDatastore } from '../../config/datastore-open.js'
@@ -79,4 +80,14 @@ t.test('answers nobody took are swept; close() removes the FIFO and the director
   await cni.close()
   t.notOk(existsSync(paths.requests), 'FIFO gone')
   t.notOk(existsSync(paths.replies), 'replies gone')
+})
+
+t.test('which runs a waiting ip serves, and what it reads first', async (t) => {
+  t.same(warmKind('ip', ['-batch', '-']), { kind: 'host', head: '' })
+  t.same(warmKind('ip', ['-n', 'cni-1234', '-batch', '-']), { kind: 'byName', head: 'cni-1234\n' })
+  t.same(warmKind('nsenter', ['--net=/proc/42/ns/net', 'ip', '-batch', '-']), { kind: 'byPath', head: '/proc/42/ns/net\n' })
+  t.equal(warmKind('ip', ['link', 'del', 'x']), undefined, 'one-off commands are spawned')
+  t.equal(warmKind('ip', ['-j', '-batch', '-']), undefined, 'other options too')
+  t.equal(warmKind('ip', ['-n', 'a\nb', '-batch', '-']), undefined, 'a name that would end the first line early')
+  t.equal(warmKind('nsenter', ['--net=/x\ny', 'ip', '-batch', '-']), undefined)
 })

@@ -7,6 +7,7 @@ import type { PathAttributes } from '../codec/attributes.js'
 import { routeContextOf, transform, type ExportContext, type OutRoute } from './export.js'
 import type { InternedAttributes } from '../codec/intern.js'
 import type { AdjRibOut, FamilyKey, OutBatch, Path, PeerSessionInfo, RibPeer } from './types.js'
+import { IndexSet } from './number-map.js'
 
 /** What an Adj-RIB-Out needs from the RIB that owns it; a destination is the RIB's index for it. */
 export interface RibView {
@@ -35,7 +36,7 @@ const UNICAST = 1
 
 export class PeerRibOut implements AdjRibOut {
   /** Membership of the queue; its order is `order` from `head` on. */
-  private readonly queue = new Set<number>()
+  private readonly queue = new IndexSet()
   /**
    * The queue in order. take() walks an array from a head index: iterating a Set from its start after
    * deleting from its front skips every deleted slot again on each call (V8 compacts lazily), which cost
@@ -44,7 +45,7 @@ export class PeerRibOut implements AdjRibOut {
   private order: number[] = []
   private head = 0
   /** What the peer holds. The RIB keeps a held destination's index (emptied or not) until it is released. */
-  private readonly held = new Set<number>()
+  private readonly held = new IndexSet()
   private readonly listeners: (() => void)[] = []
   /** Export results for unchanged (policy-passed) attribute sets, per source session and family. */
   private readonly cache = [new WeakMap<object, Map<object | null, OutRoute | null>>(), new WeakMap<object, Map<object | null, OutRoute | null>>()]
@@ -176,11 +177,9 @@ export class PeerRibOut implements AdjRibOut {
   }
 
   *entries(): Iterable<{ prefix: Prefix; attributes: PathAttributes; nextHop: readonly string[] }> {
-    const seen = new Set<number>()
     for (const set of [this.held, this.queue]) {
       for (const d of set) {
-        if (seen.has(d) || !this.rib.isLive(d)) continue
-        seen.add(d)
+        if ((set === this.queue && this.held.has(d)) || !this.rib.isLive(d)) continue
         const prefix = this.rib.prefix(d)
         const out = this.route(d, prefix)
         if (out === undefined) continue

@@ -108,24 +108,39 @@ export class CniService {
 
   private readonly staleReplyMs: number
 
+  private readonly ipam: IpamService
+
   constructor(options: { readonly socket: string; readonly ipam: IpamService; readonly staleReplyMs?: number }) {
     this.staleReplyMs = options.staleReplyMs ?? STALE_REPLY_MS
+    this.ipam = options.ipam
     this.port = new LocalIpam(options.ipam)
     this.paths = channelPaths(options.socket)
     this.dataplane = new Dataplane(this.warm.run)
-    options.ipam.channelStatus = () => ({ ...this.counts, ipStartedAhead: this.warm.counts.warm, ipSpawnedOnDemand: this.warm.counts.cold })
   }
 
-  /** Makes the FIFO (replacing any, so a stale agent's reader gets nothing new) and the answers' directory. */
+  /**
+   * Makes the answers' directory and the FIFO, under a temporary name until it has its reader, then renamed
+   * over any stale one: a FIFO without a reader would tell plugins the agent is down. On failure nothing
+   * is left, and the plugins wire pods themselves.
+   */
   async listen(): Promise<void> {
     const { requests, replies } = this.paths
-    await rm(requests, { force: true })
-    await promisify(execFile)('mkfifo', ['-m', '600', requests])
-    await rm(replies, { recursive: true, force: true })
-    await mkdir(replies, { mode: 0o700 })
-    // Read and write: the agent is a writer too, so the FIFO never reads as ended when plugins close it.
-    const fd = openSync(requests, constants.O_RDWR | constants.O_NONBLOCK)
-    const reader = new Socket({ fd, readable: true, writable: false })
+    const tmp = `${requests}.${process.pid}`
+    let reader: Socket | undefined
+    try {
+      await rm(replies, { recursive: true, force: true })
+      await mkdir(replies, { mode: 0o700 })
+      await rm(tmp, { force: true })
+      await promisify(execFile)('mkfifo', ['-m', '600', tmp])
+      // Read and write: the agent is a writer too, so the FIFO never reads as ended when plugins close it.
+      reader = new Socket({ fd: openSync(tmp, constants.O_RDWR | constants.O_NONBLOCK), readable: true, writable: false })
+      await rename(tmp, requests)
+    } catch (err) {
+      reader?.destroy()
+      await rm(tmp, { force: true })
+      await rm(replies, { recursive: true, force: true })
+      throw err
+    }
     let buf = ''
     reader.setEncoding('utf8')
     reader.on('data', (chunk: string) => {
@@ -139,6 +154,7 @@ export class CniService {
     })
     reader.on('error', () => undefined)
     this.reader = reader
+    this.ipam.channelStatus = () => ({ ...this.counts, ipStartedAhead: this.warm.counts.warm, ipSpawnedOnDemand: this.warm.counts.cold })
     this.warm.refill()
     this.sweeper = setInterval(() => void this.sweep(), this.staleReplyMs / 2)
     this.sweeper.unref()
@@ -160,6 +176,7 @@ export class CniService {
     this.reader = undefined
     if (reader === undefined) return
     clearInterval(this.sweeper)
+    this.ipam.channelStatus = undefined
     await rm(this.paths.requests, { force: true })
     reader.destroy()
     await Promise.all(this.inFlight)

@@ -23,19 +23,24 @@ export function settingsFromEnv(env: Readonly<Record<string, string | undefined>
   return { datastore: s.datastore, socket: s.socket, node: s.nodeName, mtuFile: s.mtuFile }
 }
 
-export async function startIpamService(s: ServiceSettings): Promise<{ service: IpamService; cni: CniService; stop: () => Promise<void> }> {
+export async function startIpamService(s: ServiceSettings): Promise<{ service: IpamService; cni: CniService | undefined; stop: () => Promise<void> }> {
   const store = await openDatastore(s.datastore)
   const service = new IpamService({ store, node: s.node, socket: s.socket, mtuFile: s.mtuFile })
-  const cni = new CniService({ socket: s.socket, ipam: service })
   try {
     await service.listen()
-    await cni.listen()
   } catch (err) {
-    await service.close()
     await store.close()
     throw err
   }
-  return { service, cni, stop: async () => { await cni.close(); await service.close(); await store.close() } }
+  let cni: CniService | undefined = new CniService({ socket: s.socket, ipam: service })
+  try {
+    await cni.listen()
+  } catch (err) {
+    // An optimisation only: without it the plugins do their ADDs themselves.
+    process.stderr.write(`pinto-node ipam-service: CNI channel not opened (${(err as Error).message}); the plugins will wire pods themselves\n`)
+    cni = undefined
+  }
+  return { service, cni, stop: async () => { await cni?.close(); await service.close(); await store.close() } }
 }
 
 async function main(): Promise<void> {

@@ -134,9 +134,16 @@ export class PintoNode {
 
     this.ipamService = new IpamService({ store: this.store, node: s.nodeName, socket: s.socket, mtuFile: s.mtuFile })
     await this.ipamService.listen()
-    this.cniService = new CniService({ socket: s.socket, ipam: this.ipamService })
-    await this.cniService.listen()
-    this.log.info({ socket: s.socket }, 'IPAM service and CNI channel listening for the CNI plugins')
+    this.log.info({ socket: s.socket }, 'IPAM service listening for the CNI plugins')
+    const cni = new CniService({ socket: s.socket, ipam: this.ipamService })
+    try {
+      await cni.listen()
+      this.cniService = cni
+      this.log.info({ fifo: `${s.socket}.requests` }, 'CNI channel open: pinto-node does the ADDs of pods with pinto-ipam')
+    } catch (err) {
+      // An optimisation only: without it the plugins do their ADDs themselves.
+      this.log.warn({ err: (err as Error).message }, 'CNI channel not opened; the plugins will wire pods themselves')
+    }
     await this.ensureTunnelAddresses()
 
     const restartingFor = await this.restartWindow()

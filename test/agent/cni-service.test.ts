@@ -91,3 +91,22 @@ t.test('which runs a waiting ip serves, and what it reads first', async (t) => {
   t.equal(warmKind('ip', ['-n', 'a\nb', '-batch', '-']), undefined, 'a name that would end the first line early')
   t.equal(warmKind('nsenter', ['--net=/x\ny', 'ip', '-batch', '-']), undefined)
 })
+
+t.test('a channel that cannot open leaves nothing: no FIFO without a reader, no directory, no status', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'pinto-cnisvc-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const store = await openDatastore(join(dir, 'store'))
+  t.teardown(() => store.close())
+  const socket = join(dir, 'pinto.sock')
+  const ipam = new IpamService({ store, node: 'n1', socket })
+  const cni = new CniService({ socket, ipam })
+  const path = process.env['PATH']
+  process.env['PATH'] = '/nonexistent' // no mkfifo to run
+  try {
+    await t.rejects(cni.listen(), /ENOENT/)
+  } finally {
+    process.env['PATH'] = path
+  }
+  t.same(readdirSync(dir).filter((f) => f.startsWith('pinto.sock')), [])
+  t.equal(ipam.channelStatus, undefined)
+})

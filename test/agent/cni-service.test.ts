@@ -14,13 +14,18 @@ import { channelPaths } from '../../cni/agent-channel.js'
 import { openDatastore } from '../../config/datastore-open.js'
 import { waitFor } from '../harness/wait.js'
 
-async function setup(t: Test, staleReplyMs?: number): Promise<{ cni: CniService; paths: ReturnType<typeof channelPaths>; dir: string }> {
+/** An IPAM service (not listening) over a fresh store, and the socket path its channel goes beside. */
+async function service(t: Test): Promise<{ ipam: IpamService; socket: string; dir: string }> {
   const dir = mkdtempSync(join(tmpdir(), 'pinto-cnisvc-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const store = await openDatastore(join(dir, 'store'))
   t.teardown(() => store.close())
   const socket = join(dir, 'pinto.sock')
-  const ipam = new IpamService({ store, node: 'n1', socket })
+  return { ipam: new IpamService({ store, node: 'n1', socket }), socket, dir }
+}
+
+async function setup(t: Test, staleReplyMs?: number): Promise<{ cni: CniService; paths: ReturnType<typeof channelPaths>; dir: string }> {
+  const { ipam, socket, dir } = await service(t)
   const cni = new CniService({ socket, ipam, ...(staleReplyMs !== undefined ? { staleReplyMs } : {}) })
   await cni.listen()
   t.teardown(() => cni.close())
@@ -93,12 +98,7 @@ t.test('which runs a waiting ip serves, and what it reads first', async (t) => {
 })
 
 t.test('a channel that cannot open leaves nothing: no FIFO without a reader, no directory, no status', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'pinto-cnisvc-'))
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  const store = await openDatastore(join(dir, 'store'))
-  t.teardown(() => store.close())
-  const socket = join(dir, 'pinto.sock')
-  const ipam = new IpamService({ store, node: 'n1', socket })
+  const { ipam, socket, dir } = await service(t)
   const cni = new CniService({ socket, ipam })
   const path = process.env['PATH']
   process.env['PATH'] = '/nonexistent' // no mkfifo to run

@@ -97,6 +97,8 @@ export class CniService {
   private reader: Socket | undefined
   private sweeper: ReturnType<typeof setInterval> | undefined
   private readonly inFlight = new Set<Promise<void>>()
+  /** The ids of the requests being served. */
+  private readonly serving = new Set<string>()
   private readonly port: LocalIpam
   private readonly paths: { readonly requests: string; readonly replies: string }
   /** Requests answered, by outcome: for the agent's status and the tests. */
@@ -105,9 +107,7 @@ export class CniService {
   /** The `ip` processes ADDs use, started ahead of need. */
   readonly warm = new WarmRunner()
   private readonly dataplane: Dataplane
-
   private readonly staleReplyMs: number
-
   private readonly ipam: IpamService
 
   constructor(options: { readonly socket: string; readonly ipam: IpamService; readonly staleReplyMs?: number }) {
@@ -170,7 +170,10 @@ export class CniService {
     }
   }
 
-  /** Stops taking requests (new plugins find no FIFO and go to the socket) and waits for those taken. */
+  /**
+   * Stops taking requests (new plugins find no FIFO and go to the socket), finishes those taken and gives
+   * their plugins up to two seconds to pick the answers up before the directory goes.
+   */
   async close(): Promise<void> {
     const reader = this.reader
     this.reader = undefined
@@ -179,8 +182,12 @@ export class CniService {
     this.ipam.channelStatus = undefined
     await rm(this.paths.requests, { force: true })
     reader.destroy()
+    // Everything taken is in `serving` until its answer is written; wait for those answers to be picked up.
+    const answering = [...this.serving]
     await Promise.all(this.inFlight)
     this.warm.close()
+    const until = Date.now() + 2000
+    while (Date.now() < until && answering.some((id) => existsSync(`${this.paths.replies}/${id}`))) await new Promise((r) => setTimeout(r, 5))
     await rm(this.paths.replies, { recursive: true, force: true })
   }
 
@@ -202,6 +209,7 @@ export class CniService {
     }
     if (!isObject(raw) || typeof raw['id'] !== 'string' || !REQUEST_ID.test(raw['id'])) return
     const id = raw['id']
+    this.serving.add(id)
     let reply: ChannelReply
     try {
       reply = await this.add(checkRequest(raw))
@@ -218,8 +226,9 @@ export class CniService {
       await writeFile(tmp, JSON.stringify(reply), { mode: 0o600 })
       await rename(tmp, file)
     } catch {
-      // The directory went with close(); the plugin times out and the runtime asks again.
+      // Not written (a disk error, say): the plugin gives up and the runtime asks again.
     }
+    this.serving.delete(id)
   }
 
   private async add(req: ChannelRequest): Promise<ChannelReply> {

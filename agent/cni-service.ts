@@ -1,8 +1,8 @@
-// pinto-node's end of the CNI channel (cni/agent-channel.ts): reads ADD requests from the FIFO beside the
-// IPAM socket, runs the plugin's own ADD (cmdAdd) here with the IPAM service in-process, and renames each
-// answer into place under the request's id. Antrea's and Kube-OVN's agents serve their thin CNI binaries
-// the same way. An ADD it cannot do as the plugin would (the plugin in another network namespace, a netns
-// path it cannot see) it hands back untouched, and the plugin does it itself.
+// pinto-node's end of the CNI channel (cni/agent-channel.ts): reads ADD and DEL requests from the FIFO
+// beside the IPAM socket, runs the plugin's own ADD or DEL (cmdAdd, cmdDel) here with the IPAM service
+// in-process, and renames each answer into place under the request's id. Antrea's and Kube-OVN's agents
+// serve their thin CNI binaries the same way. A request it cannot do as the plugin would (the plugin in
+// another network namespace, a netns path it cannot see) it hands back untouched, and the plugin does it.
 
 import { execFile } from 'node:child_process'
 import { constants, existsSync, openSync, statSync } from 'node:fs'
@@ -12,7 +12,7 @@ import { promisify } from 'node:util'
 import { type ChannelReply, type ChannelRequest, REQUEST_ID, channelPaths } from '../cni/agent-channel.js'
 import { decodeJson, parseNetConf } from '../cni/config.js'
 import { type AssignReply, type IpamPort, serviceError } from '../cni/ipam-client.js'
-import { cmdAdd } from '../cni/pinto-plugin.js'
+import { cmdAdd, cmdDel } from '../cni/pinto-plugin.js'
 import { CniError, ERR, checkVerbAllowed, parseEnv } from '../cni/spec.js'
 import { Dataplane } from '../cni/wiring.js'
 import { type IpamService, errorReply } from './ipam-service.js'
@@ -83,6 +83,7 @@ function checkRequest(v: Record<string, unknown>): ChannelRequest {
     throw new CniError(ERR.invalidEnv, `CNI channel request: ${what}`)
   }
   if (v['v'] !== 1) bad(`version ${JSON.stringify(v['v'])} is not 1`)
+  if (v['command'] !== 'ADD' && v['command'] !== 'DEL') bad(`command ${JSON.stringify(v['command'])} is not ADD or DEL`)
   if (typeof v['pid'] !== 'number' || !Number.isInteger(v['pid']) || v['pid'] <= 0) bad('pid is not a process id')
   if (typeof v['stdin'] !== 'string') bad('stdin is not a string')
   if (!isObject(env)) return bad('env is not an object')
@@ -212,7 +213,7 @@ export class CniService {
     this.serving.add(id)
     let reply: ChannelReply
     try {
-      reply = await this.add(checkRequest(raw))
+      reply = await this.do(checkRequest(raw))
     } catch (err) {
       const e = err instanceof CniError ? err : new CniError(ERR.io, (err as Error).message ?? String(err))
       reply = { ok: false, code: e.code, msg: e.message, details: e.details }
@@ -231,13 +232,14 @@ export class CniService {
     this.serving.delete(id)
   }
 
-  private async add(req: ChannelRequest): Promise<ChannelReply> {
-    // The host end of the veth goes to this process's namespace, which must be the plugin's.
+  private async do(req: ChannelRequest): Promise<ChannelReply> {
+    // The host end of the veth is in this process's namespace, which must be the plugin's.
     if (!sameInode(`/proc/${req.pid}/ns/net`, '/proc/self/ns/net')) return { fallback: 'the plugin runs in another network namespace than pinto-node' }
-    if (!existsSync(req.env.netns)) return { fallback: `pinto-node does not see ${req.env.netns}` }
+    // A DEL may come with its netns gone or none at all; one the plugin has and the agent cannot see is the plugin's.
+    if ((req.command === 'ADD' || req.env.netns !== '') && !existsSync(req.env.netns)) return { fallback: `pinto-node does not see ${req.env.netns}` }
     const { containerId, netns, ifname, args, path } = req.env
     const env = parseEnv({
-      CNI_COMMAND: 'ADD',
+      CNI_COMMAND: req.command,
       CNI_CONTAINERID: containerId,
       CNI_NETNS: netns,
       CNI_IFNAME: ifname,
@@ -245,7 +247,12 @@ export class CniService {
       CNI_PATH: path.join(':'),
     })
     const conf = parseNetConf(decodeJson(req.stdin), 'main')
-    checkVerbAllowed('ADD', conf.cniVersion)
-    return { ok: true, result: await cmdAdd({ conf, env, stdin: req.stdin }, this.dataplane, this.port) }
+    checkVerbAllowed(req.command, conf.cniVersion)
+    const inv = { conf, env, stdin: req.stdin }
+    if (req.command === 'DEL') {
+      await cmdDel(inv, this.dataplane, this.port)
+      return { ok: true }
+    }
+    return { ok: true, result: await cmdAdd(inv, this.dataplane, this.port) }
   }
 }

@@ -10,7 +10,7 @@ import { type CniIp, type CniResult, parseResult } from './result.js'
 import { type CniEnv, CniError, ERR } from './spec.js'
 import { vethName } from './veth-name.js'
 import { Dataplane } from './wiring.js'
-import { addThroughAgent } from './agent-channel.js'
+import { addThroughAgent, delThroughAgent } from './agent-channel.js'
 import { GATEWAY_V4, GATEWAY_V6, HOST_MAC, type Veth, type Wiring, checkWiring, podMacFrom } from './wiring-plan.js'
 
 const DEFAULT_MTU = 1500
@@ -163,8 +163,10 @@ async function addAgain(inv: Invocation, veth: Veth, dp: Dataplane, client: Ipam
  * while its old route lingers for the millisecond or two the kernel takes to unlist the veth. The release
  * request goes out first: spawning `ip` holds the thread ~2 ms, which the agent spends releasing.
  */
-export async function cmdDel(inv: Invocation, dp = new Dataplane()): Promise<void> {
-  const client = clientFor(inv.conf)
+export async function cmdDel(inv: Invocation, dp = new Dataplane(), port?: IpamPort): Promise<void> {
+  // As for ADD: with pinto-ipam, pinto-node does it when it can.
+  if (port === undefined && inv.conf.ipam?.type === 'pinto-ipam' && (await delThroughAgent(inv))) return
+  const client = port ?? clientFor(inv.conf)
   const released = ipamDel(inv, client)
   // No ipam section is DEL's error to report after the veth is gone, not before.
   await requestOut(inv.conf.ipam?.type, client, released)

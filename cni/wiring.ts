@@ -84,7 +84,8 @@ export class Dataplane {
    */
   async removeHostVeth(name: string): Promise<void> {
     if (!this.hostLinkExists(name)) return
-    const r = await this.run('ip', ['link', 'del', name], { leaveWhen: () => !this.hostLinkExists(name) })
+    // As a batch of one line: inside pinto-node, an `ip -batch -` is already running for it (warm-runner).
+    const r = await this.run('ip', ['-batch', '-'], { input: `link del ${name}\n`, leaveWhen: () => !this.hostLinkExists(name) })
     if (r.code !== 0 && !NO_DEVICE.test(r.stderr)) throw new CniError(ERR.io, `deleting host veth ${name}: ${r.stderr.trim()}`)
   }
 

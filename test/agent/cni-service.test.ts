@@ -43,7 +43,7 @@ function send(requests: string, line: string): void {
 
 function request(id: string, over: Record<string, unknown> = {}): string {
   const conf = { cniVersion: '1.0.0', name: 'k8s-pod-network', type: 'pinto', ipam: { type: 'pinto-ipam' } }
-  return JSON.stringify({ v: 1, id, pid: process.pid, env: { containerId: 'c1', netns: '/run/netns/pinto-test-no-such-ns', ifname: 'eth0', args: {}, path: [] }, stdin: JSON.stringify(conf), ...over })
+  return JSON.stringify({ v: 1, command: 'ADD', id, pid: process.pid, env: { containerId: 'c1', netns: '/run/netns/pinto-test-no-such-ns', ifname: 'eth0', args: {}, path: [] }, stdin: JSON.stringify(conf), ...over })
 }
 
 async function answer(replies: string, id: string): Promise<Record<string, unknown>> {

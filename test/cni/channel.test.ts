@@ -1,5 +1,5 @@
-// The CNI channel: pinto ADD with pinto-ipam is done by pinto-node (its IPAM in-process, its `ip` processes
-// started ahead), and the plugin does the ADD itself whenever the agent cannot: a config over PIPE_BUF, a
+// The CNI channel: pinto ADD and DEL with pinto-ipam are done by pinto-node (its IPAM in-process, its `ip`
+// processes started ahead), and the plugin does them itself whenever the agent cannot: a config over PIPE_BUF, a
 // plugin in another network namespace. A FIFO nobody reads is an agent that is down (code 11, at once);
 // garbage on the FIFO does not stop the agent. Each case leaves nothing behind.
 
@@ -22,7 +22,7 @@ async function hostVeths(lab: Lab, ns = lab.hostNs): Promise<string[]> {
   return (await lab.links(ns)).filter((l) => l.startsWith('pinto'))
 }
 
-t.test('ADD through pinto-node, then CHECK and DEL by the plugin', async (t) => {
+t.test('ADD and DEL through pinto-node, CHECK by the plugin', async (t) => {
   const lab = await createLab(t)
   const netns = await lab.pod('ch')
   const att = { containerId: 'ch1', netns, args: 'K8S_POD_NAMESPACE=default;K8S_POD_NAME=ch' }
@@ -41,8 +41,11 @@ t.test('ADD through pinto-node, then CHECK and DEL by the plugin', async (t) => 
   t.equal(check.code, 0, check.stdout)
   const del = await lab.exec('pinto', 'DEL', conf, att)
   t.equal(del.code, 0, del.stdout)
+  t.equal((await channel(lab)).done, before.done + 2, 'pinto-node did the DEL too')
   t.same(await hostVeths(lab), [])
   t.same(await lab.service!.allocations(''), [])
+  const again = await lab.exec('pinto', 'DEL', conf, att)
+  t.equal(again.code, 0, 'DEL again: nothing to do is success')
 })
 
 t.test('what the channel cannot carry, the plugin does itself', async (t) => {

@@ -24,7 +24,7 @@ export interface IpamServiceOptions {
   readonly mtuFile?: string
 }
 
-/** ADDs the CNI channel answered (done, failed, handed back to the plugin) and how its `ip` processes started. */
+/** ADDs and DELs the CNI channel answered (done, failed, handed back to the plugin), and how its `ip` processes started. */
 export interface CniChannelStatus {
   readonly done: number
   readonly failed: number

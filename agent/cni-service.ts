@@ -5,7 +5,7 @@
 // another network namespace, a netns path it cannot see) it hands back untouched, and the plugin does it.
 
 import { execFile } from 'node:child_process'
-import { constants, existsSync, openSync, statSync } from 'node:fs'
+import { constants, existsSync, openSync } from 'node:fs'
 import { mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises'
 import { Socket } from 'node:net'
 import { promisify } from 'node:util'
@@ -14,7 +14,7 @@ import { decodeJson, parseNetConf } from '../cni/config.js'
 import { type AssignReply, type IpamPort, serviceError } from '../cni/ipam-client.js'
 import { cmdAdd, cmdDel } from '../cni/pinto-plugin.js'
 import { CniError, ERR, checkVerbAllowed, parseEnv } from '../cni/spec.js'
-import { Dataplane } from '../cni/wiring.js'
+import { Dataplane, sameFile } from '../cni/wiring.js'
 import { type IpamService, errorReply } from './ipam-service.js'
 import { WarmRunner } from './warm-runner.js'
 
@@ -60,16 +60,6 @@ class LocalIpam implements IpamPort {
       const [status, body] = errorReply(err)
       throw serviceError(status, body)
     }
-  }
-}
-
-const sameInode = (a: string, b: string): boolean => {
-  try {
-    const x = statSync(a)
-    const y = statSync(b)
-    return x.ino === y.ino && x.dev === y.dev
-  } catch {
-    return false
   }
 }
 
@@ -234,7 +224,7 @@ export class CniService {
 
   private async do(req: ChannelRequest): Promise<ChannelReply> {
     // The host end of the veth is in this process's namespace, which must be the plugin's.
-    if (!sameInode(`/proc/${req.pid}/ns/net`, '/proc/self/ns/net')) return { fallback: 'the plugin runs in another network namespace than pinto-node' }
+    if (!sameFile(`/proc/${req.pid}/ns/net`, '/proc/self/ns/net')) return { fallback: 'the plugin runs in another network namespace than pinto-node' }
     // A DEL may come with its netns gone or none at all; one the plugin has and the agent cannot see is the plugin's.
     if ((req.command === 'ADD' || req.env.netns !== '') && !existsSync(req.env.netns)) return { fallback: `pinto-node does not see ${req.env.netns}` }
     const { containerId, netns, ifname, args, path } = req.env

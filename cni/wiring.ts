@@ -8,18 +8,22 @@ import { type SideState, type Veth, type Wiring, hostBatch, hostSysctls, podBatc
 
 const NO_DEVICE = /Cannot find device|does not exist/
 
+/** Whether two paths name the same file (a namespace, say); false when either is missing. */
+export function sameFile(a: string, b: string): boolean {
+  try {
+    const x = statSync(a)
+    const y = statSync(b)
+    return x.ino === y.ino && x.dev === y.dev
+  } catch {
+    return false
+  }
+}
+
 /** `ip` in the pod's netns: `ip -n NAME` when CNI_NETNS is a named netns (one exec fewer), else nsenter. */
 function podIpCommand(netns: string): [string, string[]] {
   const m = /^\/(?:var\/)?run\/netns\/([^/]+)$/.exec(netns)
-  if (m !== null) {
-    try {
-      const a = statSync(netns)
-      const b = statSync(`/var/run/netns/${m[1]}`)
-      if (a.ino === b.ino && a.dev === b.dev) return ['ip', ['-n', m[1] as string]]
-    } catch {
-      // not where ip looks for named namespaces: fall through
-    }
-  }
+  // Only where ip looks for named namespaces.
+  if (m !== null && sameFile(netns, `/var/run/netns/${m[1]}`)) return ['ip', ['-n', m[1] as string]]
   return ['nsenter', [`--net=${netns}`, 'ip']]
 }
 

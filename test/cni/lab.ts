@@ -101,10 +101,9 @@ export async function createLab(t: Teardown, opts: { service?: boolean } = {}): 
       child.stderr?.on('data', (d: Buffer) => (err += d.toString()))
       let exited = false
       void child.finally(() => (exited = true))
-      await waitFor(() => {
-        if (exited) throw new Error(`the IPAM service exited: ${err.trim()}`)
-        return out.includes('ready') ? true : undefined
-      }, { timeoutMs: 30_000, what: 'the IPAM service ready' })
+      // A probe that throws only means "not yet" to waitFor: an exit is returned, and reported at once.
+      const state = await waitFor(() => (exited ? 'exited' : out.includes('ready') ? 'ready' : undefined), { timeoutMs: 30_000, what: 'the IPAM service ready' })
+      if (state === 'exited') throw new Error(`the IPAM service exited: ${err.trim()}`)
       const store = await openDatastore(storeDir)
       const reader = new IpamService({ store, node: 'node1', socket, mtuFile })
       lab.service = reader

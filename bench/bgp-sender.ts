@@ -14,6 +14,8 @@ interface Args {
   readonly count: number
   /** First address, dotted; prefix i is base + i (/32s). */
   readonly base: string
+  /** The peer's port; default 179. */
+  readonly port?: number
 }
 
 const args = JSON.parse(process.argv[2] ?? '{}') as Args
@@ -34,7 +36,7 @@ const open = makeOpen({
   bgpId: args.local,
   capabilities: [{ kind: 'multiprotocol', afi: Afi.IPV4, safi: Safi.UNICAST }, { kind: 'four-octet-as', asn: args.asn }, { kind: 'route-refresh' }],
 })
-const socket = connect({ host: args.peer, port: 179, localAddress: args.local })
+const socket = connect({ host: args.peer, port: args.port ?? 179, localAddress: args.local })
 socket.setNoDelay(true)
 const framer = new Framer()
 let established = false

@@ -88,7 +88,7 @@ async function birdRun(topo: Topology, nb: NetNode, ns: NetNode, n: number): Pro
 
 function line(name: string, n: number, r: Result): string {
   const perPrefix = ((r.hwmKb - r.baseKb) * 1024) / n
-  return `  ${name.padEnd(6)} ${r.seconds.toFixed(2).padStart(7)} s   VmHWM ${(r.hwmKb / 1024).toFixed(1).padStart(7)} MB   (HWM - RSS before) / N = ${perPrefix.toFixed(0).padStart(4)} B/prefix   HWM / N = ${((r.hwmKb * 1024) / n).toFixed(0)} B/prefix`
+  return `  ${name.padEnd(6)} ${r.seconds.toFixed(3).padStart(7)} s   VmHWM ${(r.hwmKb / 1024).toFixed(1).padStart(7)} MB   (HWM - RSS before) / N = ${perPrefix.toFixed(0).padStart(4)} B/prefix   HWM / N = ${((r.hwmKb * 1024) / n).toFixed(0)} B/prefix`
 }
 
 const sizes = process.argv.slice(2).map(Number)

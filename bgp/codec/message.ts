@@ -19,8 +19,11 @@ export type BgpMessage = OpenMessage | UpdateMessage | NotificationMessage | Kee
 
 export const KEEPALIVE: KeepaliveMessage = Object.freeze({ type: 'keepalive' })
 
-/** Decodes one whole message (header included). Throws BgpError; never anything else for bad bytes. */
-export function decodeMessage(frame: Uint8Array, opts: CodecOptions): BgpMessage {
+/**
+ * Decodes one whole message (header included). Throws BgpError; never anything else for bad bytes.
+ * `ipv4Columns`: see decodeUpdate.
+ */
+export function decodeMessage(frame: Uint8Array, opts: CodecOptions, ipv4Columns = false): BgpMessage {
   const max = opts.extendedMessage ? MAX_EXTENDED_MESSAGE_LENGTH : MAX_MESSAGE_LENGTH
   if (frame.length < HEADER_LENGTH) {
     // A frame always comes from the framer; a short one is a caller's mistake, reported as the wire would.
@@ -33,7 +36,7 @@ export function decodeMessage(frame: Uint8Array, opts: CodecOptions): BgpMessage
     case MessageType.OPEN:
       return decodeOpen(body)
     case MessageType.UPDATE:
-      return decodeUpdate(body, opts)
+      return decodeUpdate(body, opts, ipv4Columns)
     case MessageType.NOTIFICATION:
       return decodeNotification(body)
     case MessageType.KEEPALIVE:

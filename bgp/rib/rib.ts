@@ -8,7 +8,7 @@ import { familyKey } from '../codec/constants.js'
 import { AttributeInterner, type InternedAttributes } from '../codec/intern.js'
 import { parseIpv4 } from '../codec/ip.js'
 import type { PathAttributes } from '../codec/attributes.js'
-import type { Prefix } from '../codec/nlri.js'
+import { ipv4Prefix, ipv4PrefixList, type Ipv4Prefixes, type Prefix } from '../codec/nlri.js'
 import { decide, DEFAULT_LOCAL_PREF, REASONS, type DecisionContext } from './best-path.js'
 import { PeerRibOut, type RibView } from './adj-rib-out.js'
 import { COMPACT, DIRTY, DestinationTable, MULTIPATH, REASON_MASK, STALE, UNSETTLED, type PathSource } from './table.js'
@@ -86,9 +86,11 @@ function findPath(paths: Path | Path[] | undefined, peerId: number | undefined, 
  */
 class TouchedList {
   readonly dests: number[] = []
-  readonly best: (Path | PathSource | undefined)[] = []
-  readonly attrs: (InternedAttributes | undefined)[] = []
-  readonly multi: (Path[] | undefined)[] = []
+  // Made holding a reference kind from the start, so the two lists' arrays keep one shape: a list whose
+  // arrays changed kind on a first write threw away add()'s optimized code.
+  readonly best: (Path | PathSource | undefined)[] = [undefined]
+  readonly attrs: (InternedAttributes | undefined)[] = [undefined]
+  readonly multi: (Path[] | undefined)[] = [undefined]
   length = 0
 
   add(d: number, best: Path | PathSource | undefined, attrs: InternedAttributes | undefined, multi: Path[] | undefined): void {
@@ -176,17 +178,12 @@ export class Rib implements RibView {
       return undefined
     }
     c.received += prefixes.length
-    const verdict = validateReceived(attrs, peer, this.identity, nextHop)
-    let refused = verdict.ok ? undefined : verdict.reason
-    const policy = peer.importPolicy
-    if (refused === undefined && peer.type === 'ebgp' && this.exportContext.rfc8212 && (policy === undefined || policy.empty)) {
-      refused = 'RFC 8212: no import policy for an eBGP peer'
-    }
-    if (refused !== undefined || !verdict.ok) {
+    const clean = this.admit(peer, attrs, nextHop)
+    if (typeof clean === 'string') {
       for (const p of prefixes) this.removePath(peer.id, p, c)
-      return refused
+      return clean
     }
-    const clean = verdict.attrs
+    const policy = peer.importPolicy
     const hops = nextHop ?? []
     const source = this.sourceOf(peer, session)
     // Interned once for the whole section: the hot path for a full table.
@@ -210,6 +207,56 @@ export class Rib implements RibView {
     }
     if (shared !== undefined) this.interner.release(shared)
     return undefined
+  }
+
+  /**
+   * receive() for IPv4 prefixes without path identifiers as columns, the hot path of a table dump: a
+   * prefix new to the table takes its one path as two column entries in a single pass, with no object
+   * made for it. Anything else (a prefix already held, an import policy, a withdrawal) goes the way of
+   * receive().
+   */
+  receiveIpv4(peer: RibPeer, session: PeerSessionInfo, prefixes: Ipv4Prefixes, attrs: PathAttributes | undefined, nextHop?: readonly string[]): string | undefined {
+    if (attrs === undefined || peer.importPolicy !== undefined) return this.receive(peer, session, ipv4PrefixList(prefixes), attrs, nextHop)
+    const c = this.countersOf(peer)
+    const { count, addr, len } = prefixes
+    c.received += count
+    const clean = this.admit(peer, attrs, nextHop)
+    if (typeof clean === 'string') {
+      for (let i = 0; i < count; i++) this.removePath(peer.id, ipv4Prefix(addr[i]! >>> 0, len[i]!), c)
+      return clean
+    }
+    const shared = this.interner.intern(clean, nextHop ?? [])
+    const source = this.sourceOf(peer, session)
+    const t = this.table
+    const touched = this.touched
+    // Grown before the loop, not in it: a branch first taken in optimized code throws that code away.
+    t.reserve(count)
+    for (let i = 0; i < count; i++) {
+      const d = t.obtainIpv4(addr[i]!, len[i]!)
+      if (t.fresh) {
+        // What setPath and touch do for a prefix's first path from a peer, written out.
+        touched.add(d, undefined, undefined, undefined)
+        t.bits[d]! |= DIRTY | UNSETTLED | COMPACT
+        t.source.set(d, source)
+        t.attrs.set(d, shared)
+        shared.refs++
+        c.accepted++
+      } else this.setPath(source, ipv4Prefix(addr[i]! >>> 0, len[i]!), shared, c)
+    }
+    this.interner.release(shared)
+    return undefined
+  }
+
+  /**
+   * The attributes of an UPDATE section from `peer` as the RIB keeps them (validated, cleaned), or why the
+   * section is refused.
+   */
+  private admit(peer: RibPeer, attrs: PathAttributes, nextHop: readonly string[] | undefined): PathAttributes | string {
+    const verdict = validateReceived(attrs, peer, this.identity, nextHop)
+    if (!verdict.ok) return verdict.reason
+    const policy = peer.importPolicy
+    if (peer.type === 'ebgp' && this.exportContext.rfc8212 && (policy === undefined || policy.empty)) return 'RFC 8212: no import policy for an eBGP peer'
+    return verdict.attrs
   }
 
   /** The source of paths from `peer` over `session`: the same object for as long as the session lasts. */
@@ -413,9 +460,19 @@ export class Rib implements RibView {
     if (list.length === 0) return
     this.touched = this.spare
     this.spare = list
+    const changes: LocRibChange[] | undefined = this.listeners.size > 0 ? [] : undefined
+    this.settleTouched(list, changes)
+    list.clear()
+    if (changes !== undefined && changes.length > 0) for (const l of this.listeners) l(changes)
+  }
+
+  /**
+   * flush()'s loop, a method of its own: V8 optimizes a long loop while it runs, and code after the loop
+   * that had never run then cost a deoptimization at the end of every long flush.
+   */
+  private settleTouched(list: TouchedList, changes: LocRibChange[] | undefined): void {
     const t = this.table
     const { dests, best: prevBest, attrs: prevAttrs, multi: prevMulti } = list
-    const changes: LocRibChange[] | undefined = this.listeners.size > 0 ? [] : undefined
     const outs = this.outList
     for (let i = 0; i < list.length; i++) {
       const d = dests[i]!
@@ -433,8 +490,6 @@ export class Rib implements RibView {
       }
       if (t.isEmpty(d)) t.release(d)
     }
-    list.clear()
-    if (changes !== undefined && changes.length > 0) for (const l of this.listeners) l(changes)
   }
 
   /**

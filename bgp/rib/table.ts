@@ -72,21 +72,42 @@ const PAGE_MASK = PAGE_SIZE - 1
  * in-process against ~0.25 s.
  */
 class Column<T> {
-  private readonly pages: ((T | undefined)[] | undefined)[] = []
+  /** Room for 2M destinations before the list itself grows. */
+  private readonly pages: ((T | undefined)[] | undefined)[] = new Array<undefined>(64).fill(undefined)
 
+  // Reads past the end of `pages` are checked, not left to yield undefined, and a new page is made in a
+  // call that every column makes at its first value: optimized code that met either for the first time
+  // was thrown away, a deoptimization each time a table dump reached a new page.
   get(d: number): T | undefined {
-    const page = this.pages[d >>> PAGE_BITS]
+    const p = d >>> PAGE_BITS
+    const page = p < this.pages.length ? this.pages[p] : undefined
     return page === undefined ? undefined : page[d & PAGE_MASK]
   }
 
   set(d: number, v: T | undefined): void {
-    let page = this.pages[d >>> PAGE_BITS]
+    const p = d >>> PAGE_BITS
+    let page = p < this.pages.length ? this.pages[p] : undefined
     if (page === undefined) {
       if (v === undefined) return
-      // Holes read as undefined; filling 32,768 slots first cost more than the reads save.
-      this.pages[d >>> PAGE_BITS] = page = new Array<T | undefined>(PAGE_SIZE)
+      page = this.newPage(p)
     }
     page[d & PAGE_MASK] = v
+  }
+
+  /** Makes the pages for indices [from, to). */
+  reserve(from: number, to: number): void {
+    for (let p = from >>> PAGE_BITS; p <= (to - 1) >>> PAGE_BITS; p++) if (p >= this.pages.length || this.pages[p] === undefined) this.newPage(p)
+  }
+
+  private newPage(p: number): (T | undefined)[] {
+    while (this.pages.length <= p) this.pages.push(undefined)
+    // Holes read as undefined; filling 32,768 slots first cost more than the reads save. One store of
+    // undefined gives the page the element kind that references need before the first reference goes
+    // in, so every page has one shape (a page that changed kind at its first store deoptimized set()).
+    const page = new Array<T | undefined>(PAGE_SIZE)
+    page[0] = undefined
+    this.pages[p] = page
+    return page
   }
 }
 
@@ -144,26 +165,62 @@ export class DestinationTable {
 
   /** The destination of `p` (any path id), made (empty) when missing. */
   obtain(p: Prefix): number {
+    if (p.afi === 1) return this.obtainIpv4(p.addr, p.len)
+    const k = v6Key(p.addr, p.len)
+    const known = this.v6.get(k)
+    if (known !== undefined) return known
+    const next = this.take()
+    this.v6.set(k, next)
+    this.addr6.set(next, p.addr)
+    this.made(next, 2, p.len)
+    return next
+  }
+
+  /**
+   * The destination of the IPv4 network `addr`/`len` (host bits clear), made (empty) when missing; then
+   * `fresh` is true until the next call.
+   */
+  obtainIpv4(addr: number, len: number): number {
+    const next = this.take()
+    let m = this.v4[len]
+    if (m === undefined) this.v4[len] = m = new IndexMap()
+    const d = m.obtain(v4Key(addr, len), next)
+    if (d !== next) {
+      this.fresh = false
+      return d
+    }
+    this.addr4[d] = addr
+    this.made(next, 1, len)
+    return next
+  }
+
+  /**
+   * Room for `n` new destinations: the columns grown, and the pages of a compact path's two columns made,
+   * so that the next `n` obtains and compact stores take no rare branch.
+   */
+  reserve(n: number): void {
+    if (n === 0) return
+    while (this.end + n > this.bits.length) this.grow()
+    this.source.reserve(this.end, this.end + n)
+    this.attrs.reserve(this.end, this.end + n)
+  }
+
+  /** Whether the last obtainIpv4 made its destination. */
+  fresh = false
+
+  /** The index the next new destination takes (the table grown to hold it). */
+  private take(): number {
     const next = this.free.length > 0 ? this.free[this.free.length - 1]! : this.end
     if (next === this.bits.length) this.grow()
-    if (p.afi === 1) {
-      let m = this.v4[p.len]
-      if (m === undefined) this.v4[p.len] = m = new IndexMap()
-      const d = m.obtain(v4Key(p.addr, p.len), next)
-      if (d !== next) return d
-      this.addr4[d] = p.addr
-    } else {
-      const k = v6Key(p.addr, p.len)
-      const known = this.v6.get(k)
-      if (known !== undefined) return known
-      this.v6.set(k, next)
-      this.addr6.set(next, p.addr)
-    }
-    if (next === this.end) this.end++
-    else this.free.pop()
-    this.bits[next] = LIVE | (p.afi << AFI_SHIFT) | (p.len << LEN_SHIFT)
-    this.count++
     return next
+  }
+
+  private made(d: number, afi: 1 | 2, len: number): void {
+    if (d === this.end) this.end++
+    else this.free.pop()
+    this.bits[d] = LIVE | (afi << AFI_SHIFT) | (len << LEN_SHIFT)
+    this.count++
+    this.fresh = true
   }
 
   private grow(): void {

@@ -452,7 +452,7 @@ export class BgpPeer {
       const opts = this.state.session?.rx ?? codecOptions()
       let msg: BgpMessage
       try {
-        msg = decodeMessage(frame, opts)
+        msg = decodeMessage(frame, opts, true)
       } catch (err) {
         if (!(err instanceof BgpError)) throw err
         this.lastError = `received a malformed message: ${err.message}`
@@ -550,6 +550,7 @@ export class BgpPeer {
       this.deps.rib.receive(peer, info, u.withdrawn, undefined)
     }
     if (u.nlri.length > 0 && !this.disabled.has(v4)) this.deps.rib.receive(peer, info, u.nlri, withdrawAll ? undefined : attrs)
+    if (u.nlriColumns && !this.disabled.has(v4)) this.deps.rib.receiveIpv4(peer, info, u.nlriColumns, withdrawAll ? undefined : attrs)
     if (u.mpUnreach && u.mpUnreach.raw === undefined) {
       const f = familyKey(u.mpUnreach.afi, u.mpUnreach.safi)
       if (s.families.has(f) && !this.disabled.has(f)) this.deps.rib.receive(peer, info, u.mpUnreach.withdrawn, undefined)

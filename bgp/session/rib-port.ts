@@ -1,11 +1,12 @@
 // The part of the RIB a peer session uses (implemented by bgp/rib's Rib): kept narrow so the
 // session shell can be read and tested without the whole routing table.
 
-import type { PathAttributes, Prefix } from '../codec/index.js'
+import type { Ipv4Prefixes, PathAttributes, Prefix } from '../codec/index.js'
 import type { AdjRibOut, FamilyKey, PeerSessionInfo, RibPeer } from '../rib/types.js'
 
 export interface RibPort {
   receive(peer: RibPeer, session: PeerSessionInfo, prefixes: readonly Prefix[], attrs: PathAttributes | undefined, nextHop?: readonly string[]): void
+  receiveIpv4(peer: RibPeer, session: PeerSessionInfo, prefixes: Ipv4Prefixes, attrs: PathAttributes | undefined): void
   flush(): void
   attachPeer(peer: RibPeer): AdjRibOut
   detachPeer(peer: RibPeer): void

@@ -13,11 +13,13 @@ import {
   encodeMessage,
   endOfRibUpdate,
   ipv4Prefix,
+  ipv4PrefixList,
   makeOpen,
   messageToJson,
   notification,
   packUpdates,
   parsePrefix,
+  type BgpMessage,
   type CodecOptions,
   type UpdateMessage,
 } from '../../bgp/index.js'
@@ -150,6 +152,19 @@ function isNoOp(u: UpdateMessage): boolean {
   return u.endOfRib === undefined && u.withdrawn.length === 0 && u.nlri.length === 0 && !u.mpReach && !u.mpUnreach && Object.keys(u.attributes).length === 0
 }
 
+/** A decode's outcome as text: the message as JSON (IPv4 NLRI columns as prefixes), or the BgpError. */
+function outcome(decode: () => BgpMessage): string {
+  try {
+    const msg = decode()
+    if (msg.type !== 'update' || msg.nlriColumns === undefined) return JSON.stringify(messageToJson(msg))
+    const { nlriColumns, ...rest } = msg
+    return JSON.stringify(messageToJson({ ...rest, nlri: ipv4PrefixList(nlriColumns) }))
+  } catch (err) {
+    if (!(err instanceof BgpError)) throw err
+    return `BgpError ${err.code}/${err.subcode} at ${err.offset}: ${err.message}`
+  }
+}
+
 export interface FuzzResult {
   readonly cases: number
   readonly messages: number
@@ -173,6 +188,11 @@ export function fuzzCodec(cases: number, seed: number): FuzzResult {
       const cut = rng.int(input.length + 1)
       const frames = [...framer.push(input.subarray(0, cut)), ...framer.push(input.subarray(cut))]
       for (const frame of frames) {
+        // Property: the NLRI as columns (a receiving session's way) decode to the same prefixes, or fail
+        // with the same error at the same offset.
+        const plain = outcome(() => decodeMessage(frame, opts))
+        const columns = outcome(() => decodeMessage(frame, opts, true))
+        if (plain !== columns) failures.push(`columns differ for ${input.toString('hex')}\n  objects: ${plain}\n  columns: ${columns}`)
         const msg = decodeMessage(frame, opts)
         messages++
         // Property: what decoded cleanly re-encodes, and the re-encoding decodes to the same value.

@@ -181,21 +181,40 @@ export interface Ipv4Prefixes {
  * decodeNlri, with a session reset: the NLRI and Withdrawn Routes fields are the UPDATE's own.
  */
 export function decodeIpv4Prefixes(buf: Uint8Array, start: number, end: number): Ipv4Prefixes {
-  // At most one prefix per byte (a /0 takes one).
-  const addrs = new Int32Array(end - start)
-  const lens = new Uint8Array(end - start)
+  // Two passes: the first checks each prefix and counts them, so the columns are made to size; the
+  // second reads the addresses without checks.
   let n = 0
-  let i = start
-  while (i < end) {
+  for (let i = start; i < end; n++) {
     const len = buf[i]!
     if (len > 32) throw nlriError(`prefix length ${len} exceeds 32`, i, ErrorAction.SESSION_RESET, undefined)
-    const nb = (len + 7) >> 3
-    if (i + 1 + nb > end) throw nlriError(`prefix of length ${len} overruns the field`, i, ErrorAction.SESSION_RESET, undefined)
-    let addr = 0
-    for (let k = 0; k < nb; k++) addr |= buf[i + 1 + k]! << (24 - 8 * k)
-    addrs[n] = len === 0 ? 0 : addr & (0xffffffff << (32 - len))
-    lens[n++] = len
-    i += 1 + nb
+    const next = i + 1 + ((len + 7) >> 3)
+    if (next > end) throw nlriError(`prefix of length ${len} overruns the field`, i, ErrorAction.SESSION_RESET, undefined)
+    i = next
+  }
+  const addrs = new Int32Array(n)
+  const lens = new Uint8Array(n)
+  for (let k = 0, i = start; k < n; k++) {
+    const len = buf[i]!
+    let addr: number
+    switch ((len + 7) >> 3) {
+      case 4:
+        addr = (buf[i + 1]! << 24) | (buf[i + 2]! << 16) | (buf[i + 3]! << 8) | buf[i + 4]!
+        break
+      case 3:
+        addr = (buf[i + 1]! << 24) | (buf[i + 2]! << 16) | (buf[i + 3]! << 8)
+        break
+      case 2:
+        addr = (buf[i + 1]! << 24) | (buf[i + 2]! << 16)
+        break
+      case 1:
+        addr = buf[i + 1]! << 24
+        break
+      default:
+        addr = 0
+    }
+    addrs[k] = len === 0 ? 0 : addr & (0xffffffff << (32 - len))
+    lens[k] = len
+    i += 1 + ((len + 7) >> 3)
   }
   return { count: n, addr: addrs, len: lens }
 }

@@ -476,9 +476,22 @@ export class Rib implements RibView {
     const outs = this.outList
     for (let i = 0; i < list.length; i++) {
       const d = dests[i]!
+      const before = prevBest[i]
+      const now = t.bits[d]!
+      if (before === undefined && (now & (COMPACT | MULTIPATH)) === COMPACT) {
+        // No path before, one compact path now (a table dump's every prefix): what settle() does for it,
+        // and the best has changed.
+        t.best.set(d, undefined)
+        t.bits[d] = now & ~(DIRTY | UNSETTLED | REASON_MASK)
+        if (changes !== undefined) {
+          const prefix = t.prefix(d)
+          changes.push({ prefix, best: this.bestOf(d, prefix), previous: undefined })
+        }
+        for (let k = 0; k < outs.length; k++) outs[k]!.offer(d)
+        continue
+      }
       this.settle(d)
       const bits = (t.bits[d]! &= ~DIRTY)
-      const before = prevBest[i]
       const beforeAttrs = prevAttrs[i]
       if (!this.sameBest(d, bits, before, beforeAttrs, prevMulti[i])) {
         if (changes !== undefined) {

@@ -9,7 +9,7 @@
 import { ipv4Prefix, ipv6Prefix, type Prefix } from '../codec/nlri.js'
 import type { InternedAttributes } from '../codec/intern.js'
 import type { Path, PeerSessionInfo, RibPeer } from './types.js'
-import { IndexMap } from './number-map.js'
+import { IndexMap, touchedArray } from './number-map.js'
 
 // bits[d]: the best path's reason (low byte), DIRTY, UNSETTLED, COMPACT, STALE, then the AFI (2 bits), the
 // prefix length (8 bits), MULTIPATH and LIVE.
@@ -53,7 +53,7 @@ const v4Key = (addr: number, len: number): number => (len === 0 ? 0 : addr >>> (
 
 /** A typed column of `size` slots holding `a`'s (one copy of plain bytes, nothing for the GC to trace). */
 function grown<T extends Int32Array | Uint16Array>(a: T, size: number): T {
-  const b = new (a.constructor as new (n: number) => T)(size)
+  const b = touchedArray(a.constructor as new (n: number) => T, size)
   b.set(a)
   return b
 }

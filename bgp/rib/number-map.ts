@@ -138,6 +138,9 @@ export class IndexMap {
   /** Every value, in slot order. */
   values(): number[] {
     const out: number[] = []
+    // An emptied map keeps its size: after a peer's whole table went, listing the destinations (as a
+    // new session's Adj-RIB-Out does) scanned megabytes of empty slots, ~3.6 ms for a 100k table.
+    if (this.count === 0) return out
     const cells = this.cells
     for (let i = 1; i < cells.length; i += 2) if (cells[i] !== 0) out.push(cells[i]! - 1)
     return out

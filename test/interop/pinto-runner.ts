@@ -51,20 +51,23 @@ function peerNames(name: unknown): string[] {
   return [name]
 }
 
-/** Waits (polling, so it works while UPDATEs stream in) until the Loc-RIB holds `count` prefixes. */
-function waitLocRib(count: number, timeoutMs: number): Promise<Record<string, unknown>> {
+/**
+ * Waits (polling every millisecond, so it works while UPDATEs stream in) until the Loc-RIB holds at least
+ * `count` prefixes, or with `atMost` at most `count`.
+ */
+function waitLocRib(count: number, timeoutMs: number, atMost: boolean): Promise<Record<string, unknown>> {
   const started = Date.now()
   return new Promise((resolve, reject) => {
     const timer = setInterval(() => {
       const size = speaker.rib.size
-      if (size >= count) {
+      if (atMost ? size <= count : size >= count) {
         clearInterval(timer)
         resolve({ size, at: Date.now(), peers: speaker.peerStatus().map((s) => ({ name: s.name, state: s.state, since: s.since })) })
       } else if (Date.now() - started > timeoutMs) {
         clearInterval(timer)
-        reject(new Error(`wait-loc-rib: ${size} of ${count} prefixes after ${timeoutMs} ms`))
+        reject(new Error(`wait-loc-rib: ${size} prefixes, not ${atMost ? 'at most' : 'at least'} ${count}, after ${timeoutMs} ms`))
       }
-    }, 5)
+    }, 1)
   })
 }
 
@@ -103,7 +106,7 @@ async function handle(c: Command): Promise<Record<string, unknown>> {
       return { summary: speaker.setPeers((peers as PeerJson[]).map((p, i) => toPeerConfig(p, `peers[${i}]`))) }
     }
     case 'wait-loc-rib':
-      return waitLocRib(Number(c['count']), Number(c['timeoutMs'] ?? 60000))
+      return waitLocRib(Number(c['count']), Number(c['timeoutMs'] ?? 60000), c['atMost'] === true)
     case 'memory': {
       const status = readFileSync('/proc/self/status', 'utf8')
       const kb = (key: string): number => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN)

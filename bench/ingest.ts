@@ -58,7 +58,8 @@ async function send(topo: Topology, from: NetNode, peer: string, n: number): Pro
 async function pintoRun(topo: Topology, np: NetNode, senders: readonly NetNode[], n: number): Promise<Result> {
   const pinto = await Pinto.start(topo, np, {
     speaker: { asn: AS, routerId: np.v4!, listen: { port: 179, hosts: [np.v4!] } },
-    peers: senders.map((ns) => ({ name: ns.name, address: ns.v4!, localAddress: np.v4!, peerAsn: AS, passive: true, holdTime: 240, families: ['ipv4' as const] })),
+    // accept-all, as pinto-node gives a peer without BGPFilters.
+    peers: senders.map((ns) => ({ name: ns.name, address: ns.v4!, localAddress: np.v4!, peerAsn: AS, passive: true, holdTime: 240, families: ['ipv4' as const], importPolicy: 'accept-all' as const })),
     logLevel: 'warn',
   }, { nodeArgs: (process.env['INGEST_NODE_ARGS'] ?? '').split(' ').filter((a) => a !== '') })
   const baseKb = Number((await pinto.cmd('memory'))['vmRssKb'])

@@ -137,4 +137,4 @@ export function compileBgpFilters(filters: readonly Pick<BGPFilter, 'metadata' |
 }
 
 /** A policy that accepts everything unchanged but counts as a policy for RFC 8212. */
-export const ACCEPT_ALL: Policy = { empty: false, apply: (_prefix, attrs) => attrs }
+export const ACCEPT_ALL: Policy = { empty: false, passesAll: true, apply: (_prefix, attrs) => attrs }

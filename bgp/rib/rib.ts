@@ -188,9 +188,10 @@ export class Rib implements RibView {
     const source = this.sourceOf(peer, session)
     // Interned once for the whole section: the hot path for a full table.
     let shared: InternedAttributes | undefined
+    const perPrefix = policy !== undefined && policy.passesAll !== true ? policy : undefined
     for (const p of prefixes) {
-      if (policy !== undefined) {
-        const r = policy.apply(p, clean, peer, FROM_PEER)
+      if (perPrefix !== undefined) {
+        const r = perPrefix.apply(p, clean, peer, FROM_PEER)
         if (r === undefined) {
           this.removePath(peer.id, p, c)
           continue
@@ -212,11 +213,12 @@ export class Rib implements RibView {
   /**
    * receive() for IPv4 prefixes without path identifiers as columns, the hot path of a table dump: a
    * prefix new to the table takes its one path as two column entries in a single pass, with no object
-   * made for it. Anything else (a prefix already held, an import policy, a withdrawal) goes the way of
-   * receive().
+   * made for it. Anything else (a prefix already held, an import policy that may change or refuse a
+   * prefix, a withdrawal) goes the way of receive().
    */
   receiveIpv4(peer: RibPeer, session: PeerSessionInfo, prefixes: Ipv4Prefixes, attrs: PathAttributes | undefined, nextHop?: readonly string[]): string | undefined {
-    if (attrs === undefined || peer.importPolicy !== undefined) return this.receive(peer, session, ipv4PrefixList(prefixes), attrs, nextHop)
+    const policy = peer.importPolicy
+    if (attrs === undefined || (policy !== undefined && policy.passesAll !== true)) return this.receive(peer, session, ipv4PrefixList(prefixes), attrs, nextHop)
     const c = this.countersOf(peer)
     const { count, addr, len } = prefixes
     c.received += count

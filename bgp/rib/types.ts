@@ -116,4 +116,6 @@ export interface Policy {
   apply(prefix: Prefix, attrs: PathAttributes, peer: RibPeer, route?: RouteContext): PathAttributes | undefined
   /** Whether any rule exists: RFC 8212 refuses eBGP routes without a policy. */
   readonly empty: boolean
+  /** Set when apply() returns `attrs` itself for every prefix: the RIB may take a section whole. */
+  readonly passesAll?: boolean
 }

@@ -75,9 +75,9 @@ class Column<T> {
   /** Room for 2M destinations before the list itself grows. */
   private readonly pages: ((T | undefined)[] | undefined)[] = new Array<undefined>(64).fill(undefined)
 
-  // Reads past the end of `pages` are checked, not left to yield undefined, and a new page is made in a
-  // call that every column makes at its first value: optimized code that met either for the first time
-  // was thrown away, a deoptimization each time a table dump reached a new page.
+  // Reads past the end of `pages` are checked, not left to yield undefined: optimized code that read past
+  // the end was thrown away, a deoptimization each time a table dump reached a new page. A dump makes its
+  // pages ahead, outside its loop (reserve).
   get(d: number): T | undefined {
     const p = d >>> PAGE_BITS
     const page = p < this.pages.length ? this.pages[p] : undefined
@@ -132,6 +132,8 @@ export class DestinationTable {
   private end = 0
   private readonly free: number[] = []
   private count = 0
+  /** Whether the last obtain made its destination. */
+  fresh = false
   private readonly v4: (IndexMap | undefined)[] = new Array(33).fill(undefined)
   private readonly v6 = new Map<string, number>()
 
@@ -176,10 +178,7 @@ export class DestinationTable {
     return next
   }
 
-  /**
-   * The destination of the IPv4 network `addr`/`len` (host bits clear), made (empty) when missing; then
-   * `fresh` is true until the next call.
-   */
+  /** The destination of the IPv4 network `addr`/`len` (host bits clear), made (empty) when missing. */
   obtainIpv4(addr: number, len: number): number {
     const next = this.take()
     let m = this.v4[len]
@@ -204,9 +203,6 @@ export class DestinationTable {
     this.source.reserve(this.end, this.end + n)
     this.attrs.reserve(this.end, this.end + n)
   }
-
-  /** Whether the last obtainIpv4 made its destination. */
-  fresh = false
 
   /** The index the next new destination takes (the table grown to hold it). */
   private take(): number {

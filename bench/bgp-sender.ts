@@ -16,6 +16,11 @@ interface Args {
   readonly base: string
   /** The peer's port; default 179. */
   readonly port?: number
+  /**
+   * Prefixes per attribute set (default: all in one). With k, consecutive runs of k prefixes get AS paths
+   * of their own, as a real table's UPDATEs carry a few prefixes each.
+   */
+  readonly perSet?: number
 }
 
 const args = JSON.parse(process.argv[2] ?? '{}') as Args
@@ -24,7 +29,12 @@ if (base === undefined) throw new Error(`base: ${JSON.stringify(args.base)} is n
 const opts = codecOptions({ as4: true, extendedMessage: false })
 const prefixes: Prefix[] = new Array<Prefix>(args.count)
 for (let i = 0; i < args.count; i++) prefixes[i] = ipv4Prefix((base + i) >>> 0, 32)
-const updates = packUpdates({ afi: Afi.IPV4, safi: Safi.UNICAST, attributes: { origin: 0, asPath: [], nextHop: args.local, localPref: 100 }, announce: prefixes }, opts)
+const perSet = args.perSet ?? args.count
+const updates: Buffer[] = []
+for (let i = 0; i < args.count; i += perSet) {
+  const asPath = perSet === args.count ? [] : [{ type: 2 as const, asns: [64600 + (i % 100), 100000 + Math.floor(i / perSet)] }]
+  updates.push(...packUpdates({ afi: Afi.IPV4, safi: Safi.UNICAST, attributes: { origin: 0, asPath, nextHop: args.local, localPref: 100 }, announce: prefixes.slice(i, i + perSet) }, opts))
+}
 updates.push(encodeMessage(endOfRibUpdate(Afi.IPV4, Safi.UNICAST), opts))
 const bytes = updates.reduce((n, b) => n + b.length, 0)
 const say = (o: Record<string, unknown>): void => void process.stdout.write(JSON.stringify(o) + '\n')

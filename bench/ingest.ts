@@ -16,6 +16,9 @@ import { Pinto } from '../test/interop/pinto.js'
 
 const SENDER = join(fileURLToPath(new URL('.', import.meta.url)), 'bgp-sender.js')
 const AS = 65000
+/** INGEST_PER_SET=k: k prefixes per attribute set (each run of k its own AS path), as a real table has. */
+const PER_SET = process.env['INGEST_PER_SET'] === undefined ? undefined : Number(process.env['INGEST_PER_SET'])
+if (PER_SET !== undefined && !(Number.isInteger(PER_SET) && PER_SET > 0)) throw new Error(`INGEST_PER_SET: ${process.env['INGEST_PER_SET']} is not a positive integer`)
 
 interface Result {
   readonly seconds: number
@@ -35,7 +38,7 @@ function procKb(pid: number, key: string): number {
 async function send(topo: Topology, from: NetNode, peer: string, n: number): Promise<{ established: number; stop: () => void }> {
   // /32s inside 198.18.0.0/15 while they fit, else from 10.64.0.0/10 (routes that never leave the namespace).
   const base = n <= 131072 ? '198.18.0.0' : '10.64.0.0'
-  const child = topo.spawn(from.ns, process.execPath, [SENDER, JSON.stringify({ peer, local: from.v4, asn: AS, count: n, base })], { stdout: 'pipe', buffer: false })
+  const child = topo.spawn(from.ns, process.execPath, [SENDER, JSON.stringify({ peer, local: from.v4, asn: AS, count: n, base, ...(PER_SET !== undefined ? { perSet: PER_SET } : {}) })], { stdout: 'pipe', buffer: false })
   let established: number | undefined
   let failed: string | undefined
   let buf = ''

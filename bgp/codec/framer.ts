@@ -30,7 +30,6 @@ export function checkHeader(buf: Uint8Array, offset: number, maxLength: number):
   }
   const length = (buf[offset + 16]! << 8) | buf[offset + 17]!
   const type = buf[offset + 18]!
-  const lengthField = buf.slice(offset + 16, offset + 18)
   const min = MIN_MESSAGE_LENGTH[type]
   if (min === undefined) {
     throw headerError(HeaderSubcode.BAD_MESSAGE_TYPE, `unknown message type ${type}`, Uint8Array.of(type), offset + 18)
@@ -42,7 +41,7 @@ export function checkHeader(buf: Uint8Array, offset: number, maxLength: number):
     throw headerError(
       HeaderSubcode.BAD_MESSAGE_LENGTH,
       `length ${length} is out of range for message type ${type} (${min}..${type === MessageType.KEEPALIVE ? HEADER_LENGTH : max})`,
-      lengthField,
+      buf.slice(offset + 16, offset + 18),
       offset + 16,
     )
   }

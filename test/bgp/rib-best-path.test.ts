@@ -14,7 +14,7 @@ function path(a: PathAttributes, from: RibPeer | undefined, routerId = '10.0.0.1
     prefix: { ...prefix, pathId },
     peer: from,
     session: from === undefined ? undefined : { routerId },
-    attrs: { id: id++, key: String(id), attrs: a, nextHop: [], refs: 1 },
+    attrs: { id: id++, hash: id, attrs: a, nextHop: [], refs: 1 },
     stale: false,
   }
 }

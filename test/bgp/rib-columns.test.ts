@@ -6,17 +6,7 @@ import t from 'tap'
 import { IPV4_UNICAST, formatPrefix, ipv4Prefix, type Ipv4Prefixes, type PathAttributes, type Prefix } from '../../bgp/index.js'
 import type { LocRibChange, Policy, Rib, RibPeer } from '../../bgp/rib/index.js'
 import { LOCAL_AS, attrs, peer, rib, session } from './rib-helpers.js'
-
-/** A small deterministic generator (mulberry32), so a failure can be replayed from its seed. */
-function random(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let x = Math.imul(a ^ (a >>> 15), 1 | a)
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296
-  }
-}
+import { seededRandom } from '../harness/random.js'
 
 function columns(prefixes: readonly Prefix[]): Ipv4Prefixes {
   const addr = new Int32Array(prefixes.length)
@@ -54,7 +44,7 @@ const halfPolicy: Policy = {
 
 t.test('receiveIpv4 and receive leave the same RIB, operation by operation', async (t) => {
   for (const seed of [1, 2, 3, 4, 5, 6, 7, 8]) {
-    const rnd = random(seed)
+    const rnd = seededRandom(seed)
     const peers = [
       peer({ address: '192.0.2.1' }),
       peer({ address: '192.0.2.2' }),

@@ -327,16 +327,44 @@ export class BgpPeer {
     }
   }
 
+  /** When the hold timer expires, moved on by every message received (see setTimer). */
+  private holdDeadline = 0
+  /** When the armed hold timer fires. */
+  private holdFiresAt = 0
+
   private setTimer(name: TimerName, seconds: number): void {
+    if (name === 'Hold' && seconds > 0) {
+      // Restarted by every UPDATE and KEEPALIVE: a table dump restarted it tens of thousands of times. The
+      // timer stays armed; a restart moves the deadline, and the timer, when it fires early, arms itself
+      // again for the rest.
+      const deadline = this.deps.clock.now() + seconds * 1000
+      this.holdDeadline = deadline
+      if (this.timers.has('Hold') && this.holdFiresAt <= deadline) return
+      this.clearTimer('Hold')
+      this.armHold(deadline)
+      return
+    }
     this.clearTimer(name)
     if (seconds <= 0) return
     // RFC 4271 §10: jitter connect retry and keepalive by up to 25% so peers do not synchronise.
-    const jitter = name === 'Hold' || name === 'DelayOpen' ? 1 : 0.75 + Math.random() * 0.25
+    const jitter = name === 'DelayOpen' ? 1 : 0.75 + Math.random() * 0.25
     const event = `${name}Timer_Expires` as FsmEvent['type']
     this.timers.set(name, this.deps.clock.setTimeout(() => {
       this.timers.delete(name)
       this.dispatch({ type: event } as FsmEvent)
     }, seconds * 1000 * jitter))
+  }
+
+  private armHold(at: number): void {
+    this.holdFiresAt = at
+    this.timers.set('Hold', this.deps.clock.setTimeout(() => {
+      if (this.holdDeadline > this.deps.clock.now()) {
+        this.armHold(this.holdDeadline)
+        return
+      }
+      this.timers.delete('Hold')
+      this.dispatch({ type: 'HoldTimer_Expires' })
+    }, Math.max(0, at - this.deps.clock.now())))
   }
 
   private clearTimer(name: TimerName | 'SendHold' | 'Restart'): void {

@@ -29,7 +29,7 @@ import {
   type UpdateMessage,
 } from '../codec/index.js'
 import { parseIpv4 } from '../codec/ip.js'
-import type { AdjRibOut, FamilyKey, RibPeer } from '../rib/types.js'
+import type { AdjRibOut, FamilyKey, PeerSessionInfo, RibPeer } from '../rib/types.js'
 import { initialState, step, type FsmAction, type FsmConfig, type FsmEvent, type FsmState, type TimerName } from './fsm.js'
 import type { Negotiated } from './negotiate.js'
 import { familyOf, localOpen, type ResolvedPeerConfig } from './peer-config.js'
@@ -547,11 +547,19 @@ export class BgpPeer {
 
   private pendingEorr = new Set<number>()
 
+  private info: { readonly session: Negotiated; readonly info: PeerSessionInfo } | undefined
+
+  /** What the RIB keeps of the session with each path: one object per session, not one per UPDATE. */
+  private sessionInfo(s: Negotiated): PeerSessionInfo {
+    if (this.info?.session !== s) this.info = { session: s, info: { routerId: s.peerRouterId } }
+    return this.info.info
+  }
+
   private onUpdate(u: UpdateMessage): boolean {
     const peer = this.ribPeer
     const s = this.state.session
     if (!peer || !s) return false
-    const info = { routerId: s.peerRouterId }
+    const info = this.sessionInfo(s)
     if (u.endOfRib) {
       const f = familyKey(u.endOfRib.afi, u.endOfRib.safi)
       this.deps.log.info({ family: familyName(f) }, 'End-of-RIB received')

@@ -74,7 +74,8 @@ export function attributesHash(a: PathAttributes, nextHop: readonly string[]): n
     }
   }
   for (const hop of nextHop) h = mixText(h, hop)
-  return h >>> 0
+  // An int32, which V8 keeps unboxed as a Map key (a uint32 past 2^31 became a heap number).
+  return h | 0
 }
 
 const sameIpv4 = (x: string, y: string): boolean => x === y || (parseIpv4(x) !== undefined && parseIpv4(x) === parseIpv4(y))

@@ -5,6 +5,8 @@
 // of pinto's time is its code's first run.
 // Usage: node dist/bench/ingest.js [N ...]   (default 100000 1000000)
 // INGEST_NODE_ARGS adds node flags to pinto's process, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
+// INGEST_PER_SET=k gives every run of k prefixes an AS path of its own, as a real table's UPDATEs carry a
+// few prefixes each (default: one attribute set for all, the figure the targets are set for).
 
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'

@@ -4,7 +4,7 @@
 // lists, AS4_PATH, the order of unknown attributes) or does not.
 import t from 'tap'
 import { AttributeInterner, attributesEqual, attributesHash, attributesKey, type PathAttributes } from '../../bgp/index.js'
-import { seededRandom } from '../harness/random.js'
+import { Rng } from '../harness/random.js'
 
 const u = (code: number, flags: number, ...value: number[]): { code: number; flags: number; value: Uint8Array } => ({ code, flags, value: Uint8Array.from(value) })
 
@@ -38,7 +38,8 @@ function draw(rnd: () => number): PathAttributes {
 }
 
 t.test('equal by fields exactly when equal by canonical encoding; equal sets hash equal', async (t) => {
-  const rnd = seededRandom(20261129)
+  const rng = new Rng(20261129)
+  const rnd = (): number => rng.float()
   const sets = Array.from({ length: 1500 }, () => draw(rnd))
   const keys = sets.map((s) => attributesKey(s))
   const hashes = sets.map((s) => attributesHash(s, []))
@@ -60,7 +61,8 @@ t.test('equal by fields exactly when equal by canonical encoding; equal sets has
 })
 
 t.test('the interner shares one copy per canonical set and forgets it at the last release', async (t) => {
-  const rnd = seededRandom(7)
+  const rng = new Rng(7)
+  const rnd = (): number => rng.float()
   const interner = new AttributeInterner()
   const byKey = new Map<string, ReturnType<AttributeInterner['intern']>>()
   const held: ReturnType<AttributeInterner['intern']>[] = []

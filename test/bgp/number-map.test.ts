@@ -3,13 +3,11 @@
 // bit set the Adj-RIB-Outs keep their destinations in, against a JS Set.
 import t from 'tap'
 import { homeSlot, IndexMap, IndexSet } from '../../bgp/rib/number-map.js'
+import { Rng } from '../harness/random.js'
 
 t.test('agrees with Map through 200k random operations', async (t) => {
-  let seed = 12345
-  const rnd = (n: number): number => {
-    seed = (Math.imul(seed, 1103515245) + 12345) >>> 0
-    return seed % n
-  }
+  const rng = new Rng(12345)
+  const rnd = (n: number): number => rng.int(n)
   const m = new IndexMap()
   const ref = new Map<number, number>()
   let mismatches = 0
@@ -85,11 +83,8 @@ t.test('eight neighbouring keys keep their order inside one bucket', async (t) =
 t.test('IndexSet agrees with a Set over random adds and deletes, and iterates in increasing order', async (t) => {
   const s = new IndexSet()
   const ref = new Set<number>()
-  let seed = 7
-  const rnd = (n: number): number => {
-    seed = (Math.imul(seed, 1103515245) + 12345) >>> 0
-    return seed % n
-  }
+  const rng = new Rng(7)
+  const rnd = (n: number): number => rng.int(n)
   for (let i = 0; i < 100_000; i++) {
     // Mostly small indices, some far out (a table that grew), so words are added as it goes.
     const k = rnd(10) === 0 ? rnd(2_000_000) : rnd(5000)

@@ -23,27 +23,7 @@ import {
   type CodecOptions,
   type UpdateMessage,
 } from '../../bgp/index.js'
-
-/** xorshift32: small, fast, reproducible. */
-export class Rng {
-  constructor(private state: number) {
-    if (this.state === 0) this.state = 0x9e3779b9
-  }
-  next(): number {
-    let x = this.state
-    x ^= x << 13
-    x ^= x >>> 17
-    x ^= x << 5
-    this.state = x >>> 0
-    return this.state
-  }
-  int(n: number): number {
-    return this.next() % n
-  }
-  pick<T>(list: readonly T[]): T {
-    return list[this.int(list.length)]!
-  }
-}
+import { Rng } from '../harness/random.js'
 
 const OPTIONS: readonly CodecOptions[] = [
   codecOptions({ as4: true }),

@@ -170,7 +170,10 @@ export class DestinationTable {
     if (p.afi === 1) return this.obtainIpv4(p.addr, p.len)
     const k = v6Key(p.addr, p.len)
     const known = this.v6.get(k)
-    if (known !== undefined) return known
+    if (known !== undefined) {
+      this.fresh = false
+      return known
+    }
     const next = this.take()
     this.v6.set(k, next)
     this.addr6.set(next, p.addr)

@@ -94,6 +94,17 @@ class Column<T> {
     page[d & PAGE_MASK] = v
   }
 
+  /** `v` at every index of [from, to). */
+  fill(from: number, to: number, v: T): void {
+    for (let d = from; d < to; ) {
+      const p = d >>> PAGE_BITS
+      const end = Math.min(to, (p + 1) << PAGE_BITS)
+      const page = (p < this.pages.length ? this.pages[p] : undefined) ?? this.newPage(p)
+      page.fill(v, d & PAGE_MASK, end - (p << PAGE_BITS))
+      d = end
+    }
+  }
+
   /** Makes the pages for indices [from, to). */
   reserve(from: number, to: number): void {
     for (let p = from >>> PAGE_BITS; p <= (to - 1) >>> PAGE_BITS; p++) if (p >= this.pages.length || this.pages[p] === undefined) this.newPage(p)
@@ -205,6 +216,27 @@ export class DestinationTable {
     while (this.end + n > this.bits.length) this.grow()
     this.source.reserve(this.end, this.end + n)
     this.attrs.reserve(this.end, this.end + n)
+  }
+
+  /** Whether new destinations take consecutive indices from `used` (none freed waits to be reused). */
+  get appendOnly(): boolean {
+    return this.free.length === 0
+  }
+
+  /** Indices used so far: the next new destination's when appendOnly. */
+  get used(): number {
+    return this.end
+  }
+
+  /**
+   * Destinations [from, to), made empty, each take one compact path (source and attributes, the caller
+   * counting the references), marked for the next flush.
+   */
+  storeCompact(from: number, to: number, source: PathSource, attrs: InternedAttributes): void {
+    const bits = this.bits
+    for (let d = from; d < to; d++) bits[d] = bits[d]! | DIRTY | UNSETTLED | COMPACT
+    this.source.fill(from, to, source)
+    this.attrs.fill(from, to, attrs)
   }
 
   /** The index the next new destination takes (the table grown to hold it). */

@@ -264,7 +264,9 @@ export class Rib implements RibView {
         const d = t.obtainIpv4(addr[i]!, len[i]!)
         if (t.fresh) {
           touched.add(d, undefined, undefined, undefined)
-          t.storeCompact(d, d + 1, source, shared)
+          t.bits[d]! |= DIRTY | UNSETTLED | COMPACT
+          t.source.set(d, source)
+          t.attrs.set(d, shared)
           shared.refs++
           c.accepted++
         } else this.setPath(source, ipv4Prefix(addr[i]! >>> 0, len[i]!), shared, c)

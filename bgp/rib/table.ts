@@ -293,6 +293,11 @@ export class DestinationTable {
     this.best.set(d, undefined)
     this.free.push(d)
     this.count--
+    // Empty again (a peer's whole table gone): indices start over, so the next table's come in one run.
+    if (this.count === 0) {
+      this.free.length = 0
+      this.end = 0
+    }
   }
 
   /** Every live destination: IPv4 (shortest prefixes first), then IPv6; `afi` limits to one family. */

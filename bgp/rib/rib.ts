@@ -503,6 +503,11 @@ export class Rib implements RibView {
     const t = this.table
     const { dests, best: prevBest, attrs: prevAttrs, multi: prevMulti } = list
     const outs = this.outList
+    // Whether each Adj-RIB-Out may take a compact path of `source` in `afi` (the export rules that depend
+    // on the source alone): a dump's prefixes share one source, so this is worked out once per run of them.
+    const mayTake = outs.map(() => false)
+    let source: PathSource | undefined
+    let afi = 0
     for (let i = 0; i < list.length; i++) {
       const d = dests[i]!
       const before = prevBest[i]
@@ -516,7 +521,15 @@ export class Rib implements RibView {
           const prefix = t.prefix(d)
           changes.push({ prefix, best: this.bestOf(d, prefix), previous: undefined })
         }
-        for (let k = 0; k < outs.length; k++) outs[k]!.offer(d)
+        const s = t.source.get(d)!
+        const f = t.afi(d)
+        if (s !== source || f !== afi) {
+          source = s
+          afi = f
+          for (let k = 0; k < outs.length; k++) mayTake[k] = mayExportFrom(f, s.peer, outs[k]!.peer, this.exportContext)
+        }
+        // One that may not take it and holds nothing has nothing to withdraw either: offer() would return.
+        for (let k = 0; k < outs.length; k++) if (mayTake[k] || outs[k]!.size > 0) outs[k]!.offer(d)
         continue
       }
       this.settle(d)

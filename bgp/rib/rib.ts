@@ -222,14 +222,20 @@ export class Rib implements RibView {
   }
 
   /**
-   * receive() for IPv4 prefixes without path identifiers as columns, the hot path of a table dump: a
-   * prefix new to the table takes its one path as two column entries in a single pass, with no object
-   * made for it. Anything else (a prefix already held, an import policy that may change or refuse a
-   * prefix, a withdrawal) goes the way of receive().
+   * receive() for IPv4 prefixes without path identifiers as columns, the hot path of a table dump. New
+   * destinations take consecutive indices (when none freed waits to be reused), so a section's new
+   * prefixes are one range: the loop only finds or makes each destination, and their paths are stored
+   * afterwards with a few bulk writes (what setPath and touch do for a prefix's first path from a peer),
+   * with no object made for any of them. A prefix already held takes setPath; anything else (freed
+   * indices to reuse, an import policy that may change or refuse a prefix, a withdrawal) goes the way of
+   * receive().
    */
   receiveIpv4(peer: RibPeer, session: PeerSessionInfo, prefixes: Ipv4Prefixes, attrs: PathAttributes | undefined, nextHop?: readonly string[]): string | undefined {
     const policy = peer.importPolicy
-    if (attrs === undefined || (policy !== undefined && policy.passesAll !== true)) return this.receive(peer, session, ipv4PrefixList(prefixes), attrs, nextHop)
+    const t = this.table
+    if (attrs === undefined || (policy !== undefined && policy.passesAll !== true) || !t.appendOnly) {
+      return this.receive(peer, session, ipv4PrefixList(prefixes), attrs, nextHop)
+    }
     const c = this.countersOf(peer)
     const { count, addr, len } = prefixes
     c.received += count
@@ -240,38 +246,20 @@ export class Rib implements RibView {
     }
     const shared = this.interner.intern(clean, nextHop ?? [])
     const source = this.sourceOf(peer, session)
-    const t = this.table
-    const touched = this.touched
     // Grown before the loop, not in it: a branch first taken in optimized code throws that code away.
     t.reserve(count)
-    if (t.appendOnly) {
-      // New destinations take consecutive indices: the section's are one range, whose paths are stored
-      // after the loop with a few bulk writes (what setPath and touch do for a prefix's first path from a
-      // peer) instead of six per prefix.
-      const from = t.used
-      for (let i = 0; i < count; i++) {
-        const d = t.obtainIpv4(addr[i]!, len[i]!)
-        // A prefix held before the section goes the general way; one repeated within it is the same path.
-        if (!t.fresh && d < from) this.setPath(source, ipv4Prefix(addr[i]! >>> 0, len[i]!), shared, c)
-      }
-      const to = t.used
-      t.storeCompact(from, to, source, shared)
-      touched.addNew(from, to)
-      shared.refs += to - from
-      c.accepted += to - from
-    } else {
-      for (let i = 0; i < count; i++) {
-        const d = t.obtainIpv4(addr[i]!, len[i]!)
-        if (t.fresh) {
-          touched.add(d, undefined, undefined, undefined)
-          t.bits[d]! |= DIRTY | UNSETTLED | COMPACT
-          t.source.set(d, source)
-          t.attrs.set(d, shared)
-          shared.refs++
-          c.accepted++
-        } else this.setPath(source, ipv4Prefix(addr[i]! >>> 0, len[i]!), shared, c)
-      }
+    const from = t.used
+    for (let i = 0; i < count; i++) {
+      const d = t.obtainIpv4(addr[i]!, len[i]!)
+      // Below `from`: held before the section, the general way. At or past it: made by this section, new
+      // or repeated within it (the same path again).
+      if (d < from) this.setPath(source, ipv4Prefix(addr[i]! >>> 0, len[i]!), shared, c)
     }
+    const to = t.used
+    t.storeCompact(from, to, source, shared)
+    this.touched.addNew(from, to)
+    shared.refs += to - from
+    c.accepted += to - from
     this.interner.release(shared)
     return undefined
   }

@@ -143,8 +143,6 @@ export class DestinationTable {
   private end = 0
   private readonly free: number[] = []
   private count = 0
-  /** Whether the last obtain made its destination. */
-  fresh = false
   private readonly v4: (IndexMap | undefined)[] = new Array(33).fill(undefined)
   private readonly v6 = new Map<string, number>()
 
@@ -181,10 +179,7 @@ export class DestinationTable {
     if (p.afi === 1) return this.obtainIpv4(p.addr, p.len)
     const k = v6Key(p.addr, p.len)
     const known = this.v6.get(k)
-    if (known !== undefined) {
-      this.fresh = false
-      return known
-    }
+    if (known !== undefined) return known
     const next = this.take()
     this.v6.set(k, next)
     this.addr6.set(next, p.addr)
@@ -198,10 +193,7 @@ export class DestinationTable {
     let m = this.v4[len]
     if (m === undefined) this.v4[len] = m = new IndexMap()
     const d = m.obtain(v4Key(addr, len), next)
-    if (d !== next) {
-      this.fresh = false
-      return d
-    }
+    if (d !== next) return d
     this.addr4[d] = addr
     this.made(next, 1, len)
     return next
@@ -251,7 +243,6 @@ export class DestinationTable {
     else this.free.pop()
     this.bits[d] = LIVE | (afi << AFI_SHIFT) | (len << LEN_SHIFT)
     this.count++
-    this.fresh = true
   }
 
   private grow(): void {

@@ -90,6 +90,22 @@ function nlriError(detail: string, offset: number, action: ErrorActionValue, fam
   })
 }
 
+/** The first `nb` (0-4) bytes at buf[at] as the top bytes of an IPv4 address (int32), the rest zero. */
+function ipv4Bytes(buf: Uint8Array, at: number, nb: number): number {
+  switch (nb) {
+    case 4:
+      return (buf[at]! << 24) | (buf[at + 1]! << 16) | (buf[at + 2]! << 8) | buf[at + 3]!
+    case 3:
+      return (buf[at]! << 24) | (buf[at + 1]! << 16) | (buf[at + 2]! << 8)
+    case 2:
+      return (buf[at]! << 24) | (buf[at + 1]! << 16)
+    case 1:
+      return buf[at]! << 24
+    default:
+      return 0
+  }
+}
+
 /**
  * Decodes the prefixes in buf[start, end) into `out`. Errors carry the offset of the bad prefix
  * and the given action: session reset for the UPDATE's own fields, AFI/SAFI disable inside
@@ -121,21 +137,7 @@ export function decodeNlri(
       if (len > 32) throw nlriError(`prefix length ${len} exceeds 32`, at, action, family)
       const nb = (len + 7) >> 3
       if (i + nb > end) throw nlriError(`prefix of length ${len} overruns the field`, at, action, family)
-      let addr = 0
-      switch (nb) {
-        case 4:
-          addr = (buf[i]! << 24) | (buf[i + 1]! << 16) | (buf[i + 2]! << 8) | buf[i + 3]!
-          break
-        case 3:
-          addr = (buf[i]! << 24) | (buf[i + 1]! << 16) | (buf[i + 2]! << 8)
-          break
-        case 2:
-          addr = (buf[i]! << 24) | (buf[i + 1]! << 16)
-          break
-        case 1:
-          addr = buf[i]! << 24
-          break
-      }
+      const addr = ipv4Bytes(buf, i, nb)
       i += nb
       const mask = len === 0 ? 0 : 0xffffffff << (32 - len)
       out.push({ afi: 1, len, addr: (addr & mask) >>> 0, pathId })
@@ -195,23 +197,7 @@ export function decodeIpv4Prefixes(buf: Uint8Array, start: number, end: number):
   const lens = new Uint8Array(n)
   for (let k = 0, i = start; k < n; k++) {
     const len = buf[i]!
-    let addr: number
-    switch ((len + 7) >> 3) {
-      case 4:
-        addr = (buf[i + 1]! << 24) | (buf[i + 2]! << 16) | (buf[i + 3]! << 8) | buf[i + 4]!
-        break
-      case 3:
-        addr = (buf[i + 1]! << 24) | (buf[i + 2]! << 16) | (buf[i + 3]! << 8)
-        break
-      case 2:
-        addr = (buf[i + 1]! << 24) | (buf[i + 2]! << 16)
-        break
-      case 1:
-        addr = buf[i + 1]! << 24
-        break
-      default:
-        addr = 0
-    }
+    const addr = ipv4Bytes(buf, i + 1, (len + 7) >> 3)
     addrs[k] = len === 0 ? 0 : addr & (0xffffffff << (32 - len))
     lens[k] = len
     i += 1 + ((len + 7) >> 3)

@@ -86,7 +86,9 @@ export class Framer {
   /** Adds received bytes; take the messages out with next(). */
   feed(chunk: Uint8Array): void {
     const rest = this.buf.length - this.pos
-    if (rest === 0) this.buf = chunk
+    // A plain Uint8Array view of a Buffer: messages then come out as one type whether or not they spanned
+    // chunks (joined below), and the decoders' optimized code, which had seen both, is not thrown away.
+    if (rest === 0) this.buf = chunk.constructor === Uint8Array ? chunk : new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.length)
     else {
       const joined = new Uint8Array(rest + chunk.length)
       joined.set(this.buf.subarray(this.pos), 0)

@@ -493,7 +493,9 @@ export class Rib implements RibView {
     const outs = this.outList
     // Whether each Adj-RIB-Out may take a compact path of `source` in `afi` (the export rules that depend
     // on the source alone): a dump's prefixes share one source, so this is worked out once per run of them.
-    const mayTake = outs.map(() => false)
+    // A typed array: `outs.map(() => false)` made arrays of two element kinds (empty or not), and the
+    // optimized loop was thrown away when a flush met the other one.
+    const mayTake = new Uint8Array(outs.length)
     let source: PathSource | undefined
     let afi = 0
     for (let i = 0; i < list.length; i++) {
@@ -514,10 +516,10 @@ export class Rib implements RibView {
         if (s !== source || f !== afi) {
           source = s
           afi = f
-          for (let k = 0; k < outs.length; k++) mayTake[k] = mayExportFrom(f, s.peer, outs[k]!.peer, this.exportContext)
+          for (let k = 0; k < outs.length; k++) mayTake[k] = mayExportFrom(f, s.peer, outs[k]!.peer, this.exportContext) ? 1 : 0
         }
         // One that may not take it and holds nothing has nothing to withdraw either: offer() would return.
-        for (let k = 0; k < outs.length; k++) if (mayTake[k] || outs[k]!.size > 0) outs[k]!.offer(d)
+        for (let k = 0; k < outs.length; k++) if (mayTake[k] !== 0 || outs[k]!.size > 0) outs[k]!.offer(d)
         continue
       }
       this.settle(d)

@@ -9,7 +9,7 @@
 import { ipv4Prefix, ipv6Prefix, type Prefix } from '../codec/nlri.js'
 import type { InternedAttributes } from '../codec/intern.js'
 import type { Path, PeerSessionInfo, RibPeer } from './types.js'
-import { IndexMap, touchedArray } from './number-map.js'
+import { IndexMap } from './number-map.js'
 
 // bits[d]: the best path's reason (low byte), DIRTY, UNSETTLED, COMPACT, STALE, then the AFI (2 bits), the
 // prefix length (8 bits), MULTIPATH and LIVE.
@@ -51,9 +51,13 @@ function v6Key(addr: Uint8Array, len: number): string {
 /** The key of an IPv4 network inside its length's map: the network bits, right-aligned. */
 const v4Key = (addr: number, len: number): number => (len === 0 ? 0 : addr >>> (32 - len))
 
-/** A typed column of `size` slots holding `a`'s (one copy of plain bytes, nothing for the GC to trace). */
+/**
+ * A typed column of `size` slots holding `a`'s (one copy of plain bytes, nothing for the GC to trace).
+ * Not touched ahead (touchedArray): a destination's slots are written before they are read, in index
+ * order, so only the pages in use are ever mapped, one fault each.
+ */
 function grown<T extends Int32Array | Uint16Array>(a: T, size: number): T {
-  const b = touchedArray(a.constructor as new (n: number) => T, size)
+  const b = new (a.constructor as new (n: number) => T)(size)
   b.set(a)
   return b
 }

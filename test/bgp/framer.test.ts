@@ -43,6 +43,21 @@ t.test('frames that lie in one chunk are views, not copies', async (t) => {
   t.equal(frames[0]!.buffer, stream.buffer)
 })
 
+t.test('frames are plain Uint8Arrays whether they lay in one Buffer chunk or were joined', async (t) => {
+  // The decoders see one type of array: a Buffer in some frames and a Uint8Array in others made V8 throw
+  // their optimized code away in the middle of a table dump.
+  for (let cut = 0; cut <= stream.length; cut++) {
+    const f = new Framer()
+    const frames = [...f.push(stream.subarray(0, cut)), ...f.push(stream.subarray(cut))]
+    const other = frames.find((x) => x.constructor !== Uint8Array)
+    if (other !== undefined) {
+      t.fail(`split at ${cut}: a frame is a ${other.constructor.name}`)
+      return
+    }
+  }
+  t.pass(`all ${stream.length + 1} split points`)
+})
+
 t.test('a header error names its offset in the stream', async (t) => {
   const f = new Framer()
   const bad = Buffer.concat([encodeMessage(KEEPALIVE, opts), hex`${MARKER} 0013 09`])

@@ -3,13 +3,14 @@
 // path per prefix from one session (a full table from one peer), takes no object of its own: the path is
 // its session's source and its interned attribute set, side by side in two columns. Paths in any other
 // case (several for a prefix, add-path ids, our own routes) are objects. Destinations are found by
-// prefix through one index map per IPv4 prefix length (keyed by the network bits) and a Map for IPv6.
+// prefix through one index per IPv4 prefix length (holding only destination indices, the keys read back
+// from the address column) and a Map for IPv6.
 // No policy, no I/O.
 
 import { ipv4Prefix, ipv6Prefix, type Prefix } from '../codec/nlri.js'
 import type { InternedAttributes } from '../codec/intern.js'
 import type { Path, PeerSessionInfo, RibPeer } from './types.js'
-import { IndexMap } from './number-map.js'
+import { Ipv4Index } from './number-map.js'
 
 // bits[d]: the best path's reason (low byte), DIRTY, UNSETTLED, COMPACT, STALE, then the AFI (2 bits), the
 // prefix length (8 bits), MULTIPATH and LIVE.
@@ -47,9 +48,6 @@ function v6Key(addr: Uint8Array, len: number): string {
   for (let i = 0; i < nb; i++) key += String.fromCharCode(addr[i]!)
   return key
 }
-
-/** The key of an IPv4 network inside its length's map: the network bits, right-aligned. */
-const v4Key = (addr: number, len: number): number => (len === 0 ? 0 : addr >>> (32 - len))
 
 /**
  * A typed column of `size` slots holding `a`'s (one copy of plain bytes, nothing for the GC to trace).
@@ -129,8 +127,8 @@ class Column<T> {
 export class DestinationTable {
   /** Flags, AFI and length (see above); 0 for a free index. */
   bits = new Int32Array(1024)
-  /** The IPv4 network address (as int32). */
-  private addr4 = new Int32Array(1024)
+  /** The IPv4 network address (as int32); the IPv4 indices read their keys back from here. */
+  addr4 = new Int32Array(1024)
   /** The IPv6 network address, by destination (IPv6 destinations are the few). */
   private readonly addr6 = new Map<number, Uint8Array>()
   /** COMPACT: the one path's source. */
@@ -147,7 +145,7 @@ export class DestinationTable {
   private end = 0
   private readonly free: number[] = []
   private count = 0
-  private readonly v4: (IndexMap | undefined)[] = new Array(33).fill(undefined)
+  private readonly v4: (Ipv4Index | undefined)[] = new Array(33).fill(undefined)
   private readonly v6 = new Map<string, number>()
 
   /** Destinations held (those emptied but still held by an Adj-RIB-Out included). */
@@ -174,7 +172,7 @@ export class DestinationTable {
 
   /** The destination of `p` (any path id), or -1. */
   get(p: Prefix): number {
-    if (p.afi === 1) return this.v4[p.len]?.get(v4Key(p.addr, p.len)) ?? -1
+    if (p.afi === 1) return this.v4[p.len]?.get(p.addr) ?? -1
     return this.v6.get(v6Key(p.addr, p.len)) ?? -1
   }
 
@@ -195,8 +193,8 @@ export class DestinationTable {
   obtainIpv4(addr: number, len: number): number {
     const next = this.take()
     let m = this.v4[len]
-    if (m === undefined) this.v4[len] = m = new IndexMap()
-    const d = m.obtain(v4Key(addr, len), next)
+    if (m === undefined) this.v4[len] = m = new Ipv4Index(this, len)
+    const d = m.obtain(addr, next)
     if (d !== next) return d
     this.addr4[d] = addr
     this.made(next, 1, len)
@@ -279,7 +277,7 @@ export class DestinationTable {
   release(d: number): void {
     if (!this.isLive(d) || (this.bits[d]! & DIRTY) !== 0 || !this.isEmpty(d) || this.holders[d] !== 0) return
     const len = this.len(d)
-    if (this.afi(d) === 1) this.v4[len]!.delete(v4Key(this.addr4[d]! >>> 0, len))
+    if (this.afi(d) === 1) this.v4[len]!.delete(this.addr4[d]!)
     else {
       this.v6.delete(v6Key(this.addr6.get(d)!, len))
       this.addr6.delete(d)

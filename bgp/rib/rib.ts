@@ -112,12 +112,19 @@ class TouchedList {
     this.length = i
   }
 
-  /** Empty again, holding no path alive. */
-  clear(): void {
-    this.best.fill(undefined, 0, this.length)
-    this.attrs.fill(undefined, 0, this.length)
-    this.multi.fill(undefined, 0, this.length)
-    this.length = 0
+  /** Without its first `n` entries (those after move to the front), holding no path of theirs alive. */
+  dropFirst(n: number): void {
+    const rest = this.length - n
+    for (let i = 0; i < rest; i++) {
+      this.dests[i] = this.dests[n + i]!
+      this.best[i] = this.best[n + i]
+      this.attrs[i] = this.attrs[n + i]
+      this.multi[i] = this.multi[n + i]
+    }
+    this.best.fill(undefined, rest, this.length)
+    this.attrs.fill(undefined, rest, this.length)
+    this.multi.fill(undefined, rest, this.length)
+    this.length = rest
   }
 }
 
@@ -138,10 +145,10 @@ export class Rib implements RibView {
   private readonly sources = new Map<number, PathSource>()
   /** The multipath set of each destination that has one (flagged MULTIPATH in its bits). */
   private readonly multipaths = new Map<number, Path[]>()
-  // Destinations touched since the last flush, with their best path as of that flush; two lists in turn,
-  // so a flush can take one while touches during its listeners go to the other.
-  private touched = new TouchedList()
-  private spare = new TouchedList()
+  // Destinations touched since the last flush, with their best path as of that flush. One list for good:
+  // two swapped at each flush made the first flush of a table dump the first reassignment of the fields,
+  // and V8 threw away the ingest code it was compiling on the assumption that they never change.
+  private readonly touched = new TouchedList()
 
   constructor(opts: RibOptions) {
     const id = parseIpv4(opts.routerId)
@@ -249,12 +256,7 @@ export class Rib implements RibView {
     // Grown before the loop, not in it: a branch first taken in optimized code throws that code away.
     t.reserve(count)
     const from = t.used
-    for (let i = 0; i < count; i++) {
-      const d = t.obtainIpv4(addr[i]!, len[i]!)
-      // Below `from`: held before the section, the general way. At or past it: made by this section, new
-      // or repeated within it (the same path again).
-      if (d < from) this.setPath(source, ipv4Prefix(addr[i]! >>> 0, len[i]!), shared, c)
-    }
+    this.obtainIpv4All(prefixes, source, shared, c)
     const to = t.used
     t.storeCompact(from, to, source, shared)
     this.touched.addNew(from, to)
@@ -262,6 +264,24 @@ export class Rib implements RibView {
     c.accepted += to - from
     this.interner.release(shared)
     return undefined
+  }
+
+  /**
+   * receiveIpv4's loop, a method of its own: V8 compiles the loop alone in a few milliseconds where with the
+   * section's validation and interning around it the compile took ten, and a dump's first 20k prefixes
+   * waited for it. Each prefix's destination is obtained; one held before the section (below `used` as it
+   * was) takes the path the general way, and the caller stores the path of those made by the section.
+   */
+  private obtainIpv4All(prefixes: Ipv4Prefixes, source: PathSource, shared: InternedAttributes, c: Counters): void {
+    const t = this.table
+    const { count, addr, len } = prefixes
+    const from = t.used
+    for (let i = 0; i < count; i++) {
+      const d = t.obtainIpv4(addr[i]!, len[i]!)
+      // Below `from`: held before the section, the general way. At or past it: made by this section, new
+      // or repeated within it (the same path again).
+      if (d < from) this.setPath(source, ipv4Prefix(addr[i]! >>> 0, len[i]!), shared, c)
+    }
   }
 
   /**
@@ -474,12 +494,12 @@ export class Rib implements RibView {
   /** Emits the Loc-RIB changes since the last flush and queues them on every Adj-RIB-Out. */
   flush(): void {
     const list = this.touched
-    if (list.length === 0) return
-    this.touched = this.spare
-    this.spare = list
+    const n = list.length
+    if (n === 0) return
     const changes: LocRibChange[] | undefined = this.listeners.size > 0 ? [] : undefined
-    this.settleTouched(list, changes)
-    list.clear()
+    this.settleTouched(list, n, changes)
+    // Listeners may touch destinations again: those go in after, for the next flush.
+    list.dropFirst(n)
     if (changes !== undefined && changes.length > 0) for (const l of this.listeners) l(changes)
   }
 
@@ -487,7 +507,7 @@ export class Rib implements RibView {
    * flush()'s loop, a method of its own: V8 optimizes a long loop while it runs, and code after the loop
    * that had never run then cost a deoptimization at the end of every long flush.
    */
-  private settleTouched(list: TouchedList, changes: LocRibChange[] | undefined): void {
+  private settleTouched(list: TouchedList, n: number, changes: LocRibChange[] | undefined): void {
     const t = this.table
     const { dests, best: prevBest, attrs: prevAttrs, multi: prevMulti } = list
     const outs = this.outList
@@ -498,7 +518,7 @@ export class Rib implements RibView {
     const mayTake = new Uint8Array(outs.length)
     let source: PathSource | undefined
     let afi = 0
-    for (let i = 0; i < list.length; i++) {
+    for (let i = 0; i < n; i++) {
       const d = dests[i]!
       const before = prevBest[i]
       const now = t.bits[d]!

@@ -130,6 +130,29 @@ t.test('flush emits each change once, with the previous best, and nothing when n
   t.equal(seen.length, 3, 'unsubscribed')
 })
 
+t.test('what a listener changes during a flush comes out in the next flush, with the previous best', async (t) => {
+  const table = rib()
+  const seen: string[][] = []
+  const a = px('198.18.0.0/26')
+  const b = px('198.18.0.64/26')
+  let reacted = false
+  table.subscribe((c) => {
+    seen.push(c.map((x) => `${formatPrefix(x.prefix)} ${x.best?.path.attrs.attrs.med ?? '-'} was ${x.previous?.attrs.attrs.med ?? '-'}`))
+    if (reacted) return
+    reacted = true
+    // A listener that reacts to the Loc-RIB: a change to a prefix just settled and one to another.
+    table.receive(ibgp, session('10.0.0.1'), [a], attrs({ med: 2 }))
+    table.receive(ibgp, session('10.0.0.1'), [b], attrs({ med: 5 }))
+  })
+  table.receive(ibgp, session('10.0.0.1'), [a], attrs({ med: 1 }))
+  table.flush()
+  t.same(seen, [['198.18.0.0/26 1 was -']])
+  table.flush()
+  t.same(seen[1]!.sort(), ['198.18.0.0/26 2 was 1', '198.18.0.64/26 5 was -'])
+  table.flush()
+  t.equal(seen.length, 2, 'and nothing is left for a third')
+})
+
 t.test('add-path: paths from one peer are keyed by path id', async (t) => {
   const table = rib()
   table.receive(ibgp, session('10.0.0.1'), [px('198.18.0.0/26', 1)], attrs({ nextHop: '192.0.2.11' }))

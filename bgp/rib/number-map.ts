@@ -100,12 +100,14 @@ export class Ipv4Index {
    */
   obtain(addr: number, value: number): number {
     if ((this.count + 1) * 4 > (this.mask + 1) * 3) this.grow()
-    // slotOf, written out: the hot path of a table dump, and V8 did not inline the call here.
+    // slotOf and home(), written out: the hot path of a table dump, whose first several thousand prefixes
+    // run before V8 has compiled anything, where every call costs.
     const slots = this.slots
     const addr4 = this.table.addr4
     const mask = this.mask
     const a = addr | 0
-    let i = this.home(addr, this.shift)
+    const key = addr >>> this.keyShift
+    let i = ((Math.imul(key >>> GROUP_BITS, 0x9e3779b1) >>> (this.shift + GROUP_BITS)) << GROUP_BITS) | (key & GROUP_MASK)
     let v: number
     while ((v = slots[i]!) !== 0) {
       if (addr4[v - 1] === a) return v - 1

@@ -11,7 +11,7 @@ import type { PathAttributes } from '../codec/attributes.js'
 import { ipv4Prefix, ipv4PrefixList, type Ipv4Prefixes, type Prefix } from '../codec/nlri.js'
 import { decide, DEFAULT_LOCAL_PREF, REASONS, type DecisionContext } from './best-path.js'
 import { PeerRibOut, type RibView } from './adj-rib-out.js'
-import { COMPACT, DIRTY, DestinationTable, MULTIPATH, REASON_MASK, STALE, UNSETTLED, type PathSource } from './table.js'
+import { AFI_SHIFT, COMPACT, DIRTY, DestinationTable, MULTIPATH, REASON_MASK, STALE, UNSETTLED, type PathSource } from './table.js'
 import { validateReceived, type LocalIdentity } from './validate.js'
 import { mayExport, mayExportFrom, type ExportContext } from './export.js'
 import type { AdjRibOut, BestPath, FamilyKey, LocRibChange, Path, PeerSessionInfo, RibPeer, RouteContext } from './types.js'
@@ -256,32 +256,17 @@ export class Rib implements RibView {
     // Grown before the loop, not in it: a branch first taken in optimized code throws that code away.
     t.reserve(count)
     const from = t.used
-    this.obtainIpv4All(prefixes, source, shared, c)
+    const held: number[] = []
+    t.obtainIpv4Run(addr, len, count, held)
     const to = t.used
+    // Held before the section: the general way.
+    for (const i of held) this.setPath(source, ipv4Prefix(addr[i]! >>> 0, len[i]!), shared, c)
     t.storeCompact(from, to, source, shared)
     this.touched.addNew(from, to)
     shared.refs += to - from
     c.accepted += to - from
     this.interner.release(shared)
     return undefined
-  }
-
-  /**
-   * receiveIpv4's loop, a method of its own: V8 compiles the loop alone in a few milliseconds where with the
-   * section's validation and interning around it the compile took ten, and a dump's first 20k prefixes
-   * waited for it. Each prefix's destination is obtained; one held before the section (below `used` as it
-   * was) takes the path the general way, and the caller stores the path of those made by the section.
-   */
-  private obtainIpv4All(prefixes: Ipv4Prefixes, source: PathSource, shared: InternedAttributes, c: Counters): void {
-    const t = this.table
-    const { count, addr, len } = prefixes
-    const from = t.used
-    for (let i = 0; i < count; i++) {
-      const d = t.obtainIpv4(addr[i]!, len[i]!)
-      // Below `from`: held before the section, the general way. At or past it: made by this section, new
-      // or repeated within it (the same path again).
-      if (d < from) this.setPath(source, ipv4Prefix(addr[i]! >>> 0, len[i]!), shared, c)
-    }
   }
 
   /**
@@ -532,7 +517,7 @@ export class Rib implements RibView {
           changes.push({ prefix, best: this.bestOf(d, prefix), previous: undefined })
         }
         const s = t.source.get(d)!
-        const f = t.afi(d)
+        const f = (now >>> AFI_SHIFT) & 3
         if (s !== source || f !== afi) {
           source = s
           afi = f
@@ -555,6 +540,26 @@ export class Rib implements RibView {
       }
       if (t.isEmpty(d)) t.release(d)
     }
+  }
+
+  /**
+   * settleTouched() for any destination but a new compact one: a method of its own, so that the loop V8
+   * compiles while a table dump streams in is only what the dump needs.
+   */
+  private settleTouchedOne(d: number, before: Path | PathSource | undefined, beforeAttrs: InternedAttributes | undefined, beforeMulti: Path[] | undefined, changes: LocRibChange[] | undefined): void {
+    const t = this.table
+    this.settle(d)
+    const bits = (t.bits[d]! &= ~DIRTY)
+    if (!this.sameBest(d, bits, before, beforeAttrs, beforeMulti)) {
+      if (changes !== undefined) {
+        const prefix = t.prefix(d)
+        const previous = beforeAttrs === undefined ? (before as Path | undefined) : newPath(prefix, before!.peer, before!.session, beforeAttrs)
+        changes.push({ prefix, best: this.bestOf(d, prefix), previous })
+      }
+      const outs = this.outList
+      for (let k = 0; k < outs.length; k++) outs[k]!.offer(d)
+    }
+    if (t.isEmpty(d)) t.release(d)
   }
 
   /**

@@ -23,7 +23,8 @@ export const UNSETTLED = 1 << 9
 export const COMPACT = 1 << 10
 /** That compact path's `stale`. */
 export const STALE = 1 << 11
-const AFI_SHIFT = 12
+/** The AFI (1 or 2) sits at bits >>> AFI_SHIFT & 3. */
+export const AFI_SHIFT = 12
 const LEN_SHIFT = 14
 /**
  * Set while the destination has a multipath set (ECMP), which the RIB keeps in a map of its own: few
@@ -199,6 +200,40 @@ export class DestinationTable {
     this.addr4[d] = addr
     this.made(next, 1, len)
     return next
+  }
+
+  /**
+   * The destinations of a section's IPv4 networks (host bits clear), in a table that reuses no freed index
+   * (appendOnly): each new network takes the next index, so the section's new destinations are [used
+   * before, used after), repeats within the section finding theirs. The positions in the section of the
+   * networks held before go into `held`, for the caller to take the general way. One loop here rather than
+   * obtainIpv4 per network: a dump's first several thousand prefixes run before V8 has compiled anything,
+   * and there every call costs.
+   */
+  obtainIpv4Run(addrs: Int32Array, lens: Uint8Array, count: number, held: number[]): void {
+    while (this.end + count > this.bits.length) this.grow()
+    const bits = this.bits
+    const addr4 = this.addr4
+    const from = this.end
+    let end = from
+    let len = -1
+    let m: Ipv4Index | undefined
+    for (let i = 0; i < count; i++) {
+      const l = lens[i]!
+      if (l !== len) {
+        len = l
+        m = this.v4[l]
+        if (m === undefined) this.v4[l] = m = new Ipv4Index(this, l)
+      }
+      const d = m!.obtain(addrs[i]!, end)
+      if (d === end) {
+        addr4[d] = addrs[i]!
+        bits[d] = LIVE | (1 << AFI_SHIFT) | (l << LEN_SHIFT)
+        // The next probe may meet this destination: its address is in place first.
+        this.end = ++end
+      } else if (d < from) held.push(i)
+    }
+    this.count += end - from
   }
 
   /**

@@ -131,6 +131,7 @@ export function attributesEqual(a: PathAttributes, b: PathAttributes): boolean {
 }
 
 export interface InternedAttributes {
+  /** A small number, the set's while it is interned; the interner gives it to another set once this one goes. */
   readonly id: number
   /** attributesHash of the set and its next hops. */
   readonly hash: number
@@ -145,8 +146,11 @@ const sameHops = (x: readonly string[], y: readonly string[]): boolean => x.leng
 export class AttributeInterner {
   /** By hash: the one set with it, or the few when hashes collide. */
   private readonly byHash = new Map<number, InternedAttributes | InternedAttributes[]>()
+  /** By id (0 is no set): a column of ids in the RIB reads its sets back here. */
+  private readonly byId: (InternedAttributes | undefined)[] = [undefined]
+  /** Ids of sets forgotten, for the next sets. */
+  private readonly freeIds: number[] = []
   private count = 0
-  private nextId = 1
 
   get size(): number {
     return this.count
@@ -164,10 +168,12 @@ export class AttributeInterner {
     }
     if (entry === undefined) {
       // Object.assign, not a spread: freezing a spread copy cost three times as much here.
-      entry = { id: this.nextId++, hash, attrs: Object.freeze(Object.assign({}, attrs)), nextHop: nextHop.length === 0 ? NO_HOPS : Object.freeze([...nextHop]), refs: 0 }
+      const id = this.freeIds.pop() ?? this.byId.length
+      entry = { id, hash, attrs: Object.freeze(Object.assign({}, attrs)), nextHop: nextHop.length === 0 ? NO_HOPS : Object.freeze([...nextHop]), refs: 0 }
       if (found === undefined) this.byHash.set(hash, entry)
       else if (Array.isArray(found)) found.push(entry)
       else this.byHash.set(hash, [found, entry])
+      this.byId[id] = entry
       this.count++
     }
     entry.refs++
@@ -184,7 +190,14 @@ export class AttributeInterner {
       found.splice(i, 1)
       if (found.length === 1) this.byHash.set(entry.hash, found[0]!)
     } else return
+    this.byId[entry.id] = undefined
+    this.freeIds.push(entry.id)
     this.count--
+  }
+
+  /** The set interned with `id`, or undefined (for 0, or an id no set holds). */
+  get(id: number): InternedAttributes | undefined {
+    return this.byId[id]
   }
 }
 

@@ -129,8 +129,8 @@ class TouchedList {
 }
 
 export class Rib implements RibView {
-  private readonly table = new DestinationTable()
   private readonly interner = new AttributeInterner()
+  private readonly table = new DestinationTable(this.interner)
   private readonly decision: DecisionContext
   private readonly identity: LocalIdentity
   readonly exportContext: ExportContext

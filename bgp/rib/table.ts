@@ -1,7 +1,7 @@
 // Per-prefix storage as columns: a destination is an index, and what the RIB keeps of it lives in typed
 // arrays (flags, IPv4 address) and a few arrays of references to shared objects. The common case, one
 // path per prefix from one session (a full table from one peer), takes no object of its own: the path is
-// its session's source and its interned attribute set, side by side in two columns. Paths in any other
+// its session's source and its interned attribute set, as two numbers in typed columns. Paths in any other
 // case (several for a prefix, add-path ids, our own routes) are objects. Destinations are found by
 // prefix through one index per IPv4 prefix length (holding only destination indices, the keys read back
 // from the address column) and a Map for IPv6.
@@ -125,6 +125,87 @@ class Column<T> {
   }
 }
 
+/** Where an AttributeColumn reads its sets back: the RIB's interner. */
+export interface AttributeIds {
+  get(id: number): InternedAttributes | undefined
+}
+
+/**
+ * A compact path's attribute set by destination, as the interner's id for it: 4 bytes, and nothing for the
+ * collector to trace. As references (8 bytes each, in pages of the old generation) every store of a set
+ * still young was remembered, and the first scavenge of a 100k dump spent ~2 ms visiting them. The RIB
+ * holds a reference for each destination (InternedAttributes.refs), so an id here is never given to
+ * another set while it is stored.
+ */
+class AttributeColumn {
+  ids = new Int32Array(1024)
+
+  constructor(private readonly interner: AttributeIds) {}
+
+  get(d: number): InternedAttributes | undefined {
+    return this.interner.get(this.ids[d]!)
+  }
+
+  set(d: number, v: InternedAttributes | undefined): void {
+    this.ids[d] = v === undefined ? 0 : v.id
+  }
+
+  fill(from: number, to: number, v: InternedAttributes): void {
+    this.ids.fill(v.id, from, to)
+  }
+}
+
+/**
+ * A compact path's source by destination, as a number: like AttributeColumn, with the few sources (one per
+ * session) numbered here, each number kept while a destination holds it.
+ */
+class SourceColumn {
+  ids = new Int32Array(1024)
+  private readonly byId: (PathSource | undefined)[] = [undefined]
+  private readonly refs: number[] = [0]
+  private readonly idOf = new Map<PathSource, number>()
+  private readonly freeIds: number[] = []
+
+  get(d: number): PathSource | undefined {
+    return this.byId[this.ids[d]!]
+  }
+
+  set(d: number, v: PathSource | undefined): void {
+    const old = this.ids[d]!
+    this.ids[d] = v === undefined ? 0 : this.take(v, 1)
+    if (old !== 0) this.drop(old, 1)
+  }
+
+  /** `v` at every index of [from, to), which hold none. */
+  fill(from: number, to: number, v: PathSource): void {
+    this.ids.fill(this.take(v, to - from), from, to)
+  }
+
+  /** Sources numbered now (those of paths held). */
+  get size(): number {
+    return this.idOf.size
+  }
+
+  private take(v: PathSource, n: number): number {
+    let id = this.idOf.get(v)
+    if (id === undefined) {
+      id = this.freeIds.pop() ?? this.byId.length
+      this.idOf.set(v, id)
+      this.byId[id] = v
+      this.refs[id] = 0
+    }
+    this.refs[id]! += n
+    return id
+  }
+
+  private drop(id: number, n: number): void {
+    if ((this.refs[id]! -= n) > 0) return
+    this.idOf.delete(this.byId[id]!)
+    this.byId[id] = undefined
+    this.freeIds.push(id)
+  }
+}
+
 export class DestinationTable {
   /** Flags, AFI and length (see above); 0 for a free index. */
   bits = new Int32Array(1024)
@@ -133,9 +214,9 @@ export class DestinationTable {
   /** The IPv6 network address, by destination (IPv6 destinations are the few). */
   private readonly addr6 = new Map<number, Uint8Array>()
   /** COMPACT: the one path's source. */
-  readonly source = new Column<PathSource>()
+  readonly source = new SourceColumn()
   /** COMPACT: the one path's attributes. */
-  readonly attrs = new Column<InternedAttributes>()
+  readonly attrs: AttributeColumn
   /** Not COMPACT: the paths (one without an array, several in one), or undefined when there is none. */
   readonly paths = new Column<Path | Path[]>()
   /** Not COMPACT: the best path as last settled. */
@@ -148,6 +229,11 @@ export class DestinationTable {
   private count = 0
   private readonly v4: (Ipv4Index | undefined)[] = new Array(33).fill(undefined)
   private readonly v6 = new Map<string, number>()
+
+  /** `interner`: where the attribute sets of compact paths are read back by id. */
+  constructor(interner: AttributeIds) {
+    this.attrs = new AttributeColumn(interner)
+  }
 
   /** Destinations held (those emptied but still held by an Adj-RIB-Out included). */
   get size(): number {
@@ -236,15 +322,9 @@ export class DestinationTable {
     this.count += end - from
   }
 
-  /**
-   * Room for `n` new destinations: the columns grown, and the pages of a compact path's two columns made,
-   * so that the next `n` obtains and compact stores take no rare branch.
-   */
+  /** Room for `n` new destinations: the columns grown, so that the next `n` obtains take no rare branch. */
   reserve(n: number): void {
-    if (n === 0) return
     while (this.end + n > this.bits.length) this.grow()
-    this.source.reserve(this.end, this.end + n)
-    this.attrs.reserve(this.end, this.end + n)
   }
 
   /** Whether new destinations take consecutive indices from `used` (none freed waits to be reused). */
@@ -288,6 +368,8 @@ export class DestinationTable {
     this.bits = grown(this.bits, size)
     this.addr4 = grown(this.addr4, size)
     this.holders = grown(this.holders, size)
+    this.source.ids = grown(this.source.ids, size)
+    this.attrs.ids = grown(this.attrs.ids, size)
   }
 
   /** An Adj-RIB-Out now holds `d`. */

@@ -66,6 +66,8 @@ t.test('the interner shares one copy per canonical set and forgets it at the las
   const interner = new AttributeInterner()
   const byKey = new Map<string, ReturnType<AttributeInterner['intern']>>()
   const held: ReturnType<AttributeInterner['intern']>[] = []
+  let maxId = 0
+  let peak = 0
   for (let i = 0; i < 3000; i++) {
     const s = draw(rnd)
     const hops = rnd() < 0.2 ? ['2001:db8::1'] : []
@@ -76,10 +78,18 @@ t.test('the interner shares one copy per canonical set and forgets it at the las
     byKey.set(key, e)
     held.push(e)
     t.equal(interner.size, new Set(held.filter((x) => x.refs > 0)).size, 'size counts live sets')
+    t.equal(interner.get(e.id), e, 'found again by its id')
+    maxId = Math.max(maxId, e.id)
+    peak = Math.max(peak, interner.size)
     if (rnd() < 0.4 && held.length > 0) interner.release(held.splice(Math.floor(rnd() * held.length), 1)[0]!)
   }
+  // Every live set has an id of its own, and ids stay small: a forgotten set's goes to the next.
+  const live = [...new Set(held)]
+  t.equal(new Set(live.map((e) => e.id)).size, live.length, 'no two live sets share an id')
+  t.ok(maxId <= peak, `ids reused, not counted up forever: highest ${maxId}, most sets live at once ${peak}`)
   for (const e of held) interner.release(e)
   t.equal(interner.size, 0, 'every set forgotten')
+  for (const e of live) t.equal(interner.get(e.id), undefined, 'and no longer found by its id')
 })
 
 t.test('sets whose hashes collide still intern apart', async (t) => {

@@ -102,18 +102,26 @@ class TouchedList {
   }
 
   /**
-   * Destinations [from, to), each with no best path before: new ones. Only their indices are written; the
-   * other arrays hold undefined at and past `length` (clear() sees to it).
+   * Runs of destinations made since the flush, as pairs from, to (flattened): a section's new prefixes,
+   * none held by any Adj-RIB-Out and none with a best path before. A dump's sections each continue the
+   * last run, so a flush meets one run where it met 12k entries.
    */
+  readonly runs: number[] = []
+
+  /** New destinations [from, to). */
   addNew(from: number, to: number): void {
-    const dests = this.dests
-    let i = this.length
-    for (let d = from; d < to; d++) dests[i++] = d
-    this.length = i
+    if (from === to) return
+    const runs = this.runs
+    if (runs.length > 0 && runs[runs.length - 1] === from) runs[runs.length - 1] = to
+    else runs.push(from, to)
   }
 
-  /** Without its first `n` entries (those after move to the front), holding no path of theirs alive. */
-  dropFirst(n: number): void {
+  /**
+   * Without its first `n` entries and first `r` run bounds (those after move to the front), holding no path
+   * of theirs alive.
+   */
+  dropFirst(n: number, r: number): void {
+    this.runs.splice(0, r)
     const rest = this.length - n
     for (let i = 0; i < rest; i++) {
       this.dests[i] = this.dests[n + i]!
@@ -324,6 +332,8 @@ export class Rib implements RibView {
       t.source.set(d, source)
       t.attrs.set(d, attrs)
       t.bits[d] = (t.bits[d]! & ~STALE) | COMPACT
+      // A compact destination keeps no best path object (one settled before its paths went would stay).
+      t.best.set(d, undefined)
       if (c !== undefined) c.accepted++
       return
     }
@@ -480,11 +490,13 @@ export class Rib implements RibView {
   flush(): void {
     const list = this.touched
     const n = list.length
-    if (n === 0) return
+    const r = list.runs.length
+    if (n === 0 && r === 0) return
     const changes: LocRibChange[] | undefined = this.listeners.size > 0 ? [] : undefined
-    this.settleTouched(list, n, changes)
+    if (r > 0) this.settleRuns(list.runs, r, changes)
+    if (n > 0) this.settleTouched(list, n, changes)
     // Listeners may touch destinations again: those go in after, for the next flush.
-    list.dropFirst(n)
+    list.dropFirst(n, r)
     if (changes !== undefined && changes.length > 0) for (const l of this.listeners) l(changes)
   }
 
@@ -508,9 +520,8 @@ export class Rib implements RibView {
       const before = prevBest[i]
       const now = t.bits[d]!
       if (before === undefined && (now & (COMPACT | MULTIPATH)) === COMPACT) {
-        // No path before, one compact path now (a table dump's every prefix): what settle() does for it,
-        // and the best has changed.
-        t.best.set(d, undefined)
+        // No path before, one compact path now: what settle() does for it (a compact destination keeps no
+        // best path object), and the best has changed.
         t.bits[d] = now & ~(DIRTY | UNSETTLED | REASON_MASK)
         if (changes !== undefined) {
           const prefix = t.prefix(d)
@@ -527,24 +538,58 @@ export class Rib implements RibView {
         for (let k = 0; k < outs.length; k++) if (mayTake[k] !== 0 || outs[k]!.size > 0) outs[k]!.offer(d)
         continue
       }
-      this.settle(d)
-      const bits = (t.bits[d]! &= ~DIRTY)
-      const beforeAttrs = prevAttrs[i]
-      if (!this.sameBest(d, bits, before, beforeAttrs, prevMulti[i])) {
-        if (changes !== undefined) {
-          const prefix = t.prefix(d)
-          const previous = beforeAttrs === undefined ? (before as Path | undefined) : newPath(prefix, before!.peer, before!.session, beforeAttrs)
-          changes.push({ prefix, best: this.bestOf(d, prefix), previous })
-        }
-        for (let k = 0; k < outs.length; k++) outs[k]!.offer(d)
-      }
-      if (t.isEmpty(d)) t.release(d)
+      this.settleTouchedOne(d, before, prevAttrs[i], prevMulti[i], changes)
     }
   }
 
   /**
-   * settleTouched() for any destination but a new compact one: a method of its own, so that the loop V8
-   * compiles while a table dump streams in is only what the dump needs.
+   * flush() for the runs of new destinations (the first `r` bounds of `runs`): those still holding the one
+   * compact path their section gave them (a dump's every prefix) need only their flags cleared and the
+   * Adj-RIB-Outs that may take them offered them; no Adj-RIB-Out holds a new destination, so one that may
+   * not take it has nothing to withdraw. Any other went on to change before the flush: the general way.
+   */
+  private settleRuns(runs: readonly number[], r: number, changes: LocRibChange[] | undefined): void {
+    const t = this.table
+    const outs = this.outList
+    // Whether each Adj-RIB-Out may take a compact path of the source in the AFI (the export rules that
+    // depend on the source alone), worked out again when either changes.
+    const mayTake = new Uint8Array(outs.length)
+    let sid = 0
+    let afi = 0
+    let offers = false
+    for (let j = 0; j < r; j += 2) {
+      const to = runs[j + 1]!
+      for (let d = runs[j]!; d < to; d++) {
+        const now = t.bits[d]!
+        if ((now & (COMPACT | MULTIPATH)) !== COMPACT) {
+          this.settleTouchedOne(d, undefined, undefined, undefined, changes)
+          continue
+        }
+        t.bits[d] = now & ~(DIRTY | UNSETTLED | REASON_MASK)
+        if (changes !== undefined) {
+          const prefix = t.prefix(d)
+          changes.push({ prefix, best: this.bestOf(d, prefix), previous: undefined })
+        }
+        const s = t.source.ids[d]!
+        const f = (now >>> AFI_SHIFT) & 3
+        if (s !== sid || f !== afi) {
+          sid = s
+          afi = f
+          const peer = t.source.get(d)!.peer
+          offers = false
+          for (let k = 0; k < outs.length; k++) {
+            mayTake[k] = mayExportFrom(f, peer, outs[k]!.peer, this.exportContext) ? 1 : 0
+            offers ||= mayTake[k] !== 0
+          }
+        }
+        if (offers) for (let k = 0; k < outs.length; k++) if (mayTake[k] !== 0) outs[k]!.offer(d)
+      }
+    }
+  }
+
+  /**
+   * settleTouched() for any destination but a new compact one: a method of its own, so that the loops V8
+   * compiles while a table dump streams in are only what the dump needs.
    */
   private settleTouchedOne(d: number, before: Path | PathSource | undefined, beforeAttrs: InternedAttributes | undefined, beforeMulti: Path[] | undefined, changes: LocRibChange[] | undefined): void {
     const t = this.table

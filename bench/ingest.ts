@@ -5,6 +5,8 @@
 // of pinto's time is its code's first run.
 // Usage: node dist/bench/ingest.js [N ...]   (default 100000 1000000)
 // INGEST_NODE_ARGS adds node flags to pinto's process, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
+// INGEST_ROUNDS=k runs each size k times (default 5), each round a fresh pinto process and a fresh BIRD,
+// and prints every round and the medians: on a shared 2-core machine one round's ratio moves by ±0.3.
 // INGEST_PER_SET=k gives every run of k prefixes an AS path of its own, as a real table's UPDATEs carry a
 // few prefixes each (default: one attribute set for all, the figure the targets are set for).
 
@@ -109,28 +111,48 @@ async function birdRun(topo: Topology, nb: NetNode, senders: readonly NetNode[],
   return { seconds, again, hwmKb, baseKb }
 }
 
-function line(name: string, n: number, r: Result): string {
-  const perPrefix = ((r.hwmKb - r.baseKb) * 1024) / n
-  return `  ${name.padEnd(6)} ${r.seconds.toFixed(3).padStart(7)} s   VmHWM ${(r.hwmKb / 1024).toFixed(1).padStart(7)} MB   (HWM - RSS before) / N = ${perPrefix.toFixed(0).padStart(4)} B/prefix   HWM / N = ${((r.hwmKb * 1024) / n).toFixed(0)} B/prefix`
+const median = (xs: readonly number[]): number => {
+  const v = [...xs].sort((a, b) => a - b)
+  return v.length % 2 === 1 ? v[(v.length - 1) / 2]! : (v[v.length / 2 - 1]! + v[v.length / 2]!) / 2
 }
+const range = (xs: readonly number[], digits: number): string => `${Math.min(...xs).toFixed(digits)}-${Math.max(...xs).toFixed(digits)}`
+const perPrefix = (r: Result, n: number): number => ((r.hwmKb - r.baseKb) * 1024) / n
+
+function line(name: string, n: number, rs: readonly Result[]): string {
+  const secs = rs.map((r) => r.seconds)
+  const hwm = median(rs.map((r) => r.hwmKb))
+  return `  ${name.padEnd(6)} median ${median(secs).toFixed(3)} s (${range(secs, 3)})   VmHWM ${(hwm / 1024).toFixed(1).padStart(6)} MB   (HWM - RSS before) / N = ${median(rs.map((r) => perPrefix(r, n))).toFixed(0).padStart(4)} B/prefix   HWM / N = ${((hwm * 1024) / n).toFixed(0)} B/prefix`
+}
+
+/** INGEST_ROUNDS=k: each size k times, each round a fresh pinto process and a fresh BIRD (default 5). */
+const ROUNDS = Number(process.env['INGEST_ROUNDS'] ?? 5)
+if (!(Number.isInteger(ROUNDS) && ROUNDS > 0)) throw new Error(`INGEST_ROUNDS: ${process.env['INGEST_ROUNDS']} is not a positive integer`)
 
 const sizes = process.argv.slice(2).map(Number)
 for (const n of sizes.length > 0 ? sizes : [100_000, 1_000_000]) {
-  const topo = await Topology.create()
-  try {
-    const senders = [await topo.addNode({ name: 'sender', v4: '192.0.2.2/24' }), await topo.addNode({ name: 'again', v4: '192.0.2.4/24' })]
-    const np = await topo.addNode({ name: 'pinto', v4: '192.0.2.1/24' })
-    const nb = await topo.addNode({ name: 'bird', v4: '192.0.2.3/24' })
-    const p = await pintoRun(topo, np, senders, n)
-    const b = await birdRun(topo, nb, senders, n)
-    console.log(`ingest ${n} IPv4 /32s over iBGP, Established -> all in the receiver's table:`)
-    console.log(line('pinto', n, p))
-    console.log(line('BIRD', n, b))
-    const perP = ((p.hwmKb - p.baseKb) * 1024) / n
-    console.log(`  ratio pinto/BIRD time ${(p.seconds / b.seconds).toFixed(2)}x (target <= 1.5x); pinto ${perP.toFixed(0)} B/prefix (target <= 250)`)
-    console.log(`  the same table again from a second peer once the first one's session and routes are gone (pinto's code warm):`)
-    console.log(`    pinto ${p.again.toFixed(3)} s, BIRD ${b.again.toFixed(3)} s, ratio ${(p.again / b.again).toFixed(2)}x`)
-  } finally {
-    await topo.destroy()
+  console.log(`ingest ${n} IPv4 /32s over iBGP, Established -> all in the receiver's table; ${ROUNDS} round(s), each a fresh pinto process and a fresh BIRD:`)
+  const ps: Result[] = []
+  const bs: Result[] = []
+  for (let round = 1; round <= ROUNDS; round++) {
+    const topo = await Topology.create()
+    try {
+      const senders = [await topo.addNode({ name: 'sender', v4: '192.0.2.2/24' }), await topo.addNode({ name: 'again', v4: '192.0.2.4/24' })]
+      const np = await topo.addNode({ name: 'pinto', v4: '192.0.2.1/24' })
+      const nb = await topo.addNode({ name: 'bird', v4: '192.0.2.3/24' })
+      const p = await pintoRun(topo, np, senders, n)
+      const b = await birdRun(topo, nb, senders, n)
+      ps.push(p)
+      bs.push(b)
+      console.log(`  round ${round}: pinto ${p.seconds.toFixed(3)} s, BIRD ${b.seconds.toFixed(3)} s, ratio ${(p.seconds / b.seconds).toFixed(2)}x;   again, pinto's code warm: ${p.again.toFixed(3)} s, ${b.again.toFixed(3)} s, ${(p.again / b.again).toFixed(2)}x`)
+    } finally {
+      await topo.destroy()
+    }
   }
+  const ratios = ps.map((p, i) => p.seconds / bs[i]!.seconds)
+  const again = ps.map((p, i) => p.again / bs[i]!.again)
+  console.log(line('pinto', n, ps))
+  console.log(line('BIRD', n, bs))
+  console.log(`  ratio pinto/BIRD time, median of the rounds' ratios ${median(ratios).toFixed(2)}x (${range(ratios, 2)}) (target <= 1.5x); pinto ${median(ps.map((r) => perPrefix(r, n))).toFixed(0)} B/prefix (target <= 250)`)
+  console.log(`  the same table again from a second peer once the first one's session and routes are gone (pinto's code warm):`)
+  console.log(`    pinto median ${median(ps.map((r) => r.again)).toFixed(3)} s, BIRD ${median(bs.map((r) => r.again)).toFixed(3)} s, ratio ${median(again).toFixed(2)}x (${range(again, 2)})`)
 }

@@ -150,10 +150,14 @@ export class Ipv4Index {
     const slots = touchedArray(Int32Array, size)
     const mask = size - 1
     const shift = 32 - Math.log2(size)
+    const keyShift = this.keyShift
     for (let i = 0; i < n; i++) {
       const v = old[i]!
       if (v === 0) continue
-      let j = this.home(addr4[v - 1]!, shift)
+      // home(), written out as in obtain(): a dump's early growths walk tens of thousands of slots before
+      // V8 has compiled this loop.
+      const key = addr4[v - 1]! >>> keyShift
+      let j = ((Math.imul(key >>> GROUP_BITS, 0x9e3779b1) >>> (shift + GROUP_BITS)) << GROUP_BITS) | (key & GROUP_MASK)
       while (slots[j] !== 0) j = (j + 1) & mask
       slots[j] = v
     }

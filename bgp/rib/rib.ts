@@ -261,8 +261,6 @@ export class Rib implements RibView {
     }
     const shared = this.interner.intern(clean, nextHop ?? [])
     const source = this.sourceOf(peer, session)
-    // Grown before the loop, not in it: a branch first taken in optimized code throws that code away.
-    t.reserve(count)
     const from = t.used
     const held: number[] = []
     t.obtainIpv4Run(addr, len, count, held)

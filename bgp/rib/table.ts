@@ -79,8 +79,7 @@ class Column<T> {
   private readonly pages: ((T | undefined)[] | undefined)[] = new Array<undefined>(64).fill(undefined)
 
   // Reads past the end of `pages` are checked, not left to yield undefined: optimized code that read past
-  // the end was thrown away, a deoptimization each time a table dump reached a new page. A dump makes its
-  // pages ahead, outside its loop (reserve).
+  // the end was thrown away, a deoptimization each time a loop over the table reached a new page.
   get(d: number): T | undefined {
     const p = d >>> PAGE_BITS
     const page = p < this.pages.length ? this.pages[p] : undefined
@@ -95,22 +94,6 @@ class Column<T> {
       page = this.newPage(p)
     }
     page[d & PAGE_MASK] = v
-  }
-
-  /** `v` at every index of [from, to). */
-  fill(from: number, to: number, v: T): void {
-    for (let d = from; d < to; ) {
-      const p = d >>> PAGE_BITS
-      const end = Math.min(to, (p + 1) << PAGE_BITS)
-      const page = (p < this.pages.length ? this.pages[p] : undefined) ?? this.newPage(p)
-      page.fill(v, d & PAGE_MASK, end - (p << PAGE_BITS))
-      d = end
-    }
-  }
-
-  /** Makes the pages for indices [from, to). */
-  reserve(from: number, to: number): void {
-    for (let p = from >>> PAGE_BITS; p <= (to - 1) >>> PAGE_BITS; p++) if (p >= this.pages.length || this.pages[p] === undefined) this.newPage(p)
   }
 
   private newPage(p: number): (T | undefined)[] {
@@ -297,6 +280,7 @@ export class DestinationTable {
    * and there every call costs.
    */
   obtainIpv4Run(addrs: Int32Array, lens: Uint8Array, count: number, held: number[]): void {
+    // Grown before the loop, not in it: a branch first taken in optimized code throws that code away.
     while (this.end + count > this.bits.length) this.grow()
     const bits = this.bits
     const addr4 = this.addr4
@@ -320,11 +304,6 @@ export class DestinationTable {
       } else if (d < from) held.push(i)
     }
     this.count += end - from
-  }
-
-  /** Room for `n` new destinations: the columns grown, so that the next `n` obtains take no rare branch. */
-  reserve(n: number): void {
-    while (this.end + n > this.bits.length) this.grow()
   }
 
   /** Whether new destinations take consecutive indices from `used` (none freed waits to be reused). */

@@ -530,7 +530,7 @@ export class Rib implements RibView {
         if (s !== source || f !== afi) {
           source = s
           afi = f
-          for (let k = 0; k < outs.length; k++) mayTake[k] = mayExportFrom(f, s.peer, outs[k]!.peer, this.exportContext) ? 1 : 0
+          this.mayTakeFrom(f, s.peer, mayTake)
         }
         // One that may not take it and holds nothing has nothing to withdraw either: offer() would return.
         for (let k = 0; k < outs.length; k++) if (mayTake[k] !== 0 || outs[k]!.size > 0) outs[k]!.offer(d)
@@ -573,16 +573,25 @@ export class Rib implements RibView {
         if (s !== sid || f !== afi) {
           sid = s
           afi = f
-          const peer = t.source.get(d)!.peer
-          offers = false
-          for (let k = 0; k < outs.length; k++) {
-            mayTake[k] = mayExportFrom(f, peer, outs[k]!.peer, this.exportContext) ? 1 : 0
-            offers ||= mayTake[k] !== 0
-          }
+          offers = this.mayTakeFrom(f, t.source.get(d)!.peer, mayTake)
         }
         if (offers) for (let k = 0; k < outs.length; k++) if (mayTake[k] !== 0) outs[k]!.offer(d)
       }
     }
+  }
+
+  /**
+   * Sets mayTake[k] to whether the k-th Adj-RIB-Out may take a compact path from `peer` in `afi` (the export
+   * rules that depend on the source alone); true when any may.
+   */
+  private mayTakeFrom(afi: number, peer: RibPeer | undefined, mayTake: Uint8Array): boolean {
+    const outs = this.outList
+    let any = false
+    for (let k = 0; k < outs.length; k++) {
+      mayTake[k] = mayExportFrom(afi, peer, outs[k]!.peer, this.exportContext) ? 1 : 0
+      any ||= mayTake[k] !== 0
+    }
+    return any
   }
 
   /**

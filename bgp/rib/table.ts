@@ -164,11 +164,6 @@ class SourceColumn {
     this.ids.fill(this.take(v, to - from), from, to)
   }
 
-  /** Sources numbered now (those of paths held). */
-  get size(): number {
-    return this.idOf.size
-  }
-
   private take(v: PathSource, n: number): number {
     let id = this.idOf.get(v)
     if (id === undefined) {

@@ -161,7 +161,8 @@ class SourceColumn {
 
   /** `v` at every index of [from, to), which hold none. */
   fill(from: number, to: number, v: PathSource): void {
-    this.ids.fill(this.take(v, to - from), from, to)
+    // Nothing to hold: numbering `v` for no destination would keep it until the same source came again.
+    if (from < to) this.ids.fill(this.take(v, to - from), from, to)
   }
 
   private take(v: PathSource, n: number): number {

@@ -258,13 +258,16 @@ export class DestinationTable {
   /** The destination of the IPv4 network `addr`/`len` (host bits clear), made (empty) when missing. */
   obtainIpv4(addr: number, len: number): number {
     const next = this.take()
-    let m = this.v4[len]
-    if (m === undefined) this.v4[len] = m = new Ipv4Index(this, len)
-    const d = m.obtain(addr, next)
+    const d = this.v4Index(len).obtain(addr, next)
     if (d !== next) return d
     this.addr4[d] = addr
     this.made(next, 1, len)
     return next
+  }
+
+  /** The index of the IPv4 networks of length `len`, made when missing. */
+  private v4Index(len: number): Ipv4Index {
+    return (this.v4[len] ??= new Ipv4Index(this, len))
   }
 
   /**
@@ -288,17 +291,17 @@ export class DestinationTable {
       const l = lens[i]!
       if (l !== len) {
         len = l
-        m = this.v4[l]
-        if (m === undefined) this.v4[l] = m = new Ipv4Index(this, l)
+        m = this.v4Index(l)
       }
       const d = m!.obtain(addrs[i]!, end)
       if (d === end) {
+        // In place before the next probe, which may meet this destination and reads its address back.
         addr4[d] = addrs[i]!
         bits[d] = LIVE | (1 << AFI_SHIFT) | (l << LEN_SHIFT)
-        // The next probe may meet this destination: its address is in place first.
-        this.end = ++end
+        end++
       } else if (d < from) held.push(i)
     }
+    this.end = end
     this.count += end - from
   }
 

@@ -22,6 +22,12 @@ const DEBIAN = {
   '/usr/sbin/nft': 'nftables',
   '/usr/bin/ip': 'iproute2',
   '/usr/sbin/ip': 'iproute2',
+  // podman kube play runs the DaemonSet's pod template; its pause image needs catatonit, and crun
+  // fails here (cgroups hybrid mode), so runc; busybox-static makes the stand-in image.
+  '/usr/bin/podman': 'podman',
+  '/usr/bin/catatonit': 'catatonit',
+  '/usr/bin/runc': 'runc',
+  '/bin/busybox': 'busybox-static',
 }
 
 function npmDeps() {

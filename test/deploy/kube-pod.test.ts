@@ -43,6 +43,8 @@ t.test('the pod template on one node', async (t) => {
   t.same(files.map((f) => [f.path.split('/').pop(), f.content.length, f.mode]), [['etcd-ca', 0, 0o400], ['etcd-cert', 0, 0o400], ['etcd-key', 0, 0o400]])
   t.same([p.spec.initContainers[0].image, p.spec.containers[0].image], ['localhost/pinto-node:0.1.0', 'localhost/pinto-node:0.1.0'])
   const updated = podForNode({ daemonSet, documents: docs, nodeName: 'node-a', hostRoot: '/tmp/n1', image: 'localhost/pinto-node:test' }).pod as Loose
+  t.equal(p.spec.restartPolicy, undefined, 'the template\'s restartPolicy unless asked (Always by default)')
+  t.equal((podForNode({ daemonSet, documents: docs, nodeName: 'node-a', hostRoot: '/tmp/n1', restartPolicy: 'OnFailure' }).pod as Loose).spec.restartPolicy, 'OnFailure')
   t.same([updated.spec.initContainers[0].image, updated.spec.containers[0].image], ['localhost/pinto-node:test', 'localhost/pinto-node:test'], 'image replaced in every container')
 })
 

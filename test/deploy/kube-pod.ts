@@ -18,6 +18,12 @@ export interface PodForNodeOptions {
   readonly hostPathOverrides?: Readonly<Record<string, string>>
   /** Replaces every container's image (a rolling update to a rebuilt image). */
   readonly image?: string
+  /**
+   * Overrides the template's restartPolicy (a DaemonSet's is Always). podman 4.3.1's kube play applies
+   * the pod's policy to init containers too: under Always it restarts install-cni after it exits and
+   * then fails ("failed to remove once init container ... as it is running"). OnFailure runs it once.
+   */
+  readonly restartPolicy?: 'Always' | 'OnFailure' | 'Never'
 }
 
 /** A file the kubelet would project into a volume; written by the caller under hostRoot. */
@@ -89,6 +95,7 @@ export function podForNode(opts: PodForNodeOptions): PodForNode {
     })
   }
   spec.nodeName = opts.nodeName
+  if (opts.restartPolicy !== undefined) spec.restartPolicy = opts.restartPolicy
   const pod: KubeObject = {
     apiVersion: 'v1',
     kind: 'Pod',

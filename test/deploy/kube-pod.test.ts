@@ -27,7 +27,7 @@ t.test('the pod template on one node', async (t) => {
   t.equal(p.spec.nodeName, 'node-a')
   t.match(p.spec, { hostNetwork: true, hostPID: true })
   const node = env(p.spec.containers[0])
-  t.match(node, { PINTO_NODENAME: 'node-a', PINTO_DATASTORE: 'https://<ETCD_IP>:2379', PINTO_ETCD_CA_CERT_FILE: '', PINTO_IPV4POOL_CIDR: '192.168.0.0/16', PINTO_IPV4POOL_IPIP: 'Never', PINTO_LOG_LEVEL: 'info', PINTO_API_LISTEN: '127.0.0.1:9099' })
+  t.match(node, { PINTO_NODENAME: 'node-a', PINTO_IP: 'autodetect', PINTO_DATASTORE: 'https://<ETCD_IP>:2379', PINTO_ETCD_CA_CERT_FILE: '', PINTO_IPV4POOL_CIDR: '192.168.0.0/16', PINTO_IPV4POOL_IPIP: 'Never', PINTO_LOG_LEVEL: 'info', PINTO_API_LISTEN: '127.0.0.1:9099' })
   t.ok(p.spec.containers[0].env.every((e: Loose) => e.valueFrom === undefined && typeof e.value === 'string'), 'every variable is a plain value')
   t.same(env(p.spec.initContainers[0]), { PINTO_CNI_MTU: '0' })
   const paths = Object.fromEntries(p.spec.volumes.map((v: Loose) => [v.name, v.hostPath.path]))

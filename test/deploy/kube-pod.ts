@@ -2,6 +2,7 @@
 // `podman kube play` runs: env from fieldRef, ConfigMap and Secret resolved to values, each hostPath
 // moved under the node's own root, Secret volumes turned into files to write there, the image optionally
 // swapped. Pure: the caller writes the files and runs podman; anything it cannot honour is an error.
+// Env is resolved here, not by podman: podman 4.3.1's kube play refuses fieldRef spec.nodeName.
 import { posix } from 'node:path'
 import type { KubeObject } from './kube-schema.js'
 

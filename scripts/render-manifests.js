@@ -60,7 +60,7 @@ function setImages(doc, images) {
   }
 }
 
-export function render(dir) {
+function render(dir) {
   const { resources, images } = readKustomization(dir)
   const parts = []
   for (const resource of resources) {

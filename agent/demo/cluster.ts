@@ -288,7 +288,9 @@ export class DemoCluster {
       PINTO_IP: `${n.address}/24`,
       PINTO_DATASTORE: this.store,
       ...this.storeEnv,
+      // Every path the agent uses is the node's own, under the demo's temp dir, never the host's defaults.
       PINTO_SOCKET: n.socket,
+      PINTO_API_SOCKET: join(n.dir, 'api.sock'),
       PINTO_MTU_FILE: n.mtuFile,
       PINTO_STATE_DIR: n.dir,
       PINTO_API_LISTEN: `127.0.0.1:${API_PORT}`,

@@ -4,8 +4,30 @@
 
 import { settingsFromEnv, SettingsError } from './settings.js'
 import { PintoNode } from './node.js'
+import { version } from './version.js'
 
-export async function main(env: NodeJS.ProcessEnv = process.env): Promise<number> {
+const USAGE = `usage: pinto-node [--help | --version]
+
+The node agent: BGP speaker, kernel dataplane, IPAM service for the CNI plugins, REST API. It runs as
+root with its settings from the environment (PINTO_NODENAME, PINTO_IP, PINTO_AS, PINTO_DATASTORE, ...;
+the README's table lists them all) and stops gracefully on SIGTERM, leaving its kernel routes.
+It takes no arguments: --help and --version print and exit without touching anything.
+`
+
+export async function main(env: NodeJS.ProcessEnv = process.env, argv: readonly string[] = []): Promise<number> {
+  const [arg, ...extra] = argv
+  if (arg === '--help' || arg === '-h') {
+    process.stdout.write(USAGE)
+    return 0
+  }
+  if (arg === '--version' || arg === '-v') {
+    process.stdout.write(`pinto-node ${await version()}\n`)
+    return 0
+  }
+  if (arg !== undefined || extra.length > 0) {
+    process.stderr.write(`pinto-node: unexpected argument ${JSON.stringify(arg)}; settings come from the environment\n${USAGE}`)
+    return 2
+  }
   let settings
   try {
     settings = settingsFromEnv(env)

@@ -7,4 +7,4 @@ if (!existsSync(entry)) {
   process.exit(1)
 }
 const { main } = await import(entry.href)
-process.exitCode = await main(process.env)
+process.exitCode = await main(process.env, process.argv.slice(2))

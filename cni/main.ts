@@ -33,6 +33,14 @@ export function writeStdout(text: string): void {
   }
 }
 
+function about(role: 'main' | 'ipam'): string {
+  const name = role === 'main' ? 'pinto' : 'pinto-ipam'
+  return `${name}: pinto's CNI ${role === 'main' ? 'plugin' : 'IPAM plugin'}, CNI spec ${LATEST} (results for 0.3.0 to 1.0.0)
+A container runtime runs it with CNI_COMMAND (ADD, DEL, CHECK, STATUS, GC or VERSION) and the other CNI_*
+variables set and the network config on stdin; it answers on stdout. \`pintoctl install-cni\` installs it.
+`
+}
+
 async function pluginMain(role: 'main' | 'ipam', handlers: Handlers): Promise<number> {
   let version: string = LATEST
   try {
@@ -67,5 +75,11 @@ async function pluginMain(role: 'main' | 'ipam', handlers: Handlers): Promise<nu
  * nothing left on the loop (a socket's close, an `ip` left to finish on its own) matters to the runtime.
  */
 export function runPlugin(role: 'main' | 'ipam', handlers: Handlers): void {
+  // A runtime passes no arguments; a person asking gets a line on what this is, and nothing runs.
+  const arg = process.argv[2]
+  if (arg === '--help' || arg === '-h' || arg === '--version') {
+    writeStdout(about(role))
+    process.exit(0)
+  }
   void pluginMain(role, handlers).then((code) => process.exit(code))
 }

@@ -23,11 +23,33 @@ const DEBIAN = {
   '/usr/bin/ip': 'iproute2',
   '/usr/sbin/ip': 'iproute2',
   // podman kube play runs the DaemonSet's pod template; its pause image needs catatonit, and crun
-  // fails here (cgroups hybrid mode), so runc; busybox-static makes the stand-in image.
+  // fails here (cgroups hybrid mode), so runc; busybox-static makes the stand-in image and the image's /bin/sh.
   '/usr/bin/podman': 'podman',
+  '/usr/bin/buildah': 'buildah',
+  '/usr/sbin/runc': 'runc',
   '/usr/bin/catatonit': 'catatonit',
-  '/usr/bin/runc': 'runc',
   '/bin/busybox': 'busybox-static',
+  '/usr/bin/openssl': 'openssl',
+}
+
+/** The systemd units a package brings (services, sockets, timers). */
+function unitsOf(pkg) {
+  const r = spawnSync('dpkg', ['-L', pkg], { encoding: 'utf8' })
+  if (r.status !== 0) return []
+  return r.stdout.split('\n').filter((f) => /^\/(usr\/)?lib\/systemd\/system\/[^/@]+\.(service|socket|timer)$/.test(f)).map((f) => f.slice(f.lastIndexOf('/') + 1))
+}
+
+/**
+ * apt enables a new package's units for the next boot even where policy-rc.d keeps them from starting
+ * now; pinto needs the programs, not the services, so the units of packages installed here are disabled.
+ */
+function disableUnits(pkgs) {
+  if (!existsSync('/usr/bin/systemctl') && !existsSync('/bin/systemctl')) return
+  for (const unit of pkgs.flatMap(unitsOf)) {
+    // Works on unit files alone, with or without a running systemd.
+    const r = spawnSync('systemctl', ['--no-reload', 'disable', unit], { encoding: 'utf8' })
+    if (r.status === 0) console.error(`[install-deps] disabled ${unit} (pinto runs the program itself when it needs it)`)
+  }
 }
 
 function npmDeps() {
@@ -61,6 +83,7 @@ function debianDeps() {
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' }
   execFileSync('apt-get', ['update', '-q'], { stdio: 'inherit', env })
   execFileSync('apt-get', ['install', '-y', '-q', '--no-install-recommends', ...pkgs], { stdio: 'inherit', env })
+  disableUnits(pkgs)
 }
 
 try {

@@ -15,16 +15,20 @@ import { encodeResource, resourceKey, type Resource } from '../../config/resourc
 import { isAlive, killQuietly, Namespaces, nsExec, sweepStale, TEMP_PREFIX, ip } from './netns.js'
 import type { DemoTopology, Encap } from './options.js'
 import { startTor, TOR_ADDRESS, TOR_AS, type Tor } from './tor.js'
+import { startEtcd, type DemoEtcd } from './etcd.js'
 import { AGENT_NODE_FLAGS, PLUGIN_EXEC_ENV } from '../node-flags.js'
 import { installCni } from '../install-cni.js'
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..')
 export const NODE_BIN = join(ROOT, 'bin', 'pinto-node.js')
+export const PINTOCTL_BIN = join(ROOT, 'bin', 'pintoctl.js')
 export const BUNDLE = join(ROOT, 'dist', 'bundle')
 export const POOL_CIDR = '198.18.0.0/15'
 export const CLUSTER_AS = 64512
 export const API_PORT = 9099
 export const RR_CLUSTER_ID = '244.0.0.1'
+/** The fabric host of the cluster's etcd, when the datastore is etcd. */
+export const ETCD_ADDRESS = '192.0.2.2'
 
 export interface ClusterSpec {
   readonly nodes: number
@@ -33,6 +37,11 @@ export interface ClusterSpec {
   readonly tor?: boolean
   /** What the top-of-rack originates (default 203.0.113.0/24); the idle bench gives it many prefixes. */
   readonly torPrefixes?: readonly string[]
+  /**
+   * Where the agents keep the cluster's state: one embedded store in the temp dir (default), or an etcd on a
+   * fabric host of its own (192.0.2.2), with TLS and client certificates when `etcd-tls`.
+   */
+  readonly datastore?: 'embedded' | 'etcd' | 'etcd-tls'
   /** Extra environment for every agent (e.g. PINTO_LOG_LEVEL). */
   readonly env?: Readonly<Record<string, string>>
   /** Progress lines for a person; silent when absent. */
@@ -61,6 +70,13 @@ export interface DemoPod {
 
 export class DemoError extends Error {}
 
+/** A failed ADD leaves its sandbox (namespace) as a runtime's does, for the DEL that tears it down. */
+export class AddFailed extends DemoError {
+  constructor(readonly pod: DemoPod, message: string) {
+    super(message)
+  }
+}
+
 /** Can this kernel make ipip links? Tried in a scratch namespace, which is removed again. */
 export async function kernelHasIpip(): Promise<{ ok: boolean; reason: string }> {
   const ns = `pdm${process.pid}-ipipcheck`
@@ -82,9 +98,11 @@ export class DemoCluster {
   readonly nodes: DemoNode[] = []
   readonly pods: DemoPod[] = []
   tor: Tor | undefined
+  etcd: DemoEtcd | undefined
   private readonly netns = new Namespaces()
   private dir = ''
   private podSeq = 0
+  private readonly podsMade = new Map<string, number>()
   private destroying: Promise<void> | undefined
   private hurry = false
 
@@ -94,8 +112,15 @@ export class DemoCluster {
     return this.netns.id
   }
 
+  /** The agents' PINTO_DATASTORE. */
   get store(): string {
-    return join(this.dir, 'store')
+    return this.etcd?.datastore ?? join(this.dir, 'store')
+  }
+
+  /** The datastore settings an agent or pintoctl needs besides PINTO_DATASTORE (etcd's TLS files). */
+  get storeEnv(): Record<string, string> {
+    const tls = this.etcd?.tls
+    return tls === undefined ? {} : { PINTO_ETCD_CA_CERT_FILE: tls.ca, PINTO_ETCD_CERT_FILE: tls.cert, PINTO_ETCD_KEY_FILE: tls.key }
   }
 
   get cniPath(): string {
@@ -145,6 +170,11 @@ export class DemoCluster {
 
     this.say(`building ${spec.nodes} nodes (namespaces ${this.netns.prefix}-*), datastore in ${this.store}`)
     await this.netns.fabric()
+    if (spec.datastore === 'etcd' || spec.datastore === 'etcd-tls') {
+      const ns = await this.netns.host('etcd', `${ETCD_ADDRESS}/24`)
+      this.etcd = await startEtcd(ns, ETCD_ADDRESS, join(this.dir, 'etcd'), { tls: spec.datastore === 'etcd-tls' })
+      this.say(`etcd at ${this.etcd.datastore}${this.etcd.tls ? ' (TLS, client certificates)' : ''}`)
+    }
     const reflectors = spec.topology === 'rr' ? (spec.nodes >= 4 ? 2 : 1) : 0
     for (let i = 1; i <= spec.nodes; i++) {
       const name = `node${i}`
@@ -193,8 +223,15 @@ export class DemoCluster {
     return out
   }
 
-  /** Writes resources straight into the embedded store (create, or overwrite what is there). */
+  /**
+   * Writes resources (create, or overwrite what is there): straight into the embedded store, or through
+   * `pintoctl apply` on etcd's host, since the machine's own namespace cannot reach etcd.
+   */
   async writeResources(resources: readonly Resource[]): Promise<void> {
+    if (this.etcd !== undefined) {
+      await this.pintoctl(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: resources }))
+      return
+    }
     const store = await openDatastore(this.store)
     try {
       for (const r of resources) {
@@ -209,6 +246,7 @@ export class DemoCluster {
   }
 
   async deleteResource(kind: Resource['kind'], name: string): Promise<boolean> {
+    if (this.etcd !== undefined) return this.pintoctl(['delete', kind, name]).then(() => true, () => false)
     const store = await openDatastore(this.store)
     try {
       const key = resourceKey(kind, name)
@@ -223,12 +261,19 @@ export class DemoCluster {
 
   /** Reads keys under a prefix from the store (e.g. IPAM affinities). */
   async listKeys(prefix: string): Promise<{ key: string; value: string }[]> {
+    if (this.etcd !== undefined) return this.etcd.list(prefix)
     const store = await openDatastore(this.store)
     try {
       return (await store.list(prefix)).items.map((kv) => ({ key: kv.key, value: kv.value }))
     } finally {
       await store.close()
     }
+  }
+
+  /** Runs pintoctl against the cluster's datastore from etcd's host (as an operator would from a node). */
+  async pintoctl(args: readonly string[], input?: string): Promise<string> {
+    if (this.etcd === undefined) throw new DemoError('pintoctl on the datastore host needs an etcd cluster')
+    return nsExec(this.etcd.ns, process.execPath, [PINTOCTL_BIN, ...args], { timeoutMs: 20_000, env: { PINTO_DATASTORE: this.store, ...this.storeEnv }, ...(input !== undefined ? { input } : {}) })
   }
 
   node(name: string): DemoNode {
@@ -242,7 +287,10 @@ export class DemoCluster {
       PINTO_NODENAME: n.name,
       PINTO_IP: `${n.address}/24`,
       PINTO_DATASTORE: this.store,
+      ...this.storeEnv,
+      // Every path the agent uses is the node's own, under the demo's temp dir, never the host's defaults.
       PINTO_SOCKET: n.socket,
+      PINTO_API_SOCKET: join(n.dir, 'api.sock'),
       PINTO_MTU_FILE: n.mtuFile,
       PINTO_STATE_DIR: n.dir,
       PINTO_API_LISTEN: `127.0.0.1:${API_PORT}`,
@@ -293,9 +341,33 @@ export class DemoCluster {
   /** A pod: a namespace wired by the real `pinto` CNI plugin (ADD, exec'd in the node's namespace). */
   async addPod(n: DemoNode): Promise<DemoPod> {
     const seq = ++this.podSeq
-    const name = `${n.name}p${this.pods.filter((p) => p.node === n.name).length + 1}`
+    // Numbered per node (node1p1, node1p2, ...), never reused after a DEL: the name is the pod's identity.
+    const nth = (this.podsMade.get(n.name) ?? 0) + 1
+    this.podsMade.set(n.name, nth)
+    const name = `${n.name}p${nth}`
     const ns = await this.netns.add(name)
-    const containerId = `demo-${this.netns.id}-${seq}`
+    const pod = { name, node: n.name, ns, address: '', containerId: `demo-${this.netns.id}-${seq}` }
+    const r = await this.cni(n, 'ADD', pod)
+    if (r.code !== 0) throw new AddFailed(pod, `${name}: CNI ADD failed (exit ${r.code}): ${r.stdout.trim()} ${r.stderr.trim()}`)
+    const result = JSON.parse(r.stdout) as { ips?: { address: string }[] }
+    const address = result.ips?.[0]?.address?.split('/')[0]
+    if (address === undefined) throw new DemoError(`${name}: the CNI result has no IP address: ${r.stdout}`)
+    const added = { ...pod, address }
+    this.pods.push(added)
+    return added
+  }
+
+  /** CNI DEL of a pod, then its namespace goes; a failed DEL leaves both (the caller may try again, as kubelet does). */
+  async delPod(pod: DemoPod): Promise<void> {
+    const r = await this.cni(this.node(pod.node), 'DEL', pod)
+    if (r.code !== 0) throw new DemoError(`${pod.name}: CNI DEL failed (exit ${r.code}): ${r.stdout.trim()} ${r.stderr.trim()}`)
+    await this.netns.remove(pod.ns)
+    const i = this.pods.indexOf(pod)
+    if (i >= 0) this.pods.splice(i, 1)
+  }
+
+  /** Execs the node's installed `pinto` plugin as a runtime does: the verb, the pod's identity, the network config on stdin. */
+  async cni(n: DemoNode, command: 'ADD' | 'DEL' | 'CHECK', pod: Pick<DemoPod, 'name' | 'ns' | 'containerId'>): Promise<{ code: number; stdout: string; stderr: string }> {
     const conf = {
       cniVersion: '1.0.0',
       name: 'pinto-demo',
@@ -305,24 +377,18 @@ export class DemoCluster {
       ipam: { type: 'pinto-ipam', socket: n.socket },
     }
     const env = {
-      CNI_COMMAND: 'ADD',
-      CNI_CONTAINERID: containerId,
-      CNI_NETNS: `/run/netns/${ns}`,
+      CNI_COMMAND: command,
+      CNI_CONTAINERID: pod.containerId,
+      CNI_NETNS: `/run/netns/${pod.ns}`,
       CNI_IFNAME: 'eth0',
-      CNI_ARGS: `K8S_POD_NAMESPACE=demo;K8S_POD_NAME=${name}`,
+      CNI_ARGS: `K8S_POD_NAMESPACE=demo;K8S_POD_NAME=${pod.name}`,
       CNI_PATH: this.cniPath,
       // The bundles start with `#!/usr/bin/env node`; sudo may have dropped node's directory from PATH.
       PATH: `${dirname(process.execPath)}:${process.env['PATH'] ?? '/usr/bin:/bin'}`,
       ...PLUGIN_EXEC_ENV,
     }
-    const r = await execa('ip', ['netns', 'exec', n.ns, join(this.cniPath, 'pinto')], { input: JSON.stringify(conf), env, extendEnv: true, reject: false })
-    if (r.exitCode !== 0) throw new DemoError(`${name}: CNI ADD failed (exit ${r.exitCode}): ${String(r.stdout).trim()} ${String(r.stderr).trim()}`)
-    const result = JSON.parse(String(r.stdout)) as { ips?: { address: string }[] }
-    const address = result.ips?.[0]?.address?.split('/')[0]
-    if (address === undefined) throw new DemoError(`${name}: the CNI result has no IP address: ${String(r.stdout)}`)
-    const pod = { name, node: n.name, ns, address, containerId }
-    this.pods.push(pod)
-    return pod
+    const r = await execa('ip', ['netns', 'exec', n.ns, join(this.cniPath, 'pinto')], { input: JSON.stringify(conf), env, extendEnv: true, reject: false, timeout: 60_000 })
+    return { code: r.exitCode ?? -1, stdout: String(r.stdout), stderr: String(r.stderr) }
   }
 
   async exec(ns: string, cmd: string, args: readonly string[], timeoutMs = 10_000): Promise<string> {
@@ -356,6 +422,7 @@ export class DemoCluster {
   private async teardown(): Promise<void> {
     await Promise.all(this.nodes.map((n) => this.stopAgent(n, this.hurry ? 'SIGKILL' : 'SIGTERM', this.hurry ? 200 : 3000).catch(() => undefined)))
     if (this.tor && isAlive(this.tor.pid)) killQuietly(this.tor.pid, 'SIGTERM')
+    await this.etcd?.stop()
     await this.netns.destroy()
     if (this.dir !== '' && process.env['PINTO_KEEP_TMP'] === undefined) await rm(this.dir, { recursive: true, force: true })
   }

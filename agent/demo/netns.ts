@@ -48,6 +48,15 @@ export class Namespaces {
     return ns
   }
 
+  /** Deletes one namespace made here (a pod's, say) with whatever still runs in it. */
+  async remove(ns: string): Promise<void> {
+    const i = this.made.indexOf(ns)
+    if (i < 0) return
+    for (const pid of await namespacePids(ns)) killQuietly(pid, 'SIGKILL')
+    await execa('ip', ['netns', 'del', ns], { reject: false })
+    this.made.splice(i, 1)
+  }
+
   /** The fabric: a namespace with bridge br0. */
   async fabric(): Promise<string> {
     const ns = await this.add('fabric')

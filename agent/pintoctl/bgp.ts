@@ -20,7 +20,7 @@ import {
   type CodecOptions,
 } from '../../bgp/index.js'
 
-const USAGE = `usage: pintoctl bgp decode [FILE|-] [--hex] [--as2] [--add-path] [--extended]
+export const USAGE = `usage: pintoctl bgp decode [FILE|-] [--hex] [--as2] [--add-path] [--extended]
   FILE        raw BGP messages (default: standard input)
   --hex       the input is hex text (whitespace and # comments ignored)
   --as2       AS numbers are 2 octets (default: as the stream's OPEN says, else 4)

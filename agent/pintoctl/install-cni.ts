@@ -4,7 +4,7 @@
 import { installCni } from '../install-cni.js'
 import { parseFlags } from './ipam.js'
 
-const USAGE = `usage:
+export const USAGE = `usage:
   pintoctl install-cni [--bin-dir DIR] [--conf-dir DIR] [--conf-name NAME] [--no-conf]
                        [--node PATH] [--socket PATH] [--mtu N] [--chain LIST]
 

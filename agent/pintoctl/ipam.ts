@@ -11,7 +11,7 @@ import { Ipam } from '../../ipam/ipam.js'
 import { BLOCKS_PREFIX, decodeBlock } from '../../ipam/records.js'
 import { loadPoolSpecs } from '../ipam-service-pools.js'
 
-const USAGE = `usage:
+export const USAGE = `usage:
   pintoctl ipam show [--show-blocks] [--show-borrowed] [--ip=<IP>]
   pintoctl ipam check [--nodes=<n1,n2>] [--handles=<FILE>] [-o <FILE>] [--repair]
   pintoctl ipam release --ip=<IP>

@@ -1,18 +1,33 @@
 // pintoctl's entry: parses the first words of the command line and hands off to one command module.
 // Commands return an exit code; they write their output themselves and never call process.exit.
 
+import { version } from '../version.js'
+
 export type Command = (args: readonly string[]) => Promise<number>
 
-const commands: Record<string, () => Promise<Command>> = {
-  bgp: async () => (await import('./bgp.js')).bgpCommand,
-  ipam: async () => (await import('./ipam.js')).ipamCommand,
-  node: async () => (await import('./node.js')).nodeCommand,
-  routes: async () => (await import('./routes.js')).routesCommand,
-  apply: async () => (await import('./resources.js')).applyCommand,
-  get: async () => (await import('./resources.js')).getCommand,
-  delete: async () => (await import('./resources.js')).deleteCommand,
-  demo: async () => (await import('./demo.js')).demoCommand,
-  'install-cni': async () => (await import('./install-cni.js')).installCniCommand,
+/** A command: how to run it, and its usage text (printed for -h/--help before anything runs). */
+interface Entry {
+  readonly run: () => Promise<Command>
+  readonly usage: () => Promise<string>
+}
+
+const resources = async (): Promise<typeof import('./resources.js')> => import('./resources.js')
+const commands: Record<string, Entry> = {
+  bgp: { run: async () => (await import('./bgp.js')).bgpCommand, usage: async () => (await import('./bgp.js')).USAGE },
+  ipam: { run: async () => (await import('./ipam.js')).ipamCommand, usage: async () => (await import('./ipam.js')).USAGE },
+  node: { run: async () => (await import('./node.js')).nodeCommand, usage: async () => (await import('./node.js')).USAGE },
+  routes: { run: async () => (await import('./routes.js')).routesCommand, usage: async () => (await import('./routes.js')).USAGE },
+  apply: { run: async () => (await resources()).applyCommand, usage: async () => (await resources()).USAGE },
+  get: { run: async () => (await resources()).getCommand, usage: async () => (await resources()).USAGE },
+  delete: { run: async () => (await resources()).deleteCommand, usage: async () => (await resources()).USAGE },
+  demo: { run: async () => (await import('./demo.js')).demoCommand, usage: async () => (await import('../demo/options.js')).DEMO_USAGE },
+  'install-cni': { run: async () => (await import('./install-cni.js')).installCniCommand, usage: async () => (await import('./install-cni.js')).USAGE },
+}
+
+/** -h or --help anywhere before a `--` (after which words are a command's operands). */
+export function asksForHelp(args: readonly string[]): boolean {
+  const end = args.indexOf('--')
+  return (end < 0 ? args : args.slice(0, end)).some((a) => a === '-h' || a === '--help')
 }
 
 const USAGE = `usage: pintoctl <command> [args]
@@ -27,9 +42,12 @@ commands:
   get KIND [NAME] [-o yaml|json|wide]
                                 list or show resources
   delete KIND NAME | -f FILE|-  delete resources
-  demo [--nodes N] [--check]... a local cluster of network namespaces (sudo); --help for its options
+  demo [--nodes N] [--check]... a local cluster of network namespaces (as root); --help for its options
   install-cni [--bin-dir DIR] [--conf-dir DIR] [--node PATH]...
                                 install the CNI plugins and pinto's network config on this node; --help
+  version                       pintoctl's version
+
+Every command answers -h/--help with its usage, and does nothing else then.
 
 node status and routes read the agent at --api URL, else PINTO_API, else http://127.0.0.1:9099.
 `
@@ -40,10 +58,20 @@ export async function main(argv: readonly string[]): Promise<number> {
     process.stdout.write(USAGE)
     return name === undefined ? 2 : 0
   }
-  const load = commands[name]
-  if (load === undefined) {
-    process.stderr.write(`pintoctl: ${name}: not implemented yet\n`)
-    return 1
+  if (name === '--version' || name === 'version') {
+    process.stdout.write(`pintoctl ${await version()}\n`)
+    return 0
   }
-  return (await load())(rest)
+  const entry = commands[name]
+  if (entry === undefined) {
+    process.stderr.write(`pintoctl: unknown command ${JSON.stringify(name)}\n\n${USAGE}`)
+    return 2
+  }
+  // Help touches nothing: no datastore is opened, no agent asked, no file made.
+  if (asksForHelp(rest)) {
+    process.stdout.write(await entry.usage())
+    return 0
+  }
+  return (await entry.run())(rest)
 }
+

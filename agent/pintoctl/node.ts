@@ -4,7 +4,7 @@
 import { apiGet, apiTarget, ApiAnswerError, ApiUnreachable, type ApiTarget } from '../api/client.js'
 import { parseFlags, renderTable } from './ipam.js'
 
-const USAGE = `usage:
+export const USAGE = `usage:
   pintoctl node status [--api URL|unix:/path.sock] [-o json]
 `
 

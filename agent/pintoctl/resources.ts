@@ -12,7 +12,7 @@ import {
 } from '../../config/resources/index.js'
 import { parseFlags } from './ipam.js'
 
-const USAGE = `usage:
+export const USAGE = `usage:
   pintoctl apply -f FILE|-
   pintoctl get KIND [NAME] [-o yaml|json|wide]
   pintoctl delete KIND NAME

@@ -5,7 +5,7 @@ import { apiGet, apiTarget, type ApiTarget } from '../api/client.js'
 import { parseFlags, renderTable } from './ipam.js'
 import { withApi } from './node.js'
 
-const USAGE = `usage:
+export const USAGE = `usage:
   pintoctl routes [--table loc-rib|adj-rib-in|adj-rib-out|fib] [--peer NAME] [--prefix CIDR] [--max N] [-o table|json] [--api URL]
 `
 /** Rows asked per request; the API allows up to 5000. */

@@ -35,9 +35,13 @@ t.test('spec errors', async (t) => {
   await expect('pinto-ipam without ipam', lab.exec('pinto-ipam', 'ADD', { cniVersion: '1.0.0', name: 'n', type: 'ptp' }, att), 7, 'ipam: expected an object')
   await nothingLeft(t, lab, netns)
 
-  // A wiring failure while IPAM succeeds: CNI_IFNAME=lo already exists in the pod, so the veth cannot be made there.
-  await expect('wiring fails', lab.exec('pinto', 'ADD', conf, { ...att, ifname: 'lo' }), 5, 'creating veth lo/')
-  await nothingLeft(t, lab, netns)
+  // A wiring failure while IPAM succeeds: CNI_IFNAME is taken in the pod, so the veth cannot be made there.
+  const taken = await lab.pod('taken')
+  const takenName = taken.replace('/run/netns/', '')
+  await lab.ip(takenName, ['link', 'add', 'eth9', 'type', 'veth', 'peer', 'name', 'eth9p'])
+  await expect('wiring fails', lab.exec('pinto', 'ADD', conf, { containerId: 'e3', netns: taken, ifname: 'eth9' }), 5, 'creating veth eth9/')
+  t.same((await lab.links(takenName)).sort(), ['eth9', 'eth9p', 'lo'], 'the pod\'s own eth9 is left')
+  await nothingLeft(t, lab)
 
   // A failure on the pod side after the veth is made: a default route already in the pod.
   const busy = await lab.pod('busy')

@@ -43,9 +43,13 @@ export interface CniEnv {
   readonly notOurs?: string
 }
 
-/** libcni's rule for container IDs; the ID is also recorded in the host veth's ifalias, which holds 255 bytes. */
+/** libcni's rule for container IDs. */
 const CONTAINER_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/
-export const CONTAINER_ID_MAX = 255
+/**
+ * Runtimes make 64 (hex digits); the ID goes into the IPAM handle `<network>.<ID>` (at most 253 characters)
+ * and the host veth's ifalias (255 bytes), so 128 leaves the network's name 124.
+ */
+export const CONTAINER_ID_MAX = 128
 /** IFNAMSIZ is 16 bytes including the NUL. */
 const IFNAME_MAX = 15
 

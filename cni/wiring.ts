@@ -30,13 +30,16 @@ function podIpCommand(netns: string): [string, string[]] {
 /** Set once /sys/class/net was seen to list this process's netns (it lists the netns that mounted it). */
 let sysfsIsOurs = false
 
-/** Whether /sys/class/net lists the same links as /proc/net/dev, which is always this process's netns. */
+/**
+ * Whether /sys/class/net lists the same links as /proc/net/dev, which is always this process's netns (links
+ * are symlinks there; a file such as bonding_masters is not one).
+ */
 function sysfsShowsOurNetns(): boolean {
   if (sysfsIsOurs) return true
   try {
     const proc = readFileSync('/proc/net/dev', 'utf8').split('\n').slice(2).map((l) => l.split(':')[0]?.trim() ?? '').filter((n) => n !== '')
-    const sys = readdirSync('/sys/class/net')
-    sysfsIsOurs = proc.length === sys.length && proc.every((n) => sys.includes(n))
+    const sys = new Set(readdirSync('/sys/class/net', { withFileTypes: true }).filter((d) => d.isSymbolicLink()).map((d) => d.name))
+    sysfsIsOurs = proc.length === sys.size && proc.every((n) => sys.has(n))
   } catch {
     return false
   }
@@ -134,7 +137,7 @@ export class Dataplane {
     if (failure === undefined && (await got) !== undefined) return
     // Deleting the host end removes the pod end with it; a host veth of that name not made here is left.
     if (failedLine > 1 && failedLine <= VETH_LINES) await this.inPod(netns, ['link', 'del', v.ifname])
-    else if ((await this.owner(v.hostVeth)) === v.owner) await this.removeHostVeth(v.hostVeth)
+    else if ((await this.owner(v.hostVeth).catch(() => undefined)) === v.owner) await this.removeHostVeth(v.hostVeth)
     if (failure !== undefined) throw failure
   }
 

@@ -12,9 +12,8 @@ interface AddResult { ips: { address: string }[]; interfaces: { name: string; ma
 
 const bare = (cidr: string | undefined): string => (cidr ?? '').split('/')[0] as string
 
-async function channelDone(lab: Lab): Promise<number> {
-  const s = (await new IpamClient(lab.socket).status()) as { cniChannel?: CniChannelStatus }
-  return s.cniChannel?.done ?? -1
+async function channel(lab: Lab): Promise<CniChannelStatus | undefined> {
+  return ((await new IpamClient(lab.socket).status()) as { cniChannel?: CniChannelStatus }).cniChannel
 }
 
 async function reachable(lab: Lab, address: string): Promise<boolean> {
@@ -41,7 +40,7 @@ async function recreatedSandbox(t: Test, path: 'agent' | 'plugin'): Promise<void
   const args = 'K8S_POD_NAMESPACE=default;K8S_POD_NAME=web-0'
   const a = { containerId: 'sandboxa1', netns: await lab.pod('sa'), args }
   const b = { containerId: 'sandboxb2', netns: await lab.pod('sb'), args }
-  const doneBefore = await channelDone(lab)
+  const doneBefore = (await channel(lab))?.done ?? 0
 
   const addA = await lab.exec('pinto', 'ADD', conf, a)
   t.equal(addA.code, 0, addA.stdout + addA.stderr)
@@ -86,14 +85,17 @@ async function recreatedSandbox(t: Test, path: 'agent' | 'plugin'): Promise<void
   t.same([...(await handles(lab)).keys()], ['k8s-pod-network.sandboxb2'], 'GC kept the listed attachment')
   t.ok(await reachable(lab, v4B), 'reachable after GC')
 
+  const spawnedBefore = (await channel(lab))?.ipSpawnedOnDemand
   const delB = await lab.exec('pinto', 'DEL', conf, b)
   t.equal(delB.code, 0, delB.stdout)
+  // The owner came from /sys: the DEL took the waiting `ip -batch -` and started no other process.
+  if (path === 'agent') t.equal((await channel(lab))?.ipSpawnedOnDemand, spawnedBefore, 'DEL read the owner without a process')
   t.same(await hostVeths(lab), [], 'no veth left')
   t.same(await lab.links(b.netns.replace('/run/netns/', '')), ['lo'], 'nothing in the pod')
   t.notMatch(await lab.ip(lab.hostNs, ['route', 'show']), `${v4B} `, 'no IPv4 host route left')
   t.notMatch(await lab.ip(lab.hostNs, ['-6', 'route', 'show']), `${v6B} `, 'no IPv6 host route left')
   t.same(await lab.service!.allocations(''), [], 'nothing allocated')
-  const done = (await channelDone(lab)) - doneBefore
+  const done = ((await channel(lab))?.done ?? 0) - doneBefore
   // ADD A, ADD B, DEL A twice, DEL B.
   t.equal(done, path === 'agent' ? 5 : 0, path === 'agent' ? 'pinto-node did every ADD and DEL' : 'the plugin did every ADD and DEL itself')
 }

@@ -54,6 +54,8 @@ export async function ipamCmdAdd(inv: Invocation): Promise<CniResult> {
 }
 
 export async function ipamCmdDel(inv: Invocation): Promise<void> {
+  // An ID ADD refuses: no handle of ours can have it.
+  if (inv.env.notOurs !== undefined) return
   await release(inv.conf, inv.env, clientFor(inv.conf))
 }
 

@@ -11,7 +11,7 @@ import { type CniEnv, CniError, ERR } from './spec.js'
 import { vethName } from './veth-name.js'
 import { Dataplane } from './wiring.js'
 import { addThroughAgent, delThroughAgent } from './agent-channel.js'
-import { GATEWAY_V4, GATEWAY_V6, HOST_MAC, type Veth, type Wiring, checkWiring, podMacFrom } from './wiring-plan.js'
+import { GATEWAY_V4, GATEWAY_V6, HOST_MAC, type Veth, type Wiring, checkWiring, ownedBy, podMacFrom } from './wiring-plan.js'
 
 const DEFAULT_MTU = 1500
 
@@ -124,22 +124,28 @@ export async function cmdAdd(inv: Invocation, dp = new Dataplane(), port?: IpamP
     if (done !== undefined) return done
   }
   const client = port ?? clientFor(inv.conf)
-  const veth: Veth = { ifname: env.ifname, hostVeth: hostVethOf(inv), mtu: effectiveMtu(inv.conf), podMac: podMacFrom(randomBytes(5)) }
-  if (dp.hostLinkExists(veth.hostVeth)) return addAgain(inv, veth, dp, client)
-  // The veth needs no address: its ip starts while the IPAM request is out (sent first, since a spawn holds
-  // the thread), and whichever of the two failed, the other is undone.
-  const ipam = ipamAdd(inv, client)
-  await requestOut(ipamType(inv.conf), client, ipam)
-  const [addrs, wired] = await Promise.allSettled([ipam, dp.wire(veth, env.netns, ipam)])
-  if (addrs.status === 'rejected' || wired.status === 'rejected') {
-    if (addrs.status === 'fulfilled') await ipamDel(inv, client).catch(() => undefined)
-    throw addrs.status === 'rejected' ? addrs.reason : (wired as PromiseRejectedResult).reason
-  }
-  const w: Wiring = { ...veth, ...addrs.value }
-  return resultOf(inv, w)
+  const veth: Veth = { ifname: env.ifname, hostVeth: hostVethOf(inv), mtu: effectiveMtu(inv.conf), podMac: podMacFrom(randomBytes(5)), owner: env.containerId }
+  return dp.exclusive(veth.hostVeth, async () => {
+    const recorded = await dp.owner(veth.hostVeth)
+    if (recorded !== undefined && ownedBy(recorded, veth.owner)) return addAgain(inv, veth, dp, client)
+    // Another container's veth under this pod's name: the pod's old sandbox, gone or going. The new sandbox
+    // takes the name; the old container's addresses stay its own until its DEL (or GC) releases them.
+    if (recorded !== undefined) await dp.removeHostVeth(veth.hostVeth)
+    // The veth needs no address: its ip starts while the IPAM request is out (sent first, since a spawn
+    // holds the thread), and whichever of the two failed, the other is undone.
+    const ipam = ipamAdd(inv, client)
+    await requestOut(ipamType(inv.conf), client, ipam)
+    const [addrs, wired] = await Promise.allSettled([ipam, dp.wire(veth, env.netns, ipam)])
+    if (addrs.status === 'rejected' || wired.status === 'rejected') {
+      if (addrs.status === 'fulfilled') await ipamDel(inv, client).catch(() => undefined)
+      throw addrs.status === 'rejected' ? addrs.reason : (wired as PromiseRejectedResult).reason
+    }
+    const w: Wiring = { ...veth, ...addrs.value }
+    return resultOf(inv, w)
+  })
 }
 
-/** A repeated ADD: if the pod is wired as asked, answer with what is there; else wire it again. */
+/** A repeated ADD of the veth's own container: if the pod is wired as asked, answer with what is there; else wire it again. */
 async function addAgain(inv: Invocation, veth: Veth, dp: Dataplane, client: IpamPort): Promise<CniResult> {
   const { env } = inv
   const w: Wiring = { ...veth, ...(await ipamAdd(inv, client)) }
@@ -164,15 +170,23 @@ async function addAgain(inv: Invocation, veth: Veth, dp: Dataplane, client: Ipam
  * request goes out first: spawning `ip` holds the thread ~2 ms, which the agent spends releasing.
  */
 export async function cmdDel(inv: Invocation, dp = new Dataplane(), port?: IpamPort): Promise<void> {
+  const { env } = inv
+  if (env.notOurs !== undefined) return
   // As for ADD: with pinto-ipam, pinto-node does it when it can.
   if (port === undefined && inv.conf.ipam?.type === 'pinto-ipam' && (await delThroughAgent(inv))) return
   const client = port ?? clientFor(inv.conf)
-  const released = ipamDel(inv, client)
-  // No ipam section is DEL's error to report after the veth is gone, not before.
-  await requestOut(inv.conf.ipam?.type, client, released)
-  const [unwired, freed] = await Promise.allSettled([dp.unwire(hostVethOf(inv), inv.env.ifname, inv.env.netns), released])
-  if (unwired.status === 'rejected') throw unwired.reason
-  if (freed.status === 'rejected') throw freed.reason
+  const hostVeth = hostVethOf(inv)
+  await dp.exclusive(hostVeth, async () => {
+    // The IPAM handle is this container's alone; the host veth only when it records this container (a
+    // recreated sandbox's veth has the same name and is left to its own DEL).
+    const released = ipamDel(inv, client)
+    // No ipam section is DEL's error to report after the veth is gone, not before.
+    await requestOut(inv.conf.ipam?.type, client, released)
+    const unwiring = dp.owner(hostVeth).then((recorded) => dp.unwire(recorded !== undefined && ownedBy(recorded, env.containerId) ? hostVeth : undefined, env.ifname, env.netns))
+    const [unwired, freed] = await Promise.allSettled([unwiring, released])
+    if (unwired.status === 'rejected') throw unwired.reason
+    if (freed.status === 'rejected') throw freed.reason
+  })
 }
 
 export async function cmdCheck(inv: Invocation, dp = new Dataplane()): Promise<void> {
@@ -181,7 +195,7 @@ export async function cmdCheck(inv: Invocation, dp = new Dataplane()): Promise<v
   const prev = parseResult(conf.prevResult)
   if (!existsSync(env.netns)) throw new CniError(ERR.unknownContainer, `CNI_NETNS: ${env.netns} does not exist`)
   const podIf = (prev.interfaces ?? []).find((i) => i.name === env.ifname && i.sandbox !== undefined)
-  const w: Wiring = { ifname: env.ifname, hostVeth: hostVethOf(inv), mtu: 0, podMac: podIf?.mac ?? '', ...pick(prev.ips ?? []) }
+  const w: Wiring = { ifname: env.ifname, hostVeth: hostVethOf(inv), mtu: 0, podMac: podIf?.mac ?? '', owner: env.containerId, ...pick(prev.ips ?? []) }
   if (w.v4 === undefined && w.v6 === undefined) throw new CniError(ERR.invalidConfig, 'prevResult.ips: no address to check')
   const seen = await dp.read(w.hostVeth, env.ifname, env.netns)
   const problems = checkWiring(w, seen.pod, seen.host)

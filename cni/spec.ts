@@ -36,6 +36,41 @@ export interface CniEnv {
   readonly ifname: string
   readonly args: Readonly<Record<string, string>>
   readonly path: readonly string[]
+  /**
+   * Set on a DEL whose container ID or interface name ADD would have refused: why nothing of pinto's can be
+   * this attachment. Such a DEL succeeds at once and touches nothing (DEL is idempotent).
+   */
+  readonly notOurs?: string
+}
+
+/** libcni's rule for container IDs. */
+const CONTAINER_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/
+/**
+ * Runtimes make 64 (hex digits); the ID goes into the IPAM handle `<network>.<ID>` (at most 253 characters)
+ * and the host veth's ifalias (255 bytes), so 128 leaves the network's name 124.
+ */
+export const CONTAINER_ID_MAX = 128
+/** IFNAMSIZ is 16 bytes including the NUL. */
+const IFNAME_MAX = 15
+
+/** What is wrong with a CNI_CONTAINERID, or undefined when it is valid. */
+export function containerIdProblem(id: string): string | undefined {
+  const shown = JSON.stringify(id.length > 40 ? `${id.slice(0, 40)}...` : id)
+  if (id.length > CONTAINER_ID_MAX) return `CNI_CONTAINERID: ${shown} has ${id.length} characters, more than ${CONTAINER_ID_MAX}`
+  if (CONTAINER_ID.test(id)) return undefined
+  const at = /^[^A-Za-z0-9]/.test(id) ? 0 : id.search(/[^A-Za-z0-9_.-]/)
+  return `CNI_CONTAINERID: ${shown} has ${JSON.stringify(id[at])} at byte ${at}; a container ID is letters, digits, '_', '.' and '-', starting with a letter or digit`
+}
+
+/** What is wrong with a CNI_IFNAME for a pod's interface, or undefined when it is valid. */
+export function ifnameProblem(name: string): string | undefined {
+  const why =
+    name === 'lo' ? 'is the pod\'s loopback, never pinto\'s interface'
+    : Buffer.byteLength(name) > IFNAME_MAX ? `is ${Buffer.byteLength(name)} bytes, more than ${IFNAME_MAX}`
+    : /[/\s:]/.test(name) ? 'holds \'/\', \':\' or whitespace'
+    : name === '.' || name === '..' ? 'is not a name the kernel allows'
+    : undefined
+  return why === undefined ? undefined : `CNI_IFNAME: ${JSON.stringify(name)} ${why}`
 }
 
 /** Which variables each verb needs (CNI spec §"Parameters"); the rest may be absent. */
@@ -72,17 +107,19 @@ export function parseEnv(env: Readonly<Record<string, string | undefined>>): Cni
     if ((env[name] ?? '') === '') throw new CniError(ERR.invalidEnv, `${name} is not set (needed for ${cmd})`)
   }
   const ifname = env['CNI_IFNAME'] ?? ''
-  // IFNAMSIZ is 16 including the NUL; the kernel also refuses '/', whitespace, '.' and '..'.
-  if (ifname !== '' && (ifname.length > 15 || /[/\s:]/.test(ifname) || ifname === '.' || ifname === '..')) {
-    throw new CniError(ERR.invalidEnv, `CNI_IFNAME: ${JSON.stringify(ifname)} is not a valid interface name (1-15 characters, no '/', ':' or spaces)`)
-  }
+  const containerId = env['CNI_CONTAINERID'] ?? ''
+  const identifies = cmd === 'ADD' || cmd === 'DEL' || cmd === 'CHECK'
+  const problem = identifies ? (containerIdProblem(containerId) ?? ifnameProblem(ifname)) : undefined
+  // DEL of an attachment ADD refuses: nothing of ours can have it, so there is nothing to undo.
+  if (problem !== undefined && cmd !== 'DEL') throw new CniError(ERR.invalidEnv, problem)
   return {
     command: cmd,
-    containerId: env['CNI_CONTAINERID'] ?? '',
+    containerId,
     netns: env['CNI_NETNS'] ?? '',
     ifname,
     args: parseCniArgs(env['CNI_ARGS'] ?? ''),
     path: (env['CNI_PATH'] ?? '').split(':').filter((p) => p !== ''),
+    ...(problem !== undefined ? { notOurs: problem } : {}),
   }
 }
 

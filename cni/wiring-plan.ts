@@ -14,6 +14,11 @@ export interface Veth {
   readonly mtu: number
   /** Empty when unknown (CHECK without a prevResult MAC): not compared then. */
   readonly podMac: string
+  /**
+   * The container ID the veth belongs to, kept as the host end's ifalias: the host veth's name comes from
+   * the pod's namespace and name alone, so a recreated sandbox's veth has its old sandbox's name.
+   */
+  readonly owner: string
 }
 
 export interface Wiring extends Veth {
@@ -23,19 +28,38 @@ export interface Wiring extends Veth {
 }
 
 /**
- * Run inside the pod netns: the veth is born there and its peer sent to the host netns (named by a PID in
- * it), so no half-made interface ever appears in the pod under a temporary name. It needs no address, so
- * ADD runs it while the IPAM request is out.
+ * Run inside the pod netns: the veth is born there, its host end gets its owner's container ID and only
+ * then goes to the host netns (named by a PID in it), so no host veth is ever seen without its owner and
+ * no half-made interface appears in the pod under a temporary name. (The kernel ignores an alias given
+ * to `link add`, and moves a link before it sets the alias given with the move.) It needs no address,
+ * so ADD runs it while the IPAM request is out.
  */
-export function vethLine(v: Veth, hostPid: number): string {
-  return `link add ${v.ifname} address ${v.podMac} mtu ${v.mtu} type veth peer name ${v.hostVeth} address ${HOST_MAC} mtu ${v.mtu} netns ${hostPid}\n`
+export function vethLines(v: Veth, hostPid: number): string {
+  return [
+    `link add ${v.ifname} address ${v.podMac} mtu ${v.mtu} type veth peer name ${v.hostVeth} address ${HOST_MAC} mtu ${v.mtu}`,
+    `link set ${v.hostVeth} alias ${v.owner}`,
+    `link set ${v.hostVeth} netns ${hostPid}`,
+  ].join('\n') + '\n'
 }
 
-/** Run in the pod netns once the veth exists: up, addresses, the gateway's link route and the default routes. */
+/** How many lines vethLines has: a batch failing on one of them failed to make the veth. */
+export const VETH_LINES = 3
+
+/**
+ * Run in the pod netns once the veth exists: up, addresses, the gateway's link route and the default routes.
+ * The IPv4 gateway also gets a permanent neighbour entry with the host veth's MAC: proxy ARP answers for
+ * 169.254.1.1 only while the host has a route to it, which a node without a default route lacks. IPv6
+ * needs none: the gateway is the host veth's own link-local address, which the host answers for itself.
+ */
 export function podBatch(w: Wiring): string {
   const lines = [`link set ${w.ifname} up`]
   if (w.v4 !== undefined) {
-    lines.push(`addr add ${w.v4}/32 dev ${w.ifname}`, `route add ${GATEWAY_V4}/32 dev ${w.ifname} scope link`, `route add default via ${GATEWAY_V4} dev ${w.ifname}`)
+    lines.push(
+      `addr add ${w.v4}/32 dev ${w.ifname}`,
+      `route add ${GATEWAY_V4}/32 dev ${w.ifname} scope link`,
+      `neigh replace ${GATEWAY_V4} lladdr ${HOST_MAC} dev ${w.ifname} nud permanent`,
+      `route add default via ${GATEWAY_V4} dev ${w.ifname}`,
+    )
   }
   if (w.v6 !== undefined) {
     // nodad: the address is ours by allocation, and a tentative address would delay the pod's first packets.
@@ -77,23 +101,28 @@ export function podMacFrom(bytes: Uint8Array): string {
 
 /** What `ip -j` printed, reduced to what CHECK compares. */
 export interface SideState {
-  readonly link: { readonly mac: string; readonly up: boolean; readonly mtu: number } | undefined
+  /** `owner` is the link's ifalias ('' when it has none). */
+  readonly link: { readonly mac: string; readonly up: boolean; readonly mtu: number; readonly owner: string } | undefined
   readonly addrs: readonly string[]
   /** `dst[ via gw]` per route on the interface. */
   readonly routes: readonly string[]
+  /** `dst lladdr STATE...` per neighbour entry on the interface. */
+  readonly neighbours: readonly string[]
 }
 
-interface IpLink { address?: string; flags?: string[]; mtu?: number; addr_info?: { local?: string; prefixlen?: number; scope?: string }[] }
+interface IpLink { address?: string; flags?: string[]; mtu?: number; ifalias?: string; addr_info?: { local?: string; prefixlen?: number; scope?: string }[] }
 interface IpRoute { dst?: string; gateway?: string }
+interface IpNeigh { dst?: string; lladdr?: string; state?: string[] }
 
-export function sideState(linkJson: string | undefined, routeJsons: readonly string[]): SideState {
+export function sideState(linkJson: string | undefined, routeJsons: readonly string[], neighJson = ''): SideState {
   const links = linkJson === undefined ? [] : (JSON.parse(linkJson) as IpLink[])
   const l = links[0]
   const routes = routeJsons.flatMap((j) => (JSON.parse(j === '' ? '[]' : j) as IpRoute[]).map((r) => `${r.dst ?? '?'}${r.gateway ? ` via ${r.gateway}` : ''}`))
   return {
-    link: l === undefined ? undefined : { mac: l.address ?? '', up: (l.flags ?? []).includes('UP'), mtu: l.mtu ?? 0 },
+    link: l === undefined ? undefined : { mac: l.address ?? '', up: (l.flags ?? []).includes('UP'), mtu: l.mtu ?? 0, owner: l.ifalias ?? '' },
     addrs: (l?.addr_info ?? []).filter((a) => a.scope !== 'link').map((a) => `${a.local}/${a.prefixlen}`),
     routes,
+    neighbours: (JSON.parse(neighJson === '' ? '[]' : neighJson) as IpNeigh[]).map((n) => [n.dst ?? '?', n.lladdr ?? '', ...(n.state ?? [])].join(' ')),
   }
 }
 
@@ -109,6 +138,7 @@ export function checkWiring(w: Wiring, pod: SideState, host: SideState): string[
   else {
     if (!host.link.up) p.push(`host veth ${w.hostVeth} is down`)
     if (host.link.mac.toLowerCase() !== HOST_MAC) p.push(`host veth ${w.hostVeth} has MAC ${host.link.mac}, expected ${HOST_MAC}`)
+    if (!ownedBy(host.link.owner, w.owner)) p.push(`host veth ${w.hostVeth} belongs to container ${host.link.owner}, not ${w.owner}`)
   }
   const want = (list: readonly string[], item: string, where: string): void => {
     if (!list.includes(item)) p.push(`${where} lacks ${item}`)
@@ -117,6 +147,7 @@ export function checkWiring(w: Wiring, pod: SideState, host: SideState): string[
     want(pod.addrs, `${w.v4}/32`, `${w.ifname}'s addresses`)
     want(pod.routes, GATEWAY_V4, 'pod routes')
     want(pod.routes, `default via ${GATEWAY_V4}`, 'pod routes')
+    want(pod.neighbours, `${GATEWAY_V4} ${HOST_MAC} PERMANENT`, 'pod neighbours')
     want(host.routes, w.v4, `host routes on ${w.hostVeth}`)
   }
   if (w.v6 !== undefined) {
@@ -125,4 +156,12 @@ export function checkWiring(w: Wiring, pod: SideState, host: SideState): string[
     want(host.routes, w.v6, `host routes on ${w.hostVeth}`)
   }
   return p
+}
+
+/**
+ * Whether a host veth whose ifalias is `recorded` belongs to container `owner`. A veth without one was made
+ * before pinto recorded owners: it is taken as its pod's current one, as it always was.
+ */
+export function ownedBy(recorded: string, owner: string): boolean {
+  return recorded === '' || recorded === owner
 }

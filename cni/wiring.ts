@@ -1,10 +1,10 @@
 // Applies, removes and reads a pod's wiring through `ip` (pod side via `ip -n` or nsenter on CNI_NETNS) and the
 // host-side sysctls through /proc/sys/net of the plugin's own netns. What to write is decided in wiring-plan.
 
-import { existsSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs'
 import { type Runner, run as defaultRun } from './exec.js'
 import { CniError, ERR } from './spec.js'
-import { type SideState, type Veth, type Wiring, hostBatch, hostSysctls, podBatch, sideState, vethLine } from './wiring-plan.js'
+import { type SideState, type Veth, VETH_LINES, type Wiring, hostBatch, hostSysctls, podBatch, sideState, vethLines } from './wiring-plan.js'
 
 const NO_DEVICE = /Cannot find device|does not exist/
 
@@ -27,8 +27,67 @@ function podIpCommand(netns: string): [string, string[]] {
   return ['nsenter', [`--net=${netns}`, 'ip']]
 }
 
+/** Set once /sys/class/net was seen to list this process's netns (it lists the netns that mounted it). */
+let sysfsIsOurs = false
+
+/**
+ * Whether /sys/class/net lists the same links as /proc/net/dev, which is always this process's netns (links
+ * are symlinks there; a file such as bonding_masters is not one).
+ */
+function sysfsShowsOurNetns(): boolean {
+  if (sysfsIsOurs) return true
+  try {
+    const proc = readFileSync('/proc/net/dev', 'utf8').split('\n').slice(2).map((l) => l.split(':')[0]?.trim() ?? '').filter((n) => n !== '')
+    const sys = new Set(readdirSync('/sys/class/net', { withFileTypes: true }).filter((d) => d.isSymbolicLink()).map((d) => d.name))
+    sysfsIsOurs = proc.length === sys.size && proc.every((n) => sys.has(n))
+  } catch {
+    return false
+  }
+  return sysfsIsOurs
+}
+
 export class Dataplane {
+  /** The work under way per host veth name, so that one pod's ADD and DEL in this process never interleave. */
+  private readonly busy = new Map<string, Promise<unknown>>()
+
   constructor(private readonly run: Runner = defaultRun) {}
+
+  /**
+   * Runs `fn` once the work under way on host veth `name` in this process is done. In pinto-node, which serves
+   * every plugin of the node, the DEL of a pod's old sandbox cannot then read the veth's owner, let the new
+   * sandbox's ADD replace the veth, and delete the new one.
+   */
+  async exclusive<T>(name: string, fn: () => Promise<T>): Promise<T> {
+    const mine = (this.busy.get(name) ?? Promise.resolve()).then(fn, fn)
+    const tail = mine.catch(() => undefined)
+    this.busy.set(name, tail)
+    try {
+      return await mine
+    } finally {
+      if (this.busy.get(name) === tail) this.busy.delete(name)
+    }
+  }
+
+  /**
+   * The container ID recorded on host veth `name` (its ifalias, '' when none), or undefined when there is no
+   * such link. A file read from /sys; `ip` only where /sys shows another netns than this process's.
+   */
+  async owner(name: string): Promise<string | undefined> {
+    if (!this.hostLinkExists(name)) return undefined
+    if (sysfsShowsOurNetns()) {
+      try {
+        return readFileSync(`/sys/class/net/${name}/ifalias`, 'utf8').replace(/\n$/, '')
+      } catch {
+        // Gone meanwhile, or /sys no longer shows this netns: ask ip.
+      }
+    }
+    const r = await this.run('ip', ['-j', 'link', 'show', 'dev', name])
+    if (r.code !== 0) {
+      if (NO_DEVICE.test(r.stderr)) return undefined
+      throw new CniError(ERR.io, `reading host veth ${name}: ${r.stderr.trim()}`)
+    }
+    return (JSON.parse(r.stdout) as { ifalias?: string }[])[0]?.ifalias ?? ''
+  }
 
   private inPod(netns: string, args: readonly string[], input?: string | AsyncIterable<string>): ReturnType<Runner> {
     const [cmd, head] = podIpCommand(netns)
@@ -53,7 +112,7 @@ export class Dataplane {
       () => undefined,
     )
     let podEnded = false
-    const pod = this.inPod(netns, ['-batch', '-'], lines(vethLine(v, process.pid), got.then((w) => (w !== undefined ? podBatch(w) : undefined)))).finally(() => (podEnded = true))
+    const pod = this.inPod(netns, ['-batch', '-'], lines(vethLines(v, process.pid), got.then((w) => (w !== undefined ? podBatch(w) : undefined)))).finally(() => (podEnded = true))
     const hostLines = got.then(async (w) => {
       // The pod's ip makes both ends in one step; wait for it (or its end, if it failed).
       while (w !== undefined && !this.hostLinkExists(v.hostVeth) && !podEnded) await new Promise((r) => setTimeout(r, 1))
@@ -63,10 +122,12 @@ export class Dataplane {
     })
     const host = this.run('ip', ['-batch', '-'], { input: lines(undefined, hostLines.catch(() => undefined)) })
     const [p, h, hl] = await Promise.allSettled([pod, host, hostLines])
+    // The batch line the pod's ip stopped at, 0 for none: 1 made nothing, 2 and 3 left the pair in the pod.
+    const failedLine = p.status === 'fulfilled' && p.value.code !== 0 ? Number(/Command failed -:(\d+)$/m.exec(p.value.stderr)?.[1] ?? 0) : 0
     const failure = ((): CniError | undefined => {
       if (p.status === 'rejected') return new CniError(ERR.io, `creating veth ${v.ifname}/${v.hostVeth} in ${netns} failed: ${(p.reason as Error).message}`)
       if (p.value.code !== 0) {
-        const atCreate = /Command failed -:1$/m.test(p.value.stderr)
+        const atCreate = failedLine >= 1 && failedLine <= VETH_LINES
         return new CniError(ERR.io, `${atCreate ? `creating veth ${v.ifname}/${v.hostVeth}` : `wiring ${v.ifname}`} in ${netns} failed: ${p.value.stderr.trim()}`)
       }
       if (hl.status === 'rejected') return new CniError(ERR.io, `wiring host veth ${v.hostVeth} failed: ${(hl.reason as Error).message}`)
@@ -74,8 +135,9 @@ export class Dataplane {
       return undefined
     })()
     if (failure === undefined && (await got) !== undefined) return
-    // Deleting the host end removes the pod end with it.
-    await this.removeHostVeth(v.hostVeth)
+    // Deleting the host end removes the pod end with it; a host veth of that name not made here is left.
+    if (failedLine > 1 && failedLine <= VETH_LINES) await this.inPod(netns, ['link', 'del', v.ifname])
+    else if ((await this.owner(v.hostVeth).catch(() => undefined)) === v.owner) await this.removeHostVeth(v.hostVeth)
     if (failure !== undefined) throw failure
   }
 
@@ -93,29 +155,33 @@ export class Dataplane {
     if (r.code !== 0 && !NO_DEVICE.test(r.stderr)) throw new CniError(ERR.io, `deleting host veth ${name}: ${r.stderr.trim()}`)
   }
 
-  /** DEL's wiring part: a missing netns or link is success (the spec asks DEL to be idempotent). */
-  async unwire(hostVeth: string, ifname: string, netns: string): Promise<void> {
+  /**
+   * DEL's wiring part: a missing netns or link is success (the spec asks DEL to be idempotent). `hostVeth` is
+   * the host end when it belongs to this attachment, undefined when there is none or it is another's:
+   * then only `ifname` in the attachment's own netns goes.
+   */
+  async unwire(hostVeth: string | undefined, ifname: string, netns: string): Promise<void> {
     // Deleting the host end takes the pod end with it, without ip entering the pod's netns.
-    if (this.hostLinkExists(hostVeth)) return this.removeHostVeth(hostVeth)
+    if (hostVeth !== undefined && this.hostLinkExists(hostVeth)) return this.removeHostVeth(hostVeth)
     if (netns !== '' && existsSync(netns)) {
       const r = await this.inPod(netns, ['link', 'del', ifname])
       if (r.code !== 0 && !NO_DEVICE.test(r.stderr) && existsSync(netns)) {
         throw new CniError(ERR.io, `deleting ${ifname} in ${netns}: ${r.stderr.trim()}`)
       }
     }
-    await this.removeHostVeth(hostVeth)
+    if (hostVeth !== undefined) await this.removeHostVeth(hostVeth)
   }
 
   /** The kernel's view of both ends, for CHECK and for an ADD of an already-wired container. */
   async read(hostVeth: string, ifname: string, netns: string): Promise<{ pod: SideState; host: SideState }> {
-    const pod4 = await this.inPod(netns, ['-j', '-batch', '-'], `addr show dev ${ifname}\nroute show dev ${ifname}\n`)
+    const pod4 = await this.inPod(netns, ['-j', '-batch', '-'], `addr show dev ${ifname}\nroute show dev ${ifname}\nneigh show dev ${ifname}\n`)
     const pod6 = pod4.code === 0 ? await this.inPod(netns, ['-j', '-6', 'route', 'show', 'dev', ifname]) : undefined
-    const [podLink, podRoutes] = pod4.code === 0 ? pod4.stdout.trim().split('\n') : []
+    const [podLink, podRoutes, podNeigh] = pod4.code === 0 ? pod4.stdout.trim().split('\n') : []
     const host4 = await this.run('ip', ['-j', '-batch', '-'], { input: `link show dev ${hostVeth}\nroute show dev ${hostVeth}\n` })
     const host6 = host4.code === 0 ? await this.run('ip', ['-j', '-6', 'route', 'show', 'dev', hostVeth]) : undefined
     const [hostLink, hostRoutes] = host4.code === 0 ? host4.stdout.trim().split('\n') : []
     return {
-      pod: sideState(podLink, [podRoutes ?? '', pod6?.stdout.trim() ?? '']),
+      pod: sideState(podLink, [podRoutes ?? '', pod6?.stdout.trim() ?? ''], podNeigh ?? ''),
       host: sideState(hostLink, [hostRoutes ?? '', host6?.stdout.trim() ?? '']),
     }
   }

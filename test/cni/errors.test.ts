@@ -35,9 +35,13 @@ t.test('spec errors', async (t) => {
   await expect('pinto-ipam without ipam', lab.exec('pinto-ipam', 'ADD', { cniVersion: '1.0.0', name: 'n', type: 'ptp' }, att), 7, 'ipam: expected an object')
   await nothingLeft(t, lab, netns)
 
-  // A wiring failure while IPAM succeeds: CNI_IFNAME=lo already exists in the pod, so the veth cannot be made there.
-  await expect('wiring fails', lab.exec('pinto', 'ADD', conf, { ...att, ifname: 'lo' }), 5, 'creating veth lo/')
-  await nothingLeft(t, lab, netns)
+  // A wiring failure while IPAM succeeds: CNI_IFNAME is taken in the pod, so the veth cannot be made there.
+  const taken = await lab.pod('taken')
+  const takenName = taken.replace('/run/netns/', '')
+  await lab.ip(takenName, ['link', 'add', 'eth9', 'type', 'veth', 'peer', 'name', 'eth9p'])
+  await expect('wiring fails', lab.exec('pinto', 'ADD', conf, { containerId: 'e3', netns: taken, ifname: 'eth9' }), 5, 'creating veth eth9/')
+  t.same((await lab.links(takenName)).sort(), ['eth9', 'eth9p', 'lo'], 'the pod\'s own eth9 is left')
+  await nothingLeft(t, lab)
 
   // A failure on the pod side after the veth is made: a default route already in the pod.
   const busy = await lab.pod('busy')
@@ -70,4 +74,29 @@ t.test('the agent down: code 11 at once, for both plugins', async (t) => {
   // DEL while the agent is down: the addresses cannot be released, so the runtime must retry.
   const del = await lab.exec('pinto', 'DEL', pintoConf(lab, '1.0.0'), att)
   t.equal(del.json?.['code'], 11)
+})
+
+t.test('a veth that cannot move to the host (its name taken there) is removed from the pod; the other link is left', async (t) => {
+  // Dataplane.wire directly, in the host namespace: ADD itself replaces a veth under the pod's name before
+  // wiring, so only a link made in between (another process) can take the name.
+  const lab = await createLab(t, { service: false })
+  const netns = await lab.pod('moved')
+  await lab.ip(lab.hostNs, ['link', 'add', 'pintotaken0', 'type', 'veth', 'peer', 'name', 'pintotaken1'])
+  await lab.ip(lab.hostNs, ['link', 'set', 'pintotaken0', 'alias', 'someone-else'])
+  const wiring = new URL('../../cni/wiring.js', import.meta.url).href
+  const script = `
+    const { Dataplane } = await import(${JSON.stringify(wiring)})
+    const v = { ifname: 'eth0', hostVeth: 'pintotaken0', mtu: 1500, podMac: '0a:00:00:00:00:09', owner: 'c9' }
+    try {
+      await new Dataplane().wire(v, ${JSON.stringify(netns)}, Promise.resolve({ v4: '198.18.9.9', v6: undefined }))
+      console.log(JSON.stringify({ wired: true }))
+    } catch (e) {
+      console.log(JSON.stringify({ code: e.code, msg: e.message }))
+    }`
+  const out = JSON.parse(String((await lab.topo.exec(lab.hostNs, process.execPath, ['--input-type=module', '-e', script])).stdout)) as { code?: number; msg?: string }
+  t.equal(out.code, 5, JSON.stringify(out))
+  t.match(String(out.msg), /^creating veth eth0\/pintotaken0 in .* failed: .*(File exists|same name exists)/)
+  t.same(await lab.links(netns.replace('/run/netns/', '')), ['lo'], 'nothing left in the pod')
+  const [taken] = JSON.parse(await lab.ip(lab.hostNs, ['-j', 'link', 'show', 'dev', 'pintotaken0'])) as { ifalias?: string }[]
+  t.equal(taken?.ifalias, 'someone-else', 'the host link of that name is left alone')
 })

@@ -52,8 +52,8 @@ export interface Lab {
   startService(): Promise<IpamService>
   /** A new empty namespace (loopback only); returns its path. */
   pod(name: string): Promise<string>
-  /** Execs plugin `type` from cniPath inside the host namespace. */
-  exec(type: string, command: string, conf: unknown, att?: Partial<Attachment>, extraEnv?: Record<string, string>): Promise<PluginRun>
+  /** Execs plugin `type` from cniPath inside the host namespace (or node namespace `inNs`). */
+  exec(type: string, command: string, conf: unknown, att?: Partial<Attachment>, extraEnv?: Record<string, string>, inNs?: string): Promise<PluginRun>
   ip(ns: string, args: readonly string[]): Promise<string>
   /** Link names in a namespace. */
   links(ns: string): Promise<string[]>
@@ -64,11 +64,11 @@ const POOLS = [
   { apiVersion: 'projectcalico.org/v3', kind: 'IPPool', metadata: { name: 'pods-v6' }, spec: { cidr: '2001:db8:18::/48', blockSize: 122 } },
 ]
 
-export async function createLab(t: Teardown, opts: { service?: boolean } = {}): Promise<Lab> {
+export async function createLab(t: Teardown, opts: { service?: boolean; defaultRoute?: boolean; hostV6?: string } = {}): Promise<Lab> {
   const topo = await createTopology(t)
-  const host = await topo.addNode({ name: 'host', v4: '192.0.2.1/24' })
-  // A real node has a default route; proxy ARP answers for 169.254.1.1 only when the host can route it.
-  await execa('ip', ['-n', host.ns, 'route', 'add', 'default', 'via', '192.0.2.254', 'dev', 'eth0'])
+  const host = await topo.addNode({ name: 'host', v4: '192.0.2.1/24', ...(opts.hostV6 !== undefined ? { v6: opts.hostV6 } : {}) })
+  // Most nodes have a default route (a node without one is a case of its own: defaultRoute false).
+  if (opts.defaultRoute !== false) await execa('ip', ['-n', host.ns, 'route', 'add', 'default', 'via', '192.0.2.254', 'dev', 'eth0'])
   // Our own prefix, removed by our teardown below (kept out of the harness's pth- sweep of dead runs).
   const dir = await mkdtemp(join(tmpdir(), 'pinto-cni-'))
   const storeDir = join(dir, 'store')
@@ -129,7 +129,7 @@ export async function createLab(t: Teardown, opts: { service?: boolean } = {}): 
       await execa('ip', ['-n', ns, 'link', 'set', 'lo', 'up'])
       return `/run/netns/${ns}`
     },
-    async exec(type, command, conf, att = {}, extraEnv = {}) {
+    async exec(type, command, conf, att = {}, extraEnv = {}, inNs = host.ns) {
       const env: Record<string, string | undefined> = {
         CNI_COMMAND: command, CNI_CONTAINERID: att.containerId ?? '', CNI_NETNS: att.netns ?? '',
         CNI_IFNAME: att.ifname ?? 'eth0', CNI_ARGS: att.args ?? '', CNI_PATH: lab.cniPath, ...PLUGIN_EXEC_ENV, ...extraEnv,
@@ -137,7 +137,7 @@ export async function createLab(t: Teardown, opts: { service?: boolean } = {}): 
       const input = typeof conf === 'string' ? conf : JSON.stringify(conf)
       const file = ['pinto', 'pinto-ipam'].includes(type) ? join(bin, type) : join(REF_CNI, type)
       // `ip` by absolute path: the plugin's PATH is the caller's to choose, not the wrapper's.
-      const r = await execa(IP, ['netns', 'exec', host.ns, file], { input, env, extendEnv: true, reject: false })
+      const r = await execa(IP, ['netns', 'exec', inNs, file], { input, env, extendEnv: true, reject: false })
       let json: Record<string, unknown> | undefined
       try {
         json = JSON.parse(String(r.stdout)) as Record<string, unknown>

@@ -111,6 +111,7 @@ function assemble(node) {
 /** Walks the root in name order: times set to 0, and the hash of every path, mode, link and content. */
 function settle() {
   const hash = createHash('sha256')
+  const seen = new Map()
   const walk = (dir) => {
     for (const name of readdirSync(dir).sort()) {
       const p = join(dir, name)
@@ -118,7 +119,11 @@ function settle() {
       hash.update(`${p.slice(rootfs.length)}\0${st.mode}\0`)
       if (st.isSymbolicLink()) hash.update(readlinkSync(p))
       else if (st.isDirectory()) walk(p)
-      else hash.update(`${st.ino}\0`).update(readFileSync(p))
+      else if (seen.has(st.ino)) hash.update(`link\0${seen.get(st.ino)}`)
+      else {
+        seen.set(st.ino, p.slice(rootfs.length))
+        hash.update(readFileSync(p))
+      }
       if (st.isSymbolicLink()) lutimesSync(p, 0, 0)
       else if (!st.isDirectory()) utimesSync(p, 0, 0)
     }

@@ -148,21 +148,8 @@ export async function createLab(t: Teardown, opts: LabOptions = {}): Promise<Lab
       return `/run/netns/${ns}`
     },
     async exec(type, command, conf, att = {}, extraEnv = {}) {
-      const env: Record<string, string | undefined> = {
-        CNI_COMMAND: command, CNI_CONTAINERID: att.containerId ?? '', CNI_NETNS: att.netns ?? '',
-        CNI_IFNAME: att.ifname ?? 'eth0', CNI_ARGS: att.args ?? '', CNI_PATH: lab.cniPath, ...PLUGIN_EXEC_ENV, ...extraEnv,
-      }
-      const input = typeof conf === 'string' ? conf : JSON.stringify(conf)
       const file = ['pinto', 'pinto-ipam'].includes(type) ? join(bin, type) : join(REF_CNI, type)
-      // `ip` by absolute path: the plugin's PATH is the caller's to choose, not the wrapper's.
-      const r = await execa(IP, ['netns', 'exec', host.ns, file], { input, env, extendEnv: plugins === 'bundle', reject: false })
-      let json: Record<string, unknown> | undefined
-      try {
-        json = JSON.parse(String(r.stdout)) as Record<string, unknown>
-      } catch {
-        json = undefined
-      }
-      return { code: r.exitCode ?? -1, stdout: String(r.stdout), stderr: String(r.stderr), json }
+      return execPlugin(lab, file, command, conf, att, extraEnv, plugins === 'bundle')
     },
     async ip(ns, args) {
       return String((await execa('ip', ['-n', ns, ...args])).stdout)
@@ -181,6 +168,27 @@ export async function createLab(t: Teardown, opts: LabOptions = {}): Promise<Lab
   await writeFile(mtuFile, '1450\n')
   if (opts.service !== false) await lab.startService()
   return lab
+}
+
+/**
+ * Execs the plugin `file` inside the lab's host namespace with the CNI variables, `extraEnv` and (when
+ * `inherit`) this process's environment; without it, nothing else: no PATH, as under `env -i`.
+ */
+export async function execPlugin(lab: Lab, file: string, command: string, conf: unknown, att: Partial<Attachment> = {}, extraEnv: Record<string, string> = {}, inherit = true): Promise<PluginRun> {
+  const env: Record<string, string | undefined> = {
+    CNI_COMMAND: command, CNI_CONTAINERID: att.containerId ?? '', CNI_NETNS: att.netns ?? '',
+    CNI_IFNAME: att.ifname ?? 'eth0', CNI_ARGS: att.args ?? '', CNI_PATH: lab.cniPath, ...PLUGIN_EXEC_ENV, ...extraEnv,
+  }
+  const input = typeof conf === 'string' ? conf : JSON.stringify(conf)
+  // `ip` by absolute path: the plugin's PATH is the caller's to choose, not the wrapper's.
+  const r = await execa(IP, ['netns', 'exec', lab.hostNs, file], { input, env, extendEnv: inherit, reject: false })
+  let json: Record<string, unknown> | undefined
+  try {
+    json = JSON.parse(String(r.stdout)) as Record<string, unknown>
+  } catch {
+    json = undefined
+  }
+  return { code: r.exitCode ?? -1, stdout: String(r.stdout), stderr: String(r.stderr), json }
 }
 
 /** A pinto network config for `version`; dual adds IPv6. */

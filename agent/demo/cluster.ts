@@ -44,6 +44,10 @@ export interface ClusterSpec {
   readonly datastore?: 'embedded' | 'etcd' | 'etcd-tls'
   /** Extra environment for every agent (e.g. PINTO_LOG_LEVEL). */
   readonly env?: Readonly<Record<string, string>>
+  /** The Node.js that runs pinto-node, by absolute path (default: this one). */
+  readonly node?: string
+  /** The plugins installed: the bundles under this Node.js (default) or the single executable (dist/sea). */
+  readonly plugins?: 'bundle' | 'sea'
   /** Progress lines for a person; silent when absent. */
   readonly say?: (line: string) => void
 }
@@ -165,8 +169,10 @@ export class DemoCluster {
     if (swept.length > 0) this.say(`removed ${swept.length} namespaces an earlier demo left behind`)
     this.dir = await mkdtemp(join(tmpdir(), `${TEMP_PREFIX}${this.netns.id}-`))
     await mkdir(this.cniPath)
-    // As on a node: copies with this Node.js in their #! line (the runtime execs them once per pod).
-    installCni({ binDir: this.cniPath, confDir: undefined, node: process.execPath, bundleDir: BUNDLE })
+    // As on a node: copies with this Node.js in their #! line, or the single executable (the runtime
+    // execs them once per pod).
+    if (spec.plugins === 'sea') installCni({ binDir: this.cniPath, confDir: undefined })
+    else installCni({ binDir: this.cniPath, confDir: undefined, node: process.execPath, bundleDir: BUNDLE })
 
     this.say(`building ${spec.nodes} nodes (namespaces ${this.netns.prefix}-*), datastore in ${this.store}`)
     await this.netns.fabric()
@@ -308,7 +314,7 @@ export class DemoCluster {
     const fd = openSync(n.log, 'a')
     try {
       // `ip netns exec` execs the program, so the child's pid is pinto-node's own.
-      n.agent = spawn('ip', ['netns', 'exec', n.ns, process.execPath, ...AGENT_NODE_FLAGS, NODE_BIN], { env: { ...process.env, ...this.agentEnv(n) }, stdio: ['ignore', fd, fd] })
+      n.agent = spawn('ip', ['netns', 'exec', n.ns, this.spec.node ?? process.execPath, ...AGENT_NODE_FLAGS, NODE_BIN], { env: { ...process.env, ...this.agentEnv(n) }, stdio: ['ignore', fd, fd] })
     } finally {
       closeSync(fd)
     }

@@ -3,20 +3,8 @@
 
 import { installCni } from '../install-cni.js'
 import { parseFlags } from './ipam.js'
+import { INSTALL_CNI_USAGE as USAGE } from './usage.js'
 
-export const USAGE = `usage:
-  pintoctl install-cni [--bin-dir DIR] [--conf-dir DIR] [--conf-name NAME] [--no-conf]
-                       [--node PATH] [--socket PATH] [--mtu N] [--chain LIST]
-
-  --bin-dir DIR     where the runtime looks for plugins (default /opt/cni/bin)
-  --conf-dir DIR    where the runtime reads network configs (default /etc/cni/net.d)
-  --conf-name NAME  the config's file name (default 10-pinto.conflist)
-  --no-conf         install the plugins only
-  --node PATH       the Node.js 20 the plugins run under, by absolute path (default: this one, ${process.execPath})
-  --socket PATH     the agent's socket, when not /var/run/pinto/pinto.sock
-  --mtu N           the pods' MTU (default 0: the MTU the agent writes)
-  --chain LIST      plugins chained after pinto, comma-separated (default: portmap when DIR has it)
-`
 
 const VALUED = ['--bin-dir', '--conf-dir', '--conf-name', '--node', '--socket', '--mtu', '--chain']
 const KNOWN = [...VALUED, '--no-conf', '-h', '--help']

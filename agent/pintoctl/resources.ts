@@ -11,14 +11,8 @@ import {
   RESOURCE_KINDS, type IPPool, type Resource, type ResourceKind,
 } from '../../config/resources/index.js'
 import { parseFlags } from './ipam.js'
+import { RESOURCES_USAGE as USAGE } from './usage.js'
 
-export const USAGE = `usage:
-  pintoctl apply -f FILE|-
-  pintoctl get KIND [NAME] [-o yaml|json|wide]
-  pintoctl delete KIND NAME
-  pintoctl delete -f FILE|-
-kinds: ${RESOURCE_KINDS.join(', ')} (plural and lower case work too, e.g. ippools, bgppeer)
-`
 
 class UsageError extends Error {}
 

@@ -2,8 +2,6 @@
 // the variable), the agent started, and SIGTERM/SIGINT leading to a graceful stop that leaves kernel
 // routes in place and lets peers keep our routes while we restart.
 
-import { settingsFromEnv, SettingsError } from './settings.js'
-import { PintoNode } from './node.js'
 import { version } from './version.js'
 
 const USAGE = `usage: pinto-node [--help | --version]
@@ -28,6 +26,9 @@ export async function main(env: NodeJS.ProcessEnv = process.env, argv: readonly 
     process.stderr.write(`pinto-node: unexpected argument ${JSON.stringify(arg)}; settings come from the environment\n${USAGE}`)
     return 2
   }
+  // The agent's modules load only now: --help and --version answer without them.
+  const { settingsFromEnv, SettingsError } = await import('./settings.js')
+  const { PintoNode } = await import('./node.js')
   let settings
   try {
     settings = settingsFromEnv(env)

@@ -19,14 +19,8 @@ import {
   notificationText,
   type CodecOptions,
 } from '../../bgp/index.js'
+import { BGP_USAGE as USAGE } from './usage.js'
 
-export const USAGE = `usage: pintoctl bgp decode [FILE|-] [--hex] [--as2] [--add-path] [--extended]
-  FILE        raw BGP messages (default: standard input)
-  --hex       the input is hex text (whitespace and # comments ignored)
-  --as2       AS numbers are 2 octets (default: as the stream's OPEN says, else 4)
-  --add-path  NLRI carry path identifiers (default: as the stream's OPEN says)
-  --extended  messages may be up to 65535 bytes (default: as the stream's OPEN says)
-`
 
 export async function bgpCommand(args: readonly string[]): Promise<number> {
   const [sub, ...rest] = args

@@ -4,7 +4,9 @@
 
 import { installCni, seaExecutable } from '../install-cni.js'
 import { parseFlags } from './ipam.js'
+import { INSTALL_CNI_USAGE as USAGE } from './usage.js'
 
+<<<<<<< HEAD
 export const USAGE = `usage:
   pintoctl install-cni [--bin-dir DIR] [--conf-dir DIR] [--conf-name NAME] [--no-conf]
                        [--node PATH] [--socket PATH] [--mtu N] [--chain LIST]
@@ -21,6 +23,8 @@ export const USAGE = `usage:
 
 An empty variable counts as unset.
 `
+=======
+>>>>>>> lead
 
 /** The variable each flag falls back to. */
 const VARIABLES: Readonly<Record<string, string>> = {

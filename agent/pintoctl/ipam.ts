@@ -10,12 +10,8 @@ import { checkIpam, describeProblem, repairIpam } from '../../ipam/check.js'
 import { Ipam } from '../../ipam/ipam.js'
 import { BLOCKS_PREFIX, decodeBlock } from '../../ipam/records.js'
 import { loadPoolSpecs } from '../ipam-service-pools.js'
+import { IPAM_USAGE as USAGE } from './usage.js'
 
-export const USAGE = `usage:
-  pintoctl ipam show [--show-blocks] [--show-borrowed] [--ip=<IP>]
-  pintoctl ipam check [--nodes=<n1,n2>] [--handles=<FILE>] [-o <FILE>] [--repair]
-  pintoctl ipam release --ip=<IP>
-`
 
 /** Renders a table the way calicoctl's tablewriter does: +---+ rules, centred headings, padded cells. */
 export function renderTable(headings: readonly string[], rows: readonly (readonly string[])[]): string {

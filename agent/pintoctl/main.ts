@@ -13,15 +13,15 @@ interface Entry {
 
 const resources = async (): Promise<typeof import('./resources.js')> => import('./resources.js')
 const commands: Record<string, Entry> = {
-  bgp: { run: async () => (await import('./bgp.js')).bgpCommand, usage: async () => (await import('./bgp.js')).USAGE },
-  ipam: { run: async () => (await import('./ipam.js')).ipamCommand, usage: async () => (await import('./ipam.js')).USAGE },
-  node: { run: async () => (await import('./node.js')).nodeCommand, usage: async () => (await import('./node.js')).USAGE },
-  routes: { run: async () => (await import('./routes.js')).routesCommand, usage: async () => (await import('./routes.js')).USAGE },
-  apply: { run: async () => (await resources()).applyCommand, usage: async () => (await resources()).USAGE },
-  get: { run: async () => (await resources()).getCommand, usage: async () => (await resources()).USAGE },
-  delete: { run: async () => (await resources()).deleteCommand, usage: async () => (await resources()).USAGE },
+  bgp: { run: async () => (await import('./bgp.js')).bgpCommand, usage: async () => (await import('./usage.js')).BGP_USAGE },
+  ipam: { run: async () => (await import('./ipam.js')).ipamCommand, usage: async () => (await import('./usage.js')).IPAM_USAGE },
+  node: { run: async () => (await import('./node.js')).nodeCommand, usage: async () => (await import('./usage.js')).NODE_USAGE },
+  routes: { run: async () => (await import('./routes.js')).routesCommand, usage: async () => (await import('./usage.js')).ROUTES_USAGE },
+  apply: { run: async () => (await resources()).applyCommand, usage: async () => (await import('./usage.js')).RESOURCES_USAGE },
+  get: { run: async () => (await resources()).getCommand, usage: async () => (await import('./usage.js')).RESOURCES_USAGE },
+  delete: { run: async () => (await resources()).deleteCommand, usage: async () => (await import('./usage.js')).RESOURCES_USAGE },
   demo: { run: async () => (await import('./demo.js')).demoCommand, usage: async () => (await import('../demo/options.js')).DEMO_USAGE },
-  'install-cni': { run: async () => (await import('./install-cni.js')).installCniCommand, usage: async () => (await import('./install-cni.js')).USAGE },
+  'install-cni': { run: async () => (await import('./install-cni.js')).installCniCommand, usage: async () => (await import('./usage.js')).INSTALL_CNI_USAGE },
 }
 
 /** -h or --help anywhere before a `--` (after which words are a command's operands). */

@@ -3,10 +3,8 @@
 
 import { apiGet, apiTarget, ApiAnswerError, ApiUnreachable, type ApiTarget } from '../api/client.js'
 import { parseFlags, renderTable } from './ipam.js'
+import { NODE_USAGE as USAGE } from './usage.js'
 
-export const USAGE = `usage:
-  pintoctl node status [--api URL|unix:/path.sock] [-o json]
-`
 
 interface PeerRow {
   name: string

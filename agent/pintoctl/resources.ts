@@ -11,14 +11,8 @@ import {
   RESOURCE_KINDS, type IPPool, type Resource, type ResourceKind,
 } from '../../config/resources/index.js'
 import { parseFlags } from './ipam.js'
+import { RESOURCES_USAGE as USAGE } from './usage.js'
 
-export const USAGE = `usage:
-  pintoctl apply -f FILE|-
-  pintoctl get KIND [NAME] [-o yaml|json|wide]
-  pintoctl delete KIND NAME
-  pintoctl delete -f FILE|-
-kinds: ${RESOURCE_KINDS.join(', ')} (plural and lower case work too, e.g. ippools, bgppeer)
-`
 
 class UsageError extends Error {}
 
@@ -94,8 +88,12 @@ function columns(r: Resource, wide: boolean): [string, string][] {
   }
 }
 
-export function listing(resources: readonly Resource[], wide: boolean): string {
-  if (resources.length === 0) return ''
+export function listing(resources: readonly Resource[], wide: boolean, kind: ResourceKind): string {
+  if (resources.length === 0) {
+    // The headings of an empty listing, from a resource of the kind with nothing set.
+    const heads = columns({ apiVersion: API_VERSION, kind, metadata: { name: '' }, spec: {} } as unknown as Resource, wide).map(([h]) => h)
+    return `${heads.join('   ')}\nno resources of kind ${kind}\n`
+  }
   const table = resources.map((r) => columns(r, wide))
   const heads = table[0]!.map(([h]) => h)
   const widths = heads.map((h, i) => Math.max(h.length, ...table.map((row) => row[i]?.[1].length ?? 0)))
@@ -119,7 +117,7 @@ async function get(store: Datastore, args: readonly string[], o: string | undefi
   const doc = name !== undefined ? found[0] : { apiVersion: API_VERSION, kind: 'List', items: found }
   if (o === 'yaml') process.stdout.write(stringify(doc))
   else if (o === 'json') process.stdout.write(JSON.stringify(doc, null, 2) + '\n')
-  else process.stdout.write(listing(found, o === 'wide'))
+  else process.stdout.write(listing(found, o === 'wide', kind))
 }
 
 async function remove(store: Datastore, targets: readonly { kind: ResourceKind; name: string }[]): Promise<void> {

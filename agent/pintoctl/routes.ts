@@ -4,10 +4,8 @@
 import { apiGet, apiTarget, type ApiTarget } from '../api/client.js'
 import { parseFlags, renderTable } from './ipam.js'
 import { withApi } from './node.js'
+import { ROUTES_USAGE as USAGE } from './usage.js'
 
-export const USAGE = `usage:
-  pintoctl routes [--table loc-rib|adj-rib-in|adj-rib-out|fib] [--peer NAME] [--prefix CIDR] [--max N] [-o table|json] [--api URL]
-`
 /** Rows asked per request; the API allows up to 5000. */
 const PAGE = 1000
 

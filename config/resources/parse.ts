@@ -5,7 +5,7 @@
 import { LineCounter, parseAllDocuments, type Document } from 'yaml'
 import { Problems, ResourceError, ResourceErrors, formatPath, type PathSegment } from './errors.js'
 import { cidrsOverlap, parseCIDR, type CIDR } from './ip.js'
-import { isPlainObject, readField } from './schema.js'
+import { isPlainObject, readField, suggest } from './schema.js'
 import { METADATA, SPEC_SCHEMAS, STATUS_SCHEMAS } from './schema-kinds.js'
 import { describeValue } from './scalars.js'
 import { API_VERSION, RESOURCE_KINDS, type IPPool, type Resource, type ResourceKind } from './types.js'
@@ -119,7 +119,9 @@ export function readResource(raw: Record<string, unknown>, base: PathSegment[], 
   }
   const kind = typeof raw['kind'] === 'string' ? KIND_ALIASES[raw['kind']] : undefined
   if (kind === undefined) {
-    problems.add([...base, 'kind'], `unknown kind ${describeValue(raw['kind'])} (expected one of ${RESOURCE_KINDS.join(', ')})`)
+    problems.add([...base, 'kind'], typeof raw['kind'] === 'string' && suggest(raw['kind'], RESOURCE_KINDS).startsWith(' (did')
+      ? `unknown kind ${JSON.stringify(raw['kind'])}${suggest(raw['kind'], RESOURCE_KINDS)}`
+      : `unknown kind ${describeValue(raw['kind'])} (expected one of ${RESOURCE_KINDS.join(', ')})`)
     return undefined
   }
   const status = STATUS_SCHEMAS[kind]
@@ -136,13 +138,39 @@ export function readResource(raw: Record<string, unknown>, base: PathSegment[], 
     const s = readField(raw['status'], status, [...base, 'status'], problems)
     if (resource.kind === 'Node' && s !== undefined) resource.status = s as { podCIDRs?: string[] }
   }
-  // Cross-field rules need every spec field they compare, so they run only on a spec whose fields
-  // all passed (otherwise a dropped bad field would read as absent and raise a second, false error).
-  // Faults in metadata or other documents are still all reported in the same pass.
-  if (metadata !== undefined && spec !== undefined && specClean) {
-    validateResource({ ...resource, metadata: { name: '', ...(metadata as object) } } as Resource, base, problems)
+  if (metadata !== undefined && spec !== undefined) {
+    const named = { ...resource, metadata: { name: '', ...(metadata as object) } } as Resource
+    if (specClean) validateResource(named, base, problems)
+    else crossCheckPartial(named, base, problems, faultyFields(problems.list.slice(beforeSpec), base.length + 1))
   }
   return problems.count > before ? undefined : resource
+}
+
+/** The top-level spec fields the schema walk found faults in (and so left out of the spec). */
+function faultyFields(found: readonly { path: readonly PathSegment[] }[], depth: number): Set<string> {
+  return new Set(found.map((p) => p.path[depth]).filter((k): k is string => typeof k === 'string'))
+}
+
+/**
+ * Cross-field rules on a spec that lost some faulty fields, so that one run reports every problem: a
+ * rule's problem is kept only if the rule read none of the faulty fields since the previous problem
+ * (a left-out field reads as absent, and a rule comparing it would raise a second, false error).
+ */
+function crossCheckPartial(r: Resource, base: PathSegment[], problems: Problems, faulty: ReadonlySet<string>): void {
+  const read = new Set<string>()
+  const spec = new Proxy(r.spec as Record<string, unknown>, {
+    get(target, key, receiver) {
+      if (typeof key === 'string') read.add(key)
+      return Reflect.get(target, key, receiver) as unknown
+    },
+  })
+  const guarded = {
+    add(path: readonly PathSegment[], reason: string): void {
+      if (![...read].some((k) => faulty.has(k))) problems.add(path, reason)
+      read.clear()
+    },
+  } as Problems
+  validateResource({ ...r, spec } as Resource, base, guarded)
 }
 
 /** Rules across one document set: a kind/name given twice, and IPPools that overlap each other. */

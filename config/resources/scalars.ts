@@ -131,6 +131,6 @@ export function describeValue(value: unknown): string {
   if (value === null) return 'null'
   if (Array.isArray(value)) return 'a list'
   if (typeof value === 'object') return 'a mapping'
-  if (typeof value === 'string') return `the string ${JSON.stringify(value)}`
+  if (typeof value === 'string') return JSON.stringify(value)
   return `${typeof value} ${String(value)}`
 }

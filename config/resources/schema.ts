@@ -122,24 +122,31 @@ function readObject(raw: unknown, field: ObjectField, path: readonly PathSegment
   return out
 }
 
-/** A "did you mean" for a misspelt field, e.g. peerIp for peerIP: same letters ignoring case, or one edit away. */
-function suggest(key: string, known: readonly string[]): string {
+/**
+ * A "did you mean" for every unknown field: the nearest known name (case ignored, a swap of two letters
+ * counting as one edit) when it is near enough to be meant, else the list of the fields this place takes.
+ */
+export function suggest(key: string, known: readonly string[]): string {
   const lower = key.toLowerCase()
-  const hit = known.find((k) => k.toLowerCase() === lower) ?? known.find((k) => editDistance(k.toLowerCase(), lower) <= 1)
-  return hit !== undefined ? ` (did you mean ${JSON.stringify(hit)}?)` : ''
+  let best: { name: string; d: number } | undefined
+  for (const k of known) {
+    const d = editDistance(k.toLowerCase(), lower)
+    if (best === undefined || d < best.d) best = { name: k, d }
+  }
+  if (best !== undefined && best.d <= Math.max(1, Math.floor(Math.min(best.name.length, key.length) / 3))) return ` (did you mean ${JSON.stringify(best.name)}?)`
+  return known.length > 0 ? ` (fields here: ${[...known].sort().join(', ')})` : ''
 }
 
+/** Optimal string alignment distance: insertions, deletions, substitutions and swaps of neighbours. */
 function editDistance(a: string, b: string): number {
-  if (Math.abs(a.length - b.length) > 1) return 2
-  const prev = Array.from({ length: b.length + 1 }, (_, j) => j)
+  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)))
   for (let i = 1; i <= a.length; i++) {
-    let diag = prev[0] ?? 0
-    prev[0] = i
     for (let j = 1; j <= b.length; j++) {
-      const up = prev[j] ?? 0
-      prev[j] = Math.min(up + 1, (prev[j - 1] ?? 0) + 1, diag + (a[i - 1] === b[j - 1] ? 0 : 1))
-      diag = up
+      const row = d[i] as number[]
+      const up = d[i - 1] as number[]
+      row[j] = Math.min((up[j] as number) + 1, (row[j - 1] as number) + 1, (up[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1))
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) row[j] = Math.min(row[j] as number, ((d[i - 2] as number[])[j - 2] as number) + 1)
     }
   }
-  return prev[b.length] ?? 0
+  return (d[a.length] as number[])[b.length] as number
 }

@@ -89,7 +89,7 @@ t.test('delete by name and by file; missing resources', async (t) => {
   t.equal(missing.stderr, 'pintoctl delete: resource does not exist: BGPPeer(tor)\n')
   const byFile = await ctl(['delete', '-f', '-'], pools)
   t.equal(byFile.stdout, "Successfully deleted 2 'IPPool' resource(s)\n", byFile.stderr)
-  t.equal((await ctl(['get', 'ippools'])).stdout, '')
+  t.equal((await ctl(['get', 'ippools'])).stdout, 'NAME   CIDR   SELECTOR\nno resources of kind IPPool\n', 'an empty listing: the headings and a line saying so')
   const gone = await ctl(['get', 'ippool', 'pool-a'])
   t.equal(gone.stderr, 'pintoctl get: resource does not exist: IPPool(pool-a)\n')
 })

@@ -348,7 +348,7 @@ spec: {}
     'documents[3].spec.cidr',
     'documents[4]',
   ])
-  t.match(errs[4]?.reason, /expected true or false, got the string "true"/)
+  t.match(errs[4]?.reason, /expected true or false, got "true"/)
   t.match(errs[7]?.reason, /cidr is required/)
 })
 
@@ -381,4 +381,47 @@ t.test('a kind/name twice in one set and overlapping pools in one set are errors
   t.match(errs[0]?.reason, /overlaps IPPool "a" \(198\.18\.0\.0\/16\) at documents\[0\]/)
   const ok: Resource[] = parseResources([pool('a', '198.18.0.0/24'), pool('b', '198.18.1.0/24')].join('---\n'))
   t.equal(ok.length, 2)
+})
+
+t.test('one run reports every problem of a document, cross-field ones too, with a suggestion for each unknown field', async (t) => {
+  const errs = errorsOf(`apiVersion: projectcalico.org/v3
+kind: IPPool
+metadata: {name: p}
+spec:
+  cidr: 198.18.0.0/16
+  blockSize: 33
+  ipipMode: Sometimes
+  blockSzie: 26
+  natOutgoin: true
+  nodeSelectr: all()
+  zzz: 1
+---
+apiVersion: projectcalico.org/v3
+kind: IPPol
+metadata: {name: x}
+---
+apiVersion: projectcalico.org/v3
+kind: IPPool
+metadata: {name: q}
+spec: {cidr: 10.0.0.0/33, ipipMode: Sometimes}
+`)
+  const at = (path: string): string | undefined => errs.find((e) => e.path === path)?.reason
+  t.match(at('documents[0].spec.blockSize'), /blockSize 33 is out of range 20-32/, 'the cross-field blockSize rule, beside a faulty field')
+  t.match(at('documents[0].spec.ipipMode'), /"Sometimes" is not one of/)
+  t.match(at('documents[0].spec.blockSzie'), /did you mean "blockSize"\?/, 'a swap of two letters is one edit')
+  t.match(at('documents[0].spec.natOutgoin'), /did you mean "natOutgoing"\?/)
+  t.match(at('documents[0].spec.nodeSelectr'), /did you mean "nodeSelector"\?/)
+  t.match(at('documents[0].spec.zzz'), /fields here: .*blockSize.*cidr/, 'nothing near: the fields the place takes')
+  t.equal(at('documents[1].kind'), 'unknown kind "IPPol" (did you mean "IPPool"?)')
+  t.match(at('documents[2].spec.cidr'), /invalid prefix length/, 'a bad cidr is reported beside a bad ipipMode')
+  t.match(at('documents[2].spec.ipipMode'), /"Sometimes"/)
+})
+
+t.test('a rule comparing a faulty field raises no second, false error', async (t) => {
+  const errs = errorsOf(`apiVersion: projectcalico.org/v3
+kind: BGPPeer
+metadata: {name: tor}
+spec: {peerIP: [1], reachableBy: 192.0.2.1, asNumber: 65000}
+`)
+  t.same(errs.map((e) => e.path), ['documents[0].spec.peerIP'], 'only the faulty peerIP, not "reachableBy needs peerIP"')
 })

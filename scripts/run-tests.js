@@ -1,0 +1,91 @@
+#!/usr/bin/env node
+// Runs the suite with tap and shows a person what matters: one line per test file as it finishes, the
+// failing assertions of a failed file with their diagnostics, every skip with its reason, and a last
+// line with the counts. tap's full TAP stream goes to .tap/last-run.tap, for when more is needed.
+// Arguments are tap's (a test file, say: `npm test -- dist/test/cni/plugin.test.js`).
+import { spawn } from 'node:child_process'
+import { createWriteStream, mkdirSync, readdirSync, statSync } from 'node:fs'
+import { dirname, join, relative } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { createInterface } from 'node:readline'
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..')
+const tap = join(root, 'node_modules', '.bin', 'tap')
+const args = process.argv.slice(2)
+mkdirSync(join(root, '.tap'), { recursive: true })
+const log = createWriteStream(join(root, '.tap', 'last-run.tap'))
+
+/** How many test files the run will have, for the progress count (tap's include glob, roughly). */
+function countFiles(dir) {
+  let n = 0
+  for (const e of readdirSync(dir)) {
+    const p = join(dir, e)
+    if (e === 'fixtures') continue
+    if (statSync(p).isDirectory()) n += countFiles(p)
+    else if (e.endsWith('.test.js')) n++
+  }
+  return n
+}
+const explicit = args.filter((a) => a.endsWith('.js')).length
+const total = explicit > 0 ? explicit : countFiles(join(root, 'dist', 'test'))
+
+const out = (s) => process.stdout.write(s + '\n')
+const child = spawn(tap, ['--reporter=tap', ...args], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] })
+let done = 0
+let block = []
+let summary
+const skips = []
+const failedFiles = []
+
+/** The failing assertions of one file's block, each with its YAML diagnostics, at most `max` lines. */
+function failures(lines, max = 80) {
+  const shown = []
+  for (let i = 0; i < lines.length && shown.length < max; i++) {
+    if (!/^\s+not ok /.test(lines[i])) continue
+    shown.push(lines[i])
+    const indent = lines[i].search(/\S/)
+    for (let j = i + 1; j < lines.length && shown.length < max; j++) {
+      const l = lines[j]
+      if (l.trim() === '...') break
+      if (l.search(/\S/) <= indent && l.trim() !== '') break
+      shown.push(l)
+    }
+  }
+  return shown
+}
+
+createInterface({ input: child.stdout }).on('line', (line) => {
+  log.write(line + '\n')
+  const top = /^(not )?ok \d+ - (\S+)(.*)$/.exec(line)
+  if (top === null) {
+    block.push(line)
+    const skip = /^\s+ok \d+ - (.*?) # SKIP(.*)$/i.exec(line)
+    if (skip !== null) skips.push(`${skip[1]}:${skip[2] || ' (no reason given)'}`)
+    const note = /^\s*# (skipping .*)$/i.exec(line)
+    if (note !== null) skips.push(note[1])
+    const s = /^# \{ total: (\d+)(?:, pass: (\d+))?(?:, fail: (\d+))?(?:, skip: (\d+))?/.exec(line)
+    if (s !== null) summary = { total: +s[1], pass: +(s[2] ?? 0), fail: +(s[3] ?? 0), skip: +(s[4] ?? 0) }
+    return
+  }
+  done++
+  const file = relative(root, join(root, top[2]))
+  const time = /# time=([\d.]+)ms/.exec(top[3])
+  const secs = time ? ` ${(Number(time[1]) / 1000).toFixed(1)} s` : ''
+  out(`[${String(done).padStart(String(total).length)}/${total}] ${top[1] ? 'FAIL' : 'ok  '} ${file}${secs}`)
+  if (top[1]) {
+    failedFiles.push(file)
+    for (const l of failures(block)) out(`    ${l}`)
+  }
+  block = []
+})
+
+child.on('close', (code) => {
+  log.end()
+  if (skips.length > 0) out(`\nskipped:\n${[...new Set(skips)].map((s) => `  ${s}`).join('\n')}`)
+  if (failedFiles.length > 0) out(`\nfailed files:\n${failedFiles.map((f) => `  ${f}`).join('\n')}`)
+  out(`\nthe full TAP output: ${relative(process.cwd(), join(root, '.tap', 'last-run.tap'))}`)
+  const s = summary ?? { pass: 0, fail: code === 0 ? 0 : 1, skip: 0 }
+  const fail = code !== 0 && s.fail === 0 ? 1 : s.fail
+  out(`${s.pass} passed, ${fail} failed${s.skip ? `, ${s.skip} skipped` : ''}`)
+  process.exit(code ?? 1)
+})

@@ -37,12 +37,15 @@ export const INSTALL_CNI_USAGE = `usage:
   pintoctl install-cni [--bin-dir DIR] [--conf-dir DIR] [--conf-name NAME] [--no-conf]
                        [--node PATH] [--socket PATH] [--mtu N] [--chain LIST]
 
-  --bin-dir DIR     where the runtime looks for plugins (default /opt/cni/bin)
-  --conf-dir DIR    where the runtime reads network configs (default /etc/cni/net.d)
+  --bin-dir DIR     where the runtime looks for plugins (PINTO_CNI_BIN_DIR, default /opt/cni/bin)
+  --conf-dir DIR    where the runtime reads network configs (PINTO_CNI_CONF_DIR, default /etc/cni/net.d)
   --conf-name NAME  the config's file name (default 10-pinto.conflist)
   --no-conf         install the plugins only
-  --node PATH       the Node.js 20 the plugins run under, by absolute path (default: this one, ${process.execPath})
-  --socket PATH     the agent's socket, when not /var/run/pinto/pinto.sock
-  --mtu N           the pods' MTU (default 0: the MTU the agent writes)
+  --node PATH       install the bundles with this Node.js in their #! line, by absolute path, instead
+                    of the single executable (the default when it is not built: this one, ${process.execPath})
+  --socket PATH     the agent's socket (PINTO_CNI_SOCKET, default /var/run/pinto/pinto.sock)
+  --mtu N           the pods' MTU (PINTO_CNI_MTU, default 0: the MTU the agent writes)
   --chain LIST      plugins chained after pinto, comma-separated (default: portmap when DIR has it)
+
+An empty variable counts as unset.
 `

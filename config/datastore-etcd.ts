@@ -14,6 +14,24 @@ export interface EtcdOptions {
   readonly tls?: EtcdCredentials
 }
 
+/**
+ * grpc-js sets the TLS server name to the endpoint's host even when it is an IP address (etcd is mostly reached
+ * by IP), and Node then warns DEP0123 on every process's first TLS connection: nothing an operator can act on.
+ * Only that warning is dropped.
+ */
+let quietIpServername = false
+function dropIpServernameWarning(): void {
+  if (quietIpServername) return
+  quietIpServername = true
+  const emit = process.emitWarning.bind(process) as (...args: unknown[]) => void
+  process.emitWarning = ((...args: unknown[]) => {
+    const [warning, second, third] = args
+    const code = typeof second === 'object' && second !== null ? (second as { code?: string }).code : third
+    if (code === 'DEP0123' || (typeof warning === 'string' && warning.startsWith('Setting the TLS ServerName to an IP address'))) return
+    emit(...args)
+  }) as typeof process.emitWarning
+}
+
 const toKv = (kv: IKeyValue): KeyValue => ({ key: kv.key.toString('utf8'), value: kv.value.toString('utf8'), revision: Number(kv.mod_revision) })
 
 function checkKey(key: unknown): asserts key is string {
@@ -42,6 +60,7 @@ export class EtcdDatastore implements Datastore {
     const hosts = endpoints.map((e) => `${this.tls ? 'https' : 'http'}://${e}`)
     this.urls = hosts.join(',')
     const { rootCertificate, certChain, privateKey } = options.tls ?? {}
+    if (options.tls) dropIpServernameWarning()
     this.client = new Etcd3({
       hosts,
       ...(rootCertificate ? { credentials: { rootCertificate, ...(certChain ? { certChain } : {}), ...(privateKey ? { privateKey } : {}) } } : {}),

@@ -8,6 +8,7 @@ import { DatastoreSettingError, type EtcdTlsFiles } from '../../config/etcd-tls.
 import { etcdPki } from '../harness/certs.js'
 import { startEtcd } from '../harness/etcd.js'
 import { datastoreContract } from './datastore-contract.js'
+import { runPintoctl } from '../agent/pintoctl-run.js'
 
 const pki = await etcdPki(t)
 const serverTls = { trustedCa: pki.ca.cert, cert: pki.server.cert, key: pki.server.key, client: pki.client }
@@ -102,4 +103,13 @@ t.test('bad settings: one line naming the variable, before any connection', asyn
   for (const [name, spec, files, variable, why] of cases) {
     t.test(name, async (t) => namesSetting(t, await failure(spec, files), variable, why))
   }
+})
+
+t.test('pintoctl finds the TLS datastore through the same variables', async (t) => {
+  const env = { PINTO_DATASTORE: etcd.datastore, PINTO_ETCD_CA_CERT_FILE: pki.ca.cert, PINTO_ETCD_CERT_FILE: pki.client.cert, PINTO_ETCD_KEY_FILE: pki.client.key }
+  const ok = await runPintoctl(['get', 'ippools', '-o', 'json'], { env })
+  t.equal(ok.status, 0, ok.stderr)
+  const refused = await runPintoctl(['get', 'ippools'], { env: { ...env, PINTO_ETCD_CA_CERT_FILE: pki.otherCa.cert } })
+  t.not(refused.status, 0)
+  t.match(refused.stderr, /^pintoctl get: PINTO_ETCD_CA_CERT_FILE: etcd at https:\/\/127\.0\.0\.1:\d+ presented a certificate not signed by the CA in \S+other-ca\.crt \(unable to verify the first certificate\)\n$/)
 })

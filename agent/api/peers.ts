@@ -71,7 +71,8 @@ export const peersPlugin: FastifyPluginAsync<{ deps: ApiDeps }> = async (app, { 
   app.post<{ Params: { name: string }; Querystring: { direction?: 'in' | 'out' } }>(
     '/v1/peers/:name/refresh',
     {
-      preHandler: requireWrite(deps.token),
+      // Before the body is read: a refused client must not get to upload it.
+      onRequest: requireWrite(deps.token),
       schema: {
         summary: 'Soft reset of one peer: in asks it to resend (ROUTE-REFRESH), out re-advertises everything',
         description: 'A mutation: allowed over the unix socket, or over TCP with the bearer token.',

@@ -10,6 +10,7 @@ import type { LocRibChange, RibPeer } from './rib/types.js'
 import { BgpPeer, type PeerStatus } from './session/peer.js'
 import { needsReset, resolvePeerConfig, type PeerConfig } from './session/peer-config.js'
 import { systemClock, type Clock } from './session/clock.js'
+import { TransitionLog } from './session/transition-log.js'
 
 export interface SpeakerOptions {
   readonly asn: number
@@ -43,6 +44,8 @@ export interface PeerChangeSummary {
 
 export class BgpSpeaker {
   readonly rib: Rib
+  /** Recent FSM transitions per configured peer. */
+  readonly transitions = new TransitionLog()
   private readonly peers = new Map<string, BgpPeer>()
   private readonly servers: Server[] = []
   private readonly log: Logger
@@ -145,6 +148,7 @@ export class BgpSpeaker {
       peerId: id,
       restarting: () => this.restarting(),
       holdEndOfRib: () => this.eorHeld,
+      onTransition: (t) => this.transitions.record({ peer: config.name, ...t }),
     })
     this.peers.set(config.name, peer)
     peer.start()
@@ -155,6 +159,7 @@ export class BgpSpeaker {
     if (!peer) return false
     peer.stop({ notification: notification(ErrorCode.CEASE, CeaseSubcode.PEER_DECONFIGURED) })
     this.peers.delete(name)
+    this.transitions.forget(name)
     this.log.info({ peer: name }, message)
     return true
   }

@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // Bundles the per-pod programs (the CNI plugins) into one CommonJS file each, so each exec reads and
 // compiles one script instead of resolving a module graph. Run after tsc; fails if a heavy package slipped in.
+// Also builds the status page pinto-node serves (agent/ui/browser → dist/bundle/ui/app.js, app.css).
 import { build } from 'esbuild'
-import { chmodSync, mkdirSync, statSync } from 'node:fs'
+import { chmodSync, mkdirSync, renameSync, statSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
@@ -37,4 +38,29 @@ for (const [name, entry] of [['pinto', 'cni/pinto-main.ts'], ['pinto-ipam', 'cni
   if (heavy.length > 0) throw new Error(`${name}: the bundle must not contain ${heavy.join(', ')}`)
   chmodSync(outfile, 0o755)
   process.stdout.write(`${outfile}: ${statSync(outfile).size} bytes from ${inputs.length} modules\n`)
+}
+
+// The status page: one ES module and one stylesheet for the browser; nothing from node_modules, so the
+// page needs no network beyond the agent.
+{
+  const ui = join(out, 'ui')
+  mkdirSync(ui, { recursive: true })
+  const result = await build({
+    entryPoints: { app: join(root, 'agent/ui/browser/app.ts'), 'app-style': join(root, 'agent/ui/browser/app.css') },
+    outdir: ui,
+    entryNames: '[name]',
+    bundle: true,
+    platform: 'browser',
+    target: ['chrome110', 'firefox110', 'safari16'],
+    format: 'esm',
+    minify: true,
+    legalComments: 'none',
+    metafile: true,
+    logLevel: 'warning',
+  })
+  const inputs = Object.keys(result.metafile.inputs)
+  const foreign = inputs.filter((f) => f.includes('node_modules/'))
+  if (foreign.length > 0) throw new Error(`status page: the bundle must not contain ${foreign.join(', ')}`)
+  renameSync(join(ui, 'app-style.css'), join(ui, 'app.css'))
+  for (const f of ['app.js', 'app.css']) process.stdout.write(`${join(ui, f)}: ${statSync(join(ui, f)).size} bytes\n`)
 }

@@ -61,6 +61,7 @@ export function speakerReads(speaker: BgpSpeaker): BgpReads {
       return rib.size
     },
     peerStatus: () => speaker.peerStatus(),
+    transitions: (q) => speaker.transitions.recent(q),
     *locRibPrefixes() {
       yield* rib.prefixes()
     },

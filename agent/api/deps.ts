@@ -7,6 +7,7 @@ import type { PathAttributes, Prefix } from '../../bgp/codec/index.js'
 import type { BestPath, Path } from '../../bgp/rib/types.js'
 import type { SortedPrefixes } from './paginate.js'
 import type { PeerStatus } from '../../bgp/session/peer.js'
+import type { Transition, TransitionQuery } from '../../bgp/session/transition-log.js'
 import type { KernelRoute } from '../../felix/kernel-route.js'
 import type { AllocationBlock } from '../../ipam/block.js'
 import type { Pool } from '../../ipam/pools.js'
@@ -29,6 +30,8 @@ export interface BgpReads {
   readonly routerId: string
   /** Every configured peer, Established or not. */
   peerStatus(): readonly PeerStatus[]
+  /** Recent FSM transitions, newest first (bounded per peer); absent when nothing keeps them. */
+  transitions?(q: TransitionQuery): readonly Transition[]
   /**
    * The Loc-RIB's prefixes (iteration order is not specified). Prefixes, not rows, because every
    * /v1/routes page scans them all and must allocate nothing per route; best() fills in the page.

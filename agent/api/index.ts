@@ -1,6 +1,6 @@
 // The agent's REST API as a factory: buildApi(deps) returns a fastify instance with every route mounted
 // as an encapsulated plugin, one error catalogue (errors.ts) and the OpenAPI document at /docs/json.
-// It listens nowhere itself (listen.ts does); tests drive it with app.inject().
+// It also serves the status page (status-page.ts) at /. It listens nowhere itself (listen.ts does); tests drive it with app.inject().
 
 import swagger from '@fastify/swagger'
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyPluginAsync } from 'fastify'
@@ -9,9 +9,11 @@ import type { ApiDeps } from './deps.js'
 import { ApiError, fromValidation } from './errors.js'
 import { answerClientError, checkRequestLine, fromFrameworkError, RouteMethods, SERVER_OPTIONS } from './http-errors.js'
 import { healthPlugin } from './health.js'
+import { eventsPlugin } from './events.js'
 import { ipamPlugin } from './ipam.js'
 import { peersPlugin } from './peers.js'
 import { routesPlugin } from './routes.js'
+import { statusPagePlugin } from './status-page.js'
 
 export type { ApiDeps } from './deps.js'
 export { ApiError, ERRORS, type ErrorCode, type ErrorBody } from './errors.js'
@@ -25,6 +27,8 @@ export interface BuildOptions {
   readonly plugins?: readonly FastifyPluginAsync<{ deps: ApiDeps }>[]
   /** A pino logger for fastify's request log; off by default (the agent logs state changes itself). */
   readonly logger?: import('fastify').FastifyBaseLogger
+  /** Where the status page's built files are (default dist/bundle/ui). */
+  readonly uiDir?: string
 }
 
 export const API_VERSION = '1'
@@ -90,9 +94,10 @@ export async function buildApi(deps: ApiDeps, opts: BuildOptions = {}): Promise<
   })
   app.get('/docs/json', { schema: { hide: true } }, async () => app.swagger())
 
-  for (const plugin of [peersPlugin, routesPlugin, ipamPlugin, healthPlugin, ...(opts.plugins ?? [])]) {
+  for (const plugin of [peersPlugin, eventsPlugin, routesPlugin, ipamPlugin, healthPlugin, ...(opts.plugins ?? [])]) {
     await app.register(plugin, { deps })
   }
+  await app.register(statusPagePlugin, opts.uiDir !== undefined ? { uiDir: opts.uiDir } : {})
   registerPintoMetrics(deps.metrics, deps)
   await app.ready()
   return app

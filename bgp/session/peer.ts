@@ -55,6 +55,8 @@ export interface PeerDeps {
   /** While true, End-of-RIB waits: the owner has not originated everything yet (RFC 4724 §4.1). */
   readonly holdEndOfRib?: () => boolean
   readonly onStateChange?: (peer: BgpPeer) => void
+  /** Every FSM state change, with the event and the FSM's reason (the speaker keeps a ring of them). */
+  readonly onTransition?: (t: { readonly from: FsmState['name']; readonly to: FsmState['name']; readonly event: string; readonly reason: string; readonly at: number }) => void
 }
 
 export class BgpPeer {
@@ -295,6 +297,7 @@ export class BgpPeer {
     if (result.state.name !== before) {
       this.since = this.deps.clock.now()
       this.deps.log.info({ from: before, to: result.state.name, event: event.type }, result.state.reason)
+      this.deps.onTransition?.({ from: before, to: result.state.name, event: event.type, reason: result.state.reason, at: this.since })
       this.deps.onStateChange?.(this)
     }
     for (const action of result.actions) this.perform(action)

@@ -30,6 +30,8 @@ const DEBIAN = {
   '/usr/bin/catatonit': 'catatonit',
   '/bin/busybox': 'busybox-static',
   '/usr/bin/openssl': 'openssl',
+  // The status page's browser test drives Debian's chromium through playwright-core (no browser download).
+  '/usr/bin/chromium': 'chromium',
 }
 
 /** The systemd units a package brings (services, sockets, timers). */

@@ -141,7 +141,8 @@ function renderTopology(st: Status, peers: readonly Peer[], blocks: readonly Blo
   const nodes = blocks.map((b) => b.node).filter((n): n is string => n !== null)
   const lay = layoutTopology({ self: { name: st.node, asn: st.asn, routerId: st.routerId }, peers, nodes })
   const at = new Map(lay.nodes.map((n) => [n.id, n]))
-  const svg = s('svg', { viewBox: `0 0 ${lay.width} ${lay.height}`, role: 'img', 'aria-label': 'BGP topology' })
+  // Drawn at a fixed scale (shrunk to fit, never blown up), so labels stay near the size of the page's text.
+  const svg = s('svg', { viewBox: `0 0 ${lay.width} ${lay.height}`, width: Math.round(lay.width * 1.3), height: Math.round(lay.height * 1.3), role: 'img', 'aria-label': 'BGP topology' })
   for (const e of lay.edges) {
     const a = at.get(e.from)
     const b = at.get(e.to)

@@ -5,6 +5,7 @@
 import { DemoCluster, DemoError, POOL_CIDR, API_PORT, birdInstalled, kernelHasIpip, type DemoNode } from '../demo/cluster.js'
 import { DEMO_USAGE, OptionError, parseDemoOptions, type DemoOptions } from '../demo/options.js'
 import { kernelRoutes, matrixFailures, peers, pingMatrix, waitConverged } from '../demo/observe.js'
+import { forwardIntoNamespace, type Forward } from '../demo/forward.js'
 import { matrixTable, table } from '../demo/tables.js'
 import { TOR_ADDRESS, TOR_AS, TOR_PREFIX } from '../demo/tor.js'
 
@@ -45,10 +46,20 @@ async function printState(cluster: DemoCluster): Promise<void> {
   out('\npods\n' + table(['pod', 'node', 'address'], cluster.pods.map((p) => [p.name, p.node, p.address])))
 }
 
-function printAccess(cluster: DemoCluster): void {
-  const rows = cluster.nodes.map((n: DemoNode) => [n.name, n.address, n.ns, `ip netns exec ${n.ns} curl -s http://127.0.0.1:${API_PORT}/v1/peers`])
-  out('\nREST APIs (one per node, on 127.0.0.1:' + API_PORT + ' inside its namespace)\n' + table(['node', 'address', 'namespace', 'try'], rows))
-  out(`also /v1/status, /v1/routes?table=loc-rib, /v1/ipam/blocks, /metrics; agent logs: ${cluster.nodes[0]?.log.replace(/node1/, 'nodeN') ?? ''}\n`)
+/** Host ports for the nodes' status pages: node1 on 9101, node2 on 9102, ... (any free port if taken). */
+const PAGE_PORT_BASE = 9100
+
+function printAccess(cluster: DemoCluster, pages: readonly (Forward | undefined)[]): void {
+  const rows = cluster.nodes.map((n: DemoNode, i) => [n.name, n.address, n.ns, pages[i]?.url ?? '(no forward)', `ip netns exec ${n.ns} curl -s http://127.0.0.1:${API_PORT}/v1/peers`])
+  out('\nREST APIs and status pages (each node serves both on 127.0.0.1:' + API_PORT + ' inside its namespace)\n' + table(['node', 'address', 'namespace', 'status page (from this machine)', 'REST API'], rows))
+  const first = pages.find((p) => p !== undefined)
+  if (first !== undefined) {
+    const port = new URL(first.url).port
+    out(`open a status page in a browser on this machine; from another one, forward it first: ssh -L ${port}:127.0.0.1:${port} THIS-HOST, then open ${first.url}\n`)
+  }
+  const n1 = cluster.nodes[0]
+  if (n1 !== undefined) out(`no browser at hand: a PNG of node1's page with Debian's chromium (ignore its D-Bus warnings): ip netns exec ${n1.ns} chromium --headless --no-sandbox --disable-gpu --virtual-time-budget=5000 --window-size=1400,1300 --screenshot=/tmp/${n1.name}.png http://127.0.0.1:${API_PORT}/\n`)
+  out(`also /v1/status, /v1/events, /v1/routes?table=loc-rib, /v1/ipam/blocks, /metrics; agent logs: ${cluster.nodes[0]?.log.replace(/node1/, 'nodeN') ?? ''}\n`)
   out(`a pod's shell: ip netns exec ${cluster.pods[0]?.ns ?? '<pod namespace>'} sh\n`)
 }
 
@@ -89,6 +100,7 @@ export async function demoCommand(args: readonly string[]): Promise<number> {
   process.on('SIGINT', onSignal)
   process.on('SIGTERM', onSignal)
   let code = 0
+  const pages: (Forward | undefined)[] = []
   try {
     out(`pinto demo: ${o.nodes} nodes, ${o.pods} pods each, encapsulation ${o.encap}, ${o.topology === 'rr' ? 'route reflectors' : 'full mesh'}${o.tor ? ', BIRD top-of-rack' : ''}; pods from ${POOL_CIDR}\n`)
     const started = Date.now()
@@ -120,7 +132,16 @@ export async function demoCommand(args: readonly string[]): Promise<number> {
       return code
     }
     if (cluster.closing) return 130
-    printAccess(cluster)
+    // Page forwards end with the command: closed in the finally below, before the namespaces go.
+    for (const [i, n] of cluster.nodes.entries()) {
+      pages.push(
+        await forwardIntoNamespace(n.ns, API_PORT, PAGE_PORT_BASE + i + 1).catch((e: unknown) => {
+          err(`pintoctl demo: no status page forward for ${n.name}: ${(e as Error).message}\n`)
+          return undefined
+        }),
+      )
+    }
+    printAccess(cluster, pages)
     out('\nrunning; press Ctrl-C to stop and remove everything\n')
     await new Promise<void>((resolve) => {
       wake = resolve
@@ -132,6 +153,7 @@ export async function demoCommand(args: readonly string[]): Promise<number> {
     err(`pintoctl demo: ${e instanceof DemoError || process.env['PINTO_DEBUG'] === undefined ? (e as Error).message : (e as Error).stack ?? String(e)}\n`)
     return 1
   } finally {
+    await Promise.all(pages.map((p) => p?.close()))
     await cluster.destroy()
     out('removed the demo cluster: namespaces, processes and temporary files\n')
     process.off('SIGINT', onSignal)

@@ -1,7 +1,7 @@
 // The status page in a real headless Chromium inside a node's namespace (Debian's chromium driven by
 // playwright-core), against a 3-node cluster with a BIRD top-of-rack: every session shows Established
 // with the kernel's route count, and a peer killed with SIGKILL shows as down within seconds.
-// Screenshots go to a temp dir (named in the output); PINTO_UPDATE_DOCS=1 also copies one to docs/.
+// The demo's host-side forward to the page is checked too. Screenshots go to a temp dir (named in the output); PINTO_UPDATE_DOCS=1 also copies one to docs/.
 
 import { chmodSync, copyFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url'
 import { chromium, type BrowserContext, type Page } from 'playwright-core'
 import t, { type Test } from 'tap'
 import { API_PORT, birdInstalled } from '../../agent/demo/cluster.js'
+import { forwardIntoNamespace } from '../../agent/demo/forward.js'
 import { kernelRoutes, waitConverged } from '../../agent/demo/observe.js'
 import { TOR_PREFIX } from '../../agent/demo/tor.js'
 import { waitFor } from '../harness/wait.js'
@@ -87,6 +88,12 @@ t.test('status page in headless Chromium: sessions, routes, and a peer going dow
   await page.fill('#route-prefix', '')
   await page.click('#route-search button')
   await waitFor(async () => (await page.locator('#routes tbody tr').count()) === kernel.length, { timeoutMs: 5000, what: 'the full routes table again' })
+  // The demo's forward: the same page from the host's loopback, through `ip netns exec`.
+  const fwd = await forwardIntoNamespace(node1.ns, API_PORT, 0)
+  t.teardown(() => fwd.close())
+  const viaHost = (await (await fetch(new URL('/v1/status', fwd.url))).json()) as { node: string }
+  t.equal(viaHost.node, 'node1', `the host reaches node1's API at ${fwd.url}`)
+  t.match(await (await fetch(fwd.url)).text(), /<script type="module" src="\/ui\/app\.js">/, 'and its page')
   const upShot = join(shots, 'status-page-established.png')
   await page.screenshot({ path: upShot, fullPage: true })
 

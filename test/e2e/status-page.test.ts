@@ -1,7 +1,9 @@
 // The status page in a real headless Chromium inside a node's namespace (Debian's chromium driven by
 // playwright-core), against a 3-node cluster with a BIRD top-of-rack: every session shows Established
 // with the kernel's route count, and a peer killed with SIGKILL shows as down within seconds.
-// The demo's host-side forward to the page is checked too. Screenshots go to a temp dir (named in the output); PINTO_UPDATE_DOCS=1 also copies one to docs/.
+// The demo's host-side forward to the page is checked too. Screenshots go to a temp dir, kept (and named
+// in the output, with one of the moment of failure) when the test fails or PINTO_KEEP_SCREENSHOTS=1;
+// PINTO_UPDATE_DOCS=1 also copies one to docs/status-page.png.
 
 import { chmodSync, copyFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -50,8 +52,12 @@ t.test('status page in headless Chromium: sessions, routes, and a peer going dow
   await waitConverged(c, 30_000, ['203.0.113.1'])
   const node1 = c.node('node1')
   const { context, shots } = await browserIn(t, node1.ns)
-  t.comment(`screenshots in ${shots}`)
   const page = context.pages()[0] ?? (await context.newPage())
+  t.teardown(async () => {
+    if (!t.passing()) await page.screenshot({ path: join(shots, 'failure.png'), fullPage: true }).catch(() => undefined)
+    if (t.passing() && process.env['PINTO_KEEP_SCREENSHOTS'] !== '1') rmSync(shots, { recursive: true, force: true })
+    else process.stderr.write(`status page screenshots: ${shots}\n`)
+  })
   const failed: string[] = []
   page.on('requestfailed', (r) => failed.push(r.url()))
   page.on('pageerror', (e) => failed.push(`page error: ${e.message}`))

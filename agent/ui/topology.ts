@@ -118,7 +118,9 @@ export function layoutTopology(input: TopologyInput): Layout {
   const rows: { role: Role; y: number; label: string }[] = []
   lines.forEach((line, r) => {
     const y = MARGIN_Y + r * SPACING_Y
-    if (rows.every((x) => x.role !== line.role)) rows.push({ role: line.role, y, label: ROW_LABELS[line.role] })
+    // A node with reflector clients is a route reflector itself (RFC 4456); the API says so only through them.
+    const label = line.role === 'self' && peers.some((p) => p.type === 'reflector-client') ? 'this node · route reflector' : ROW_LABELS[line.role]
+    if (rows.every((x) => x.role !== line.role)) rows.push({ role: line.role, y, label })
     const start = width / 2 - ((line.members.length - 1) * SPACING_X) / 2
     line.members.forEach((m, i) => nodes.push({ ...m, role: line.role, x: start + i * SPACING_X, y }))
   })

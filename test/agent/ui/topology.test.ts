@@ -34,6 +34,12 @@ t.test('a reflector client: reflectors between, other nodes reached through them
   t.same(lay.edges, [{ from: 'self', to: 'reflector:node9', state: 'Established' }, { from: 'reflector:node9', to: 'node:node2', state: undefined }])
 })
 
+t.test('a reflector: its clients are nodes below it, and its row says what it is', async (t) => {
+  const lay = layoutTopology({ self, peers: [peer('node-node3', 'reflector-client'), peer('node-node2', 'node-selector')] })
+  t.same(lay.rows.map((r) => r.label), ['this node · route reflector', 'nodes'])
+  t.same(lay.nodes.filter((n) => n.role === 'node').map((n) => n.label), ['node2', 'node3'])
+})
+
 t.test('IPv4 and IPv6 sessions to one node share a box, Established only when both are', async (t) => {
   const lay = layoutTopology({ self, peers: [peer('mesh-node2', 'mesh', 'Established', 'ibgp', '192.0.2.12'), peer('mesh6-node2', 'mesh', 'Connect', 'ibgp', '2001:db8::12')] })
   const boxes = lay.nodes.filter((n) => n.role === 'node')

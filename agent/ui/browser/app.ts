@@ -176,7 +176,8 @@ function renderEvents(events: readonly Event[]): void {
   byId('events').replaceChildren(...(items.length > 0 ? items : [h('li', { class: 'muted' }, 'no transitions yet')]))
 }
 
-function renderBlocks(blocks: readonly Block[], self: string): void {
+/** `unavailable`: why the blocks could not be read (the datastore may be away); the table says so instead of "no blocks". */
+function renderBlocks(blocks: readonly Block[], self: string, unavailable: string | undefined): void {
   const rows = blocks.map((b) => {
     const pct = usePercent(b.inUse, b.size)
     return h('tr', { class: b.node === self ? 'mine' : '' },
@@ -187,7 +188,7 @@ function renderBlocks(blocks: readonly Block[], self: string): void {
       h('td', { class: 'use' }, s('svg', { viewBox: '0 0 100 8', preserveAspectRatio: 'none', class: 'bar' }, s('rect', { width: 100, height: 8, class: 'track' }), s('rect', { width: Math.max(pct, b.inUse > 0 ? 1 : 0), height: 8, class: 'fill' }))),
     )
   })
-  byId('blocks').replaceChildren(head('block', 'node', 'pool', 'in use', ''), h('tbody', {}, ...rows, ...(rows.length === 0 ? [h('tr', {}, h('td', { colspan: 5, class: 'muted' }, 'no blocks'))] : [])))
+  byId('blocks').replaceChildren(head('block', 'node', 'pool', 'in use', ''), h('tbody', {}, ...rows, ...(rows.length === 0 ? [h('tr', {}, h('td', { colspan: 5, class: unavailable !== undefined ? 'bad' : 'muted' }, unavailable ?? 'no blocks'))] : [])))
 }
 
 /** The routes table: the first page refreshes with each poll until the reader pages on with More. */
@@ -248,7 +249,7 @@ async function poll(): Promise<void> {
   renderSessions(peers.value.peers, now)
   renderTopology(st.value, peers.value.peers, blockRows)
   renderEvents(events.status === 'fulfilled' ? events.value.events : [])
-  renderBlocks(blockRows, st.value.node)
+  renderBlocks(blockRows, st.value.node, blocks.status === 'rejected' ? `IPAM blocks unavailable: ${(blocks.reason as Error).message}` : undefined)
   if (!routes.paged) await loadRoutes(false)
   document.body.dataset['updated'] = String(now)
 }

@@ -16,6 +16,12 @@ export interface EtcdInstance {
   readonly pid: number
   readonly dataDir: string
   stop(): Promise<void>
+  /** SIGSTOP / SIGCONT: etcd stops answering (requests hang, as on a stalled disk) and resumes. */
+  freeze(): void
+  thaw(): void
+  /** kill -9, the data dir kept; restart() starts it again on the same data dir and ports, healthy. */
+  crash(): Promise<void>
+  restart(): Promise<void>
 }
 
 /** Anything with tap's teardown (kept structural so the harness does not depend on tap's types). */
@@ -42,6 +48,8 @@ function exited(child: ChildProcess): Promise<void> {
 }
 
 async function stopChild(child: ChildProcess, dataDir: string): Promise<void> {
+  // A frozen etcd would not see SIGTERM.
+  if (child.exitCode === null && child.signalCode === null && child.pid !== undefined) process.kill(child.pid, 'SIGCONT')
   if (child.exitCode === null && child.signalCode === null && child.pid !== undefined) {
     process.kill(child.pid, 'SIGTERM')
     const killer = setTimeout(() => child.pid !== undefined && child.exitCode === null && process.kill(child.pid, 'SIGKILL'), 5000)
@@ -67,13 +75,13 @@ async function startOnce(deadlineMs: number): Promise<EtcdInstance | 'port-clash
   const client = `http://127.0.0.1:${clientPort}`
   const peer = `http://127.0.0.1:${peerPort}`
   const name = `pinto-test-${process.pid}-${clientPort}`
-  const child = spawn(
+  const launch = (state: 'new' | 'existing'): ChildProcess => spawn(
     ETCD_BIN,
     [
       '--name', name, '--data-dir', join(dataDir, 'data'),
       '--listen-client-urls', client, '--advertise-client-urls', client,
       '--listen-peer-urls', peer, '--initial-advertise-peer-urls', peer,
-      '--initial-cluster', `${name}=${peer}`, '--initial-cluster-state', 'new',
+      '--initial-cluster', `${name}=${peer}`, '--initial-cluster-state', state,
       // Small limits: tests write little, and the 2-core machine is shared. (3.4 has no --unsafe-no-fsync.)
       '--quota-backend-bytes', String(256 * 1024 * 1024), '--snapshot-count', '5000', '--max-wals', '2',
       '--logger', 'zap', '--log-outputs', 'stderr', '--log-level', 'error',
@@ -81,12 +89,16 @@ async function startOnce(deadlineMs: number): Promise<EtcdInstance | 'port-clash
     { stdio: ['ignore', 'ignore', 'pipe'] },
   )
   let stderr = ''
-  child.stderr?.on('data', (chunk: Buffer) => {
-    stderr = (stderr + chunk.toString()).slice(-4000)
-  })
-  child.on('error', (err) => {
-    stderr += `\nspawn ${ETCD_BIN}: ${err.message}`
-  })
+  const watchOutput = (c: ChildProcess): void => {
+    c.stderr?.on('data', (chunk: Buffer) => {
+      stderr = (stderr + chunk.toString()).slice(-4000)
+    })
+    c.on('error', (err) => {
+      stderr += `\nspawn ${ETCD_BIN}: ${err.message}`
+    })
+  }
+  let child = launch('new')
+  watchOutput(child)
   const endpoint = `127.0.0.1:${clientPort}`
   // If the test process dies without its teardown, do not leave etcd and 100+ MB of WAL behind.
   const onExit = (): void => {
@@ -98,7 +110,27 @@ async function startOnce(deadlineMs: number): Promise<EtcdInstance | 'port-clash
     process.removeListener('exit', onExit)
     await stopChild(child, dataDir)
   }
-  const instance: EtcdInstance = { endpoint, pid: child.pid ?? -1, dataDir, stop }
+  const instance: EtcdInstance = {
+    endpoint, dataDir, stop,
+    get pid() {
+      return child.pid ?? -1
+    },
+    freeze: () => void process.kill(instance.pid, 'SIGSTOP'),
+    thaw: () => void process.kill(instance.pid, 'SIGCONT'),
+    async crash() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+      await exited(child)
+    },
+    async restart() {
+      child = launch('existing')
+      watchOutput(child)
+      const until = Date.now() + 15_000
+      while (!(await healthy(endpoint))) {
+        if (child.exitCode !== null || Date.now() > until) throw new Error(`etcd did not come back on ${dataDir}: ${stderr.trim()}`)
+        await new Promise((resolve) => setTimeout(resolve, 50))
+      }
+    },
+  }
   while (Date.now() < deadlineMs) {
     if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) {
       await stop()

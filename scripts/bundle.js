@@ -12,7 +12,8 @@ mkdirSync(out, { recursive: true })
 
 const FORBIDDEN = ['pino', 'fastify', 'etcd3', 'yaml', 'execa', 'prom-client', 'ip-num']
 
-for (const [name, entry] of [['pinto', 'cni/pinto-main.ts'], ['pinto-ipam', 'cni/pinto-ipam-main.ts']]) {
+// pinto-sea is the entry of the single executable (scripts/sea.js) that serves both plugins by name.
+for (const [name, entry] of [['pinto', 'cni/pinto-main.ts'], ['pinto-ipam', 'cni/pinto-ipam-main.ts'], ['pinto-sea', 'cni/sea-main.ts']]) {
   const outfile = join(out, `${name}.cjs`)
   const result = await build({
     entryPoints: [join(root, entry)],

@@ -1,12 +1,13 @@
-// `pintoctl install-cni` as an operator runs it, into temporary plugin and config directories: the plugins
-// carry this Node.js in their #! line and run when exec'd directly, a re-install replaces them by rename,
-// the conflist is pinto's with the chain asked for, and every bad input is refused naming its flag.
+// `pintoctl install-cni` as an operator runs it, into temporary plugin and config directories: the single
+// executable under both names (or, with --node, the bundles with that Node.js in their #! line) runs when
+// exec'd directly, a re-install replaces each file by rename, the conflist is pinto's with the chain and
+// PINTO_CNI_* settings asked for, and every bad input is refused naming its flag or variable.
 import t, { type Test } from 'tap'
 import { spawnSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, openSync, readFileSync, readSync, closeSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { BUNDLE_DIR, installCni, pintoConflist, shebangFor, withShebang } from '../../agent/install-cni.js'
+import { BUNDLE_DIR, installCni, pintoConflist, seaExecutable, shebangFor, withShebang } from '../../agent/install-cni.js'
 import { runPintoctl } from './pintoctl-run.js'
 
 function dirs(t: Test): { bin: string; conf: string; root: string } {
@@ -43,10 +44,10 @@ t.test('the conflist', async (t) => {
   t.throws(() => pintoConflist({ mtu: 0, chain: ['../evil'] }), /--chain: "..\/evil" is not a plugin name/)
 })
 
-t.test('pintoctl install-cni installs runnable plugins and pinto\'s config', async (t) => {
+t.test('pintoctl install-cni --node installs runnable bundles and pinto\'s config', async (t) => {
   const { bin, conf } = dirs(t)
   writeFileSync(join(bin, 'portmap'), '', { mode: 0o755 })
-  const r = await runPintoctl(['install-cni', '--bin-dir', bin, '--conf-dir', conf, '--socket', '/run/pinto-test.sock'])
+  const r = await runPintoctl(['install-cni', '--bin-dir', bin, '--conf-dir', conf, '--socket', '/run/pinto-test.sock', '--node', process.execPath])
   t.equal(r.status, 0, r.stderr)
   t.equal(r.stdout, `installed ${join(bin, 'pinto')}\ninstalled ${join(bin, 'pinto-ipam')}\ninstalled ${join(conf, '10-pinto.conflist')}\n`)
   for (const name of ['pinto', 'pinto-ipam']) {
@@ -62,6 +63,38 @@ t.test('pintoctl install-cni installs runnable plugins and pinto\'s config', asy
   }
   t.same(JSON.parse(readFileSync(join(conf, '10-pinto.conflist'), 'utf8')), pintoConflist({ mtu: 0, socket: '/run/pinto-test.sock', chain: ['portmap'] }), 'portmap chained: it is in the bin dir')
   t.same(readdirSync(bin).sort(), ['pinto', 'pinto-ipam', 'portmap'], 'no temporary file left')
+})
+
+const sea = seaExecutable()
+t.test('pintoctl install-cni installs the single executable under both names, settings from PINTO_CNI_*', { skip: sea === undefined ? 'dist/sea/pinto is not built: run `node scripts/sea.js` (npm test does)' : false }, async (t) => {
+  if (sea === undefined) return
+  const { bin, conf } = dirs(t)
+  const env = { PINTO_CNI_BIN_DIR: bin, PINTO_CNI_CONF_DIR: conf, PINTO_CNI_MTU: '1380', PINTO_CNI_SOCKET: '/run/pinto-env.sock' }
+  const r = await runPintoctl(['install-cni'], { env })
+  t.equal(r.status, 0, r.stderr)
+  t.equal(r.stdout, `installed ${join(bin, 'pinto')}\ninstalled ${join(bin, 'pinto-ipam')}\ninstalled ${join(conf, '10-pinto.conflist')}\n`)
+  const main = statSync(join(bin, 'pinto'))
+  t.equal(main.size, statSync(sea).size, 'pinto is the executable')
+  t.equal(main.mode & 0o777, 0o755)
+  t.equal(statSync(join(bin, 'pinto-ipam')).ino, main.ino, 'pinto-ipam is a hard link to it')
+  t.same(JSON.parse(readFileSync(join(conf, '10-pinto.conflist'), 'utf8')), pintoConflist({ mtu: 1380, socket: '/run/pinto-env.sock', chain: [] }))
+  // No Node.js reachable: an empty environment but the CNI variables.
+  const v = spawnSync(join(bin, 'pinto-ipam'), [], { input: '{"cniVersion":"1.0.0"}', env: { CNI_COMMAND: 'VERSION' }, encoding: 'utf8' })
+  t.equal(v.status, 0, `VERSION: ${v.stderr}`)
+  t.match(JSON.parse(v.stdout), { cniVersion: '1.0.0' })
+  // A flag wins over its variable; a re-install replaces both names by rename and leaves no temporary file.
+  const other = dirs(t)
+  const f = await runPintoctl(['install-cni', '--bin-dir', other.bin, '--no-conf'], { env })
+  t.equal(f.status, 0, f.stderr)
+  t.same(readdirSync(other.bin).sort(), ['pinto', 'pinto-ipam'])
+  const again = await runPintoctl(['install-cni', '--no-conf'], { env })
+  t.equal(again.status, 0, again.stderr)
+  t.not(statSync(join(bin, 'pinto')).ino, main.ino, 'a new inode under the same name')
+  t.equal(statSync(join(bin, 'pinto-ipam')).ino, statSync(join(bin, 'pinto')).ino, 'the link follows the new file')
+  t.same(readdirSync(bin).sort(), ['pinto', 'pinto-ipam'], 'no temporary file left')
+  const bad = await runPintoctl(['install-cni'], { env: { ...env, PINTO_CNI_MTU: 'jumbo' } })
+  t.equal(bad.status, 1)
+  t.match(bad.stderr, /PINTO_CNI_MTU: "jumbo" is not a number/)
 })
 
 t.test('a re-install replaces each file by rename: an exec in flight keeps reading the old one', async (t) => {

@@ -1,0 +1,51 @@
+#!/usr/bin/env node
+// Builds the CNI plugins as one single executable application (dist/sea/pinto, with dist/sea/pinto-ipam a
+// hard link to it) with the shipped Node.js's --build-sea, from dist/bundle/pinto-sea.cjs: it runs on a
+// host with no Node.js. Run after scripts/bundle.js; skips the build when the executable is newer than its inputs.
+import { execFileSync } from 'node:child_process'
+import { existsSync, linkSync, mkdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { ensureNode } from './node-lts.js'
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..')
+const bundle = join(root, 'dist', 'bundle', 'pinto-sea.cjs')
+const out = join(root, 'dist', 'sea')
+const exe = join(out, 'pinto')
+const config = join(out, 'sea-config.json')
+
+/** The sea config: see README "How the CNI binaries start fast" for why each field is as it is. */
+const SEA_CONFIG = {
+  main: bundle,
+  output: `${exe}.building`,
+  disableExperimentalSEAWarning: true,
+  // The bundle's compiled code is stored: no parse and compile at start. Its lazy modules are plain require()s.
+  useCodeCache: true,
+  useSnapshot: false,
+  execArgv: [],
+  // NODE_OPTIONS in a runtime's environment must not add flags (or --require a file) to the plugin.
+  execArgvExtension: 'none',
+}
+
+function fresh(node) {
+  if (!existsSync(exe) || !existsSync(join(out, 'pinto-ipam'))) return false
+  const built = statSync(exe).mtimeMs
+  return [bundle, node, fileURLToPath(import.meta.url)].every((f) => statSync(f).mtimeMs < built)
+}
+
+try {
+  if (!existsSync(bundle)) throw new Error(`${bundle} is missing: run \`npm run build\` first`)
+  const node = ensureNode()
+  if (!fresh(node)) {
+    mkdirSync(out, { recursive: true })
+    writeFileSync(config, JSON.stringify(SEA_CONFIG, null, 2) + '\n')
+    execFileSync(node, ['--build-sea', config], { stdio: ['ignore', 'ignore', 'inherit'], env: { PATH: process.env.PATH ?? '' } })
+    renameSync(SEA_CONFIG.output, exe)
+    rmSync(join(out, 'pinto-ipam'), { force: true })
+    linkSync(exe, join(out, 'pinto-ipam'))
+  }
+  process.stdout.write(`${exe}: ${statSync(exe).size} bytes (pinto-ipam a hard link)\n`)
+} catch (err) {
+  process.stderr.write(`sea: ${err.message}\n`)
+  process.exit(1)
+}

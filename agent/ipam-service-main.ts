@@ -4,6 +4,7 @@
 
 import { pathToFileURL } from 'node:url'
 import { openDatastore } from '../config/datastore-open.js'
+import type { EtcdTlsFiles } from '../config/etcd-tls.js'
 import { IpamService } from './ipam-service.js'
 import { CniService } from './cni-service.js'
 import { settingsFromEnv as agentSettings } from './settings.js'
@@ -12,6 +13,7 @@ export { DEFAULT_SOCKET } from '../cni/config.js'
 
 export interface ServiceSettings {
   readonly datastore: string
+  readonly etcdTls?: EtcdTlsFiles
   readonly socket: string
   readonly node: string
   readonly mtuFile: string
@@ -20,11 +22,11 @@ export interface ServiceSettings {
 /** The agent's own settings (one line naming a bad variable), narrowed to what the service needs. */
 export function settingsFromEnv(env: Readonly<Record<string, string | undefined>>): ServiceSettings {
   const s = agentSettings(env)
-  return { datastore: s.datastore, socket: s.socket, node: s.nodeName, mtuFile: s.mtuFile }
+  return { datastore: s.datastore, etcdTls: s.etcdTls, socket: s.socket, node: s.nodeName, mtuFile: s.mtuFile }
 }
 
 export async function startIpamService(s: ServiceSettings): Promise<{ service: IpamService; cni: CniService | undefined; stop: () => Promise<void> }> {
-  const store = await openDatastore(s.datastore)
+  const store = await openDatastore(s.datastore, s.etcdTls ? { etcdTls: s.etcdTls } : {})
   const service = new IpamService({ store, node: s.node, socket: s.socket, mtuFile: s.mtuFile })
   try {
     await service.listen()

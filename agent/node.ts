@@ -126,7 +126,10 @@ export class PintoNode {
     if (this.v4) this.log.info({ address: `${this.v4.address}/${this.v4.prefixLength}`, interface: this.v4.interface }, `node IPv4 address: ${this.v4.reason}`)
     if (this.v6) this.log.info({ address: `${this.v6.address}/${this.v6.prefixLength}`, interface: this.v6.interface }, `node IPv6 address: ${this.v6.reason}`)
 
-    this.store = await openDatastore(s.datastore)
+    if (s.etcdTls.ca !== undefined || s.etcdTls.cert !== undefined) {
+      this.log.info({ caFile: s.etcdTls.ca, certFile: s.etcdTls.cert, keyFile: s.etcdTls.key }, 'etcd TLS files read once now; restart pinto-node to use renewed ones')
+    }
+    this.store = await openDatastore(s.datastore, { etcdTls: s.etcdTls })
     this.cluster = new ClusterState(this.store, this.log.child({ component: 'datastore' }))
     await this.cluster.start()
     await this.ensureDefaultPools()

@@ -3,6 +3,7 @@
 
 import { hostname } from 'node:os'
 import { DEFAULT_DATASTORE, parseDatastoreSpec } from '../config/datastore-open.js'
+import { checkEtcdTlsFiles, DatastoreSettingError, etcdTlsFilesFromEnv, type EtcdTlsFiles } from '../config/etcd-tls.js'
 import { parseASNumber } from '../config/resources/index.js'
 import { parseIpv4, parseIpv6 } from '../bgp/codec/ip.js'
 import { DEFAULT_MTU_FILE, DEFAULT_SOCKET } from '../cni/config.js'
@@ -35,6 +36,8 @@ export interface AgentSettings {
   /** The node's AS; undefined: the cluster's (BGPConfiguration, default 64512). */
   readonly asNumber: number | undefined
   readonly datastore: string
+  /** PINTO_ETCD_CA_CERT_FILE / _CERT_FILE / _KEY_FILE, for an https:// datastore; read once when it is opened. */
+  readonly etcdTls: EtcdTlsFiles
   readonly apiListen: { readonly host: string; readonly port: number }
   readonly apiToken: string | undefined
   readonly socket: string
@@ -139,10 +142,19 @@ export function settingsFromEnv(env: Env): AgentSettings {
     asNumber = parsed
   }
   const datastore = text(env, 'PINTO_DATASTORE', DEFAULT_DATASTORE)
+  let spec
   try {
-    parseDatastoreSpec(datastore)
+    spec = parseDatastoreSpec(datastore)
   } catch (err) {
     throw new SettingsError('PINTO_DATASTORE', (err as Error).message.replace(/^PINTO_DATASTORE=?/, '').trim())
+  }
+  let etcdTls: EtcdTlsFiles
+  try {
+    etcdTls = etcdTlsFilesFromEnv(env)
+    checkEtcdTlsFiles(spec, etcdTls)
+  } catch (err) {
+    if (err instanceof DatastoreSettingError) throw new SettingsError(err.variable, err.detail)
+    throw err
   }
   const poolCidr = text(env, 'PINTO_IPV4POOL_CIDR', '192.168.0.0/16')
   const noPool = poolCidr === 'none'
@@ -157,6 +169,7 @@ export function settingsFromEnv(env: Env): AgentSettings {
     ip6: parseAddressMethod('PINTO_IP6', env.PINTO_IP6, true),
     asNumber,
     datastore,
+    etcdTls,
     apiListen: hostPort('PINTO_API_LISTEN', text(env, 'PINTO_API_LISTEN', '127.0.0.1:9099')),
     apiToken: env.PINTO_API_TOKEN === undefined || env.PINTO_API_TOKEN === '' ? undefined : env.PINTO_API_TOKEN,
     socket: text(env, 'PINTO_SOCKET', DEFAULT_SOCKET),

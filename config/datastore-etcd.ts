@@ -4,10 +4,32 @@
 
 import { Etcd3, EtcdError, type IKeyValue, type Watcher } from 'etcd3'
 import { DatastoreError, type Datastore, type KeyValue, type ListResult, type Watch, type WatchEvent } from './datastore.js'
+import type { EtcdCredentials } from './etcd-tls.js'
+import { tlsFailure } from './etcd-tls-errors.js'
 
 export interface EtcdOptions {
   /** Upper bound for one call, connecting included. Default 3.5 s (the contract promises an answer within 5 s). */
   readonly timeoutMs?: number
+  /** TLS (https:// endpoints) with these credentials; absent: plain http. */
+  readonly tls?: EtcdCredentials
+}
+
+/**
+ * grpc-js sets the TLS server name to the endpoint's host even when it is an IP address (etcd is mostly reached
+ * by IP), and Node then warns DEP0123 on every process's first TLS connection: nothing an operator can act on.
+ * Only that warning is dropped.
+ */
+let quietIpServername = false
+function dropIpServernameWarning(): void {
+  if (quietIpServername) return
+  quietIpServername = true
+  const emit = process.emitWarning.bind(process) as (...args: unknown[]) => void
+  process.emitWarning = ((...args: unknown[]) => {
+    const [warning, second, third] = args
+    const code = typeof second === 'object' && second !== null ? (second as { code?: string }).code : third
+    if (code === 'DEP0123' || (typeof warning === 'string' && warning.startsWith('Setting the TLS ServerName to an IP address'))) return
+    emit(...args)
+  }) as typeof process.emitWarning
 }
 
 const toKv = (kv: IKeyValue): KeyValue => ({ key: kv.key.toString('utf8'), value: kv.value.toString('utf8'), revision: Number(kv.mod_revision) })
@@ -23,6 +45,9 @@ function checkValue(key: string, value: unknown): asserts value is string {
 export class EtcdDatastore implements Datastore {
   private readonly client: Etcd3
   private readonly timeoutMs: number
+  private readonly tls: EtcdCredentials | undefined
+  /** The endpoints as URLs, as errors name them. */
+  readonly urls: string
   private readonly watchers = new Set<Watcher>()
   private closed = false
 
@@ -31,8 +56,14 @@ export class EtcdDatastore implements Datastore {
     options: EtcdOptions,
   ) {
     this.timeoutMs = options.timeoutMs ?? 3500
+    this.tls = options.tls
+    const hosts = endpoints.map((e) => `${this.tls ? 'https' : 'http'}://${e}`)
+    this.urls = hosts.join(',')
+    const { rootCertificate, certChain, privateKey } = options.tls ?? {}
+    if (options.tls) dropIpServernameWarning()
     this.client = new Etcd3({
-      hosts: endpoints.map((e) => `http://${e}`),
+      hosts,
+      ...(rootCertificate ? { credentials: { rootCertificate, ...(certChain ? { certChain } : {}), ...(privateKey ? { privateKey } : {}) } } : {}),
       dialTimeout: this.timeoutMs,
       // A deadline on every unary call; streams (watch) reconnect on their own.
       defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + this.timeoutMs }),
@@ -54,11 +85,11 @@ export class EtcdDatastore implements Datastore {
 
   /** Runs one etcd call under a hard deadline and maps failures onto DatastoreError. */
   private async call<T>(what: string, fn: () => Promise<T>): Promise<T> {
-    if (this.closed) throw new DatastoreError('unavailable', `etcd datastore (${this.endpoints.join(',')}) is closed`)
+    if (this.closed) throw new DatastoreError('unavailable', `etcd datastore (${this.urls}) is closed`)
     let timer: NodeJS.Timeout | undefined
     const deadline = new Promise<never>((_, reject) => {
       timer = setTimeout(
-        () => reject(new DatastoreError('unavailable', `etcd at ${this.endpoints.join(',')} did not answer ${what} within ${this.timeoutMs} ms`)),
+        () => reject(new DatastoreError('unavailable', `etcd at ${this.urls} did not answer ${what} within ${this.timeoutMs} ms`)),
         this.timeoutMs + 500,
       )
     })
@@ -66,7 +97,9 @@ export class EtcdDatastore implements Datastore {
       return await Promise.race([fn(), deadline])
     } catch (err) {
       if (err instanceof DatastoreError) throw err
-      throw new DatastoreError('unavailable', `etcd at ${this.endpoints.join(',')} failed ${what}: ${(err as Error).message}`)
+      const tls = this.tls && tlsFailure(this.urls, this.tls, err)
+      if (tls) throw tls
+      throw new DatastoreError('unavailable', `etcd at ${this.urls} failed ${what}: ${(err as Error).message.replace(/\s*\n\s*/g, ' ')}`)
     } finally {
       clearTimeout(timer)
     }
@@ -149,7 +182,7 @@ export class EtcdDatastore implements Datastore {
           )
         })
       })
-      .catch((err: Error) => fail(new DatastoreError('unavailable', `etcd at ${this.endpoints.join(',')}: cannot watch ${prefix}: ${err.message}`)))
+      .catch((err: Error) => fail(new DatastoreError('unavailable', `etcd at ${this.urls}: cannot watch ${prefix}: ${err.message}`)))
     return {
       close: () => {
         closed = true

@@ -1,15 +1,17 @@
-// Chooses and opens a datastore backend from a PINTO_DATASTORE value: a directory path or etcd://host:port[,...].
-// Parsing is pure and separate from opening; errors name PINTO_DATASTORE and what was wrong with the value.
+// Chooses and opens a datastore backend from a PINTO_DATASTORE value: a directory path, etcd://host:port[,...],
+// or Calico's ETCD_ENDPOINTS shape (http://host:port[,...] plain, https://host:port[,...] TLS). Parsing is pure
+// and separate from opening; errors name PINTO_DATASTORE (or the TLS variable) and what was wrong.
 
 import { DatastoreError, type Datastore } from './datastore.js'
 import { openEmbeddedDatastore, type EmbeddedOptions } from './datastore-embedded.js'
 import { openEtcdDatastore, type EtcdOptions } from './datastore-etcd.js'
+import { checkEtcdTlsFiles, etcdTlsFilesFromEnv, readEtcdCredentials, type EtcdTlsFiles } from './etcd-tls.js'
 
 export const DEFAULT_DATASTORE = '/var/lib/pinto/store'
 
 export type DatastoreSpec =
   | { readonly kind: 'embedded'; readonly dir: string }
-  | { readonly kind: 'etcd'; readonly endpoints: readonly string[] }
+  | { readonly kind: 'etcd'; readonly endpoints: readonly string[]; readonly tls: boolean }
 
 const bad = (spec: string, why: string): DatastoreError => new DatastoreError('invalid', `PINTO_DATASTORE=${JSON.stringify(spec)}: ${why}`)
 
@@ -34,19 +36,43 @@ export function parseDatastoreSpec(spec: string): DatastoreSpec {
     if (spec.includes('\0')) throw bad(spec, 'directory path contains a NUL byte')
     return { kind: 'embedded', dir: spec }
   }
-  if (scheme[1] !== 'etcd') throw bad(spec, `scheme ${scheme[1]}:// is not supported; use a directory path or etcd://host:port[,host:port]`)
+  if (scheme[1] === 'http' || scheme[1] === 'https') return parseEndpointUrls(spec, scheme[1])
+  if (scheme[1] !== 'etcd') throw bad(spec, `scheme ${scheme[1]}:// is not supported; use a directory path, etcd://host:port[,host:port] or https://host:port[,https://host:port]`)
   const rest = spec.slice('etcd://'.length).replace(/\/$/, '')
   if (rest === '') throw bad(spec, 'etcd:// needs at least one host:port')
   if (rest.includes('/')) throw bad(spec, 'etcd:// takes host:port[,host:port] only, no path')
-  return { kind: 'etcd', endpoints: rest.split(',').map((e, i) => parseEndpoint(spec, e, i)) }
+  return { kind: 'etcd', endpoints: rest.split(',').map((e, i) => parseEndpoint(spec, e, i)), tls: false }
+}
+
+/** Calico's ETCD_ENDPOINTS: every endpoint a URL with the same scheme, https meaning TLS. */
+function parseEndpointUrls(spec: string, scheme: 'http' | 'https'): DatastoreSpec {
+  const endpoints = spec.split(',').map((url, i) => {
+    const m = /^([A-Za-z][A-Za-z0-9+.-]*):\/\/([^/]*)\/?$/.exec(url)
+    if (!m) throw bad(spec, `etcd endpoint ${i + 1} (${JSON.stringify(url)}) must be ${scheme}://host:port with no path`)
+    if (m[1] !== scheme) throw bad(spec, `etcd endpoint ${i + 1} (${JSON.stringify(url)}) is ${m[1]}:// but endpoint 1 is ${scheme}://; use one scheme for all`)
+    return parseEndpoint(spec, m[2]!, i)
+  })
+  return { kind: 'etcd', endpoints, tls: scheme === 'https' }
 }
 
 export interface OpenOptions {
   readonly embedded?: EmbeddedOptions
-  readonly etcd?: EtcdOptions
+  readonly etcd?: Omit<EtcdOptions, 'tls'>
+  /** PINTO_ETCD_*_FILE: read here, once, when an https:// datastore is opened. */
+  readonly etcdTls?: EtcdTlsFiles
 }
 
 export async function openDatastore(spec: string, options: OpenOptions = {}): Promise<Datastore> {
   const parsed = parseDatastoreSpec(spec)
-  return parsed.kind === 'embedded' ? openEmbeddedDatastore(parsed.dir, options.embedded) : openEtcdDatastore(parsed.endpoints, options.etcd)
+  const files = options.etcdTls ?? {}
+  checkEtcdTlsFiles(parsed, files)
+  if (parsed.kind === 'embedded') return openEmbeddedDatastore(parsed.dir, options.embedded)
+  const tls = parsed.tls ? readEtcdCredentials(files) : undefined
+  return openEtcdDatastore(parsed.endpoints, { ...options.etcd, ...(tls ? { tls } : {}) })
+}
+
+/** The datastore a process in this environment uses (PINTO_DATASTORE and PINTO_ETCD_*_FILE), as pinto-node does. */
+export function openDatastoreFromEnv(env: Readonly<Record<string, string | undefined>>, options: Omit<OpenOptions, 'etcdTls'> = {}): Promise<Datastore> {
+  const spec = env['PINTO_DATASTORE'] || DEFAULT_DATASTORE
+  return openDatastore(spec, { ...options, etcdTls: etcdTlsFilesFromEnv(env) })
 }

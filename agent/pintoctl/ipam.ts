@@ -3,7 +3,7 @@
 
 import { readFileSync, writeFileSync } from 'node:fs'
 import type { Datastore } from '../../config/datastore.js'
-import { DEFAULT_DATASTORE, openDatastore } from '../../config/datastore-open.js'
+import { openDatastoreFromEnv } from '../../config/datastore-open.js'
 import { cidrContains, cidrSize, formatCidr, parseAddr } from '../../ipam/addr.js'
 import { type AllocationBlock, affinityNode, blockCidr, blockInUse, ordinalAddress } from '../../ipam/block.js'
 import { checkIpam, describeProblem, repairIpam } from '../../ipam/check.js'
@@ -146,7 +146,7 @@ export async function ipamCommand(args: readonly string[]): Promise<number> {
   const out = (s: string): void => void process.stdout.write(s)
   let store: Datastore | undefined
   try {
-    store = await openDatastore(process.env['PINTO_DATASTORE'] ?? DEFAULT_DATASTORE)
+    store = await openDatastoreFromEnv(process.env)
     const ipam = new Ipam(store, { pools: await loadPoolSpecs(store) })
     if (sub === 'check') return await check(ipam, flags, out)
     if (sub === 'release') {

@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs'
 import { stringify } from 'yaml'
 import { DatastoreError, type Datastore } from '../../config/datastore.js'
-import { DEFAULT_DATASTORE, openDatastore } from '../../config/datastore-open.js'
+import { openDatastoreFromEnv } from '../../config/datastore-open.js'
 import {
   API_VERSION, checkPoolOverlap, decodeResource, encodeResource, keyOf, resolveKind, resourceKey, resourceKindPrefix, tryParseResources,
   RESOURCE_KINDS, type IPPool, type Resource, type ResourceKind,
@@ -144,7 +144,7 @@ async function run(verb: 'apply' | 'get' | 'delete', args: readonly string[]): P
   const fromFile = file !== undefined ? parseFile(file) : undefined
   if (verb === 'apply' && fromFile === undefined) throw new UsageError('apply needs -f FILE (or -f - for standard input)')
   if (verb === 'delete' && fromFile === undefined && rest.length !== 2) throw new UsageError('delete needs KIND NAME, or -f FILE')
-  const store = await openDatastore(process.env['PINTO_DATASTORE'] ?? DEFAULT_DATASTORE)
+  const store = await openDatastoreFromEnv(process.env)
   try {
     if (verb === 'get') await get(store, rest, o)
     else if (verb === 'apply') {

@@ -23,6 +23,12 @@ t.test('defaults as DESIGN.md lists them', async (t) => {
   t.equal(s.asNumber, undefined)
 })
 
+t.test('etcd TLS files are named, not read, by the settings', async (t) => {
+  const env = { PINTO_DATASTORE: 'https://127.0.0.1:2379', PINTO_ETCD_CA_CERT_FILE: '/absent/ca.crt', PINTO_ETCD_CERT_FILE: '/absent/c.crt', PINTO_ETCD_KEY_FILE: '/absent/c.key' }
+  t.same(settingsFromEnv(env).etcdTls, { ca: '/absent/ca.crt', cert: '/absent/c.crt', key: '/absent/c.key' })
+  t.same(settingsFromEnv({ PINTO_DATASTORE: 'https://127.0.0.1:2379' }).etcdTls, {})
+})
+
 t.test('address methods', async (t) => {
   t.match(settingsFromEnv({ PINTO_IP: '192.0.2.5/24' }).ip, { kind: 'explicit', address: '192.0.2.5', prefixLength: 24 })
   t.match(settingsFromEnv({ PINTO_IP: 'autodetect' }).ip, { kind: 'first-found' })
@@ -46,6 +52,11 @@ const bad: [Record<string, string>, string, RegExp][] = [
   [{ PINTO_IPV4POOL_CIDR: '198.18.0.0' }, 'PINTO_IPV4POOL_CIDR', /CIDR/],
   [{ PINTO_IPV4POOL_IPIP: 'Always', PINTO_IPV4POOL_VXLAN: 'Always' }, 'PINTO_IPV4POOL_VXLAN', /both/],
   [{ PINTO_NODENAME: 'a/b' }, 'PINTO_NODENAME', /no '\/'/],
+  [{ PINTO_DATASTORE: 'https://e:2379', PINTO_ETCD_CERT_FILE: '/c.crt' }, 'PINTO_ETCD_KEY_FILE', /not set but PINTO_ETCD_CERT_FILE is/],
+  [{ PINTO_DATASTORE: 'https://e:2379', PINTO_ETCD_KEY_FILE: '/c.key' }, 'PINTO_ETCD_CERT_FILE', /not set but PINTO_ETCD_KEY_FILE is/],
+  [{ PINTO_DATASTORE: 'etcd://e:2379', PINTO_ETCD_CA_CERT_FILE: '/ca.crt' }, 'PINTO_ETCD_CA_CERT_FILE', /needs https:\/\//],
+  [{ PINTO_ETCD_KEY_FILE: '/c.key', PINTO_ETCD_CERT_FILE: '/c.crt' }, 'PINTO_ETCD_CERT_FILE', /embedded datastore/],
+  [{ PINTO_DATASTORE: 'https://e:2379', PINTO_ETCD_CA_CERT_FILE: ' /ca.crt' }, 'PINTO_ETCD_CA_CERT_FILE', /spaces/],
 ]
 for (const [env, variable, message] of bad) {
   t.test(`${JSON.stringify(env)} names ${variable}`, async (t) => {

@@ -11,16 +11,25 @@ import { openDatastore, parseDatastoreSpec } from '../../config/datastore-open.j
 t.test('good values', async (t) => {
   t.same(parseDatastoreSpec('/var/lib/pinto/store'), { kind: 'embedded', dir: '/var/lib/pinto/store' })
   t.same(parseDatastoreSpec('relative/store'), { kind: 'embedded', dir: 'relative/store' })
-  t.same(parseDatastoreSpec('etcd://127.0.0.1:2379'), { kind: 'etcd', endpoints: ['127.0.0.1:2379'] })
-  t.same(parseDatastoreSpec('etcd://a.example:2379,10.0.0.2:22379/'), { kind: 'etcd', endpoints: ['a.example:2379', '10.0.0.2:22379'] })
-  t.same(parseDatastoreSpec('etcd://[2001:db8::1]:2379'), { kind: 'etcd', endpoints: ['[2001:db8::1]:2379'] })
+  t.same(parseDatastoreSpec('etcd://127.0.0.1:2379'), { kind: 'etcd', endpoints: ['127.0.0.1:2379'], tls: false })
+  t.same(parseDatastoreSpec('etcd://a.example:2379,10.0.0.2:22379/'), { kind: 'etcd', endpoints: ['a.example:2379', '10.0.0.2:22379'], tls: false })
+  t.same(parseDatastoreSpec('etcd://[2001:db8::1]:2379'), { kind: 'etcd', endpoints: ['[2001:db8::1]:2379'], tls: false })
+  // Calico's ETCD_ENDPOINTS shape: https is TLS, http plain.
+  t.same(parseDatastoreSpec('https://etcd-0.example:2379,https://10.0.0.2:2379/'), { kind: 'etcd', endpoints: ['etcd-0.example:2379', '10.0.0.2:2379'], tls: true })
+  t.same(parseDatastoreSpec('http://127.0.0.1:2379'), { kind: 'etcd', endpoints: ['127.0.0.1:2379'], tls: false })
+  t.same(parseDatastoreSpec('https://[2001:db8::1]:2379'), { kind: 'etcd', endpoints: ['[2001:db8::1]:2379'], tls: true })
 })
 
 t.test('bad values name PINTO_DATASTORE and the problem', async (t) => {
   const cases: Array<[string, RegExp]> = [
     ['', /is empty/],
     [' /store', /spaces/],
-    ['http://127.0.0.1:2379', /scheme http:\/\/ is not supported/],
+    ['ftp://127.0.0.1:2379', /scheme ftp:\/\/ is not supported/],
+    ['https://127.0.0.1:2379,http://127.0.0.2:2379', /endpoint 2 .* is http:\/\/ but endpoint 1 is https:\/\//],
+    ['https://127.0.0.1:2379,127.0.0.2:2379', /endpoint 2 .* must be https:\/\/host:port/],
+    ['https://127.0.0.1:2379/v3', /endpoint 1 .* no path/],
+    ['https://127.0.0.1', /endpoint 1 .* needs host:port/],
+    ['http://', /endpoint 1 .* needs host:port/],
     ['etcd://', /at least one host:port/],
     ['etcd://127.0.0.1', /endpoint 1 .* needs host:port/],
     ['etcd://127.0.0.1:2379,127.0.0.1:0', /endpoint 2 .* port "0"/],

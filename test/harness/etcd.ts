@@ -1,18 +1,44 @@
-// Test harness: a private etcd (Debian's /usr/bin/etcd) on loopback with free ports and its own temp data dir.
-// It owns starting, health-waiting and stopping that one process (by pid) and removing its directory;
-// it never touches another etcd. Pass the tap test to have it stopped in t.teardown even when the test fails.
+// Test harness: a private etcd (Debian's /usr/bin/etcd) with its own temp data dir: on loopback with free ports
+// by default, or on an address and ports the caller chooses (inside a namespace through a command prefix), plain
+// or TLS with client-certificate auth. It owns starting, health-waiting and stopping that one process (by pid)
+// and removing its directory; it never touches another etcd. Pass the tap test to have it stopped in teardown.
 
-import { spawn, type ChildProcess } from 'node:child_process'
+import { execFile, spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
 export const ETCD_BIN = process.env['PINTO_ETCD_BIN'] ?? '/usr/bin/etcd'
+const ETCDCTL_BIN = process.env['PINTO_ETCDCTL_BIN'] ?? '/usr/bin/etcdctl'
+
+/** TLS for the client listener: etcd's certificate and the CA whose client certificates it accepts. */
+export interface EtcdServerTls {
+  readonly trustedCa: string
+  readonly cert: string
+  readonly key: string
+  /** A client certificate signed by trustedCa, used by the health check. */
+  readonly client: { readonly cert: string; readonly key: string }
+}
+
+export interface EtcdStartOptions {
+  /** Client and peer listen address; default 127.0.0.1. */
+  readonly host?: string
+  /** Fixed ports (e.g. inside a namespace, where a free loopback port of this one means nothing); default free ones. */
+  readonly clientPort?: number
+  readonly peerPort?: number
+  /** Command prefix etcd and its health check run under, e.g. ['ip', 'netns', 'exec', 'fabric-x']. */
+  readonly wrap?: readonly string[]
+  readonly tls?: EtcdServerTls
+}
 
 export interface EtcdInstance {
   /** host:port of the client listener, as used in `etcd://<endpoint>`. */
   readonly endpoint: string
+  /** The client URL, http:// or https://. */
+  readonly url: string
+  /** The PINTO_DATASTORE value that reaches this etcd: etcd://host:port, or https://host:port with TLS. */
+  readonly datastore: string
   readonly pid: number
   readonly dataDir: string
   stop(): Promise<void>
@@ -44,6 +70,8 @@ function exited(child: ChildProcess): Promise<void> {
 async function stopChild(child: ChildProcess, dataDir: string): Promise<void> {
   if (child.exitCode === null && child.signalCode === null && child.pid !== undefined) {
     process.kill(child.pid, 'SIGTERM')
+    // A test may have frozen it (SIGSTOP); a stopped process acts on SIGTERM only once continued.
+    process.kill(child.pid, 'SIGCONT')
     const killer = setTimeout(() => child.pid !== undefined && child.exitCode === null && process.kill(child.pid, 'SIGKILL'), 5000)
     await exited(child)
     clearTimeout(killer)
@@ -61,17 +89,39 @@ async function healthy(endpoint: string): Promise<boolean> {
   }
 }
 
-async function startOnce(deadlineMs: number): Promise<EtcdInstance | 'port-clash'> {
-  const [clientPort, peerPort] = [await freePort(), await freePort()]
+/**
+ * etcdctl's health check, through the same command prefix and with the client certificate. It does not verify the
+ * server's certificate: tests also start an etcd whose certificate is wrong on purpose.
+ */
+function healthyCtl(url: string, options: EtcdStartOptions): Promise<boolean> {
+  const tls = options.tls
+  const args = [
+    ...(options.wrap ?? []).slice(1), ETCDCTL_BIN, `--endpoints=${url}`, '--command-timeout=1s', '--dial-timeout=1s',
+    ...(tls ? ['--insecure-skip-tls-verify', `--cert=${tls.client.cert}`, `--key=${tls.client.key}`] : []),
+    'endpoint', 'health',
+  ]
+  const [bin, ...rest] = options.wrap && options.wrap.length > 0 ? [options.wrap[0]!, ...args] : args
+  return new Promise((resolve) => execFile(bin!, rest, { timeout: 3000, env: { ...process.env, ETCDCTL_API: '3' } }, (err) => resolve(err === null)))
+}
+
+async function startOnce(deadlineMs: number, options: EtcdStartOptions): Promise<EtcdInstance | 'port-clash'> {
+  const clientPort = options.clientPort ?? (await freePort())
+  const peerPort = options.peerPort ?? (await freePort())
+  const host = options.host ?? '127.0.0.1'
+  const hostInUrl = host.includes(':') ? `[${host}]` : host
   const dataDir = mkdtempSync(join(tmpdir(), 'pinto-etcd-'))
-  const client = `http://127.0.0.1:${clientPort}`
-  const peer = `http://127.0.0.1:${peerPort}`
+  const tls = options.tls
+  const client = `${tls ? 'https' : 'http'}://${hostInUrl}:${clientPort}`
+  const peer = `http://${hostInUrl}:${peerPort}`
   const name = `pinto-test-${process.pid}-${clientPort}`
+  const wrap = options.wrap ?? []
+  const tlsArgs = tls ? ['--client-cert-auth', '--trusted-ca-file', tls.trustedCa, '--cert-file', tls.cert, '--key-file', tls.key] : []
   const child = spawn(
-    ETCD_BIN,
+    wrap[0] ?? ETCD_BIN,
     [
+      ...(wrap.length > 0 ? [...wrap.slice(1), ETCD_BIN] : []),
       '--name', name, '--data-dir', join(dataDir, 'data'),
-      '--listen-client-urls', client, '--advertise-client-urls', client,
+      '--listen-client-urls', client, '--advertise-client-urls', client, ...tlsArgs,
       '--listen-peer-urls', peer, '--initial-advertise-peer-urls', peer,
       '--initial-cluster', `${name}=${peer}`, '--initial-cluster-state', 'new',
       // Small limits: tests write little, and the 2-core machine is shared. (3.4 has no --unsafe-no-fsync.)
@@ -87,7 +137,7 @@ async function startOnce(deadlineMs: number): Promise<EtcdInstance | 'port-clash
   child.on('error', (err) => {
     stderr += `\nspawn ${ETCD_BIN}: ${err.message}`
   })
-  const endpoint = `127.0.0.1:${clientPort}`
+  const endpoint = `${hostInUrl}:${clientPort}`
   // If the test process dies without its teardown, do not leave etcd and 100+ MB of WAL behind.
   const onExit = (): void => {
     if (child.exitCode === null && child.pid !== undefined) child.kill('SIGKILL')
@@ -98,14 +148,17 @@ async function startOnce(deadlineMs: number): Promise<EtcdInstance | 'port-clash
     process.removeListener('exit', onExit)
     await stopChild(child, dataDir)
   }
-  const instance: EtcdInstance = { endpoint, pid: child.pid ?? -1, dataDir, stop }
+  const datastore = tls ? client : `etcd://${endpoint}`
+  const instance: EtcdInstance = { endpoint, url: client, datastore, pid: child.pid ?? -1, dataDir, stop }
+  const plain = !tls && wrap.length === 0
   while (Date.now() < deadlineMs) {
     if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) {
       await stop()
-      if (/address already in use/.test(stderr)) return 'port-clash'
+      const fixed = options.clientPort !== undefined && options.peerPort !== undefined
+      if (/address already in use/.test(stderr) && !fixed) return 'port-clash'
       throw new Error(`etcd exited before it was healthy (code ${child.exitCode}): ${stderr.trim()}`)
     }
-    if (await healthy(endpoint)) return instance
+    if (plain ? await healthy(endpoint) : await healthyCtl(client, options)) return instance
     await new Promise((resolve) => setTimeout(resolve, 50))
   }
   await instance.stop()
@@ -113,10 +166,10 @@ async function startOnce(deadlineMs: number): Promise<EtcdInstance | 'port-clash
 }
 
 /** Starts a private etcd and waits until it reports healthy (within 15 s). */
-export async function startEtcd(t?: Teardown): Promise<EtcdInstance> {
+export async function startEtcd(t?: Teardown, options: EtcdStartOptions = {}): Promise<EtcdInstance> {
   const deadline = Date.now() + 15_000
   for (let attempt = 0; attempt < 5; attempt++) {
-    const started = await startOnce(deadline)
+    const started = await startOnce(deadline, options)
     if (started === 'port-clash') continue
     t?.teardown(() => started.stop())
     return started

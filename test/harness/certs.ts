@@ -1,0 +1,103 @@
+// Test harness: throwaway X.509 material made with the `openssl` CLI in a temp dir (a CA, leaf certificates
+// it signs with the SANs asked for). It owns that directory and removes it in teardown; it never reads or
+// writes the machine's own certificates.
+
+import { execFile } from 'node:child_process'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+
+const run = promisify(execFile)
+
+export interface CertFiles {
+  readonly cert: string
+  readonly key: string
+}
+
+export interface CertAuthority extends CertFiles {
+  /** Issues a leaf certificate (server and client use) for `name` with these SANs, e.g. ['IP:127.0.0.1']. */
+  issue(name: string, sans?: readonly string[]): Promise<CertFiles>
+}
+
+export interface CertDir {
+  readonly dir: string
+  /** A new self-signed CA whose files live in this directory. */
+  authority(name: string): Promise<CertAuthority>
+  remove(): void
+}
+
+interface Teardown {
+  teardown(fn: () => unknown): void
+}
+
+// P-256 keys: quick to make on a shared machine, and accepted by etcd (Go) and Node's TLS alike.
+const NEW_KEY = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes']
+
+async function openssl(args: readonly string[]): Promise<void> {
+  try {
+    await run('openssl', args, { timeout: 20_000 })
+  } catch (err) {
+    const e = err as Error & { stderr?: string }
+    throw new Error(`openssl ${args[0]} failed: ${(e.stderr ?? e.message).trim()}`)
+  }
+}
+
+export function certDir(t?: Teardown): CertDir {
+  const dir = mkdtempSync(join(tmpdir(), 'pinto-certs-'))
+  const remove = (): void => rmSync(dir, { recursive: true, force: true })
+  t?.teardown(remove)
+  return {
+    dir,
+    remove,
+    async authority(caName: string): Promise<CertAuthority> {
+      const ca = { cert: join(dir, `${caName}.crt`), key: join(dir, `${caName}.key`) }
+      await openssl(['req', '-x509', ...NEW_KEY, '-keyout', ca.key, '-out', ca.cert, '-days', '2', '-subj', `/CN=${caName}`])
+      return {
+        ...ca,
+        async issue(name: string, sans: readonly string[] = []): Promise<CertFiles> {
+          const leaf = { cert: join(dir, `${name}.crt`), key: join(dir, `${name}.key`) }
+          const csr = join(dir, `${name}.csr`)
+          const ext = join(dir, `${name}.ext`)
+          const lines = ['basicConstraints=CA:FALSE', 'keyUsage=digitalSignature', 'extendedKeyUsage=serverAuth,clientAuth']
+          if (sans.length > 0) lines.push(`subjectAltName=${sans.join(',')}`)
+          writeFileSync(ext, `${lines.join('\n')}\n`)
+          await openssl(['req', ...NEW_KEY, '-keyout', leaf.key, '-out', csr, '-subj', `/CN=${name}`])
+          await openssl(['x509', '-req', '-in', csr, '-CA', ca.cert, '-CAkey', ca.key, '-CAcreateserial', '-out', leaf.cert, '-days', '2', '-extfile', ext])
+          return leaf
+        },
+      }
+    },
+  }
+}
+
+/** The certificates a TLS etcd test needs: etcd's CA and what it signs, and a second CA for the wrong cases. */
+export interface EtcdPki {
+  readonly dir: string
+  readonly ca: CertAuthority
+  /** etcd's certificate, for `sans` (default IP:127.0.0.1). */
+  readonly server: CertFiles
+  /** Signed by ca: etcd accepts it. */
+  readonly client: CertFiles
+  /** A CA that signed neither etcd's certificate nor the client's. */
+  readonly otherCa: CertAuthority
+  /** Signed by otherCa: etcd refuses it. */
+  readonly otherClient: CertFiles
+  /** Signed by ca, for a name etcd is not reached by (IP:127.0.0.2, DNS:elsewhere.example). */
+  readonly wrongName: CertFiles
+}
+
+export async function etcdPki(t?: Teardown, sans: readonly string[] = ['IP:127.0.0.1']): Promise<EtcdPki> {
+  const dir = certDir(t)
+  const ca = await dir.authority('etcd-ca')
+  const otherCa = await dir.authority('other-ca')
+  return {
+    dir: dir.dir,
+    ca,
+    server: await ca.issue('etcd-server', sans),
+    client: await ca.issue('pinto-client'),
+    otherCa,
+    otherClient: await otherCa.issue('other-client'),
+    wrongName: await ca.issue('etcd-wrong-name', ['IP:127.0.0.2', 'DNS:elsewhere.example']),
+  }
+}

@@ -133,7 +133,8 @@ function settle() {
   return hash.digest('hex').slice(0, 16)
 }
 
-export function buildImage() {
+/** Builds (or finds) the image as `tag`, default IMAGE; tests build their own tag, never touching IMAGE. */
+export function buildImage({ tag = IMAGE } = {}) {
   for (const f of ['agent/pinto-node-main.js', 'bundle/pinto-sea.cjs']) {
     if (!existsSync(join(root, 'dist', f))) throw new Error(`dist/${f} is missing: run \`npm run build\` first`)
   }
@@ -144,15 +145,15 @@ export function buildImage() {
   const env = podmanEnv()
   let have = ''
   try {
-    have = sh('podman', ['image', 'inspect', '--format', '{{index .Labels "pinto.inputs"}}', IMAGE], { env, stdio: ['ignore', 'pipe', 'ignore'] }).trim()
+    have = sh('podman', ['image', 'inspect', '--format', '{{index .Labels "pinto.inputs"}}', tag], { env, stdio: ['ignore', 'pipe', 'ignore'] }).trim()
   } catch {
     // no such image yet
   }
   if (have !== inputs) {
-    sh('podman', ['build', '--timestamp', '0', '--label', `pinto.inputs=${inputs}`, '--tag', IMAGE, '-f', join(root, 'deploy', 'image', 'Containerfile'), work], { env, stdio: ['ignore', 'ignore', 'inherit'] })
+    sh('podman', ['build', '--timestamp', '0', '--label', `pinto.inputs=${inputs}`, '--tag', tag, '-f', join(root, 'deploy', 'image', 'Containerfile'), work], { env, stdio: ['ignore', 'ignore', 'inherit'] })
   }
-  const size = Number(sh('podman', ['image', 'inspect', '--format', '{{.Size}}', IMAGE], { env }).trim())
-  return { image: IMAGE, inputs, size, built: have !== inputs }
+  const size = Number(sh('podman', ['image', 'inspect', '--format', '{{.Size}}', tag], { env }).trim())
+  return { image: tag, inputs, size, built: have !== inputs }
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

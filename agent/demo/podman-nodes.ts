@@ -210,15 +210,6 @@ export class PodmanNodes {
     throw new Error(`${n.name}: not ready within ${timeoutMs} ms: ${last.replace(/\n/g, ' ')}`)
   }
 
-  /** The init container's run: when it started and finished (podman inspect), for a test to line ADDs up with. */
-  async installWindow(n: PodmanNode): Promise<{ started: number; finished: number; exitCode: number }> {
-    const out = await podman(['inspect', '--format', '{{.State.StartedAt}}|{{.State.FinishedAt}}|{{.State.ExitCode}}', `${this.podName(n)}-install-cni`])
-    const [started, finished, code] = out.trim().split('|')
-    // Go's time format: "2026-12-01 10:40:01.123456789 +0000 UTC".
-    const parse = (t: string | undefined): number => Date.parse((t ?? '').replace(/^(\S+) (\d+:\d+:\d+(?:\.\d{1,3})?)\d* ([+-]\d{2})(\d{2}).*$/, '$1T$2$3:$4'))
-    return { started: parse(started), finished: parse(finished), exitCode: Number(code) }
-  }
-
   /**
    * Stops the node's pod as the kubelet deletes one: SIGTERM (pinto-node's graceful stop), SIGKILL after
    * `graceSeconds`; its logs appended to n.log; then the pod is removed (`kube down`).
@@ -234,7 +225,8 @@ export class PodmanNodes {
 
   private async saveLogs(n: PodmanNode): Promise<void> {
     const name = this.podName(n)
-    for (const c of ['install-cni', 'pinto-node']) {
+    // install-cni's container is gone by now: podman removes an init container once it has run.
+    for (const c of ['pinto-node']) {
       const r = await execa('podman', ['logs', `${name}-${c}`], { env: { CONTAINERS_CONF: process.env['CONTAINERS_CONF'] ?? PODMAN_CONF }, reject: false, all: true })
       await writeFile(n.log, `--- ${name}-${c} (${this.image})\n${String(r.all ?? '')}\n`, { flag: 'a' })
     }

@@ -1,13 +1,19 @@
 // bench/cni: per-op latency of pinto ADD and DEL (100 runs, p50/p99) beside the reference ptp + host-local,
 // a bare `node -e 0` and pinto VERSION (as `pintoctl install-cni` installs it, and the bundle as built, with
-// `#!/usr/bin/env node`), interleaved in one run so machine load hits all alike. Every exec goes through the
-// same `ip netns exec HOST` wrapper, whose own cost is measured too (`true`).
-// Run: npx tsc -p . && node scripts/bundle.js && node dist/bench/cni.js [runs]
+// `#!/usr/bin/env node`), and the single executable (dist/sea/pinto, Node 26, with the CNI variables only)
+// beside a bare Node 26 start when it is built, interleaved in one run so machine load hits all alike.
+// Every exec goes through the same `ip netns exec HOST` wrapper, whose own cost is measured too (`true`).
+// Run: npx tsc -p . && node scripts/bundle.js && node scripts/sea.js && node dist/bench/cni.js [runs]
 
 import { execa } from 'execa'
+import { existsSync, mkdirSync } from 'node:fs'
 import { PLUGIN_EXEC_ENV } from '../agent/node-flags.js'
+import { installCni, seaExecutable } from '../agent/install-cni.js'
 import { join } from 'node:path'
-import { BUNDLE, createLab } from '../test/cni/lab.js'
+import { BUNDLE, DIST, createLab, execPlugin } from '../test/cni/lab.js'
+
+/** The Node.js scripts/node-lts.js fetched, which the single executable is built from. */
+const NODE_LTS = join(DIST, '..', '.cache', 'node-v26.12.1', 'bin', 'node')
 
 const RUNS = Number(process.argv[2] ?? 100)
 
@@ -36,8 +42,20 @@ async function main(): Promise<void> {
       const r = await execa('ip', ['netns', 'exec', lab.hostNs, cmd, ...args], { reject: false, env: { ...PLUGIN_EXEC_ENV, ...env }, input: '{}' })
       return { code: r.exitCode ?? -1, stdout: String(r.stdout) }
     }
-    const m: Record<string, number[]> = { wrapper: [], bare: [], version: [], versionEnv: [], pintoAdd: [], pintoDel: [], refAdd: [], refDel: [] }
+    const m: Record<string, number[]> = { wrapper: [], bare: [], version: [], versionEnv: [], pintoAdd: [], pintoDel: [], refAdd: [], refDel: [], bare26: [], seaVersion: [], seaAdd: [], seaDel: [] }
+    const sea = seaExecutable() !== undefined && existsSync(NODE_LTS) ? join(lab.dir, 'sea') : undefined
+    if (sea !== undefined) {
+      mkdirSync(sea)
+      installCni({ binDir: sea, confDir: undefined })
+    }
+    const seaAtt = { ...att, containerId: 'bench2' }
     for (let i = 0; i < RUNS; i++) {
+      if (sea !== undefined) {
+        m.bare26!.push(await timed(() => inHost(NODE_LTS, ['-e', '0']), 'node 26 -e 0'))
+        m.seaVersion!.push(await timed(() => execPlugin(lab, join(sea, 'pinto'), 'VERSION', '{}', {}, {}, false), 'SEA VERSION'))
+        m.seaAdd!.push(await timed(() => execPlugin(lab, join(sea, 'pinto'), 'ADD', pinto, seaAtt, {}, false), 'SEA ADD'))
+        m.seaDel!.push(await timed(() => execPlugin(lab, join(sea, 'pinto'), 'DEL', pinto, seaAtt, {}, false), 'SEA DEL'))
+      }
       m.wrapper!.push(await timed(() => inHost('true', []), 'true'))
       m.bare!.push(await timed(() => inHost('node', ['-e', '0']), 'node -e 0'))
       m.version!.push(await timed(() => lab.exec('pinto', 'VERSION', '{}'), 'pinto VERSION'))
@@ -59,6 +77,14 @@ async function main(): Promise<void> {
       row('ptp + host-local ADD (reference)', m.refAdd!),
       row('ptp + host-local DEL (reference)', m.refDel!),
     ]
+    if (sea !== undefined) {
+      out.push(
+        row('node 26 -e 0 (bare start)', m.bare26!),
+        row('SEA pinto VERSION (Node 26)', m.seaVersion!),
+        row('SEA pinto ADD (pinto-ipam)', m.seaAdd!),
+        row('SEA pinto DEL', m.seaDel!),
+      )
+    } else out.push('single executable: not built (node scripts/sea.js), no SEA rows')
     const bare = pct(m.bare!, 50)
     const addOver = pct(m.pintoAdd!, 50) - bare
     const refAdd = pct(m.refAdd!, 50)

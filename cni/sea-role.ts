@@ -1,12 +1,17 @@
 // Pure choices of the two-name plugin executable: which plugin a name serves, and which variables of
-// the environment Node.js itself reads (and the executable therefore drops). No I/O here.
-import { basename } from 'node:path'
+// the environment Node.js itself reads (and the executable therefore drops). No I/O here, and no
+// import: sea-env.ts runs it before any module of Node's loads.
 
 export type SeaRole = 'main' | 'ipam'
 
-/** The plugin the executable serves when exec'd as `argv0` (a path or a bare name); undefined for any other name. */
+/** The file name in `argv0`, a path or a bare name. */
+export function nameOf(argv0: string): string {
+  return argv0.slice(argv0.lastIndexOf('/') + 1)
+}
+
+/** The plugin the executable serves when exec'd as `argv0`; undefined for any other name. */
 export function roleFor(argv0: string): SeaRole | undefined {
-  const name = basename(argv0)
+  const name = nameOf(argv0)
   if (name === 'pinto') return 'main'
   if (name === 'pinto-ipam') return 'ipam'
   return undefined

@@ -144,13 +144,22 @@ export function buildImage({ tag = IMAGE } = {}) {
   const inputs = settle()
   const env = podmanEnv()
   let have = ''
+  let previous = ''
   try {
-    have = sh('podman', ['image', 'inspect', '--format', '{{index .Labels "pinto.inputs"}}', tag], { env, stdio: ['ignore', 'pipe', 'ignore'] }).trim()
+    ;[previous = '', have = ''] = sh('podman', ['image', 'inspect', '--format', '{{.Id}} {{index .Labels "pinto.inputs"}}', tag], { env, stdio: ['ignore', 'pipe', 'ignore'] }).trim().split(' ')
   } catch {
     // no such image yet
   }
   if (have !== inputs) {
     sh('podman', ['build', '--timestamp', '0', '--label', `pinto.inputs=${inputs}`, '--tag', tag, '-f', join(root, 'deploy', 'image', 'Containerfile'), work], { env, stdio: ['ignore', 'ignore', 'inherit'] })
+    // The image the tag left, unless another tag or a container still uses it.
+    if (previous !== '') {
+      try {
+        sh('podman', ['image', 'rm', previous], { env, stdio: ['ignore', 'ignore', 'ignore'] })
+      } catch {
+        // still in use: kept
+      }
+    }
   }
   const size = Number(sh('podman', ['image', 'inspect', '--format', '{{.Size}}', tag], { env }).trim())
   return { image: tag, inputs, size, built: have !== inputs }

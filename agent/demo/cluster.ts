@@ -55,6 +55,10 @@ export interface ClusterSpec {
   readonly image?: string
   /** Extra environment for every agent (e.g. PINTO_LOG_LEVEL). */
   readonly env?: Readonly<Record<string, string>>
+  /** The Node.js that runs pinto-node, by absolute path (default: this one). */
+  readonly node?: string
+  /** The plugins installed: the bundles under this Node.js (default) or the single executable (dist/sea). */
+  readonly plugins?: 'bundle' | 'sea'
   /** Progress lines for a person; silent when absent. */
   readonly say?: (line: string) => void
 }
@@ -185,9 +189,11 @@ export class DemoCluster {
     const datastore = podmanMode && spec.datastore !== 'etcd' ? 'etcd-tls' : spec.datastore
     this.dir = await mkdtemp(join(tmpdir(), `${TEMP_PREFIX}${this.netns.id}-`))
     await mkdir(this.cniPath)
-    // As on a node: copies with this Node.js in their #! line (the runtime execs them once per pod).
-    // Under podman each node has the plugins its pod's install-cni put in its root instead.
-    if (spec.runtime !== 'podman') installCni({ binDir: this.cniPath, confDir: undefined, node: process.execPath, bundleDir: BUNDLE })
+    // As on a node: copies with this Node.js in their #! line, or the single executable (the runtime
+    // execs them once per pod). Under podman each node has the plugins its pod's install-cni put in its root.
+    if (spec.runtime === 'podman') this.say('plugins: those each node\'s install-cni writes')
+    else if (spec.plugins === 'sea') installCni({ binDir: this.cniPath, confDir: undefined })
+    else installCni({ binDir: this.cniPath, confDir: undefined, node: process.execPath, bundleDir: BUNDLE })
 
     this.say(`building ${spec.nodes} nodes (namespaces ${this.netns.prefix}-*)${datastore === 'etcd' || datastore === 'etcd-tls' ? '' : `, datastore in ${this.store}`}`)
     await this.netns.fabric()
@@ -356,7 +362,7 @@ export class DemoCluster {
     const fd = openSync(n.log, 'a')
     try {
       // `ip netns exec` execs the program, so the child's pid is pinto-node's own.
-      n.agent = spawn('ip', ['netns', 'exec', n.ns, process.execPath, ...AGENT_NODE_FLAGS, NODE_BIN], { env: { ...process.env, ...this.agentEnv(n) }, stdio: ['ignore', fd, fd] })
+      n.agent = spawn('ip', ['netns', 'exec', n.ns, this.spec.node ?? process.execPath, ...AGENT_NODE_FLAGS, NODE_BIN], { env: { ...process.env, ...this.agentEnv(n) }, stdio: ['ignore', fd, fd] })
     } finally {
       closeSync(fd)
     }

@@ -22,6 +22,18 @@ export const USAGE = `usage:
 An empty variable counts as unset.
 `
 
+/** The variable each flag falls back to. */
+const VARIABLES: Readonly<Record<string, string>> = {
+  '--bin-dir': 'PINTO_CNI_BIN_DIR', '--conf-dir': 'PINTO_CNI_CONF_DIR', '--mtu': 'PINTO_CNI_MTU', '--socket': 'PINTO_CNI_SOCKET',
+}
+
+/** An error naming a flag that was not given names the variable its value came from instead. */
+function fromVariable(flags: ReadonlyMap<string, string>, message: string): string {
+  const flag = /^(--[a-z-]+):/.exec(message)?.[1]
+  const variable = flag === undefined ? undefined : VARIABLES[flag]
+  return flag === undefined || variable === undefined || flags.has(flag) ? message : `${variable}${message.slice(flag.length)}`
+}
+
 /** The flag's value, else the variable's when it is set and not empty. */
 function setting(flags: ReadonlyMap<string, string>, flag: string, variable: string): string | undefined {
   const v = process.env[variable]
@@ -50,10 +62,9 @@ export async function installCniCommand(args: readonly string[]): Promise<number
     return 2
   }
   const mtuText = setting(flags, '--mtu', 'PINTO_CNI_MTU') ?? '0'
-  const mtuSource = flags.has('--mtu') ? '--mtu' : 'PINTO_CNI_MTU'
   const chainText = flags.get('--chain')
   try {
-    if (!/^\d+$/.test(mtuText)) throw new Error(`${mtuSource}: ${JSON.stringify(mtuText)} is not a number`)
+    if (!/^\d+$/.test(mtuText)) throw new Error(`--mtu: ${JSON.stringify(mtuText)} is not a number`)
     const report = installCni({
       binDir: setting(flags, '--bin-dir', 'PINTO_CNI_BIN_DIR') ?? '/opt/cni/bin',
       confDir: flags.has('--no-conf') ? undefined : (setting(flags, '--conf-dir', 'PINTO_CNI_CONF_DIR') ?? '/etc/cni/net.d'),
@@ -67,7 +78,7 @@ export async function installCniCommand(args: readonly string[]): Promise<number
     for (const n of report.notes) process.stderr.write(`note: ${n}\n`)
     return 0
   } catch (err) {
-    process.stderr.write(`pintoctl install-cni: ${(err as Error).message}\n`)
+    process.stderr.write(`pintoctl install-cni: ${fromVariable(flags, (err as Error).message)}\n`)
     return 1
   }
 }

@@ -95,6 +95,11 @@ t.test('pintoctl install-cni installs the single executable under both names, se
   const bad = await runPintoctl(['install-cni'], { env: { ...env, PINTO_CNI_MTU: 'jumbo' } })
   t.equal(bad.status, 1)
   t.match(bad.stderr, /PINTO_CNI_MTU: "jumbo" is not a number/)
+  const big = await runPintoctl(['install-cni'], { env: { ...env, PINTO_CNI_MTU: '70000' } })
+  t.match(big.stderr, /PINTO_CNI_MTU: 70000 is not 0 or an MTU/)
+  const gone = await runPintoctl(['install-cni'], { env: { ...env, PINTO_CNI_BIN_DIR: join(bin, 'nope') } })
+  t.equal(gone.status, 1)
+  t.match(gone.stderr, `PINTO_CNI_BIN_DIR: ${join(bin, 'nope')} does not exist`)
 })
 
 t.test('a re-install replaces each file by rename: an exec in flight keeps reading the old one', async (t) => {

@@ -10,7 +10,7 @@ import { execa, execaSync } from 'execa'
 import { openDatastore } from '../../config/datastore-open.js'
 import { encodeResource, resourceKey } from '../../config/resources/index.js'
 import { PLUGIN_EXEC_ENV } from '../../agent/node-flags.js'
-import { installCni } from '../../agent/install-cni.js'
+import { installCni, seaExecutable } from '../../agent/install-cni.js'
 import { IpamService } from '../../agent/ipam-service.js'
 import { waitFor } from '../harness/wait.js'
 import { type Teardown, type Topology, createTopology } from '../harness/netns.js'
@@ -45,6 +45,8 @@ export interface Lab {
   readonly dir: string
   readonly socket: string
   readonly cniPath: string
+  /** Where `pinto` and `pinto-ipam` are installed (the first directory of cniPath). */
+  readonly binDir: string
   readonly mtuFile: string
   /** The IPAM service's view of the datastore, for reading allocations (the service itself runs in the host namespace). */
   service: IpamService | undefined
@@ -64,7 +66,19 @@ const POOLS = [
   { apiVersion: 'projectcalico.org/v3', kind: 'IPPool', metadata: { name: 'pods-v6' }, spec: { cidr: '2001:db8:18::/48', blockSize: 122 } },
 ]
 
-export async function createLab(t: Teardown, opts: { service?: boolean } = {}): Promise<Lab> {
+export interface LabOptions {
+  /** Start the IPAM service (default true). */
+  readonly service?: boolean
+  /**
+   * What binDir holds: the bundles with this Node.js in their #! line (default), the single executable,
+   * or nothing (the test installs them). With the last two, plugins are exec'd with the CNI variables
+   * only, as `env -i` would: no PATH, no Node.js reachable.
+   */
+  readonly plugins?: 'bundle' | 'sea' | 'none'
+}
+
+export async function createLab(t: Teardown, opts: LabOptions = {}): Promise<Lab> {
+  const plugins = opts.plugins ?? 'bundle'
   const topo = await createTopology(t)
   const host = await topo.addNode({ name: 'host', v4: '192.0.2.1/24' })
   // A real node has a default route; proxy ARP answers for 169.254.1.1 only when the host can route it.
@@ -80,12 +94,16 @@ export async function createLab(t: Teardown, opts: { service?: boolean } = {}): 
   await mkdir(bin)
   // Installed as on a node (copies with this Node.js in their #! line), not links: another developer's
   // build may wipe dist/ while this test runs.
-  installCni({ binDir: bin, confDir: undefined, node: process.execPath, bundleDir: BUNDLE })
+  if (plugins === 'bundle') installCni({ binDir: bin, confDir: undefined, node: process.execPath, bundleDir: BUNDLE })
+  if (plugins === 'sea') {
+    if (seaExecutable() === undefined) throw new Error('dist/sea/pinto is not built: run `node scripts/sea.js`')
+    installCni({ binDir: bin, confDir: undefined })
+  }
   const socket = join(dir, 'run', 'pinto.sock')
   const mtuFile = join(dir, 'mtu')
   const pods: string[] = []
   const lab: Lab = {
-    topo, hostNs: host.ns, dir, socket, cniPath: `${bin}:${REF_CNI}`, mtuFile,
+    topo, hostNs: host.ns, dir, socket, cniPath: `${bin}:${REF_CNI}`, binDir: bin, mtuFile,
     service: undefined,
     async startService() {
       // Its own process in the host namespace, as pinto-node runs beside the plugins on a node: the CNI
@@ -130,21 +148,8 @@ export async function createLab(t: Teardown, opts: { service?: boolean } = {}): 
       return `/run/netns/${ns}`
     },
     async exec(type, command, conf, att = {}, extraEnv = {}) {
-      const env: Record<string, string | undefined> = {
-        CNI_COMMAND: command, CNI_CONTAINERID: att.containerId ?? '', CNI_NETNS: att.netns ?? '',
-        CNI_IFNAME: att.ifname ?? 'eth0', CNI_ARGS: att.args ?? '', CNI_PATH: lab.cniPath, ...PLUGIN_EXEC_ENV, ...extraEnv,
-      }
-      const input = typeof conf === 'string' ? conf : JSON.stringify(conf)
       const file = ['pinto', 'pinto-ipam'].includes(type) ? join(bin, type) : join(REF_CNI, type)
-      // `ip` by absolute path: the plugin's PATH is the caller's to choose, not the wrapper's.
-      const r = await execa(IP, ['netns', 'exec', host.ns, file], { input, env, extendEnv: true, reject: false })
-      let json: Record<string, unknown> | undefined
-      try {
-        json = JSON.parse(String(r.stdout)) as Record<string, unknown>
-      } catch {
-        json = undefined
-      }
-      return { code: r.exitCode ?? -1, stdout: String(r.stdout), stderr: String(r.stderr), json }
+      return execPlugin(lab, file, command, conf, att, extraEnv, plugins === 'bundle')
     },
     async ip(ns, args) {
       return String((await execa('ip', ['-n', ns, ...args])).stdout)
@@ -163,6 +168,27 @@ export async function createLab(t: Teardown, opts: { service?: boolean } = {}): 
   await writeFile(mtuFile, '1450\n')
   if (opts.service !== false) await lab.startService()
   return lab
+}
+
+/**
+ * Execs the plugin `file` inside the lab's host namespace with the CNI variables, `extraEnv` and (when
+ * `inherit`) this process's environment; without it, nothing else: no PATH, as under `env -i`.
+ */
+export async function execPlugin(lab: Lab, file: string, command: string, conf: unknown, att: Partial<Attachment> = {}, extraEnv: Record<string, string> = {}, inherit = true): Promise<PluginRun> {
+  const env: Record<string, string | undefined> = {
+    CNI_COMMAND: command, CNI_CONTAINERID: att.containerId ?? '', CNI_NETNS: att.netns ?? '',
+    CNI_IFNAME: att.ifname ?? 'eth0', CNI_ARGS: att.args ?? '', CNI_PATH: lab.cniPath, ...PLUGIN_EXEC_ENV, ...extraEnv,
+  }
+  const input = typeof conf === 'string' ? conf : JSON.stringify(conf)
+  // `ip` by absolute path: the plugin's PATH is the caller's to choose, not the wrapper's.
+  const r = await execa(IP, ['netns', 'exec', lab.hostNs, file], { input, env, extendEnv: inherit, reject: false })
+  let json: Record<string, unknown> | undefined
+  try {
+    json = JSON.parse(String(r.stdout)) as Record<string, unknown>
+  } catch {
+    json = undefined
+  }
+  return { code: r.exitCode ?? -1, stdout: String(r.stdout), stderr: String(r.stderr), json }
 }
 
 /** A pinto network config for `version`; dual adds IPv6. */

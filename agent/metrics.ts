@@ -1,5 +1,5 @@
 // pinto-node's Prometheus metrics: BGP sessions per peer, felix's FIB and apply times, IPAM usage per
-// pool and node. Every value is read from the same narrow sources the REST API uses when Prometheus
+// pool and node, whether the datastore answers. Every value is read from the same narrow sources the REST API uses when Prometheus
 // scrapes (prom-client `collect`); nothing here runs a timer or is pushed to by the agent.
 
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client'
@@ -9,7 +9,7 @@ import type { AllocationBlock } from '../ipam/block.js'
 import type { Pool } from '../ipam/pools.js'
 import type { ApiDeps } from './api/deps.js'
 
-export type MetricsSources = Pick<ApiDeps, 'bgp' | 'ipam' | 'fib'>
+export type MetricsSources = Pick<ApiDeps, 'bgp' | 'ipam' | 'fib' | 'datastore'>
 
 const STATES = ['Idle', 'Connect', 'Active', 'OpenSent', 'OpenConfirm', 'Established'] as const
 /** Apply times range from a no-op diff (ms) to a full table through ip -batch (seconds). */
@@ -88,7 +88,20 @@ export function registerPintoMetrics(registry: Registry, src: MetricsSources): v
   })
 
   registerFibMetrics(registers, src.fib)
-  registerIpamMetrics(registers, src.ipam)
+  registerIpamMetrics(registers, src.ipam, src.datastore)
+  registerDatastoreMetrics(registers, src.datastore)
+}
+
+function registerDatastoreMetrics(registers: Registry[], datastore: MetricsSources['datastore']): void {
+  if (datastore === undefined) return
+  new Gauge({ name: 'pinto_datastore_up', help: 'Whether the datastore answers (1) or not (0), as the agent last saw it', registers, collect() { this.set(datastore.health().state === 'up' ? 1 : 0) } })
+  new Counter({
+    name: 'pinto_datastore_transitions_total', help: 'Times the datastore went down or came back', labelNames: ['state'], registers,
+    collect() {
+      const { transitions } = datastore.health()
+      mirrorCounter(this, [[{ state: 'down' }, transitions.down], [{ state: 'up' }, transitions.up]])
+    },
+  })
 }
 
 function registerFibMetrics(registers: Registry[], fib: MetricsSources['fib']): void {
@@ -149,14 +162,23 @@ function usage(pools: readonly Pool[], blocks: readonly AllocationBlock[]): Pool
   return { pools, rows }
 }
 
-function registerIpamMetrics(registers: Registry[], ipam: MetricsSources['ipam']): void {
-  const read = perScrape(async () => usage(await ipam.pools(), await ipam.blocks()))
+function registerIpamMetrics(registers: Registry[], ipam: MetricsSources['ipam'], datastore: MetricsSources['datastore']): void {
+  // While the datastore is away the gauges keep their last values (pinto_datastore_up says so) and /metrics answers.
+  const read = perScrape(async () => {
+    if (datastore?.health().state === 'down') return undefined
+    try {
+      return usage(await ipam.pools(), await ipam.blocks())
+    } catch {
+      return undefined
+    }
+  })
   const labelNames = ['ippool', 'node'] as const
   const gauge = (name: string, help: string, pick: (r: PoolUsage['rows'] extends Map<string, infer R> ? R : never) => number): void => {
     new Gauge({
       name, help, labelNames, registers,
       async collect() {
         const u = await read()
+        if (u === undefined) return
         this.reset()
         for (const r of u.rows.values()) this.set({ ippool: r.ippool, node: r.node }, pick(r))
       },
@@ -169,6 +191,7 @@ function registerIpamMetrics(registers: Registry[], ipam: MetricsSources['ipam']
     name: 'pinto_ipam_ippool_size', help: 'Addresses in each IP pool', labelNames: ['ippool'], registers,
     async collect() {
       const u = await read()
+      if (u === undefined) return
       this.reset()
       for (const p of u.pools) this.set({ ippool: p.spec.name }, Number(cidrSize(p.cidr)))
     },

@@ -14,6 +14,7 @@ import type { Policy } from '../bgp/rib/types.js'
 import type { PeerConfig } from '../bgp/session/peer-config.js'
 import { DatastoreError, type Datastore } from '../config/datastore.js'
 import { openDatastore } from '../config/datastore-open.js'
+import { MonitoredDatastore } from './datastore-health.js'
 import { effectiveBGPConfiguration, encodeResource, decodeResource, resourceKey, type BGPFilter, type IPPool, type Node } from '../config/resources/index.js'
 import { ExecaRunner, type ProcessRunner } from '../felix/index.js'
 import { RouteSocket } from '../felix/route-socket.js'
@@ -65,7 +66,7 @@ export function vtepMac(nodeName: string): string {
 
 export class PintoNode {
   readonly log: Logger
-  private store!: Datastore
+  private store!: MonitoredDatastore
   private cluster!: ClusterState
   speaker!: BgpSpeaker
   ipamService!: IpamService
@@ -129,7 +130,7 @@ export class PintoNode {
     if (s.etcdTls.ca !== undefined || s.etcdTls.cert !== undefined) {
       this.log.info({ caFile: s.etcdTls.ca, certFile: s.etcdTls.cert, keyFile: s.etcdTls.key }, 'etcd TLS files read once now; restart pinto-node to use renewed ones')
     }
-    this.store = await openDatastore(s.datastore, { etcdTls: s.etcdTls })
+    this.store = new MonitoredDatastore(await openDatastore(s.datastore, { etcdTls: s.etcdTls }), { log: this.log.child({ component: 'datastore' }) })
     this.cluster = new ClusterState(this.store, this.log.child({ component: 'datastore' }))
     await this.cluster.start()
     await this.ensureDefaultPools()
@@ -224,6 +225,7 @@ export class PintoNode {
       bgp: speakerReads(this.speaker),
       ipam: ipamReads(this.ipamService.ipam),
       ...(dataplane ? { fib: { routes: () => dataplane.routes(), stats: () => this.applyLog.stats() } } : {}),
+      datastore: this.store,
       readiness: {
         startupWindowSeconds: s.readyWindowSeconds,
         gracefulRestartInProgress: () => dataplane !== undefined && !this.dataplaneSynced,

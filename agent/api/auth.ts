@@ -12,7 +12,7 @@ export const unixConnections = new WeakSet<Socket>()
 
 const digest = (s: string): Buffer => createHash('sha256').update(s).digest()
 
-/** A preHandler for mutation routes. */
+/** An onRequest hook for mutation routes: it refuses before the body is read (and the reply closes the connection). */
 export function requireWrite(token: string | undefined) {
   const want = token !== undefined && token !== '' ? digest(token) : undefined
   return async (request: FastifyRequest): Promise<void> => {

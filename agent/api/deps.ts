@@ -87,6 +87,16 @@ export interface ApiActions {
   refreshPeer(name: string, direction: 'in' | 'out'): boolean
 }
 
+/** Whether the datastore answers (agent/datastore-health.ts keeps it). */
+export interface DatastoreReads {
+  health(): {
+    readonly state: 'up' | 'down'
+    readonly since: number
+    readonly cause?: string
+    readonly transitions: { readonly up: number; readonly down: number }
+  }
+}
+
 export interface ApiDeps {
   readonly node: string
   uptimeSeconds(): number
@@ -94,6 +104,8 @@ export interface ApiDeps {
   readonly ipam: IpamReads
   /** Absent when the dataplane is off (PINTO_DATAPLANE=none). */
   readonly fib?: FibReads
+  /** Absent when nothing follows the datastore's state (tests of other parts). */
+  readonly datastore?: DatastoreReads
   readonly readiness: ReadinessInputs
   readonly actions?: ApiActions
   /** Where /metrics comes from; buildApi registers pinto's collectors on it once. */

@@ -3,14 +3,21 @@
 
 export const ERRORS = {
   'invalid-parameter': 400,
+  /** Wrong at the HTTP level: framing, a bad %-escape, no Host. */
+  'bad-request': 400,
   unauthenticated: 401,
   'read-only': 403,
   'not-found': 404,
   'unknown-peer': 404,
   'no-dataplane': 404,
   'method-not-allowed': 405,
+  'request-timeout': 408,
+  'body-too-large': 413,
+  'unsupported-media-type': 415,
+  'headers-too-large': 431,
   'not-ready': 503,
   internal: 500,
+  'not-implemented': 501,
 } as const
 
 export type ErrorCode = keyof typeof ERRORS

@@ -7,6 +7,7 @@ import Fastify, { type FastifyError, type FastifyInstance, type FastifyPluginAsy
 import { registerPintoMetrics } from '../metrics.js'
 import type { ApiDeps } from './deps.js'
 import { ApiError, fromValidation } from './errors.js'
+import { answerClientError, checkRequestLine, fromFrameworkError, RouteMethods, SERVER_OPTIONS } from './http-errors.js'
 import { healthPlugin } from './health.js'
 import { ipamPlugin } from './ipam.js'
 import { peersPlugin } from './peers.js'
@@ -20,7 +21,7 @@ export { speakerReads, ipamReads, FibApplyLog } from './adapters.js'
 export { judgeReadiness, type Readiness } from './readiness.js'
 
 export interface BuildOptions {
-  /** More routes, e.g. the CNI IPAM service; guard mutations with requireWrite(deps.token). */
+  /** More routes, e.g. the CNI IPAM service; guard mutations with `onRequest: requireWrite(deps.token)`. */
   readonly plugins?: readonly FastifyPluginAsync<{ deps: ApiDeps }>[]
   /** A pino logger for fastify's request log; off by default (the agent logs state changes itself). */
   readonly logger?: import('fastify').FastifyBaseLogger
@@ -33,7 +34,19 @@ export async function buildApi(deps: ApiDeps, opts: BuildOptions = {}): Promise<
     ...(opts.logger !== undefined ? { loggerInstance: opts.logger } : { logger: false }),
     // Unknown query parameters must fail with 400 naming them, not vanish (fastify's default removes them).
     ajv: { customOptions: { removeAdditional: false } },
+    http: SERVER_OPTIONS,
+    clientErrorHandler: answerClientError,
+    frameworkErrors: (err, request, reply) => {
+      const e = fromFrameworkError(err, request.raw.url ?? '')
+      void (reply as unknown as { code(n: number): { send(b: unknown): unknown } }).code(e.status).send(e.toBody())
+    },
   }) as unknown as FastifyInstance
+  const methods = new RouteMethods()
+  app.addHook('onRoute', (route) => methods.add(route.method, route.url))
+  app.addHook('onRequest', async (request) => {
+    const e = checkRequestLine(request.raw.url ?? '', request.raw.httpVersion, request.headers.host)
+    if (e !== undefined) throw e
+  })
 
   app.setErrorHandler((err: FastifyError | ApiError, request, reply) => {
     let e: ApiError
@@ -41,16 +54,26 @@ export async function buildApi(deps: ApiDeps, opts: BuildOptions = {}): Promise<
     else if (err.validation !== undefined) e = fromValidation(err.validationContext, err.validation)
     else if (err.statusCode === 404) e = new ApiError('not-found', err.message)
     else if (err.statusCode === 405) e = new ApiError('method-not-allowed', err.message)
+    else if (err.statusCode === 413) e = new ApiError('body-too-large', err.message)
+    else if (err.statusCode === 415) e = new ApiError('unsupported-media-type', err.message)
     else if (err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500) e = new ApiError('invalid-parameter', err.message)
     else {
       request.log.error({ err }, 'request failed')
       e = new ApiError('internal', `internal error: ${err.message}`)
     }
     if (e.code === 'unauthenticated') void reply.header('www-authenticate', 'Bearer realm="pinto"')
+    // Refused before its body was read: close rather than read (and discard) what the client still sends.
+    if ((e.code === 'unauthenticated' || e.code === 'read-only' || e.code === 'bad-request') && request.body === undefined) void reply.header('connection', 'close')
     return reply.code(e.status).send(e.toBody())
   })
   app.setNotFoundHandler((request, reply) => {
-    const e = new ApiError('not-found', `no route ${request.method} ${request.url.split('?')[0] ?? ''}`)
+    const path = request.url.split('?')[0] ?? ''
+    const allow = methods.allowed(path)
+    if (allow.length > 0) {
+      const e = new ApiError('method-not-allowed', `${path} takes ${allow.join(', ')}, not ${request.method}`)
+      return reply.code(e.status).header('allow', allow.join(', ')).send(e.toBody())
+    }
+    const e = new ApiError('not-found', `no route ${request.method} ${path}`)
     return reply.code(e.status).send(e.toBody())
   })
 

@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net'
 import { dirname } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import { unixConnections } from './auth.js'
+import { answerClientError, SERVER_OPTIONS } from './http-errors.js'
 
 export interface ListenOptions {
   /** `host:port` (`[::1]:9099` for IPv6); port 0 picks a free one. */
@@ -42,8 +43,9 @@ export async function listenApi(app: FastifyInstance, opts: ListenOptions): Prom
       await mkdir(dirname(path), { recursive: true })
       // A socket file left by a killed agent would make listen fail with EADDRINUSE.
       await rm(path, { force: true })
-      unix = createServer((req, res) => app.routing(req, res))
+      unix = createServer(SERVER_OPTIONS, (req, res) => app.routing(req, res))
       unix.on('connection', (s) => unixConnections.add(s))
+      unix.on('clientError', answerClientError)
       await new Promise<void>((resolve, reject) => {
         unix!.once('error', reject)
         unix!.listen(path, () => resolve())

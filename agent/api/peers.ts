@@ -26,7 +26,16 @@ export const peersPlugin: FastifyPluginAsync<{ deps: ApiDeps }> = async (app, { 
               uptimeSeconds: count,
               peers: { type: 'object', properties: { configured: count, established: count } },
               routes: { type: 'object', properties: { locRib: count, fib: { type: ['integer', 'null'] } } },
-              ipam: { type: 'object', properties: { blocks: count, localBlocks: count, addressesInUse: count, pools: count } },
+              ipam: { type: ['object', 'null'], properties: { blocks: count, localBlocks: count, addressesInUse: count, pools: count } },
+              datastore: {
+                type: 'object',
+                properties: {
+                  state: { type: 'string', enum: ['up', 'down'] },
+                  since: { type: 'string' },
+                  cause: { type: 'string' },
+                  transitions: { type: 'object', properties: { up: count, down: count } },
+                },
+              },
             },
           },
         },
@@ -34,7 +43,12 @@ export const peersPlugin: FastifyPluginAsync<{ deps: ApiDeps }> = async (app, { 
     },
     async () => {
       const peers = deps.bgp.peerStatus()
-      const [blocks, pools] = await Promise.all([deps.ipam.blocks(), deps.ipam.pools()])
+      const health = deps.datastore?.health()
+      // The IPAM counts come from the datastore: null while it is away, so the status still answers at once.
+      const ipamRead = health?.state === 'down' ? undefined : await Promise.all([deps.ipam.blocks(), deps.ipam.pools()]).catch((err: unknown) => {
+        if (health === undefined) throw err
+        return undefined
+      })
       let fib: number | null = null
       if (deps.fib !== undefined) {
         fib = 0
@@ -47,12 +61,18 @@ export const peersPlugin: FastifyPluginAsync<{ deps: ApiDeps }> = async (app, { 
         uptimeSeconds: deps.uptimeSeconds(),
         peers: { configured: peers.length, established: peers.filter((p) => p.state === 'Established').length },
         routes: { locRib: deps.bgp.locRibSize, fib },
-        ipam: {
-          blocks: blocks.length,
-          localBlocks: blocks.filter((b) => affinityNode(b) === deps.node).length,
-          addressesInUse: blocks.reduce((n, b) => n + blockInUse(b), 0),
-          pools: pools.length,
-        },
+        ipam:
+          ipamRead === undefined
+            ? null
+            : {
+                blocks: ipamRead[0].length,
+                localBlocks: ipamRead[0].filter((b) => affinityNode(b) === deps.node).length,
+                addressesInUse: ipamRead[0].reduce((n, b) => n + blockInUse(b), 0),
+                pools: ipamRead[1].length,
+              },
+        ...(health !== undefined
+          ? { datastore: { state: health.state, since: new Date(health.since).toISOString(), ...(health.cause !== undefined ? { cause: health.cause } : {}), transitions: health.transitions } }
+          : {}),
       }
     },
   )
@@ -71,7 +91,8 @@ export const peersPlugin: FastifyPluginAsync<{ deps: ApiDeps }> = async (app, { 
   app.post<{ Params: { name: string }; Querystring: { direction?: 'in' | 'out' } }>(
     '/v1/peers/:name/refresh',
     {
-      preHandler: requireWrite(deps.token),
+      // Before the body is read: a refused client must not get to upload it.
+      onRequest: requireWrite(deps.token),
       schema: {
         summary: 'Soft reset of one peer: in asks it to resend (ROUTE-REFRESH), out re-advertises everything',
         description: 'A mutation: allowed over the unix socket, or over TCP with the bearer token.',

@@ -20,16 +20,15 @@ import { startEtcd, type DemoEtcd } from './etcd.js'
 import { AGENT_NODE_FLAGS, PLUGIN_EXEC_ENV } from '../node-flags.js'
 import { installCni } from '../install-cni.js'
 import { readManifest } from './kube-manifest.js'
+import { CLUSTER_AS, clusterResources, POOL_CIDR, RR_CLUSTER_ID } from './cluster-resources.js'
 import { filledManifest, NODE_IMAGE, PodmanNodes, sweepStalePods } from './podman-nodes.js'
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..')
 export const NODE_BIN = join(ROOT, 'bin', 'pinto-node.js')
 export const PINTOCTL_BIN = join(ROOT, 'bin', 'pintoctl.js')
 export const BUNDLE = join(ROOT, 'dist', 'bundle')
-export const POOL_CIDR = '198.18.0.0/15'
-export const CLUSTER_AS = 64512
 export const API_PORT = 9099
-export const RR_CLUSTER_ID = '244.0.0.1'
+export { CLUSTER_AS, POOL_CIDR, RR_CLUSTER_ID }
 /** The fabric host of the cluster's etcd, when the datastore is etcd. */
 export const ETCD_ADDRESS = '192.0.2.2'
 
@@ -229,47 +228,13 @@ export class DemoCluster {
       this.podman = new PodmanNodes(docs, spec.image ?? NODE_IMAGE, this.netns.prefix)
       this.say(`pinto-node as the DaemonSet's pod from deploy/kubernetes, image ${this.podman.image}, played by podman in each node's namespace`)
     }
-    await this.writeResources(this.initialResources())
+    await this.writeResources(clusterResources(spec, this.nodes.filter((x) => x.reflector)))
     if (spec.tor === true) {
       const ns = await this.netns.host('tor', `${TOR_ADDRESS}/24`)
       this.tor = await startTor(ns, join(this.dir, 'tor'), this.nodes.map((n) => ({ name: n.name, address: n.address, as: CLUSTER_AS })), spec.torPrefixes)
       this.say(`BIRD top-of-rack router at ${TOR_ADDRESS} (AS ${TOR_AS}), originating 203.0.113.0/24`)
     }
     for (const n of this.nodes) await this.startAgent(n)
-  }
-
-  private initialResources(): Resource[] {
-    const spec = this.spec
-    const encap = spec.encap ?? 'none'
-    // Under podman the pool is the one pinto-config describes, which the first pinto-node creates.
-    const pool: Resource[] = spec.runtime === 'podman' ? [] : [
-      {
-        apiVersion: 'projectcalico.org/v3',
-        kind: 'IPPool',
-        metadata: { name: 'demo-ipv4-pool' },
-        spec: { cidr: POOL_CIDR, blockSize: 26, ipipMode: encap === 'ipip' ? 'Always' : 'Never', vxlanMode: encap === 'vxlan' ? 'Always' : 'Never', natOutgoing: false, nodeSelector: 'all()' },
-      },
-    ]
-    const out: Resource[] = [
-      ...pool,
-      { apiVersion: 'projectcalico.org/v3', kind: 'BGPConfiguration', metadata: { name: 'default' }, spec: { asNumber: CLUSTER_AS, nodeToNodeMeshEnabled: spec.topology !== 'rr' } },
-    ]
-    for (const n of this.nodes.filter((x) => x.reflector)) {
-      // Written before the agent starts: it reads its cluster ID once, when the speaker is made.
-      out.push({
-        apiVersion: 'projectcalico.org/v3',
-        kind: 'Node',
-        metadata: { name: n.name, labels: { 'route-reflector': 'true' } },
-        spec: { bgp: { ipv4Address: `${n.address}/24`, routeReflectorClusterID: RR_CLUSTER_ID } },
-      })
-    }
-    if (spec.topology === 'rr') {
-      out.push({ apiVersion: 'projectcalico.org/v3', kind: 'BGPPeer', metadata: { name: 'peer-with-route-reflectors' }, spec: { nodeSelector: 'all()', peerSelector: "route-reflector == 'true'" } })
-    }
-    if (spec.tor === true) {
-      out.push({ apiVersion: 'projectcalico.org/v3', kind: 'BGPPeer', metadata: { name: 'tor' }, spec: { peerIP: TOR_ADDRESS, asNumber: TOR_AS } })
-    }
-    return out
   }
 
   /**

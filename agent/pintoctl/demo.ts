@@ -7,6 +7,7 @@ import { DEMO_USAGE, OptionError, parseDemoOptions, type DemoOptions } from '../
 import { kernelRoutes, matrixFailures, peers, pingMatrix, waitConverged } from '../demo/observe.js'
 import { matrixTable, table } from '../demo/tables.js'
 import { TOR_ADDRESS, TOR_AS, TOR_PREFIX } from '../demo/tor.js'
+import { NODE_IMAGE, podmanProblem } from '../demo/podman-nodes.js'
 
 const out = (text: string): void => void process.stdout.write(text)
 const err = (text: string): void => void process.stderr.write(text)
@@ -19,6 +20,7 @@ async function preflight(o: DemoOptions): Promise<string | undefined> {
     if (!ipip.ok) return `this kernel cannot make ipip links (\`ip link add type ipip\` said: ${ipip.reason || 'no reason'}); use --encap vxlan or --encap none`
   }
   if (o.tor === 'bird' && !(await birdInstalled())) return '--tor bird needs BIRD 2, which is not installed (Debian/Ubuntu: apt-get install bird2)'
+  if (o.runtime === 'podman') return podmanProblem(o.image ?? NODE_IMAGE)
   return undefined
 }
 
@@ -48,7 +50,9 @@ async function printState(cluster: DemoCluster): Promise<void> {
 function printAccess(cluster: DemoCluster): void {
   const rows = cluster.nodes.map((n: DemoNode) => [n.name, n.address, n.ns, `ip netns exec ${n.ns} curl -s http://127.0.0.1:${API_PORT}/v1/peers`])
   out('\nREST APIs (one per node, on 127.0.0.1:' + API_PORT + ' inside its namespace)\n' + table(['node', 'address', 'namespace', 'try'], rows))
-  out(`also /v1/status, /v1/routes?table=loc-rib, /v1/ipam/blocks, /metrics; agent logs: ${cluster.nodes[0]?.log.replace(/node1/, 'nodeN') ?? ''}\n`)
+  const first = cluster.nodes[0]
+  const logs = cluster.podman && first ? `podman logs ${cluster.podman.podName(first).replace(/node1$/, 'nodeN')}-pinto-node` : (first?.log.replace(/node1/, 'nodeN') ?? '')
+  out(`also /v1/status, /v1/routes?table=loc-rib, /v1/ipam/blocks, /metrics; agent logs: ${logs}\n`)
   out(`a pod's shell: ip netns exec ${cluster.pods[0]?.ns ?? '<pod namespace>'} sh\n`)
 }
 
@@ -72,7 +76,7 @@ export async function demoCommand(args: readonly string[]): Promise<number> {
   }
 
   const say = (line: string): void => out(`  ${line}\n`)
-  const cluster = DemoCluster.prepare({ nodes: o.nodes, encap: o.encap, topology: o.topology, tor: o.tor === 'bird', say })
+  const cluster = DemoCluster.prepare({ nodes: o.nodes, encap: o.encap, topology: o.topology, tor: o.tor === 'bird', runtime: o.runtime, ...(o.image !== undefined ? { image: o.image } : {}), say })
   let interrupts = 0
   let wake: (() => void) | undefined
   const onSignal = (): void => {
@@ -90,7 +94,7 @@ export async function demoCommand(args: readonly string[]): Promise<number> {
   process.on('SIGTERM', onSignal)
   let code = 0
   try {
-    out(`pinto demo: ${o.nodes} nodes, ${o.pods} pods each, encapsulation ${o.encap}, ${o.topology === 'rr' ? 'route reflectors' : 'full mesh'}${o.tor ? ', BIRD top-of-rack' : ''}; pods from ${POOL_CIDR}\n`)
+    out(`pinto demo: ${o.nodes} nodes, ${o.pods} pods each, encapsulation ${o.encap}, ${o.topology === 'rr' ? 'route reflectors' : 'full mesh'}${o.tor ? ', BIRD top-of-rack' : ''}${o.runtime === 'podman' ? ', pinto-node as the DaemonSet\'s pods under podman' : ''}; pods from ${POOL_CIDR}\n`)
     const started = Date.now()
     await cluster.start()
     for (const n of cluster.nodes) {

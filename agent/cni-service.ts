@@ -3,20 +3,25 @@
 // in-process, and renames each answer into place under the request's id. Antrea's and Kube-OVN's agents
 // serve their thin CNI binaries the same way. A request it cannot do as the plugin would (the plugin in
 // another network namespace, a netns path it cannot see) it hands back untouched, and the plugin does it.
+// With a state dir, each ADD is journaled (add-journal.ts) and one the last run never answered is rolled
+// back at start, before the FIFO opens.
 
-import { execFile } from 'node:child_process'
-import { constants, existsSync, openSync } from 'node:fs'
+import { execFile, execFileSync } from 'node:child_process'
+import { constants, existsSync, openSync, readFileSync } from 'node:fs'
 import { mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
 import { Socket } from 'node:net'
 import { promisify } from 'node:util'
 import { type ChannelReply, type ChannelRequest, REQUEST_ID, channelPaths } from '../cni/agent-channel.js'
-import { decodeJson, parseNetConf } from '../cni/config.js'
+import { decodeJson, handleOf, parseNetConf, podIdentity } from '../cni/config.js'
+import { vethName } from '../cni/veth-name.js'
 import { type AssignReply, type IpamPort, serviceError } from '../cni/ipam-client.js'
 import { cmdAdd, cmdDel } from '../cni/pinto-plugin.js'
 import { CniError, ERR, checkVerbAllowed, parseEnv } from '../cni/spec.js'
 import { Dataplane, sameFile } from '../cni/wiring.js'
 import { type IpamService, errorReply } from './ipam-service.js'
 import { WarmRunner } from './warm-runner.js'
+import { type AddEntry, AddJournal } from './add-journal.js'
 
 /** A line longer than any request a plugin writes (PIPE_BUF) is garbage: dropped, not buffered without end. */
 const MAX_LINE = 65536
@@ -101,12 +106,31 @@ export class CniService {
   private readonly staleReplyMs: number
   private readonly ipam: IpamService
 
-  constructor(options: { readonly socket: string; readonly ipam: IpamService; readonly staleReplyMs?: number }) {
+  private readonly journal: AddJournal | undefined
+  /** ADDs the last run took and never answered, rolled back at start (for the metrics). */
+  rolledBack = 0
+  private readonly log: (msg: string, fields: Record<string, unknown>) => void
+
+  constructor(options: { readonly socket: string; readonly ipam: IpamService; readonly staleReplyMs?: number; readonly stateDir?: string; readonly log?: (msg: string, fields: Record<string, unknown>) => void }) {
     this.staleReplyMs = options.staleReplyMs ?? STALE_REPLY_MS
     this.ipam = options.ipam
     this.port = new LocalIpam(options.ipam)
     this.paths = channelPaths(options.socket)
     this.dataplane = new Dataplane(this.warm.run)
+    this.log = options.log ?? (() => undefined)
+    this.journal = options.stateDir === undefined ? undefined : new AddJournal(join(options.stateDir, 'cni-adds'), this.paths.replies)
+  }
+
+  /** Undoes an ADD nobody saw answered: its host veth (only if still that container's), then its IPAM handle. */
+  private async rollBack(e: AddEntry): Promise<void> {
+    const owned = vethOwnedBy(e)
+    if (owned) {
+      await promisify(execFile)('ip', ['link', 'del', e.hostVeth]).catch((err: unknown) => {
+        if (!/Cannot find device/.test(String((err as { stderr?: unknown }).stderr ?? ''))) throw err
+      })
+    }
+    if (e.handle !== '') this.ipam.releaseLater(e.handle)
+    this.log('rolled back a CNI ADD the last run never answered', { containerId: e.containerId, hostVeth: owned ? e.hostVeth : null, handle: e.handle })
   }
 
   /**
@@ -119,8 +143,14 @@ export class CniService {
     const tmp = `${requests}.${process.pid}`
     let reader: Socket | undefined
     try {
-      await rm(replies, { recursive: true, force: true })
-      await mkdir(replies, { mode: 0o700 })
+      await mkdir(replies, { recursive: true, mode: 0o700 })
+      if (this.journal !== undefined) {
+        const r = await this.journal.replay((e) => this.rollBack(e))
+        this.rolledBack += r.rolledBack
+      }
+      // Answers the last run renamed into place stay for their plugins (a plugin still waiting takes its
+      // answer from the next run); temporary files go. The sweep removes answers nobody takes.
+      for (const name of await readdir(replies)) if (name.startsWith('.')) await rm(join(replies, name), { force: true })
       await rm(tmp, { force: true })
       await promisify(execFile)('mkfifo', ['-m', '600', tmp])
       // Read and write: the agent is a writer too, so the FIFO never reads as ended when plugins close it.
@@ -202,8 +232,13 @@ export class CniService {
     const id = raw['id']
     this.serving.add(id)
     let reply: ChannelReply
+    let entry: AddEntry | undefined
     try {
-      reply = await this.do(checkRequest(raw))
+      const req = checkRequest(raw)
+      reply = await this.do(req, (e) => {
+        this.journal?.begin(e)
+        entry = e
+      })
     } catch (err) {
       const e = err instanceof CniError ? err : new CniError(ERR.io, (err as Error).message ?? String(err))
       reply = { ok: false, code: e.code, msg: e.message, details: e.details }
@@ -215,14 +250,25 @@ export class CniService {
     const tmp = `${this.paths.replies}/.${id}`
     try {
       await writeFile(tmp, JSON.stringify(reply), { mode: 0o600 })
+      // The commit point: from here the plugin may have the answer.
       await rename(tmp, file)
     } catch {
-      // Not written (a disk error, say): the plugin gives up and the runtime asks again.
+      // Not written (a disk error, say): the plugin gives up and the runtime asks again; nothing stays wired.
+      if (entry !== undefined && 'ok' in reply && reply.ok) await this.rollBack(entry).catch(() => undefined)
+      await rm(tmp, { force: true })
     }
+    if (entry !== undefined) this.journal?.end(entry.id)
     this.serving.delete(id)
   }
 
-  private async do(req: ChannelRequest): Promise<ChannelReply> {
+  /** Handles of ADDs being served now (the node's IPAM repair leaves them alone). */
+  busy(handle: string): boolean {
+    return this.servingHandles.has(handle)
+  }
+
+  private readonly servingHandles = new Set<string>()
+
+  private async do(req: ChannelRequest, journal: (e: AddEntry) => void): Promise<ChannelReply> {
     // The host end of the veth is in this process's namespace, which must be the plugin's.
     if (!sameFile(`/proc/${req.pid}/ns/net`, '/proc/self/ns/net')) return { fallback: 'the plugin runs in another network namespace than pinto-node' }
     // A DEL may come with its netns gone or none at all; one the plugin has and the agent cannot see is the plugin's.
@@ -243,6 +289,40 @@ export class CniService {
       await cmdDel(inv, this.dataplane, this.port)
       return { ok: true }
     }
-    return { ok: true, result: await cmdAdd(inv, this.dataplane, this.port) }
+    const handle = conf.ipam?.type === 'pinto-ipam' ? handleOf(conf.name, containerId) : ''
+    journal({ id: req.id, containerId, netns, ifname, hostVeth: vethName(conf.vethPrefix, podIdentity(env.args), containerId), handle })
+    this.servingHandles.add(handle)
+    try {
+      return { ok: true, result: await cmdAdd(inv, this.dataplane, this.port) }
+    } finally {
+      this.servingHandles.delete(handle)
+    }
+  }
+}
+
+/**
+ * Whether the host veth an ADD made is still that container's: by the container ID in its ifalias when it
+ * has one, else by its peer being the pod's interface in the netns the ADD recorded (a later ADD of the same
+ * pod, a new container, uses the same name).
+ */
+function vethOwnedBy(e: AddEntry): boolean {
+  const sys = `/sys/class/net/${e.hostVeth}`
+  let alias: string
+  let ifindex: number
+  try {
+    alias = readFileSync(`${sys}/ifalias`, 'utf8').trim()
+    ifindex = Number(readFileSync(`${sys}/ifindex`, 'utf8').trim())
+  } catch {
+    return false
+  }
+  // The plugin writes the container ID alone (cni/wiring-plan.ts ownedBy).
+  if (alias !== '') return alias === e.containerId
+  if (e.netns === '' || !existsSync(e.netns)) return false
+  try {
+    const out = execFileSync('nsenter', [`--net=${e.netns}`, 'ip', '-j', 'link', 'show', 'dev', e.ifname], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })
+    const links = JSON.parse(out) as { link_index?: number }[]
+    return links[0]?.link_index === ifindex
+  } catch {
+    return false
   }
 }

@@ -7,6 +7,7 @@ import { openDatastore } from '../config/datastore-open.js'
 import type { EtcdTlsFiles } from '../config/etcd-tls.js'
 import { IpamService } from './ipam-service.js'
 import { CniService } from './cni-service.js'
+import { NodeIpamRepair } from './ipam-repair.js'
 import { settingsFromEnv as agentSettings } from './settings.js'
 
 export { DEFAULT_SOCKET } from '../cni/config.js'
@@ -17,24 +18,33 @@ export interface ServiceSettings {
   readonly socket: string
   readonly node: string
   readonly mtuFile: string
+  readonly stateDir: string
+  readonly ipamRepairSeconds: number
+  readonly ipamRepairGraceSeconds: number
 }
 
 /** The agent's own settings (one line naming a bad variable), narrowed to what the service needs. */
 export function settingsFromEnv(env: Readonly<Record<string, string | undefined>>): ServiceSettings {
   const s = agentSettings(env)
-  return { datastore: s.datastore, etcdTls: s.etcdTls, socket: s.socket, node: s.nodeName, mtuFile: s.mtuFile }
+  return {
+    datastore: s.datastore, etcdTls: s.etcdTls, socket: s.socket, node: s.nodeName, mtuFile: s.mtuFile, stateDir: s.stateDir,
+    ipamRepairSeconds: s.ipamRepairSeconds, ipamRepairGraceSeconds: s.ipamRepairGraceSeconds,
+  }
 }
+
+const log = (msg: string, fields: Record<string, unknown>): void => void process.stderr.write(`pinto-node ipam-service: ${msg} ${JSON.stringify(fields)}\n`)
 
 export async function startIpamService(s: ServiceSettings): Promise<{ service: IpamService; cni: CniService | undefined; stop: () => Promise<void> }> {
   const store = await openDatastore(s.datastore, s.etcdTls ? { etcdTls: s.etcdTls } : {})
-  const service = new IpamService({ store, node: s.node, socket: s.socket, mtuFile: s.mtuFile })
+  let repair: NodeIpamRepair | undefined
+  const service = new IpamService({ store, node: s.node, socket: s.socket, mtuFile: s.mtuFile, stateDir: s.stateDir, log, onDatastoreBack: () => void repair?.trigger() })
   try {
     await service.listen()
   } catch (err) {
     await store.close()
     throw err
   }
-  let cni: CniService | undefined = new CniService({ socket: s.socket, ipam: service })
+  let cni: CniService | undefined = new CniService({ socket: s.socket, ipam: service, stateDir: s.stateDir, log })
   try {
     await cni.listen()
   } catch (err) {
@@ -42,7 +52,11 @@ export async function startIpamService(s: ServiceSettings): Promise<{ service: I
     process.stderr.write(`pinto-node ipam-service: CNI channel not opened (${(err as Error).message}); the plugins will wire pods themselves\n`)
     cni = undefined
   }
-  return { service, cni, stop: async () => { await cni?.close(); await service.close(); await store.close() } }
+  if (s.ipamRepairSeconds > 0) {
+    repair = new NodeIpamRepair({ ipam: service.ipam, node: s.node, busy: (h) => service.busy(h) || cni?.busy(h) === true, graceMs: s.ipamRepairGraceSeconds * 1000, log })
+    repair.start(s.ipamRepairSeconds * 1000)
+  }
+  return { service, cni, stop: async () => { await repair?.stop(); await cni?.close(); await service.close(); await store.close() } }
 }
 
 async function main(): Promise<void> {

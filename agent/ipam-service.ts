@@ -1,10 +1,13 @@
 // The agent's IPAM service for the CNI plugins: JSON over HTTP on a unix socket (mode 0600, root only),
 // backed by ipam/'s Ipam. It validates requests and serialises mutations; allocation logic stays in ipam/.
-// It must not wire anything, and it opens no datastore itself (the caller hands one in).
+// It must not wire anything, and it opens no datastore itself (the caller hands one in). With a state dir,
+// a failed ADD's handle is released until confirmed (PendingReleases), and an assign over the socket whose
+// answer never went out (the agent killed) is released at the next start (journal of assigns in flight).
 
+import { mkdirSync, readFileSync, readdirSync, rmSync, unlinkSync, writeFileSync, renameSync } from 'node:fs'
 import { chmod, mkdir, readFile, rm } from 'node:fs/promises'
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http'
-import { dirname } from 'node:path'
+import { dirname, join } from 'node:path'
 import type { Datastore } from '../config/datastore.js'
 import { AddrError } from '../ipam/addr.js'
 import { blockCidr, ordinalAddress } from '../ipam/block.js'
@@ -12,6 +15,7 @@ import { type AutoAssignRequest, Ipam, IpamError } from '../ipam/ipam.js'
 import type { AutoAssignResult, ReleaseResult } from '../ipam/ipam-types.js'
 import { BLOCKS_PREFIX, IpamRecordError, decodeBlock } from '../ipam/records.js'
 import { NodeLabels, loadIpamConfig, loadPoolSpecs } from './ipam-service-pools.js'
+import { PendingReleases } from './pending-releases.js'
 
 export { DEFAULT_MTU_FILE } from '../cni/config.js'
 import { DEFAULT_MTU_FILE } from '../cni/config.js'
@@ -22,6 +26,11 @@ export interface IpamServiceOptions {
   readonly socket: string
   /** Where felix writes the pod MTU; reported in /v1/status so operators see what the plugins will use. */
   readonly mtuFile?: string
+  /** The agent's state dir (PINTO_STATE_DIR): where pending releases and assigns in flight are kept across restarts. */
+  readonly stateDir?: string
+  /** Called when a release that had failed goes through: the datastore is back. */
+  readonly onDatastoreBack?: () => void
+  readonly log?: (msg: string, fields: Record<string, unknown>) => void
 }
 
 /** ADDs and DELs the CNI channel answered (done, failed, handed back to the plugin), and how its `ip` processes started. */
@@ -58,14 +67,84 @@ export class IpamService {
   private readonly labels: NodeLabels
   /** Mutations run one at a time: one agent per node, so this only removes CAS storms between its own requests. */
   private queue: Promise<unknown> = Promise.resolve()
+  /** Handles with a request queued or running, which the node's repair must leave alone. */
+  private readonly busyHandles = new Map<string, number>()
+  /** Handles whose release failed, retried until the datastore confirms (undefined without a state dir). */
+  readonly pending: PendingReleases | undefined
+  private readonly journalDir: string | undefined
+  private journalSeq = 0
 
   constructor(private readonly options: IpamServiceOptions) {
     this.labels = new NodeLabels(options.store)
     this.ipam = new Ipam(options.store, { pools: () => loadPoolSpecs(options.store), nodeMatches: this.labels.matches })
+    if (options.stateDir !== undefined) {
+      this.journalDir = join(options.stateDir, 'ipam-assigns')
+      this.pending = new PendingReleases({
+        dir: join(options.stateDir, 'ipam-releases'),
+        release: (handle) => this.serial(async () => {
+          // A new ADD of the same handle took it over meanwhile: its addresses are not ours to free.
+          if (this.pending?.has(handle) === true) await this.ipam.releaseByHandle(handle)
+        }),
+        ...(options.onDatastoreBack !== undefined ? { onRecovered: options.onDatastoreBack } : {}),
+        ...(options.log !== undefined ? { log: options.log } : {}),
+      })
+    }
+  }
+
+  /** Whether a request for `handle` is queued or running now. */
+  busy(handle: string): boolean {
+    return this.busyHandles.has(handle)
+  }
+
+  /** Releases `handle` until the datastore confirms (now, or retried with backoff; kept across restarts with a state dir). */
+  releaseLater(handle: string): void {
+    if (this.pending !== undefined) this.pending.add(handle)
+    else void this.serial(() => this.ipam.releaseByHandle(handle)).catch(() => undefined)
+  }
+
+  /**
+   * Assigns that came over the socket and whose answer never went out (the agent was killed): each is
+   * released, as the plugin answered failure. Runs before the socket listens.
+   */
+  private replayJournal(): void {
+    const dir = this.journalDir
+    if (dir === undefined) return
+    mkdirSync(dir, { recursive: true, mode: 0o700 })
+    for (const name of readdirSync(dir)) {
+      const file = join(dir, name)
+      if (!name.startsWith('.')) {
+        try {
+          const { handle } = JSON.parse(readFileSync(file, 'utf8')) as { handle?: unknown }
+          if (typeof handle === 'string') {
+            this.options.log?.('releasing an IPAM assign the last run took and never answered', { handle })
+            this.releaseLater(handle)
+          }
+        } catch {
+          // Torn before the rename made it whole: the assign never started.
+        }
+      }
+      rmSync(file, { force: true })
+    }
+    this.pending?.start()
+  }
+
+  /** Records an assign over the socket before its work starts; the entry goes before its answer does. */
+  private journal(handle: string): string | undefined {
+    if (this.journalDir === undefined) return undefined
+    const name = `${process.pid}-${++this.journalSeq}`
+    const tmp = join(this.journalDir, `.${name}`)
+    writeFileSync(tmp, JSON.stringify({ handle }), { mode: 0o600 })
+    renameSync(tmp, join(this.journalDir, name))
+    return name
+  }
+
+  private unjournal(name: string | undefined): void {
+    if (name !== undefined && this.journalDir !== undefined) unlinkSync(join(this.journalDir, name))
   }
 
   /** Listens on the socket (replacing a stale one), mode 0600. */
   async listen(): Promise<void> {
+    this.replayJournal()
     const { socket } = this.options
     await mkdir(dirname(socket), { recursive: true, mode: 0o700 })
     await rm(socket, { force: true })
@@ -86,6 +165,7 @@ export class IpamService {
       await new Promise<void>((resolve) => s.close(() => resolve()))
       await rm(this.options.socket, { force: true })
     }
+    await this.pending?.close()
     await this.queue.catch(() => undefined)
   }
 
@@ -98,8 +178,15 @@ export class IpamService {
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     let status = 200
     let reply: unknown
+    const entry: { name?: string | undefined } = {}
     try {
-      reply = await this.route(req)
+      reply = await this.route(req, entry)
+    } catch (err) {
+      ;[status, reply] = errorReply(err)
+    }
+    // Out of the journal before the answer goes: once the plugin may have it, nothing may roll it back.
+    try {
+      this.unjournal(entry.name)
     } catch (err) {
       ;[status, reply] = errorReply(err)
     }
@@ -108,12 +195,16 @@ export class IpamService {
     res.end(text)
   }
 
-  private async route(req: IncomingMessage): Promise<unknown> {
+  private async route(req: IncomingMessage, entry: { name?: string | undefined }): Promise<unknown> {
     const url = new URL(req.url ?? '/', 'http://pinto')
     const key = `${req.method} ${url.pathname}`
     switch (key) {
       case 'GET /v1/status': return this.status()
-      case 'POST /v1/assign': return this.assign(await readBody(req))
+      case 'POST /v1/assign': {
+        const body = await readBody(req)
+        if (isString(body['handle'])) entry.name = this.journal(body['handle'])
+        return this.assign(body)
+      }
       case 'POST /v1/release': return this.release(await readBody(req))
       case 'GET /v1/allocations': return { allocations: await this.allocations(url.searchParams.get('handlePrefix') ?? '') }
       default: throw new RequestError(404, 'not-found', `no route ${key}`)
@@ -148,19 +239,47 @@ export class IpamService {
     // Calico's GC reads the node from the allocation's attributes.
     req = { ...req, attrs: { ...req.attrs, node: req.node } }
     if ((req.num4 ?? 0) + (req.num6 ?? 0) === 0) throw new RequestError(400, 'invalid', 'num4, num6: nothing requested')
-    return this.serial(async () => {
-      await this.labels.refresh()
-      Object.assign(this.ipam.config, await loadIpamConfig(this.options.store))
-      const r = await this.ipam.autoAssign(req)
-      return { node: req.node, ipv4: r.ipv4, ipv6: r.ipv6 }
+    const handle = req.handle
+    return this.serialFor(handle, async () => {
+      this.pending?.drop(handle)
+      try {
+        await this.labels.refresh()
+        Object.assign(this.ipam.config, await loadIpamConfig(this.options.store))
+        const r = await this.ipam.autoAssign(req)
+        return { node: req.node, ipv4: r.ipv4, ipv6: r.ipv6 }
+      } catch (err) {
+        // Whatever the failure, a write may have landed: the ADD answers failure, so its handle goes.
+        if (!(err instanceof IpamError && err.code === 'invalid') && !(err instanceof IpamRecordError)) this.releaseLater(handle)
+        throw err
+      }
     })
+  }
+
+  /** serial(), with `handle` counted busy from queueing to the end. */
+  private async serialFor<T>(handle: string, fn: () => Promise<T>): Promise<T> {
+    this.busyHandles.set(handle, (this.busyHandles.get(handle) ?? 0) + 1)
+    try {
+      return await this.serial(fn)
+    } finally {
+      const n = (this.busyHandles.get(handle) ?? 1) - 1
+      if (n === 0) this.busyHandles.delete(handle)
+      else this.busyHandles.set(handle, n)
+    }
   }
 
   /** POST /v1/release's work, for callers in this process too. */
   release(body: Record<string, unknown>): Promise<ReleaseResult> {
     if (body['handle'] !== undefined) {
       const handle = field(body, 'handle', isString, 'a handle id')
-      return this.serial(() => this.ipam.releaseByHandle(handle))
+      return this.serialFor(handle, async () => {
+        this.pending?.drop(handle)
+        try {
+          return await this.ipam.releaseByHandle(handle)
+        } catch (err) {
+          if (!(err instanceof IpamRecordError)) this.releaseLater(handle)
+          throw err
+        }
+      })
     }
     const addrs = field(body, 'addresses', isStringList, 'a list of addresses')
     return this.serial(() => this.ipam.releaseIPs(addrs.map((address) => ({ address }))))

@@ -197,3 +197,29 @@ function registerIpamMetrics(registers: Registry[], ipam: MetricsSources['ipam']
     },
   })
 }
+
+/** What the agent did to keep its node's IPAM records whole (agent/ipam-repair.ts, pending-releases.ts, the ADD journal). */
+export interface IpamSafetySources {
+  readonly repaired: () => Readonly<Record<string, number>>
+  readonly pendingReleases: () => number
+  readonly addsRolledBack: () => number
+}
+
+/** Registers the IPAM repair and rollback metrics on `registry` (once per registry). */
+export function registerIpamSafetyMetrics(registry: Registry, src: IpamSafetySources): void {
+  if (registry.getSingleMetric('pinto_ipam_repairs_total') !== undefined) return
+  const registers = [registry]
+  new Counter({
+    name: 'pinto_ipam_repairs_total', help: "IPAM problems of this node's blocks the agent repaired, by kind", labelNames: ['kind'], registers,
+    collect() {
+      mirrorCounter(this, Object.entries(src.repaired()).map(([kind, n]) => [{ kind }, n]))
+    },
+  })
+  new Gauge({ name: 'pinto_ipam_pending_releases', help: 'IPAM handles whose release failed and is being retried', registers, collect() { this.set(src.pendingReleases()) } })
+  new Counter({
+    name: 'pinto_cni_adds_rolled_back_total', help: 'CNI ADDs a previous run took and never answered, rolled back at start', registers,
+    collect() {
+      mirrorCounter(this, [[{}, src.addsRolledBack()]])
+    },
+  })
+}

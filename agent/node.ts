@@ -20,6 +20,8 @@ import { ExecaRunner, type ProcessRunner } from '../felix/index.js'
 import { RouteSocket } from '../felix/route-socket.js'
 import { IpamService } from './ipam-service.js'
 import { CniService } from './cni-service.js'
+import { NodeIpamRepair } from './ipam-repair.js'
+import { registerIpamSafetyMetrics } from './metrics.js'
 import { ClusterState } from './cluster-state.js'
 import { desiredPeers, type DesiredPeer } from './bgp-peers.js'
 import { originationFor, type Origination } from './origination.js'
@@ -71,6 +73,7 @@ export class PintoNode {
   speaker!: BgpSpeaker
   ipamService!: IpamService
   cniService: CniService | undefined
+  ipamRepair: NodeIpamRepair | undefined
   dataplane: Dataplane | undefined
   private readonly runner: ProcessRunner
   /** Commands run in this process's own namespace (no runner handed in), so a route socket may be opened. */
@@ -136,10 +139,12 @@ export class PintoNode {
     await this.ensureDefaultPools()
     await this.registerNode()
 
-    this.ipamService = new IpamService({ store: this.store, node: s.nodeName, socket: s.socket, mtuFile: s.mtuFile })
+    const ipamLog = this.log.child({ component: 'ipam' })
+    const logTo = (msg: string, fields: Record<string, unknown>): void => ipamLog.info(fields, msg)
+    this.ipamService = new IpamService({ store: this.store, node: s.nodeName, socket: s.socket, mtuFile: s.mtuFile, stateDir: s.stateDir, log: logTo, onDatastoreBack: () => void this.ipamRepair?.trigger() })
     await this.ipamService.listen()
     this.log.info({ socket: s.socket }, 'IPAM service listening for the CNI plugins')
-    const cni = new CniService({ socket: s.socket, ipam: this.ipamService })
+    const cni = new CniService({ socket: s.socket, ipam: this.ipamService, stateDir: s.stateDir, log: logTo })
     try {
       await cni.listen()
       this.cniService = cni
@@ -147,6 +152,11 @@ export class PintoNode {
     } catch (err) {
       // An optimisation only: without it the plugins do their ADDs themselves.
       this.log.warn({ err: (err as Error).message }, 'CNI channel not opened; the plugins will wire pods themselves')
+    }
+    if (s.ipamRepairSeconds > 0) {
+      const service = this.ipamService
+      this.ipamRepair = new NodeIpamRepair({ ipam: service.ipam, node: s.nodeName, busy: (h) => service.busy(h) || this.cniService?.busy(h) === true, graceMs: s.ipamRepairGraceSeconds * 1000, log: logTo })
+      this.ipamRepair.start(s.ipamRepairSeconds * 1000)
     }
     await this.ensureTunnelAddresses()
 
@@ -232,11 +242,21 @@ export class PintoNode {
         checks: () => [{ name: 'peers', ok: this.peersComputed, ...(this.peersComputed ? {} : { detail: 'BGP peers not computed yet' }) }],
       },
       actions: { refreshPeer: (name, direction) => this.speaker.refresh(name, direction) },
-      metrics: new Registry(),
+      metrics: this.metricsRegistry(),
       ...(s.apiToken !== undefined ? { token: s.apiToken } : {}),
     })
     this.api = await listenApi(app, { tcp: `${s.apiListen.host.includes(':') ? `[${s.apiListen.host}]` : s.apiListen.host}:${s.apiListen.port}`, socket: s.apiSocket })
     this.log.info({ tcp: this.api.tcp, socket: this.api.socket }, 'REST API listening (TCP read-only; changes over the socket or with the token)')
+  }
+
+  private metricsRegistry(): Registry {
+    const registry = new Registry()
+    registerIpamSafetyMetrics(registry, {
+      repaired: () => this.ipamRepair?.repaired ?? {},
+      pendingReleases: () => this.ipamService.pending?.size ?? 0,
+      addsRolledBack: () => this.cniService?.rolledBack ?? 0,
+    })
+    return registry
   }
 
   /** Waits until the background jobs have caught up (for tests). */
@@ -259,6 +279,7 @@ export class PintoNode {
     await this.speaker?.stop(graceful ? { graceful: true } : { message: 'pinto-node stopped' })
     await this.dataplane?.stop()
     this.routeSocket?.close()
+    await this.ipamRepair?.stop()
     await this.cniService?.close()
     await this.ipamService?.close()
     await this.store?.close()

@@ -62,6 +62,10 @@ export interface AgentSettings {
   readonly stateDir: string
   /** Longest wait for the peers' End-of-RIB before the kernel is programmed at start. */
   readonly syncDeadlineSeconds: number
+  /** How often the agent checks and repairs its own node's IPAM records; 0 turns it off. */
+  readonly ipamRepairSeconds: number
+  /** How long a problem must stay unchanged (over two checks) before the agent repairs it. */
+  readonly ipamRepairGraceSeconds: number
 }
 
 type Env = Readonly<Record<string, string | undefined>>
@@ -195,5 +199,7 @@ export function settingsFromEnv(env: Env): AgentSettings {
     restartTime: integer(env, 'PINTO_RESTART_TIME', 120, 1, 4095),
     stateDir: text(env, 'PINTO_STATE_DIR', '/var/lib/pinto'),
     syncDeadlineSeconds: integer(env, 'PINTO_SYNC_DEADLINE_SECONDS', 10, 0, 600),
+    ipamRepairSeconds: integer(env, 'PINTO_IPAM_REPAIR_SECONDS', 60, 0, 86400),
+    ipamRepairGraceSeconds: integer(env, 'PINTO_IPAM_REPAIR_GRACE_SECONDS', 120, 1, 86400),
   }
 }

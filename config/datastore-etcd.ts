@@ -2,6 +2,8 @@
 // It owns mapping the Datastore contract onto etcd and etcd's failures onto DatastoreError codes; it must never
 // hang: every call is bounded, and an unreachable cluster is reported as 'unavailable' naming the endpoints.
 
+import { isIP } from 'node:net'
+import tls from 'node:tls'
 import { Etcd3, EtcdError, type IKeyValue, type Watcher } from 'etcd3'
 import { DatastoreError, type Datastore, type KeyValue, type ListResult, type Watch, type WatchEvent } from './datastore.js'
 import type { EtcdCredentials } from './etcd-tls.js'
@@ -15,21 +17,26 @@ export interface EtcdOptions {
 }
 
 /**
- * grpc-js sets the TLS server name to the endpoint's host even when it is an IP address (etcd is mostly reached
- * by IP), and Node then warns DEP0123 on every process's first TLS connection: nothing an operator can act on.
- * Only that warning is dropped.
+ * grpc-js names the endpoint's host as the TLS server name (SNI) even when it is an IP address, and etcd is
+ * mostly reached by IP. RFC 6066 has no IP server names: Node 20 warns DEP0123 on the first connection, and
+ * the Node that pinto's image ships refuses the connection outright. So an IP server name is left out of
+ * every tls.connect of this process (grpc-js calls it through the module object); the certificate is still
+ * checked against the address (Node checks `host` when there is no server name).
  */
-let quietIpServername = false
-function dropIpServernameWarning(): void {
-  if (quietIpServername) return
-  quietIpServername = true
-  const emit = process.emitWarning.bind(process) as (...args: unknown[]) => void
-  process.emitWarning = ((...args: unknown[]) => {
-    const [warning, second, third] = args
-    const code = typeof second === 'object' && second !== null ? (second as { code?: string }).code : third
-    if (code === 'DEP0123' || (typeof warning === 'string' && warning.startsWith('Setting the TLS ServerName to an IP address'))) return
-    emit(...args)
-  }) as typeof process.emitWarning
+let ipServernameOmitted = false
+function omitIpServername(): void {
+  if (ipServernameOmitted) return
+  ipServernameOmitted = true
+  const connect = tls.connect.bind(tls) as (...args: unknown[]) => tls.TLSSocket
+  tls.connect = ((...args: unknown[]) => {
+    const i = args.findIndex((a) => typeof a === 'object' && a !== null)
+    const opts = args[i] as tls.ConnectionOptions | undefined
+    if (opts?.servername !== undefined && isIP(opts.servername) !== 0) {
+      const { servername: _, ...rest } = opts
+      args[i] = rest
+    }
+    return connect(...args)
+  }) as typeof tls.connect
 }
 
 const toKv = (kv: IKeyValue): KeyValue => ({ key: kv.key.toString('utf8'), value: kv.value.toString('utf8'), revision: Number(kv.mod_revision) })
@@ -60,7 +67,7 @@ export class EtcdDatastore implements Datastore {
     const hosts = endpoints.map((e) => `${this.tls ? 'https' : 'http'}://${e}`)
     this.urls = hosts.join(',')
     const { rootCertificate, certChain, privateKey } = options.tls ?? {}
-    if (options.tls) dropIpServernameWarning()
+    if (options.tls) omitIpServername()
     this.client = new Etcd3({
       hosts,
       ...(rootCertificate ? { credentials: { rootCertificate, ...(certChain ? { certChain } : {}), ...(privateKey ? { privateKey } : {}) } } : {}),

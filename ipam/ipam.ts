@@ -18,6 +18,7 @@ import {
   type AffinityRecord, type HandleRecord, BLOCKS_PREFIX, affinityKey, affinityPrefix, affinityRecord, blockKey, checkSegment,
   decodeAffinity, decodeBlock, decodeHandle, handleKey,
 } from './records.js'
+import { type HandleWriter, HandleClaim } from './handle-claim.js'
 
 export * from './ipam-types.js'
 
@@ -91,6 +92,7 @@ export class Ipam {
   /**
    * Dual-stack assignment, all or nothing. Idempotent per handle: addresses the handle already holds are
    * returned again and only the shortfall is allocated (a retried CNI ADD gets the same pod addresses).
+   * The handle record is written, and confirmed, before any block write it covers (HandleClaim).
    */
   async autoAssign(req: AutoAssignRequest): Promise<AutoAssignResult> {
     checkSegment('handle', req.handle)
@@ -101,65 +103,47 @@ export class Ipam {
     }
     const pools = await this.pools()
     const predicted = this.predictBlocks(req.node, want)
+    let claim: HandleClaim | undefined
+    let held: IpamAddress[] = []
     if (predicted !== undefined) {
-      const fast = await this.assignNewHandle(req, want, pools, predicted)
-      if (fast !== undefined) return fast
+      // The common ADD: the record is created with the block counts it will most likely end with, then the
+      // block written; two round trips, the second only after the first is confirmed.
+      try {
+        claim = HandleClaim.created(req.handle, this.writeHandle, await this.store.create(handleKey(req.handle), HandleClaim.createValue(req.handle, predicted)))
+      } catch (err) {
+        if (!(err instanceof DatastoreError && err.code === 'exists')) throw err
+      }
     }
-    const { kv: handleKv, addrs: held } = await this.heldBy(req.handle)
+    if (claim === undefined) {
+      const h = await this.heldBy(req.handle)
+      held = h.addrs
+      claim = new HandleClaim(req.handle, this.writeHandle, h.kv ?? 'absent', held)
+    }
     const got: IpamAddress[] = []
     try {
       for (const f of [4, 6] as const) {
         const have = held.filter((a) => a.family === f).length
-        if (want[f] > have) await this.assignFamily(f, want[f] - have, req, pools, got)
+        if (want[f] > have) await this.assignFamily(f, want[f] - have, req, pools, got, claim)
       }
-      if (got.length > 0) await this.addToHandle(req.handle, got, handleKv ?? 'absent')
+      await claim.settle()
     } catch (err) {
-      await this.giveBack(req.handle, got)
+      await this.giveBack(req.handle, got, claim)
       throw err
     }
     const all = [...held, ...got]
     return { ipv4: all.filter((a) => a.family === 4), ipv6: all.filter((a) => a.family === 6) }
   }
 
-  /**
-   * The common case in one write round: the handle record is created (with the predicted block counts) in
-   * parallel with the block writes, without reading it first. Undefined when the handle already existed (a
-   * retried ADD): what was just taken is given back and the caller answers from the existing record.
-   */
-  private async assignNewHandle(req: AutoAssignRequest, want: Readonly<Record<Family, number>>, pools: readonly Pool[], predicted: Record<string, number>): Promise<AutoAssignResult | undefined> {
-    const early = this.store.create(handleKey(req.handle), JSON.stringify({ handleId: req.handle, blocks: predicted } satisfies HandleRecord))
-      .then((kv) => ({ kv }), (err: unknown) => ({ err }))
-    const got: IpamAddress[] = []
-    const clearHandle = (blocks: Record<string, number>): void => {
-      for (const k of Object.keys(blocks)) delete blocks[k]
-    }
-    try {
-      for (const f of [4, 6] as const) if (want[f] > 0) await this.assignFamily(f, want[f], req, pools, got)
-    } catch (err) {
-      await this.giveBack(req.handle, got)
-      if ('kv' in (await early)) await this.adjustHandle(req.handle, clearHandle).catch(() => undefined)
-      throw err
-    }
-    const e = await early
-    if ('err' in e) {
-      await this.giveBack(req.handle, got)
-      if (e.err instanceof DatastoreError && e.err.code === 'exists') return undefined
-      throw e.err
-    }
-    const actual = countByBlock(got)
-    if (!sameCounts(actual, predicted)) {
-      await this.adjustHandle(req.handle, (blocks) => {
-        clearHandle(blocks)
-        Object.assign(blocks, actual)
-      }, e.kv)
-    }
-    return { ipv4: got.filter((a) => a.family === 4), ipv6: got.filter((a) => a.family === 6) }
-  }
+  private readonly writeHandle: HandleWriter = (handle, edit, known) => this.adjustHandle(handle, edit, known)
 
-  /** Rolls back addresses this request took; they were never counted in the handle record, so it is not touched. */
-  private async giveBack(handle: string, got: readonly IpamAddress[]): Promise<void> {
-    // By sequence number, so an address someone reused meanwhile is never freed.
-    await this.releaseIPs(got.map((a) => ({ address: a.address, handle, sequenceNumber: a.sequenceNumber })), false).catch(() => undefined)
+  /** Rolls back addresses this request took (by sequence number, so an address reused meanwhile is never freed), then the record. */
+  private async giveBack(handle: string, got: readonly IpamAddress[], claim: HandleClaim): Promise<void> {
+    if (got.length > 0) {
+      const r = await this.releaseIPs(got.map((a) => ({ address: a.address, handle, sequenceNumber: a.sequenceNumber })), false).catch(() => undefined)
+      if (r === undefined) claim.markUncertain()
+      else claim.returned(got.filter((a) => r.released.some((x) => x.address === a.address)))
+    }
+    await claim.abandon()
   }
 
   /** The block counts a new handle will most likely get: each wanted family from its last block; undefined if unknown. */
@@ -175,14 +159,14 @@ export class Ipam {
   }
 
   /** Allocates `num` addresses of one family, pushing onto `sink` as blocks are written so a failure can roll back. */
-  private async assignFamily(family: Family, num: number, req: AutoAssignRequest, pools: readonly Pool[], sink: IpamAddress[]): Promise<void> {
+  private async assignFamily(family: Family, num: number, req: AutoAssignRequest, pools: readonly Pool[], sink: IpamAddress[], claim: HandleClaim): Promise<void> {
     const eligible = eligiblePools(pools, family, req.node, req.use ?? 'Workload', req.pools, this.options.nodeMatches)
     if (eligible.length === 0) {
       throw new IpamError('no-pool', `no enabled IPv${family} pool${req.pools ? ` among ${req.pools.join(',')}` : ''} serves node ${req.node}`)
     }
     const got: IpamAddress[] = []
     const take = async (cidr: Cidr, owner: string | undefined, cached?: KeyValue): Promise<void> => {
-      const a = await this.assignFromBlock(cidr, num - got.length, req, owner, cached)
+      const a = await this.assignFromBlock(cidr, num - got.length, req, owner, claim, cached)
       got.push(...a)
       sink.push(...a)
     }
@@ -228,7 +212,7 @@ export class Ipam {
    * One CAS loop on one block; `owner` set means only while the block is still affine to that node. The first
    * attempt may use the cached copy of the block this node last allocated from; a stale copy just conflicts.
    */
-  private async assignFromBlock(cidr: Cidr, num: number, req: AutoAssignRequest, owner: string | undefined, cached?: KeyValue): Promise<IpamAddress[]> {
+  private async assignFromBlock(cidr: Cidr, num: number, req: AutoAssignRequest, owner: string | undefined, claim: HandleClaim, cached?: KeyValue): Promise<IpamAddress[]> {
     const key = blockKey(cidr)
     const hintKey = `${req.node}|${cidr.family}`
     let first = cached
@@ -238,11 +222,17 @@ export class Ipam {
       if (b === undefined || (owner !== undefined && b.block.affinity !== hostAffinity(owner))) return []
       const assigned = blockAutoAssign(b.block, num, req.handle, req.attrs ?? {}, this.isReserved)
       if (assigned.length === 0) return []
+      await claim.cover(formatCidr(cidr), assigned.length)
       const value = JSON.stringify(b.block)
-      const written = await this.store.update(key, value, b.kv.revision)
+      const written = await this.store.update(key, value, b.kv.revision).catch((err: unknown) => {
+        if (!isConflict(err)) claim.markUncertain()
+        throw err
+      })
       if (owner !== undefined && b.block.unallocated.length > 0) this.lastBlock.set(hintKey, { cidr, kv: { key, value, revision: written.revision } })
       else if (this.lastBlock.get(hintKey)?.kv.key === key) this.lastBlock.delete(hintKey)
-      return assigned.map((a) => ({ ...toIpamAddress(cidr, a), ...(owner === undefined && b.block.affinity !== hostAffinity(req.node) ? { borrowed: true as const } : {}) }))
+      const out = assigned.map((a) => ({ ...toIpamAddress(cidr, a), ...(owner === undefined && b.block.affinity !== hostAffinity(req.node) ? { borrowed: true as const } : {}) }))
+      claim.confirmed(out)
+      return out
     })
   }
 
@@ -314,18 +304,11 @@ export class Ipam {
     })
   }
 
-  /** Adds freshly assigned addresses to the handle's per-block counts (creating the handle). */
-  private async addToHandle(handle: string, addrs: readonly IpamAddress[], known?: KeyValue | 'absent'): Promise<void> {
-    await this.adjustHandle(handle, (blocks) => {
-      for (const a of addrs) blocks[a.block] = (blocks[a.block] ?? 0) + 1
-    }, known)
-  }
-
-  /** CAS-edits a handle record; it is deleted when no block count is left. */
-  async adjustHandle(handle: string, edit: (blocks: Record<string, number>) => void, known?: KeyValue | 'absent'): Promise<void> {
+  /** CAS-edits a handle record; it is deleted when no block count is left. Returns the record written, if any. */
+  async adjustHandle(handle: string, edit: (blocks: Record<string, number>) => void, known?: KeyValue | 'absent'): Promise<KeyValue | undefined> {
     const key = handleKey(handle)
     let hint = known
-    await this.retry(`update handle ${handle}`, async () => {
+    return this.retry(`update handle ${handle}`, async () => {
       // The first attempt may trust a record just read (saving a round trip); a conflict makes the next one read.
       const kv = hint === undefined ? await this.store.get(key) : hint === 'absent' ? undefined : hint
       hint = undefined
@@ -333,10 +316,9 @@ export class Ipam {
       edit(blocks)
       for (const [b, n] of Object.entries(blocks)) if (n <= 0) delete blocks[b]
       const value = JSON.stringify({ handleId: handle, blocks } satisfies HandleRecord)
-      if (kv === undefined) {
-        if (Object.keys(blocks).length > 0) await this.store.create(key, value)
-      } else if (Object.keys(blocks).length === 0) await this.store.delete(key, kv.revision)
-      else await this.store.update(key, value, kv.revision)
+      if (kv === undefined) return Object.keys(blocks).length > 0 ? this.store.create(key, value) : undefined
+      if (Object.keys(blocks).length === 0) return void (await this.store.delete(key, kv.revision))
+      return this.store.update(key, value, kv.revision)
     })
   }
 
@@ -350,6 +332,8 @@ export class Ipam {
     const cidr = poolBlockOf(pool, family, value) as Cidr
     const ord = addressOrdinal(cidr, family, value) as number
     const key = blockKey(cidr)
+    const h = await this.heldBy(req.handle)
+    const claim = new HandleClaim(req.handle, this.writeHandle, h.kv ?? 'absent', h.addrs)
     const got = await this.retry(`assign ${req.address}`, async () => {
       const b = await this.readBlock(key)
       if (b === undefined) {
@@ -362,10 +346,18 @@ export class Ipam {
         throw new IpamError('in-use', `address ${req.address} is already assigned to handle ${b.block.attributes[cur]?.handleId ?? '(none)'}`)
       }
       const a = blockAssign(b.block, ord, req.handle, req.attrs ?? {})
-      await this.store.update(key, JSON.stringify(b.block), b.kv.revision)
+      await claim.cover(formatCidr(cidr), 1)
+      await this.store.update(key, JSON.stringify(b.block), b.kv.revision).catch((err: unknown) => {
+        if (!isConflict(err)) claim.markUncertain()
+        throw err
+      })
       return { addr: toIpamAddress(cidr, a), fresh: true }
+    }).catch(async (err: unknown) => {
+      await claim.abandon()
+      throw err
     })
-    if (got.fresh) await this.addToHandle(req.handle, [got.addr])
+    if (got.fresh) claim.confirmed([got.addr])
+    await claim.settle()
     return got.addr
   }
 
@@ -406,15 +398,26 @@ export class Ipam {
     return { released, skipped }
   }
 
-  /** Releases every address of a handle and removes the handle record. */
+  /**
+   * Releases every address of a handle in the blocks its record names (every block it may hold addresses
+   * in: the record is written first), then removes the record, even one that names more than the blocks hold.
+   */
   async releaseByHandle(handle: string): Promise<ReleaseResult> {
     checkSegment('handle', handle)
-    const kv = await this.store.get(handleKey(handle))
+    const key = handleKey(handle)
+    let kv = await this.store.get(key)
     if (kv === undefined) return { released: [], skipped: [] }
     const released: { address: string; handle: string | null }[] = []
     for (const cidrText of Object.keys(decodeHandle(kv.key, kv.value).blocks)) {
-      released.push(...(await this.releaseInBlock(parseCidr(cidrText, 'handle.blocks'), (b) => blockReleaseByHandle(b, handle))).released)
+      released.push(...(await this.releaseInBlock(parseCidr(cidrText, 'handle.blocks'), (b) => blockReleaseByHandle(b, handle), false)).released)
     }
+    await this.retry(`delete handle ${handle}`, async () => {
+      const cur = kv ?? (await this.store.get(key))
+      kv = undefined
+      if (cur !== undefined) await this.store.delete(key, cur.revision)
+    }).catch((err: unknown) => {
+      if (!(err instanceof DatastoreError && err.code === 'not-found')) throw err
+    })
     return { released, skipped: [] }
   }
 

@@ -133,7 +133,8 @@ function settle() {
   return hash.digest('hex').slice(0, 16)
 }
 
-export function buildImage() {
+/** Builds (or finds) the image as `tag`, default IMAGE; tests build their own tag, never touching IMAGE. */
+export function buildImage({ tag = IMAGE } = {}) {
   for (const f of ['agent/pinto-node-main.js', 'bundle/pinto-sea.cjs']) {
     if (!existsSync(join(root, 'dist', f))) throw new Error(`dist/${f} is missing: run \`npm run build\` first`)
   }
@@ -145,12 +146,12 @@ export function buildImage() {
   let have = ''
   let previous = ''
   try {
-    ;[previous = '', have = ''] = sh('podman', ['image', 'inspect', '--format', '{{.Id}} {{index .Labels "pinto.inputs"}}', IMAGE], { env, stdio: ['ignore', 'pipe', 'ignore'] }).trim().split(' ')
+    ;[previous = '', have = ''] = sh('podman', ['image', 'inspect', '--format', '{{.Id}} {{index .Labels "pinto.inputs"}}', tag], { env, stdio: ['ignore', 'pipe', 'ignore'] }).trim().split(' ')
   } catch {
     // no such image yet
   }
   if (have !== inputs) {
-    sh('podman', ['build', '--timestamp', '0', '--label', `pinto.inputs=${inputs}`, '--tag', IMAGE, '-f', join(root, 'deploy', 'image', 'Containerfile'), work], { env, stdio: ['ignore', 'ignore', 'inherit'] })
+    sh('podman', ['build', '--timestamp', '0', '--label', `pinto.inputs=${inputs}`, '--tag', tag, '-f', join(root, 'deploy', 'image', 'Containerfile'), work], { env, stdio: ['ignore', 'ignore', 'inherit'] })
     // The image the tag left, unless another tag or a container still uses it.
     if (previous !== '') {
       try {
@@ -160,8 +161,8 @@ export function buildImage() {
       }
     }
   }
-  const size = Number(sh('podman', ['image', 'inspect', '--format', '{{.Size}}', IMAGE], { env }).trim())
-  return { image: IMAGE, inputs, size, built: have !== inputs }
+  const size = Number(sh('podman', ['image', 'inspect', '--format', '{{.Size}}', tag], { env }).trim())
+  return { image: tag, inputs, size, built: have !== inputs }
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

@@ -6,6 +6,7 @@ import { execFileSync, spawnSync } from 'node:child_process'
 import { existsSync, readFileSync, statSync, writeFileSync, chmodSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { ensureNode } from './node-lts.js'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 
@@ -54,6 +55,13 @@ function disableUnits(pkgs) {
   }
 }
 
+/** npm's own script (npm-cli.js), found through the `npm` on PATH; undefined when it cannot be found. */
+function npmCliPath() {
+  const r = spawnSync('sh', ['-c', 'readlink -f "$(command -v npm)"'], { encoding: 'utf8' })
+  const cli = r.status === 0 ? r.stdout.trim() : ''
+  return cli.endsWith('npm-cli.js') && existsSync(cli) ? cli : undefined
+}
+
 function npmDeps() {
   const lock = join(root, 'package-lock.json')
   const marker = join(root, 'node_modules', '.package-lock.json')
@@ -61,7 +69,10 @@ function npmDeps() {
   if (!stale) return
   console.error('[install-deps] npm packages missing or stale: running npm ci')
   const cmd = existsSync(lock) ? ['ci', '--no-audit', '--no-fund'] : ['install', '--no-audit', '--no-fund']
-  const r = spawnSync('npm', cmd, { cwd: root, stdio: 'inherit' })
+  // npm runs under the Node.js pinto ships, as the packages' engines (Node 22+ for some) expect, so
+  // npm checks them against that one rather than against an older Node that only started this script.
+  const npmCli = npmCliPath()
+  const r = npmCli === undefined ? spawnSync('npm', cmd, { cwd: root, stdio: 'inherit' }) : spawnSync(ensureNode(), [npmCli, ...cmd], { cwd: root, stdio: 'inherit' })
   if (r.status !== 0) throw new Error(`npm ${cmd[0]} failed with exit code ${r.status}`)
 }
 

@@ -3,11 +3,12 @@
 // failing assertions of a failed file with their diagnostics, every skip with its reason, and a last
 // line with the counts. tap's full TAP stream goes to .tap/last-run.tap, for when more is needed.
 // Arguments are tap's (a test file, say: `npm test -- dist/test/cni/plugin.test.js`).
-import { spawn } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
 import { createWriteStream, mkdirSync, readdirSync, statSync } from 'node:fs'
 import { dirname, join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { createInterface } from 'node:readline'
+import { ensureNode } from './node-lts.js'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const tap = join(root, 'node_modules', '.bin', 'tap')
@@ -30,7 +31,12 @@ const explicit = args.filter((a) => a.endsWith('.js')).length
 const total = explicit > 0 ? explicit : countFiles(join(root, 'dist', 'test'))
 
 const out = (s) => process.stdout.write(s + '\n')
-const child = spawn(tap, ['--reporter=tap', ...args], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] })
+// The suite runs under the Node.js pinto ships (tap, the tests and every process they start by
+// process.execPath); PINTO_TEST_NODE=system keeps the one that runs this script.
+const shipped = process.env['PINTO_TEST_NODE'] === 'system' ? undefined : ensureNode()
+const env = shipped === undefined ? process.env : { ...process.env, PATH: `${dirname(shipped)}:${process.env['PATH'] ?? '/usr/bin:/bin'}` }
+const child = spawn(shipped ?? process.execPath, [tap, '--reporter=tap', ...args], { cwd: root, env, stdio: ['ignore', 'pipe', 'inherit'] })
+out(`tests under Node ${shipped === undefined ? process.version : execFileSync(shipped, ['--version'], { encoding: 'utf8' }).trim()}`)
 let done = 0
 let block = []
 let summary

@@ -1,7 +1,8 @@
 // A local pinto cluster made of network namespaces, for the demo, the end-to-end tests and the benches:
-// the fabric, node namespaces running real pinto-node processes on one embedded store in a temp dir, pods
-// wired by the real CNI plugin, and an optional BIRD top-of-rack. It owns every process, namespace and
-// directory it makes and removes them all in destroy(); what it observes lives in observe.ts.
+// the fabric, node namespaces running real pinto-node processes (or the DaemonSet's pods under podman,
+// podman-nodes.ts) on one store, pods wired by the real CNI plugin, and an optional BIRD top-of-rack. It
+// owns every process, pod, namespace and directory it makes and removes them all in destroy(); what it
+// observes lives in observe.ts.
 
 import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync, openSync, closeSync } from 'node:fs'
@@ -18,15 +19,16 @@ import { startTor, TOR_ADDRESS, TOR_AS, type Tor } from './tor.js'
 import { startEtcd, type DemoEtcd } from './etcd.js'
 import { AGENT_NODE_FLAGS, PLUGIN_EXEC_ENV } from '../node-flags.js'
 import { installCni } from '../install-cni.js'
+import { readManifest } from './kube-manifest.js'
+import { CLUSTER_AS, clusterResources, POOL_CIDR, RR_CLUSTER_ID } from './cluster-resources.js'
+import { filledManifest, NODE_IMAGE, PodmanNodes, sweepStalePods } from './podman-nodes.js'
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..')
 export const NODE_BIN = join(ROOT, 'bin', 'pinto-node.js')
 export const PINTOCTL_BIN = join(ROOT, 'bin', 'pintoctl.js')
 export const BUNDLE = join(ROOT, 'dist', 'bundle')
-export const POOL_CIDR = '198.18.0.0/15'
-export const CLUSTER_AS = 64512
 export const API_PORT = 9099
-export const RR_CLUSTER_ID = '244.0.0.1'
+export { CLUSTER_AS, POOL_CIDR, RR_CLUSTER_ID }
 /** The fabric host of the cluster's etcd, when the datastore is etcd. */
 export const ETCD_ADDRESS = '192.0.2.2'
 
@@ -42,6 +44,14 @@ export interface ClusterSpec {
    * fabric host of its own (192.0.2.2), with TLS and client certificates when `etcd-tls`.
    */
   readonly datastore?: 'embedded' | 'etcd' | 'etcd-tls'
+  /**
+   * How each node runs pinto-node: a process (default), or the DaemonSet's pod from deploy/kubernetes run
+   * by `podman kube play` in the node's namespace, its CNI plugins those the pod's install-cni put in the
+   * node's root. podman needs an etcd datastore (etcd-tls unless `etcd` is asked for).
+   */
+  readonly runtime?: 'process' | 'podman'
+  /** The image the podman runtime plays (default localhost/pinto-node:<version>, `npm run image`). */
+  readonly image?: string
   /** Extra environment for every agent (e.g. PINTO_LOG_LEVEL). */
   readonly env?: Readonly<Record<string, string>>
   /** The Node.js that runs pinto-node, by absolute path (default: this one). */
@@ -63,6 +73,9 @@ export interface DemoNode {
   readonly reflector: boolean
   agent: ChildProcess | undefined
 }
+
+/** The pods' MTU the podman runtime writes into pinto-config (veth_mtu). */
+export const PODMAN_MTU = 1400
 
 export interface DemoPod {
   readonly name: string
@@ -103,6 +116,8 @@ export class DemoCluster {
   readonly pods: DemoPod[] = []
   tor: Tor | undefined
   etcd: DemoEtcd | undefined
+  /** The podman runtime's pods, with runtime 'podman'. */
+  podman: PodmanNodes | undefined
   private readonly netns = new Namespaces()
   private dir = ''
   private podSeq = 0
@@ -167,18 +182,23 @@ export class DemoCluster {
     }
     const swept = await sweepStale()
     if (swept.length > 0) this.say(`removed ${swept.length} namespaces an earlier demo left behind`)
+    const podmanMode = spec.runtime === 'podman'
+    const sweptPods = podmanMode ? await sweepStalePods() : []
+    if (sweptPods.length > 0) this.say(`removed ${sweptPods.length} pods an earlier demo left behind`)
+    const datastore = podmanMode && spec.datastore !== 'etcd' ? 'etcd-tls' : spec.datastore
     this.dir = await mkdtemp(join(tmpdir(), `${TEMP_PREFIX}${this.netns.id}-`))
     await mkdir(this.cniPath)
     // As on a node: copies with this Node.js in their #! line, or the single executable (the runtime
-    // execs them once per pod).
-    if (spec.plugins === 'sea') installCni({ binDir: this.cniPath, confDir: undefined })
+    // execs them once per pod). Under podman each node has the plugins its pod's install-cni put in its root.
+    if (spec.runtime === 'podman') this.say('plugins: those each node\'s install-cni writes')
+    else if (spec.plugins === 'sea') installCni({ binDir: this.cniPath, confDir: undefined })
     else installCni({ binDir: this.cniPath, confDir: undefined, node: process.execPath, bundleDir: BUNDLE })
 
-    this.say(`building ${spec.nodes} nodes (namespaces ${this.netns.prefix}-*), datastore in ${this.store}`)
+    this.say(`building ${spec.nodes} nodes (namespaces ${this.netns.prefix}-*)${datastore === 'etcd' || datastore === 'etcd-tls' ? '' : `, datastore in ${this.store}`}`)
     await this.netns.fabric()
-    if (spec.datastore === 'etcd' || spec.datastore === 'etcd-tls') {
+    if (datastore === 'etcd' || datastore === 'etcd-tls') {
       const ns = await this.netns.host('etcd', `${ETCD_ADDRESS}/24`)
-      this.etcd = await startEtcd(ns, ETCD_ADDRESS, join(this.dir, 'etcd'), { tls: spec.datastore === 'etcd-tls' })
+      this.etcd = await startEtcd(ns, ETCD_ADDRESS, join(this.dir, 'etcd'), { tls: datastore === 'etcd-tls' })
       this.say(`etcd at ${this.etcd.datastore}${this.etcd.tls ? ' (TLS, client certificates)' : ''}`)
     }
     const reflectors = spec.topology === 'rr' ? (spec.nodes >= 4 ? 2 : 1) : 0
@@ -188,45 +208,33 @@ export class DemoCluster {
       const ns = await this.netns.host(name, `${address}/24`, TOR_ADDRESS)
       const dir = join(this.dir, name)
       await mkdir(dir)
-      this.nodes.push({ name, ns, address, dir, socket: join(dir, 'pinto.sock'), mtuFile: join(dir, 'mtu'), log: join(dir, 'pinto-node.log'), reflector: i <= reflectors, agent: undefined })
+      // Under podman the pod's hostPaths are the node's root: its socket and MTU file are where the pod puts them.
+      const root = join(dir, 'root')
+      const [socket, mtuFile] = podmanMode ? [join(root, 'var/run/pinto/pinto.sock'), join(root, 'var/lib/pinto/mtu')] : [join(dir, 'pinto.sock'), join(dir, 'mtu')]
+      this.nodes.push({ name, ns, address, dir, socket, mtuFile, log: join(dir, 'pinto-node.log'), reflector: i <= reflectors, agent: undefined })
     }
-    await this.writeResources(this.initialResources())
+    if (podmanMode) {
+      const encap = spec.encap ?? 'none'
+      const docs = await filledManifest(readManifest(), {
+        etcdEndpoints: this.store,
+        etcdTls: this.etcd?.tls,
+        nodeIp: 'interface=eth0',
+        poolCidr: POOL_CIDR,
+        ipip: encap === 'ipip' ? 'Always' : 'Never',
+        vxlan: encap === 'vxlan' ? 'Always' : 'Never',
+        mtu: PODMAN_MTU,
+        ...(spec.env?.['PINTO_LOG_LEVEL'] !== undefined ? { logLevel: spec.env['PINTO_LOG_LEVEL'] } : {}),
+      })
+      this.podman = new PodmanNodes(docs, spec.image ?? NODE_IMAGE, this.netns.prefix)
+      this.say(`pinto-node as the DaemonSet's pod from deploy/kubernetes, image ${this.podman.image}, played by podman in each node's namespace`)
+    }
+    await this.writeResources(clusterResources(spec, this.nodes.filter((x) => x.reflector)))
     if (spec.tor === true) {
       const ns = await this.netns.host('tor', `${TOR_ADDRESS}/24`)
       this.tor = await startTor(ns, join(this.dir, 'tor'), this.nodes.map((n) => ({ name: n.name, address: n.address, as: CLUSTER_AS })), spec.torPrefixes)
       this.say(`BIRD top-of-rack router at ${TOR_ADDRESS} (AS ${TOR_AS}), originating 203.0.113.0/24`)
     }
     for (const n of this.nodes) await this.startAgent(n)
-  }
-
-  private initialResources(): Resource[] {
-    const spec = this.spec
-    const encap = spec.encap ?? 'none'
-    const out: Resource[] = [
-      {
-        apiVersion: 'projectcalico.org/v3',
-        kind: 'IPPool',
-        metadata: { name: 'demo-ipv4-pool' },
-        spec: { cidr: POOL_CIDR, blockSize: 26, ipipMode: encap === 'ipip' ? 'Always' : 'Never', vxlanMode: encap === 'vxlan' ? 'Always' : 'Never', natOutgoing: false, nodeSelector: 'all()' },
-      },
-      { apiVersion: 'projectcalico.org/v3', kind: 'BGPConfiguration', metadata: { name: 'default' }, spec: { asNumber: CLUSTER_AS, nodeToNodeMeshEnabled: spec.topology !== 'rr' } },
-    ]
-    for (const n of this.nodes.filter((x) => x.reflector)) {
-      // Written before the agent starts: it reads its cluster ID once, when the speaker is made.
-      out.push({
-        apiVersion: 'projectcalico.org/v3',
-        kind: 'Node',
-        metadata: { name: n.name, labels: { 'route-reflector': 'true' } },
-        spec: { bgp: { ipv4Address: `${n.address}/24`, routeReflectorClusterID: RR_CLUSTER_ID } },
-      })
-    }
-    if (spec.topology === 'rr') {
-      out.push({ apiVersion: 'projectcalico.org/v3', kind: 'BGPPeer', metadata: { name: 'peer-with-route-reflectors' }, spec: { nodeSelector: 'all()', peerSelector: "route-reflector == 'true'" } })
-    }
-    if (spec.tor === true) {
-      out.push({ apiVersion: 'projectcalico.org/v3', kind: 'BGPPeer', metadata: { name: 'tor' }, spec: { peerIP: TOR_ADDRESS, asNumber: TOR_AS } })
-    }
-    return out
   }
 
   /**
@@ -309,6 +317,11 @@ export class DemoCluster {
   /** Starts the node's pinto-node (its log appended to n.log) and waits for its CNI socket. */
   async startAgent(n: DemoNode, timeoutMs = 20_000): Promise<void> {
     if (this.closing) throw new DemoError('the cluster is being removed')
+    if (this.podman) {
+      await this.podman.play(n, { timeoutMs: Math.max(timeoutMs, 60_000) })
+      this.say(`${n.name}: pod ${this.podman.podName(n)} running (install-cni done, pinto-node up) at ${n.address}`)
+      return
+    }
     if (n.agent && n.agent.exitCode === null && n.agent.signalCode === null) throw new DemoError(`${n.name}: its agent is already running`)
     await rm(n.socket, { force: true })
     const fd = openSync(n.log, 'a')
@@ -330,6 +343,7 @@ export class DemoCluster {
 
   /** Stops an agent: SIGTERM is pinto-node's graceful stop, SIGKILL a crash. Resolves when it is gone. */
   async stopAgent(n: DemoNode, signal: NodeJS.Signals = 'SIGTERM', timeoutMs = 10_000): Promise<void> {
+    if (this.podman) return this.podman.stop(n, signal === 'SIGKILL' ? 0 : Math.ceil(timeoutMs / 1000))
     const child = n.agent
     if (!child || child.exitCode !== null || child.signalCode !== null) return
     const gone = new Promise<void>((resolve) => child.once('exit', () => resolve()))
@@ -339,6 +353,12 @@ export class DemoCluster {
     clearTimeout(timer)
   }
 
+  /** Is the node's pinto-node (process or pod) running? */
+  agentRunning(n: DemoNode): boolean {
+    return this.podman ? this.podman.running(n) : this.agentPid(n) !== undefined
+  }
+
+  /** The agent process's pid (process runtime only). */
   agentPid(n: DemoNode): number | undefined {
     const c = n.agent
     return c && c.exitCode === null && c.signalCode === null ? c.pid : undefined
@@ -374,6 +394,14 @@ export class DemoCluster {
 
   /** Execs the node's installed `pinto` plugin as a runtime does: the verb, the pod's identity, the network config on stdin. */
   async cni(n: DemoNode, command: 'ADD' | 'DEL' | 'CHECK', pod: Pick<DemoPod, 'name' | 'ns' | 'containerId'>): Promise<{ code: number; stdout: string; stderr: string }> {
+    const cniEnv = {
+      CNI_COMMAND: command,
+      CNI_CONTAINERID: pod.containerId,
+      CNI_NETNS: `/run/netns/${pod.ns}`,
+      CNI_IFNAME: 'eth0',
+      CNI_ARGS: `K8S_POD_NAMESPACE=demo;K8S_POD_NAME=${pod.name}`,
+    }
+    if (this.podman) return this.podman.cni(n, cniEnv)
     const conf = {
       cniVersion: '1.0.0',
       name: 'pinto-demo',
@@ -383,11 +411,7 @@ export class DemoCluster {
       ipam: { type: 'pinto-ipam', socket: n.socket },
     }
     const env = {
-      CNI_COMMAND: command,
-      CNI_CONTAINERID: pod.containerId,
-      CNI_NETNS: `/run/netns/${pod.ns}`,
-      CNI_IFNAME: 'eth0',
-      CNI_ARGS: `K8S_POD_NAMESPACE=demo;K8S_POD_NAME=${pod.name}`,
+      ...cniEnv,
       CNI_PATH: this.cniPath,
       // The bundles start with `#!/usr/bin/env node`; sudo may have dropped node's directory from PATH.
       PATH: `${dirname(process.execPath)}:${process.env['PATH'] ?? '/usr/bin:/bin'}`,
@@ -426,6 +450,7 @@ export class DemoCluster {
   }
 
   private async teardown(): Promise<void> {
+    if (this.podman) await this.podman.destroy(this.hurry)
     await Promise.all(this.nodes.map((n) => this.stopAgent(n, this.hurry ? 'SIGKILL' : 'SIGTERM', this.hurry ? 200 : 3000).catch(() => undefined)))
     if (this.tor && isAlive(this.tor.pid)) killQuietly(this.tor.pid, 'SIGTERM')
     await this.etcd?.stop()

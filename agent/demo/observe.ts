@@ -83,7 +83,7 @@ export async function peers(n: DemoNode): Promise<{ rows: PeerRow[]; source: 'ap
 export async function missingRoutes(cluster: DemoCluster, extra: readonly string[] = []): Promise<string[]> {
   const missing: string[] = []
   for (const n of cluster.nodes) {
-    if (cluster.agentPid(n) === undefined) continue
+    if (!cluster.agentRunning(n)) continue
     const routes = await kernelRoutes(n.ns)
     for (const p of cluster.pods) if (p.node !== n.name && !covered(routes, p.address)) missing.push(`${n.name} has no route to ${p.name} (${p.address})`)
     for (const a of extra) if (!covered(routes, a)) missing.push(`${n.name} has no route to ${a}`)

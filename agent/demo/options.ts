@@ -11,15 +11,20 @@ export interface DemoOptions {
   readonly topology: DemoTopology
   readonly tor: 'bird' | undefined
   readonly check: boolean
+  /** How nodes run pinto-node: processes, or the DaemonSet's pods from deploy/kubernetes under podman. */
+  readonly runtime: 'process' | 'podman'
+  /** The image --runtime podman plays; undefined: localhost/pinto-node:<version>. */
+  readonly image: string | undefined
   /** Seconds to wait for convergence before giving up. */
   readonly timeout: number
 }
 
-export const DEMO_DEFAULTS: DemoOptions = { nodes: 3, pods: 2, encap: 'none', topology: 'mesh', tor: undefined, check: false, timeout: 60 }
+export const DEMO_DEFAULTS: DemoOptions = { nodes: 3, pods: 2, encap: 'none', topology: 'mesh', tor: undefined, check: false, runtime: 'process', image: undefined, timeout: 60 }
 
 export class OptionError extends Error {}
 
-export const DEMO_USAGE = `usage: pintoctl demo [--nodes N] [--pods N] [--encap none|vxlan|ipip] [--topology mesh|rr] [--tor bird] [--check] [--timeout SECONDS]
+export const DEMO_USAGE = `usage: pintoctl demo [--nodes N] [--pods N] [--encap none|vxlan|ipip] [--topology mesh|rr] [--tor bird] [--runtime process|podman [--image REF]]
+                     [--check] [--timeout SECONDS]
 
 Builds a local cluster from network namespaces (nodes 192.0.2.11..., pods from 198.18.0.0/15), runs
 pinto-node in each node, creates pods through the pinto CNI plugin, waits for the routes, and prints
@@ -30,6 +35,10 @@ peers, routes and a pod-to-pod ping matrix. It keeps running until Ctrl-C, then 
   --encap MODE     none (plain routes), vxlan or ipip (default none)
   --topology T     mesh (iBGP full mesh) or rr (route reflectors, mesh off) (default mesh)
   --tor bird       a BIRD top-of-rack router over eBGP (AS 65000), originating 203.0.113.0/24
+  --runtime R      process (pinto-node run directly, default) or podman: each node runs the DaemonSet's
+                   pod from deploy/kubernetes (image localhost/pinto-node, \`npm run image\` builds it),
+                   played by podman kube play in the node's namespace, with etcd over TLS
+  --image REF      the image --runtime podman plays (default localhost/pinto-node:<version>)
   --check          build, check the full ping matrix, tear down; exit 0 only if every pod reached every other
   --timeout S      seconds to wait for convergence (default 60)
 `
@@ -72,6 +81,15 @@ export function parseDemoOptions(args: readonly string[]): DemoOptions {
       case '--tor':
         o.tor = oneOf(name, value(), ['bird'] as const)
         break
+      case '--runtime':
+        o.runtime = oneOf(name, value(), ['process', 'podman'] as const)
+        break
+      case '--image': {
+        const v = value()
+        if (v === undefined || !/^[a-z0-9][a-z0-9._\/:@-]*$/.test(v)) throw new OptionError(`--image: ${v === undefined ? 'needs a value' : `${JSON.stringify(v)} is not an image reference`}`)
+        o.image = v
+        break
+      }
       case '--timeout':
         o.timeout = intIn(name, value(), 1, 3600)
         break
@@ -83,5 +101,6 @@ export function parseDemoOptions(args: readonly string[]): DemoOptions {
         throw new OptionError(`${raw}: unknown option`)
     }
   }
+  if (o.image !== undefined && o.runtime !== 'podman') throw new OptionError('--image: only with --runtime podman')
   return o
 }

@@ -8,6 +8,7 @@ import { kernelRoutes, matrixFailures, peers, pingMatrix, waitConverged } from '
 import { forwardIntoNamespace, type Forward } from '../demo/forward.js'
 import { matrixTable, table } from '../demo/tables.js'
 import { TOR_ADDRESS, TOR_AS, TOR_PREFIX } from '../demo/tor.js'
+import { NODE_IMAGE, podmanProblem } from '../demo/podman-nodes.js'
 
 const out = (text: string): void => void process.stdout.write(text)
 const err = (text: string): void => void process.stderr.write(text)
@@ -20,6 +21,7 @@ async function preflight(o: DemoOptions): Promise<string | undefined> {
     if (!ipip.ok) return `this kernel cannot make ipip links (\`ip link add type ipip\` said: ${ipip.reason || 'no reason'}); use --encap vxlan or --encap none`
   }
   if (o.tor === 'bird' && !(await birdInstalled())) return '--tor bird needs BIRD 2, which is not installed (Debian/Ubuntu: apt-get install bird2)'
+  if (o.runtime === 'podman') return podmanProblem(o.image ?? NODE_IMAGE)
   return undefined
 }
 
@@ -52,14 +54,15 @@ const PAGE_PORT_BASE = 9100
 function printAccess(cluster: DemoCluster, pages: readonly (Forward | undefined)[]): void {
   const rows = cluster.nodes.map((n: DemoNode, i) => [n.name, n.address, n.ns, pages[i]?.url ?? '(no forward)', `ip netns exec ${n.ns} curl -s http://127.0.0.1:${API_PORT}/v1/peers`])
   out('\nREST APIs and status pages (each node serves both on 127.0.0.1:' + API_PORT + ' inside its namespace)\n' + table(['node', 'address', 'namespace', 'status page (from this machine)', 'REST API'], rows))
-  const first = pages.find((p) => p !== undefined)
-  if (first !== undefined) {
-    const port = new URL(first.url).port
-    out(`open a status page in a browser on this machine; from another one, forward it first: ssh -L ${port}:127.0.0.1:${port} THIS-HOST, then open ${first.url}\n`)
+  const page = pages.find((p) => p !== undefined)
+  if (page !== undefined) {
+    const port = new URL(page.url).port
+    out(`open a status page in a browser on this machine; from another one, forward it first: ssh -L ${port}:127.0.0.1:${port} THIS-HOST, then open ${page.url}\n`)
   }
-  const n1 = cluster.nodes[0]
-  if (n1 !== undefined) out(`no browser at hand: a PNG of node1's page with Debian's chromium (ignore its D-Bus warnings): ip netns exec ${n1.ns} chromium --headless --no-sandbox --disable-gpu --virtual-time-budget=5000 --window-size=1400,1300 --screenshot=/tmp/${n1.name}.png http://127.0.0.1:${API_PORT}/\n`)
-  out(`also /v1/status, /v1/events, /v1/routes?table=loc-rib, /v1/ipam/blocks, /metrics; agent logs: ${cluster.nodes[0]?.log.replace(/node1/, 'nodeN') ?? ''}\n`)
+  const first = cluster.nodes[0]
+  if (first !== undefined) out(`no browser at hand: a PNG of ${first.name}'s page with Debian's chromium (ignore its D-Bus warnings): ip netns exec ${first.ns} chromium --headless --no-sandbox --disable-gpu --virtual-time-budget=5000 --window-size=1400,1300 --screenshot=/tmp/${first.name}.png http://127.0.0.1:${API_PORT}/\n`)
+  const logs = cluster.podman && first ? `podman logs ${cluster.podman.podName(first).replace(/node1$/, 'nodeN')}-pinto-node` : (first?.log.replace(/node1/, 'nodeN') ?? '')
+  out(`also /v1/status, /v1/events, /v1/routes?table=loc-rib, /v1/ipam/blocks, /metrics; agent logs: ${logs}\n`)
   out(`a pod's shell: ip netns exec ${cluster.pods[0]?.ns ?? '<pod namespace>'} sh\n`)
 }
 
@@ -83,7 +86,7 @@ export async function demoCommand(args: readonly string[]): Promise<number> {
   }
 
   const say = (line: string): void => out(`  ${line}\n`)
-  const cluster = DemoCluster.prepare({ nodes: o.nodes, encap: o.encap, topology: o.topology, tor: o.tor === 'bird', say })
+  const cluster = DemoCluster.prepare({ nodes: o.nodes, encap: o.encap, topology: o.topology, tor: o.tor === 'bird', runtime: o.runtime, ...(o.image !== undefined ? { image: o.image } : {}), say })
   let interrupts = 0
   let wake: (() => void) | undefined
   const onSignal = (): void => {
@@ -102,7 +105,7 @@ export async function demoCommand(args: readonly string[]): Promise<number> {
   let code = 0
   const pages: (Forward | undefined)[] = []
   try {
-    out(`pinto demo: ${o.nodes} nodes, ${o.pods} pods each, encapsulation ${o.encap}, ${o.topology === 'rr' ? 'route reflectors' : 'full mesh'}${o.tor ? ', BIRD top-of-rack' : ''}; pods from ${POOL_CIDR}\n`)
+    out(`pinto demo: ${o.nodes} nodes, ${o.pods} pods each, encapsulation ${o.encap}, ${o.topology === 'rr' ? 'route reflectors' : 'full mesh'}${o.tor ? ', BIRD top-of-rack' : ''}${o.runtime === 'podman' ? ', pinto-node as the DaemonSet\'s pods under podman' : ''}; pods from ${POOL_CIDR}\n`)
     const started = Date.now()
     await cluster.start()
     for (const n of cluster.nodes) {

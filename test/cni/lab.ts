@@ -114,7 +114,7 @@ export async function createLab(t: Teardown, opts: LabOptions = {}): Promise<Lab
       // channel does an ADD only for a plugin in its own namespace. The tests read allocations through
       // a second handle on the same datastore.
       const child = topo.spawn(host.ns, process.execPath, [SERVICE_MAIN], {
-        env: { PINTO_DATASTORE: storeDir, PINTO_SOCKET: socket, PINTO_NODENAME: 'node1', PINTO_MTU_FILE: mtuFile, ...PLUGIN_EXEC_ENV },
+        env: { PINTO_DATASTORE: storeDir, PINTO_SOCKET: socket, PINTO_NODENAME: 'node1', PINTO_MTU_FILE: mtuFile, PINTO_STATE_DIR: join(dir, 'state'), ...PLUGIN_EXEC_ENV },
         extendEnv: true, stdout: 'pipe', stderr: 'pipe', buffer: false,
       })
       let out = ''

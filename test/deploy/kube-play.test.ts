@@ -11,7 +11,7 @@ import { stringify } from 'yaml'
 import { createTopology } from '../harness/netns.js'
 import { waitFor } from '../harness/wait.js'
 import { parseManifest, type KubeObject } from './kube-schema.js'
-import { podForNode } from './kube-pod.js'
+import { podForNode } from '../../agent/demo/kube-pod.js'
 import { Podman } from './podman.js'
 
 const MANIFEST = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'deploy', 'kubernetes', 'pinto.yaml')

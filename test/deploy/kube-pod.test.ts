@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseManifest, validateObject, type KubeObject } from './kube-schema.js'
-import { podForNode, PodConversionError } from './kube-pod.js'
+import { podForNode, PodConversionError } from '../../agent/demo/kube-pod.js'
 
 const DIR = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'deploy', 'kubernetes')
 const docs = parseManifest(readFileSync(join(DIR, 'pinto.yaml'), 'utf8'), 'pinto.yaml')

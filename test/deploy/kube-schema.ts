@@ -6,7 +6,7 @@
 import ts from 'typescript'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { parseAllDocuments } from 'yaml'
+import type { KubeObject } from '../../agent/demo/kube-manifest.js'
 import { validate as validateConfigMap } from 'kubernetes-models/_schemas/IoK8sApiCoreV1ConfigMap'
 import { validate as validateSecret } from 'kubernetes-models/_schemas/IoK8sApiCoreV1Secret'
 import { validate as validateServiceAccount } from 'kubernetes-models/_schemas/IoK8sApiCoreV1ServiceAccount'
@@ -19,7 +19,7 @@ export interface SchemaProblem {
   readonly message: string
 }
 
-export type KubeObject = Record<string, unknown>
+export { parseManifest, type KubeObject } from '../../agent/demo/kube-manifest.js'
 
 interface SchemaError {
   readonly instancePath: string
@@ -35,23 +35,6 @@ const KINDS: Record<string, { readonly schema: CompiledValidator; readonly modul
   'v1/ServiceAccount': { schema: validateServiceAccount, module: 'kubernetes-models/v1/ServiceAccount', iface: 'IServiceAccount' },
   'v1/Pod': { schema: validatePod, module: 'kubernetes-models/v1/Pod', iface: 'IPod' },
   'apps/v1/DaemonSet': { schema: validateDaemonSet, module: 'kubernetes-models/apps/v1/DaemonSet', iface: 'IDaemonSet' },
-}
-
-/**
- * The documents of a manifest, read as kubectl reads YAML (1.1: `0400` is octal, `yes` is true; a key
- * twice in one mapping is an error). Empty documents are dropped, as kubectl drops them.
- */
-export function parseManifest(text: string, file: string): KubeObject[] {
-  const out: KubeObject[] = []
-  for (const doc of parseAllDocuments(text, { version: '1.1' })) {
-    const err = doc.errors[0]
-    if (err) throw new Error(`${file}: ${err.message}`)
-    const value: unknown = doc.toJS()
-    if (value === null || value === undefined) continue
-    if (typeof value !== 'object' || Array.isArray(value)) throw new Error(`${file}: a document is not a mapping`)
-    out.push(value as KubeObject)
-  }
-  return out
 }
 
 function kindKey(obj: KubeObject): string {

@@ -42,6 +42,12 @@ export interface EtcdInstance {
   readonly pid: number
   readonly dataDir: string
   stop(): Promise<void>
+  /** SIGSTOP / SIGCONT: etcd stops answering (requests hang, as on a stalled disk) and resumes. */
+  freeze(): void
+  thaw(): void
+  /** kill -9, the data dir kept; restart() starts it again on the same data dir and ports, healthy. */
+  crash(): Promise<void>
+  restart(): Promise<void>
 }
 
 /** Anything with tap's teardown (kept structural so the harness does not depend on tap's types). */
@@ -68,10 +74,10 @@ function exited(child: ChildProcess): Promise<void> {
 }
 
 async function stopChild(child: ChildProcess, dataDir: string): Promise<void> {
+  // A frozen etcd would not see SIGTERM.
+  if (child.exitCode === null && child.signalCode === null && child.pid !== undefined) process.kill(child.pid, 'SIGCONT')
   if (child.exitCode === null && child.signalCode === null && child.pid !== undefined) {
     process.kill(child.pid, 'SIGTERM')
-    // A test may have frozen it (SIGSTOP); a stopped process acts on SIGTERM only once continued.
-    process.kill(child.pid, 'SIGCONT')
     const killer = setTimeout(() => child.pid !== undefined && child.exitCode === null && process.kill(child.pid, 'SIGKILL'), 5000)
     await exited(child)
     clearTimeout(killer)
@@ -116,14 +122,14 @@ async function startOnce(deadlineMs: number, options: EtcdStartOptions): Promise
   const name = `pinto-test-${process.pid}-${clientPort}`
   const wrap = options.wrap ?? []
   const tlsArgs = tls ? ['--client-cert-auth', '--trusted-ca-file', tls.trustedCa, '--cert-file', tls.cert, '--key-file', tls.key] : []
-  const child = spawn(
+  const launch = (state: 'new' | 'existing'): ChildProcess => spawn(
     wrap[0] ?? ETCD_BIN,
     [
       ...(wrap.length > 0 ? [...wrap.slice(1), ETCD_BIN] : []),
       '--name', name, '--data-dir', join(dataDir, 'data'),
       '--listen-client-urls', client, '--advertise-client-urls', client, ...tlsArgs,
       '--listen-peer-urls', peer, '--initial-advertise-peer-urls', peer,
-      '--initial-cluster', `${name}=${peer}`, '--initial-cluster-state', 'new',
+      '--initial-cluster', `${name}=${peer}`, '--initial-cluster-state', state,
       // Small limits: tests write little, and the 2-core machine is shared. (3.4 has no --unsafe-no-fsync.)
       '--quota-backend-bytes', String(256 * 1024 * 1024), '--snapshot-count', '5000', '--max-wals', '2',
       '--logger', 'zap', '--log-outputs', 'stderr', '--log-level', 'error',
@@ -131,12 +137,16 @@ async function startOnce(deadlineMs: number, options: EtcdStartOptions): Promise
     { stdio: ['ignore', 'ignore', 'pipe'] },
   )
   let stderr = ''
-  child.stderr?.on('data', (chunk: Buffer) => {
-    stderr = (stderr + chunk.toString()).slice(-4000)
-  })
-  child.on('error', (err) => {
-    stderr += `\nspawn ${ETCD_BIN}: ${err.message}`
-  })
+  const watchOutput = (c: ChildProcess): void => {
+    c.stderr?.on('data', (chunk: Buffer) => {
+      stderr = (stderr + chunk.toString()).slice(-4000)
+    })
+    c.on('error', (err) => {
+      stderr += `\nspawn ${ETCD_BIN}: ${err.message}`
+    })
+  }
+  let child = launch('new')
+  watchOutput(child)
   const endpoint = `${hostInUrl}:${clientPort}`
   // If the test process dies without its teardown, do not leave etcd and 100+ MB of WAL behind.
   const onExit = (): void => {
@@ -149,8 +159,29 @@ async function startOnce(deadlineMs: number, options: EtcdStartOptions): Promise
     await stopChild(child, dataDir)
   }
   const datastore = tls ? client : `etcd://${endpoint}`
-  const instance: EtcdInstance = { endpoint, url: client, datastore, pid: child.pid ?? -1, dataDir, stop }
   const plain = !tls && wrap.length === 0
+  const isHealthy = (): Promise<boolean> => (plain ? healthy(endpoint) : healthyCtl(client, options))
+  const instance: EtcdInstance = {
+    endpoint, url: client, datastore, dataDir, stop,
+    get pid() {
+      return child.pid ?? -1
+    },
+    freeze: () => void process.kill(instance.pid, 'SIGSTOP'),
+    thaw: () => void process.kill(instance.pid, 'SIGCONT'),
+    async crash() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+      await exited(child)
+    },
+    async restart() {
+      child = launch('existing')
+      watchOutput(child)
+      const until = Date.now() + 15_000
+      while (!(await isHealthy())) {
+        if (child.exitCode !== null || Date.now() > until) throw new Error(`etcd did not come back on ${dataDir}: ${stderr.trim()}`)
+        await new Promise((resolve) => setTimeout(resolve, 50))
+      }
+    },
+  }
   while (Date.now() < deadlineMs) {
     if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) {
       await stop()
@@ -158,7 +189,7 @@ async function startOnce(deadlineMs: number, options: EtcdStartOptions): Promise
       if (/address already in use/.test(stderr) && !fixed) return 'port-clash'
       throw new Error(`etcd exited before it was healthy (code ${child.exitCode}): ${stderr.trim()}`)
     }
-    if (plain ? await healthy(endpoint) : await healthyCtl(client, options)) return instance
+    if (await isHealthy()) return instance
     await new Promise((resolve) => setTimeout(resolve, 50))
   }
   await instance.stop()

@@ -4,7 +4,7 @@
 // swapped. Pure: the caller writes the files and runs podman; anything it cannot honour is an error.
 // Env is resolved here, not by podman: podman 4.3.1's kube play refuses fieldRef spec.nodeName.
 import { posix } from 'node:path'
-import type { KubeObject } from './kube-schema.js'
+import type { KubeObject } from './kube-manifest.js'
 
 export interface PodForNodeOptions {
   /** The DaemonSet document, as read from the manifest. */
@@ -13,6 +13,11 @@ export interface PodForNodeOptions {
   readonly documents: readonly KubeObject[]
   /** The node's name: spec.nodeName, and what fieldRef spec.nodeName resolves to. */
   readonly nodeName: string
+  /**
+   * The Pod's name (default `<DaemonSet>-<node>`). The controller generates one per pod; a caller
+   * sharing a podman store with others gives names of its own.
+   */
+  readonly podName?: string
   /** Every hostPath P becomes hostRoot + P, so a node's files stay in its own directory. */
   readonly hostRoot: string
   /** Host paths given their own place instead (e.g. /var/run/netns → /run/netns, where `ip netns` pins). */
@@ -82,7 +87,7 @@ export function podForNode(opts: PodForNodeOptions): PodForNode {
   const template = structuredClone(field(field(ds, 'spec', ''), 'template', 'spec'))
   const spec = field(template, 'spec', 'spec.template')
   const tmeta = isObj(template.metadata) ? template.metadata : {}
-  const podName = `${dsName}-${opts.nodeName}`
+  const podName = opts.podName ?? `${dsName}-${opts.nodeName}`
   const refs = { ...opts, namespace, podName }
 
   const files: NodeFile[] = []

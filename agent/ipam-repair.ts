@@ -1,0 +1,195 @@
+// pinto-node's repair of its own node's IPAM records: runs the leak check, keeps the problems in blocks
+// affine to this node (and handles naming them), and repairs one only when it is certainly orphaned: seen
+// unchanged on two runs at least the grace period apart, and its handle not in a request now. It repairs
+// nothing of other nodes and no block or affinity (those stay for `pintoctl ipam check --repair`).
+
+import { readFileSync, readdirSync } from 'node:fs'
+import { hostAffinity } from '../ipam/block.js'
+import { type Problem, checkIpam } from '../ipam/check.js'
+import type { Ipam } from '../ipam/ipam.js'
+import { BLOCKS_PREFIX, decodeBlock, decodeHandle, handleKey } from '../ipam/records.js'
+
+export type RepairKind = 'address-without-handle' | 'handle-without-addresses' | 'handle-count-mismatch'
+
+export interface NodeRepairOptions {
+  readonly ipam: Ipam
+  readonly node: string
+  /** Whether a request for this handle is queued or running now. */
+  readonly busy: (handle: string) => boolean
+  readonly graceMs: number
+  readonly now?: () => number
+  /** Container IDs whose pods are wired on this node (an address of one is live: its handle is rebuilt, not freed). */
+  readonly liveContainers?: () => ReadonlySet<string>
+  readonly log?: (msg: string, fields: Record<string, unknown>) => void
+}
+
+interface Sighting {
+  readonly fingerprint: string
+  readonly since: number
+}
+
+export class NodeIpamRepair {
+  /** Repairs done, by kind, since start. */
+  readonly repaired: Record<RepairKind, number> = { 'address-without-handle': 0, 'handle-without-addresses': 0, 'handle-count-mismatch': 0 }
+  failures = 0
+  private readonly seen = new Map<string, Sighting>()
+  private readonly now: () => number
+  private timer: ReturnType<typeof setTimeout> | undefined
+  private running: Promise<void> | undefined
+  private again = false
+  private stopped = false
+
+  constructor(private readonly options: NodeRepairOptions) {
+    this.now = options.now ?? Date.now
+  }
+
+  /** Runs every `intervalMs`, and sooner (after 2 s) while the datastore does not answer. */
+  start(intervalMs: number): void {
+    const loop = (ms: number): void => {
+      if (this.stopped) return
+      this.timer = setTimeout(() => {
+        void this.trigger().then((ok) => loop(ok ? intervalMs : Math.min(intervalMs, 2000)))
+      }, ms)
+      this.timer.unref()
+    }
+    loop(intervalMs)
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true
+    clearTimeout(this.timer)
+    await this.running
+  }
+
+  /** A run now (the datastore came back, say); calls during a run coalesce into one more. True when it completed. */
+  async trigger(): Promise<boolean> {
+    if (this.running !== undefined) {
+      this.again = true
+      await this.running
+      return true
+    }
+    let ok = true
+    this.running = (async () => {
+      do {
+        this.again = false
+        try {
+          await this.run()
+        } catch (err) {
+          ok = false
+          this.options.log?.('IPAM repair of this node failed', { err: (err as Error).message })
+        }
+      } while (this.again && !this.stopped)
+    })().finally(() => {
+      this.running = undefined
+    })
+    await this.running
+    return ok
+  }
+
+  /** One pass: the check, then the repairs now due. Returns what it repaired. */
+  async run(): Promise<{ kind: RepairKind; key: string }[]> {
+    const { ipam, node } = this.options
+    const now = this.now()
+    const own = new Set<string>()
+    for (const kv of (await ipam.store.list(BLOCKS_PREFIX)).items) {
+      const b = decodeBlock(kv.key, kv.value)
+      if (b.affinity === hostAffinity(node)) own.add(b.cidr)
+    }
+    const report = await checkIpam(ipam)
+    const candidates: { key: string; fingerprint: string; handle: string | null; problem: Problem }[] = []
+    for (const p of report.problems) {
+      if (p.kind === 'address-without-handle' && own.has(p.block)) {
+        candidates.push({ key: `addr ${p.address}`, fingerprint: `${p.handle ?? ''} ${p.sequenceNumber}`, handle: p.handle, problem: p })
+      } else if (p.kind === 'handle-without-addresses') {
+        const kv = await ipam.store.get(handleKey(p.handle))
+        if (kv !== undefined && Object.keys(decodeHandle(kv.key, kv.value).blocks).some((b) => own.has(b))) {
+          candidates.push({ key: `handle ${p.handle}`, fingerprint: String(kv.revision), handle: p.handle, problem: p })
+        }
+      } else if (p.kind === 'handle-count-mismatch' && [...Object.keys(p.recorded), ...Object.keys(p.actual)].some((b) => own.has(b))) {
+        candidates.push({ key: `counts ${p.handle}`, fingerprint: JSON.stringify([p.recorded, p.actual]), handle: p.handle, problem: p })
+      }
+    }
+    const current = new Set(candidates.map((c) => c.key))
+    for (const k of this.seen.keys()) if (!current.has(k)) this.seen.delete(k)
+    const done: { kind: RepairKind; key: string }[] = []
+    for (const c of candidates) {
+      const prev = this.seen.get(c.key)
+      // A request on the handle now, or a change since the last sighting: the grace starts over.
+      if (prev === undefined || prev.fingerprint !== c.fingerprint || (c.handle !== null && this.options.busy(c.handle))) {
+        this.seen.set(c.key, { fingerprint: c.fingerprint, since: now })
+        continue
+      }
+      if (now - prev.since < this.options.graceMs) continue
+      this.seen.delete(c.key)
+      try {
+        const kind = await this.repair(c.problem)
+        if (kind !== undefined) {
+          this.repaired[kind]++
+          done.push({ kind, key: c.key })
+        }
+      } catch (err) {
+        this.failures++
+        this.options.log?.('IPAM repair failed', { problem: c.key, err: (err as Error).message })
+      }
+    }
+    return done
+  }
+
+  private async repair(p: Problem): Promise<RepairKind | undefined> {
+    const { ipam, log } = this.options
+    switch (p.kind) {
+      case 'address-without-handle': {
+        const containerId = p.handle === null ? undefined : p.handle.slice(p.handle.indexOf('.') + 1)
+        if (p.handle !== null && containerId !== undefined && this.liveContainers().has(containerId)) {
+          // Its pod is wired here: give the address its handle back, so the pod's DEL frees it.
+          await ipam.adjustHandle(p.handle, (blocks) => void (blocks[p.block] = (blocks[p.block] ?? 0) + 1))
+          log?.('IPAM repair: rebuilt the handle of a live pod\'s address', { address: p.address, handle: p.handle })
+          return p.kind
+        }
+        // By sequence number: an address reused since the check is never freed.
+        const r = await ipam.releaseIPs([{ address: p.address, ...(p.handle === null ? {} : { handle: p.handle }), sequenceNumber: p.sequenceNumber }], false)
+        if (r.released.length === 0) return undefined
+        log?.('IPAM repair: released an address no handle record names', { address: p.address, handle: p.handle })
+        return p.kind
+      }
+      case 'handle-without-addresses': {
+        // Only as the check saw it: a write since then makes this a conflict, not a deletion.
+        await ipam.store.delete(handleKey(p.handle), p.revision)
+        log?.('IPAM repair: deleted a handle record with no address', { handle: p.handle })
+        return p.kind
+      }
+      case 'handle-count-mismatch':
+        await ipam.adjustHandle(p.handle, (blocks) => {
+          for (const k of Object.keys(blocks)) delete blocks[k]
+          Object.assign(blocks, p.actual)
+        })
+        log?.('IPAM repair: set a handle record to what its blocks hold', { handle: p.handle, recorded: p.recorded, actual: p.actual })
+        return p.kind
+      default:
+        return undefined
+    }
+  }
+
+  private liveContainers(): ReadonlySet<string> {
+    return this.options.liveContainers?.() ?? linkAliases()
+  }
+}
+
+/** Every ifalias of this namespace's links (the CNI plugin writes the container ID there). */
+function linkAliases(): Set<string> {
+  const out = new Set<string>()
+  let names: string[]
+  try {
+    names = readdirSync('/sys/class/net')
+  } catch {
+    return out
+  }
+  for (const n of names) {
+    try {
+      for (const word of readFileSync(`/sys/class/net/${n}/ifalias`, 'utf8').split(/[\s,;=]+/)) if (word !== '') out.add(word)
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out
+}

@@ -129,6 +129,11 @@ export class CniService {
         if (!/Cannot find device/.test(String((err as { stderr?: unknown }).stderr ?? ''))) throw err
       })
     }
+    // The plugin makes both ends in the pod and moves the host end out last: an ADD cut short before the
+    // move left the pair in the pod's netns, where the host end's name is this ADD's alone.
+    if (e.netns !== '' && existsSync(e.netns)) {
+      await promisify(execFile)('nsenter', [`--net=${e.netns}`, 'ip', 'link', 'del', e.hostVeth]).catch(() => undefined)
+    }
     if (e.handle !== '') this.ipam.releaseLater(e.handle)
     this.log('rolled back a CNI ADD the last run never answered', { containerId: e.containerId, hostVeth: owned ? e.hostVeth : null, handle: e.handle })
   }

@@ -91,6 +91,9 @@ export class PintoNode {
   private workloadsTimer: NodeJS.Timeout | undefined
   private peersComputed = false
   private syncTimer: NodeJS.Timeout | undefined
+  private eorTimer: NodeJS.Timeout | undefined
+  /** Started within the graceful-restart window of a previous run: peers hold our routes as stale. */
+  private restarting = false
   private readonly peersJob: Coalescer
   private readonly originJob: Coalescer
   private readonly dataplaneJob: Coalescer
@@ -174,7 +177,8 @@ export class PintoNode {
       holdEndOfRib: true,
       logger: this.log.child({ component: 'bgp' }),
     })
-    if (restartingFor > 0) this.log.info({ seconds: restartingFor }, 'restarting within the graceful-restart window: peers are asked to keep our routes')
+    this.restarting = restartingFor > 0
+    if (this.restarting) this.log.info({ seconds: restartingFor }, 'restarting within the graceful-restart window: peers are asked to keep our routes')
     await this.speaker.start()
 
     if (s.dataplane === 'kernel') {
@@ -271,6 +275,7 @@ export class PintoNode {
     const graceful = opts.graceful ?? true
     clearInterval(this.heartbeat)
     clearTimeout(this.syncTimer)
+    clearTimeout(this.eorTimer)
     clearTimeout(this.workloadsTimer)
     for (const u of this.unsubscribe) u()
     this.cluster?.close()
@@ -536,8 +541,24 @@ export class PintoNode {
       }
     }
     this.speaker.rib.flush()
-    // Everything we own is in the RIB: End-of-RIB may follow our table (graceful restart).
-    this.speaker.releaseEndOfRib()
+    this.releaseEndOfRibWhenSynced()
+  }
+
+  /**
+   * End-of-RIB follows our table once everything we own is in the RIB and the peers have sent us their
+   * tables, or the sync deadline has passed (RFC 4724 §4.1, selection deferral): a restarting node that
+   * ended its table to a top-of-rack router before its iBGP peers' routes were in would have the router
+   * drop, as stale, the paths through us to the other nodes' blocks, and take them again a second later.
+   * Only a restarting node defers: peers keep nothing of a node that starts afresh, and nodes starting
+   * together would otherwise each wait for the others' End-of-RIB until the deadline.
+   */
+  private releaseEndOfRibWhenSynced(): void {
+    clearTimeout(this.eorTimer)
+    this.eorTimer = undefined
+    const waited = Date.now() - this.startedAt
+    if (!this.restarting || (this.peersComputed && this.speaker.synced())) this.speaker.releaseEndOfRib()
+    else if (waited >= this.settings.syncDeadlineSeconds * 1000) this.speaker.releaseEndOfRib()
+    else this.eorTimer = setTimeout(() => this.releaseEndOfRibWhenSynced(), 100)
   }
 
   /** Whether a block is ours or holds one of our pods. */

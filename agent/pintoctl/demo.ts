@@ -15,7 +15,7 @@ const err = (text: string): void => void process.stderr.write(text)
 
 /** What must hold before anything is built; each failure is one plain sentence. */
 async function preflight(o: DemoOptions): Promise<string | undefined> {
-  if (process.getuid?.() !== 0) return 'the demo makes network namespaces and needs root: run it with sudo'
+  if (process.getuid?.() !== 0) return 'the demo makes network namespaces and needs root: run it as root (or with sudo)'
   if (o.encap === 'ipip') {
     const ipip = await kernelHasIpip()
     if (!ipip.ok) return `this kernel cannot make ipip links (\`ip link add type ipip\` said: ${ipip.reason || 'no reason'}); use --encap vxlan or --encap none`

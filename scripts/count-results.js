@@ -9,7 +9,7 @@ const rc = Number(rcText ?? '0')
 let passed = 0
 let failed = 0
 let skipped = 0
-// tap's base reporter ends with lines such as "# { total: 12, pass: 11, fail: 1, skip: 0 }"
+// tap's TAP reporter ends with lines such as "# { total: 12, pass: 11, fail: 1, skip: 0 }"
 // or with "ok/not ok" per file; prefer the per-assertion summary.
 const summary = [...out.matchAll(/#\s*\{\s*total:\s*(\d+)(?:,\s*pass:\s*(\d+))?(?:,\s*fail:\s*(\d+))?(?:,\s*skip:\s*(\d+))?/g)].at(-1)
 if (summary) {
@@ -17,10 +17,12 @@ if (summary) {
   failed = Number(summary[3] ?? 0)
   skipped = Number(summary[4] ?? 0)
 } else {
-  for (const m of out.matchAll(/^\s*(\d+) (passed|failed|skipped)\b/gm)) {
-    if (m[2] === 'passed') passed = Number(m[1])
-    if (m[2] === 'failed') failed = Number(m[1])
-    if (m[2] === 'skipped') skipped = Number(m[1])
+  // scripts/run-tests.js ends with "N passed, N failed[, N skipped]".
+  const line = [...out.matchAll(/^(\d+) passed, (\d+) failed(?:, (\d+) skipped)?$/gm)].at(-1)
+  if (line) {
+    passed = Number(line[1])
+    failed = Number(line[2])
+    skipped = Number(line[3] ?? 0)
   }
 }
 if (rc !== 0 && failed === 0) failed = 1

@@ -1,7 +1,8 @@
 // The process skeleton both plugins share: read stdin and the CNI_* env, dispatch to a verb handler, print
 // the result converted to the config's version, or the spec error JSON on stdout with exit code 1.
 
-import { readFileSync, writeSync } from 'node:fs'
+import { writeSync } from 'node:fs'
+import { readStdinSync } from './stdin.js'
 import { decodeJson, parseNetConf } from './config.js'
 import type { Invocation } from './pinto-plugin.js'
 import { convertResult, type CniResult } from './result.js'
@@ -11,7 +12,7 @@ export type Handlers = { readonly [C in Exclude<Command, 'VERSION'>]: (inv: Invo
 
 function readStdin(): string {
   try {
-    return readFileSync(0, 'utf8')
+    return readStdinSync()
   } catch (err) {
     throw new CniError(ERR.io, `reading the network config from stdin: ${(err as Error).message}`)
   }

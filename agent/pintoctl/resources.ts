@@ -12,12 +12,13 @@ import {
 } from '../../config/resources/index.js'
 import { parseFlags } from './ipam.js'
 import { RESOURCES_USAGE as USAGE } from './usage.js'
+import { readStdinSync } from '../../cni/stdin.js'
 
 
 class UsageError extends Error {}
 
 function readInput(file: string): { text: string; source: string } {
-  return file === '-' ? { text: readFileSync(0, 'utf8'), source: '<stdin>' } : { text: readFileSync(file, 'utf8'), source: file }
+  return file === '-' ? { text: readStdinSync(), source: '<stdin>' } : { text: readFileSync(file, 'utf8'), source: file }
 }
 
 /** Parses and validates a file; every fault is printed (path and line), and nothing is written. */

@@ -3,7 +3,7 @@
 // to apply in turn and the reconciler's options. After each apply it resyncs (reads the kernel back with
 // `ip -json`) and prints one JSON line: what the apply planned and refused, and what the resync still found.
 
-import { readFileSync } from 'node:fs'
+import { readStdinSync } from '../../cni/stdin.js'
 import { ExecaRunner, renderDesired, RouteReconciler, workloadAddresses, type DesiredState } from '../../felix/index.js'
 import { RouteSocket } from '../../felix/route-socket.js'
 
@@ -15,7 +15,7 @@ interface Job {
   readonly hold?: boolean
 }
 
-const job = JSON.parse(readFileSync(0, 'utf8')) as Job
+const job = JSON.parse(readStdinSync()) as Job
 const socket = await RouteSocket.open()
 if (socket instanceof Error) {
   process.stderr.write(`route socket: ${socket.message}\n`)

@@ -87,15 +87,18 @@ export class IpamClient {
       const sock = connect(this.socket)
       const chunks: Buffer[] = []
       const timer = setTimeout(() => sock.destroy(new Error(`no answer within ${this.timeoutMs} ms`)), this.timeoutMs)
+      let written = false
       const fail = (err: CniError): void => {
         clearTimeout(timer)
         sock.destroy()
         this.markSent()
-        reject(err)
+        // Sent, and no whole answer: the service may have done it (an agent killed mid-request).
+        reject(written && !(err instanceof OutcomeUnknown) ? new OutcomeUnknown(err) : err)
       }
       sock.on('connect', () => {
         const head = `${method} ${path} HTTP/1.1\r\nHost: pinto\r\nConnection: close\r\n${payload === '' ? '' : `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(payload)}\r\n`}\r\n`
         sock.write(head + payload)
+        written = true
         this.markSent()
       })
       sock.on('data', (c: Buffer) => chunks.push(c))
@@ -106,7 +109,7 @@ export class IpamClient {
         try {
           reply = parseHttpReply(Buffer.concat(chunks))
         } catch (err) {
-          reject(new CniError(ERR.io, `${what}: ${(err as Error).message}`))
+          reject(new OutcomeUnknown(new CniError(ERR.io, `${what}: ${(err as Error).message}`)))
           return
         }
         let parsed: unknown
@@ -128,6 +131,13 @@ export class IpamClient {
         } else fail(new CniError(ERR.io, `pinto-node IPAM service at ${this.socket}: ${err.message}`))
       })
     })
+  }
+}
+
+/** A request that went out and got no whole answer: whether the service acted on it is not known. */
+export class OutcomeUnknown extends CniError {
+  constructor(cause: CniError) {
+    super(cause.code, cause.message, cause.details)
   }
 }
 

@@ -5,7 +5,7 @@ import { closeSync, existsSync, openSync, readFileSync, readSync } from 'node:fs
 import { type NetConf, podIdentity, validAttachments } from './config.js'
 import { delegate } from './delegate.js'
 import { ERR_CHECK, assign, checkHeld, clientFor, collect, release, status } from './ipam-core.js'
-import type { IpamPort } from './ipam-client.js'
+import { type IpamPort, OutcomeUnknown } from './ipam-client.js'
 import { type CniIp, type CniResult, parseResult } from './result.js'
 import { type CniEnv, CniError, ERR } from './spec.js'
 import { vethName } from './veth-name.js'
@@ -75,6 +75,24 @@ async function ipamAdd(inv: Invocation, client: IpamPort = clientFor(inv.conf)):
   const got = pick(r?.ips ?? [])
   if (got.v4 === undefined && got.v6 === undefined) throw new CniError(ERR.io, `${type} ADD returned no address`)
   return got
+}
+
+/**
+ * The assign went out and no answer came (the agent died in it): the addresses may be held. The handle is
+ * this container's alone, so it is released, retried while the agent restarts (a DaemonSet brings it
+ * back in seconds), for at most 10 s; past that the runtime's DEL or the agent's journal frees them.
+ */
+async function releaseUnknown(inv: Invocation, client: IpamPort): Promise<void> {
+  const until = Date.now() + 10_000
+  for (;;) {
+    try {
+      await ipamDel(inv, client)
+      return
+    } catch (err) {
+      if (!(err instanceof CniError) || err.code !== ERR.tryAgainLater || Date.now() > until) return
+      await new Promise((r) => setTimeout(r, 200))
+    }
+  }
 }
 
 async function ipamDel(inv: Invocation, client: IpamPort = clientFor(inv.conf)): Promise<void> {

@@ -43,6 +43,11 @@ export class Namespaces {
     const ns = this.name(role)
     if (this.closed) throw new Error(`not making namespace ${ns}: the cluster is being removed`)
     await execa('ip', ['netns', 'add', ns])
+    // destroy() may have begun while `ip` ran: then this one is removed here, not left behind.
+    if (this.closed) {
+      await execa('ip', ['netns', 'del', ns], { reject: false })
+      throw new Error(`not keeping namespace ${ns}: the cluster is being removed`)
+    }
     this.made.push(ns)
     await ip(ns, ['link', 'set', 'lo', 'up'])
     return ns
@@ -90,8 +95,11 @@ export class Namespaces {
     const deadline = Date.now() + 3000
     while ([...pids].some(isAlive) && Date.now() < deadline && !this.hurry) await new Promise((r) => setTimeout(r, 50))
     for (const pid of pids) if (isAlive(pid)) killQuietly(pid, 'SIGKILL')
-    for (const ns of [...this.made].reverse()) await execa('ip', ['netns', 'del', ns], { reject: false })
-    this.made.length = 0
+    // A namespace an add() in flight makes meanwhile is taken too: the loop runs until none is left.
+    while (this.made.length > 0) {
+      const ns = this.made.pop() as string
+      await execa('ip', ['netns', 'del', ns], { reject: false })
+    }
   }
 }
 

@@ -113,27 +113,12 @@ export async function createLab(t: Teardown, opts: LabOptions = {}): Promise<Lab
       // Its own process in the host namespace, as pinto-node runs beside the plugins on a node: the CNI
       // channel does an ADD only for a plugin in its own namespace. The tests read allocations through
       // a second handle on the same datastore.
-      const child = topo.spawn(host.ns, process.execPath, [SERVICE_MAIN], {
-        env: { PINTO_DATASTORE: storeDir, PINTO_SOCKET: socket, PINTO_NODENAME: 'node1', PINTO_MTU_FILE: mtuFile, PINTO_STATE_DIR: join(dir, 'state'), ...PLUGIN_EXEC_ENV },
-        extendEnv: true, stdout: 'pipe', stderr: 'pipe', buffer: false,
-      })
-      let out = ''
-      let err = ''
-      child.stdout?.on('data', (d: Buffer) => (out += d.toString()))
-      child.stderr?.on('data', (d: Buffer) => (err += d.toString()))
-      let exited = false
-      void child.finally(() => (exited = true))
-      // A probe that throws only means "not yet" to waitFor: an exit is returned, and reported at once.
-      const state = await waitFor(() => (exited ? 'exited' : out.includes('ready') ? 'ready' : undefined), { timeoutMs: 30_000, what: 'the IPAM service ready' })
-      if (state === 'exited') throw new Error(`the IPAM service exited: ${err.trim()}`)
+      const svc = await spawnIpamService(topo, host.ns, { PINTO_DATASTORE: storeDir, PINTO_SOCKET: socket, PINTO_MTU_FILE: mtuFile, PINTO_STATE_DIR: join(dir, 'state') }, 'the IPAM service')
       const store = await openDatastore(storeDir)
       const reader = new IpamService({ store, node: 'node1', socket, mtuFile })
       lab.service = reader
       stopper = async () => {
-        if (!exited) {
-          child.kill('SIGTERM')
-          await child
-        }
+        await svc.kill('SIGTERM')
         await store.close()
       }
       return reader
@@ -193,6 +178,40 @@ export async function execPlugin(lab: Lab, file: string, command: string, conf: 
     json = undefined
   }
   return { code: r.exitCode ?? -1, stdout: String(r.stdout), stderr: String(r.stderr), json }
+}
+
+/** The IPAM service (and CNI channel) running as its own process in `ns`, ready. */
+export interface ServiceProcess {
+  readonly pid: number
+  /** stderr so far (its log lines). */
+  readonly log: () => string
+  /** Resolves once it has exited. */
+  kill(signal: NodeJS.Signals): Promise<void>
+}
+
+/**
+ * Starts `node dist/agent/ipam-service-main.js` in a namespace, as pinto-node runs beside the plugins on
+ * a node, and resolves once it printed `ready`; an exit before that is an error carrying its stderr.
+ */
+export async function spawnIpamService(topo: Topology, ns: string, env: Record<string, string>, what = 'the agent'): Promise<ServiceProcess> {
+  const child = topo.spawn(ns, process.execPath, [SERVICE_MAIN], {
+    env: { PINTO_NODENAME: 'node1', ...PLUGIN_EXEC_ENV, ...env },
+    extendEnv: true, stdout: 'pipe', stderr: 'pipe', buffer: false,
+  })
+  let out = ''
+  let err = ''
+  child.stdout?.on('data', (d: Buffer) => (out += d.toString()))
+  child.stderr?.on('data', (d: Buffer) => (err += d.toString()))
+  let exited = false
+  const done = child.then(() => undefined, () => undefined).finally(() => (exited = true))
+  const kill = async (signal: NodeJS.Signals): Promise<void> => {
+    if (!exited) child.kill(signal)
+    await done
+  }
+  // A probe that throws only means "not yet" to waitFor: an exit is returned, and reported at once.
+  const state = await waitFor(() => (exited ? 'exited' : out.includes('ready') ? 'ready' : undefined), { timeoutMs: 30_000, what: `${what} ready` })
+  if (state === 'exited') throw new Error(`${what} exited: ${err.trim()}`)
+  return { pid: child.pid ?? -1, log: () => err, kill }
 }
 
 /** A pinto network config for `version`; dual adds IPv6. */

@@ -64,6 +64,8 @@ const isStringList = (v: unknown): v is string[] => Array.isArray(v) && v.every(
 export class IpamService {
   readonly ipam: Ipam
   private server: Server | undefined
+  /** Requests taken and not yet answered, which close() lets finish. */
+  private readonly answering = new Set<Promise<void>>()
   private readonly labels: NodeLabels
   /** Mutations run one at a time: one agent per node, so this only removes CAS storms between its own requests. */
   private queue: Promise<unknown> = Promise.resolve()
@@ -148,7 +150,11 @@ export class IpamService {
     const { socket } = this.options
     await mkdir(dirname(socket), { recursive: true, mode: 0o700 })
     await rm(socket, { force: true })
-    const server = createServer((req, res) => void this.handle(req, res))
+    const server = createServer((req, res) => {
+      const p = this.handle(req, res)
+      this.answering.add(p)
+      void p.finally(() => this.answering.delete(p))
+    })
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject)
       server.listen(socket, () => resolve())
@@ -157,13 +163,23 @@ export class IpamService {
     this.server = server
   }
 
-  async close(): Promise<void> {
+  /**
+   * Stops taking requests and answers those taken. The socket's path goes first, so a plugin that comes
+   * now hears "pinto-node is not running" (try again later) rather than a connection cut in its request;
+   * one that is mid-request gets its answer, for up to `drainMs`, before the last connections are cut.
+   */
+  async close(drainMs = 5000): Promise<void> {
     const s = this.server
     this.server = undefined
     if (s !== undefined) {
-      s.closeAllConnections()
-      await new Promise<void>((resolve) => s.close(() => resolve()))
       await rm(this.options.socket, { force: true })
+      const closed = new Promise<void>((resolve) => s.close(() => resolve()))
+      s.closeIdleConnections()
+      let timer: NodeJS.Timeout | undefined
+      await Promise.race([Promise.allSettled([...this.answering]), new Promise((r) => (timer = setTimeout(r, drainMs)))])
+      clearTimeout(timer)
+      s.closeAllConnections()
+      await closed
     }
     await this.pending?.close()
     await this.queue.catch(() => undefined)

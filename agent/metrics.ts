@@ -3,7 +3,7 @@
 // scrapes (prom-client `collect`); nothing here runs a timer or is pushed to by the agent.
 
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client'
-import { blockCidr, blockInUse, affinityNode } from '../ipam/block.js'
+import { blockCidr, affinityNode } from '../ipam/block.js'
 import { cidrContains, cidrSize } from '../ipam/addr.js'
 import type { AllocationBlock } from '../ipam/block.js'
 import type { Pool } from '../ipam/pools.js'

@@ -81,18 +81,24 @@ async function ipamAdd(inv: Invocation, client: IpamPort = clientFor(inv.conf)):
  * The assign went out and no answer came (the agent died in it): the addresses may be held. The handle is
  * this container's alone, so it is released, retried while the agent restarts (a DaemonSet brings it
  * back in seconds), for at most 10 s; past that the runtime's DEL or the agent's journal frees them.
+ * Returns the error ADD answers: released, it is "try again later", as for an agent that was not running.
  */
-async function releaseUnknown(inv: Invocation, client: IpamPort): Promise<void> {
+async function releaseUnknown(inv: Invocation, client: IpamPort, err: OutcomeUnknown): Promise<CniError> {
   const until = Date.now() + 10_000
   for (;;) {
     try {
       await ipamDel(inv, client)
-      return
-    } catch (err) {
-      if (!(err instanceof CniError) || err.code !== ERR.tryAgainLater || Date.now() > until) return
+      return new CniError(ERR.tryAgainLater, `pinto-node is not running: it went away before answering (${err.message}); what it may have assigned to this container was released`, err.details)
+    } catch (e) {
+      if (!(e instanceof CniError) || e.code !== ERR.tryAgainLater || Date.now() > until) return err
       await new Promise((r) => setTimeout(r, 200))
     }
   }
+}
+
+/** ADD's IPAM failed: a request whose outcome is not known is released first. */
+async function ipamFailed(inv: Invocation, client: IpamPort, err: unknown): Promise<unknown> {
+  return err instanceof OutcomeUnknown ? releaseUnknown(inv, client, err) : err
 }
 
 async function ipamDel(inv: Invocation, client: IpamPort = clientFor(inv.conf)): Promise<void> {
@@ -156,7 +162,7 @@ export async function cmdAdd(inv: Invocation, dp = new Dataplane(), port?: IpamP
     const [addrs, wired] = await Promise.allSettled([ipam, dp.wire(veth, env.netns, ipam)])
     if (addrs.status === 'rejected' || wired.status === 'rejected') {
       if (addrs.status === 'fulfilled') await ipamDel(inv, client).catch(() => undefined)
-      throw addrs.status === 'rejected' ? addrs.reason : (wired as PromiseRejectedResult).reason
+      throw addrs.status === 'rejected' ? await ipamFailed(inv, client, addrs.reason) : (wired as PromiseRejectedResult).reason
     }
     const w: Wiring = { ...veth, ...addrs.value }
     return resultOf(inv, w)
@@ -166,7 +172,7 @@ export async function cmdAdd(inv: Invocation, dp = new Dataplane(), port?: IpamP
 /** A repeated ADD of the veth's own container: if the pod is wired as asked, answer with what is there; else wire it again. */
 async function addAgain(inv: Invocation, veth: Veth, dp: Dataplane, client: IpamPort): Promise<CniResult> {
   const { env } = inv
-  const w: Wiring = { ...veth, ...(await ipamAdd(inv, client)) }
+  const w: Wiring = { ...veth, ...(await ipamAdd(inv, client).catch(async (err: unknown) => { throw await ipamFailed(inv, client, err) })) }
   try {
     const seen = await dp.read(w.hostVeth, env.ifname, env.netns)
     if (checkWiring({ ...w, podMac: '' }, seen.pod, seen.host).length === 0 && seen.pod.link?.mtu === w.mtu) {

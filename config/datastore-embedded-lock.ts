@@ -64,7 +64,7 @@ export class DirLock {
   private readonly ownerName: string
   private held = false
 
-  constructor(private readonly dir: string) {
+  constructor(dir: string) {
     const nonce = randomBytes(6).toString('hex')
     this.lockPath = path.join(dir, LOCK)
     this.ownPath = path.join(dir, `${OWN_PREFIX}${process.pid}.${nonce}`)

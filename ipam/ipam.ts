@@ -5,7 +5,7 @@
 import { type Datastore, type KeyValue, DatastoreError } from '../config/datastore.js'
 import {
   type AddressRelease, type AutoAssignRequest, type AutoAssignResult, type IpamAddress, type IpamConfig, type IpamOptions, type ReleaseResult,
-  DEFAULT_IPAM_CONFIG, IpamError, countByBlock, sameCounts, toIpamAddress,
+  DEFAULT_IPAM_CONFIG, IpamError, toIpamAddress,
 } from './ipam-types.js'
 import { type Cidr, type Family, formatCidr, parseAddr, parseCidr } from './addr.js'
 import {

@@ -2,6 +2,9 @@
 // nothing behind: no veth, no allocation. A failure after the addresses were taken rolls them back.
 
 import t, { type Test } from 'tap'
+import net from 'node:net'
+import { mkdirSync } from 'node:fs'
+import { dirname } from 'node:path'
 import { type Lab, createLab, pintoConf } from './lab.js'
 
 async function nothingLeft(t: Test, lab: Lab, podNs?: string): Promise<void> {
@@ -100,3 +103,43 @@ t.test('a veth that cannot move to the host (its name taken there) is removed fr
   const [taken] = JSON.parse(await lab.ip(lab.hostNs, ['-j', 'link', 'show', 'dev', 'pintotaken0'])) as { ifalias?: string }[]
   t.equal(taken?.ifalias, 'someone-else', 'the host link of that name is left alone')
 })
+
+// The agent dies with the assign taken and unanswered: the plugin cannot know whether addresses were
+// assigned, so it releases the container's handle, retrying while the agent comes back, and says "try again".
+t.test('an assign the agent died in is released, and ADD says try again later', async (t) => {
+  const lab = await createLab(t, { service: false })
+  mkdirSync(dirname(lab.socket), { recursive: true })
+  const netns = await lab.pod('u')
+  const seen: string[] = []
+  let releases = 0
+  const srv = net.createServer((s) => {
+    let got = ''
+    s.on('data', (d: Buffer) => {
+      got += d.toString('latin1')
+      const head = got.indexOf('\r\n\r\n')
+      const length = Number(/content-length: (\d+)/i.exec(got)?.[1] ?? 0)
+      if (head < 0 || got.length < head + 4 + length) return
+      const line = got.slice(0, got.indexOf(' HTTP/'))
+      seen.push(`${line} ${got.slice(head + 4)}`)
+      if (line === 'POST /v1/assign') s.destroy()
+      // The first release finds the agent restarting (503), the second is done.
+      else if (line === 'POST /v1/release' && releases++ === 0) s.end(httpReply(503, { code: 'not-ready', message: 'starting' }))
+      else s.end(httpReply(200, { released: [{ address: '198.18.0.1' }] }))
+    })
+  })
+  await new Promise<void>((resolve) => srv.listen(lab.socket, resolve))
+  t.teardown(() => new Promise<void>((resolve) => srv.close(() => resolve())))
+  const r = await lab.exec('pinto', 'ADD', pintoConf(lab, '1.0.0'), { containerId: 'u1', netns })
+  t.equal(r.json?.['code'], 11, `code 11, try again later (${r.stdout.trim()})`)
+  t.match(String(r.json?.['msg']), /went away before answering \(pinto-node IPAM service: POST \/v1\/assign: the connection closed without an answer\); what it may have assigned to this container was released/)
+  const handle = JSON.parse(seen[0]!.slice('POST /v1/assign '.length)).handle as string
+  t.same(seen.map((l) => l.split(' ').slice(0, 2).join(' ')), ['POST /v1/assign', 'POST /v1/release', 'POST /v1/release'], 'the assign, then its release until it was done')
+  t.same(seen.slice(1).map((l) => JSON.parse(l.slice('POST /v1/release '.length)).handle), [handle, handle], 'the release names the assign\'s handle')
+  t.same(await lab.links(lab.hostNs), ['lo', 'eth0'], 'no veth on the host')
+  t.same(await lab.links(netns.replace('/run/netns/', '')), ['lo'], 'nothing in the pod')
+})
+
+function httpReply(status: number, body: unknown): string {
+  const text = JSON.stringify(body)
+  return `HTTP/1.1 ${status} x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`
+}

@@ -35,7 +35,7 @@ t.test('pinto as reflector for BIRD and FRR; pinto as client of a BIRD reflector
     neighbors: [{ name: 'prr', address: nr.v4!, as: AS, families: ['ipv4'], passive: true }],
     originate: [{ prefix: '198.18.3.0/24', communities: ['65000:3'] }],
   }, { zebra: true })
-  const birdRr = await startBird(topo, nbr, {
+  await startBird(topo, nbr, {
     routerId: nbr.v4!,
     as: AS,
     clusterId: nbr.v4!,

@@ -5,6 +5,7 @@
 import { Afi, AttrCode, AttrFlag, HEADER_LENGTH, MAX_EXTENDED_MESSAGE_LENGTH, MAX_MESSAGE_LENGTH, MessageType, Safi, familyKey } from './constants.js'
 import { Writer } from './buffer.js'
 import { encodeAttributes, type PathAttributes } from './attributes.js'
+import { forTwoOctetPeer } from './as4.js'
 import { encodeNextHop } from './mp.js'
 import { nlriSize, writeNlri, type Prefix } from './nlri.js'
 import type { CodecOptions } from './options.js'
@@ -95,7 +96,8 @@ export function packUpdates(batch: UpdateBatch, opts: CodecOptions): Buffer[] {
   if (announce.length > 0) {
     if (batch.attributes === undefined) throw new RangeError('announcing prefixes needs attributes')
     const w = new Writer(256)
-    encodeAttributes(w, batch.attributes, opts)
+    // RFC 6793 §4.2.2: toward a 2-octet speaker a 4-octet AS goes out as AS_TRANS, the real path beside it in AS4_PATH.
+    encodeAttributes(w, opts.as4 ? batch.attributes : forTwoOctetPeer(batch.attributes), opts)
     const attrs = w.buf.subarray(0, w.pos)
     if (classic) {
       runs(announce, addPath, max - HEADER_LENGTH - 4 - attrs.length, (from, to, bytes) => {

@@ -100,3 +100,18 @@ t.test('interning: equal sets share one copy; different sets do not', async (t) 
   t.equal(interner.size, 3, 'forgotten when the last holder releases it')
   t.equal(attributesKey(attrs), attributesKey({ ...attrs }))
 })
+
+t.test('toward a 2-octet peer: AS_TRANS in AS_PATH and AGGREGATOR, the real values in AS4_PATH and AS4_AGGREGATOR (RFC 6793 §4.2.2)', async (t) => {
+  const two = codecOptions({ as4: false })
+  const wide = { ...attrs, asPath: [{ type: 2 as const, asns: [4200000001, 65001] }], aggregator: { asn: 4200000002, address: '192.0.2.9' } }
+  const [m] = decodeAll(packUpdates({ afi: 1, announce: v4(1), attributes: wide }, two), two)
+  t.same(m!.attributes.asPath, [{ type: 2, asns: [23456, 65001] }], 'AS_PATH with AS_TRANS for the wide AS')
+  t.same(m!.attributes.as4Path, [{ type: 2, asns: [4200000001, 65001] }], 'AS4_PATH with the real path')
+  t.same(m!.attributes.aggregator, { asn: 23456, address: '192.0.2.9' })
+  t.same(m!.attributes.as4Aggregator, { asn: 4200000002, address: '192.0.2.9' })
+  const [narrow] = decodeAll(packUpdates({ afi: 1, announce: v4(1), attributes: attrs }, two), two)
+  t.equal(narrow!.attributes.as4Path, undefined, 'no AS4_PATH when every AS fits in two octets')
+  const [four] = decodeAll(packUpdates({ afi: 1, announce: v4(1), attributes: wide }, codecOptions()), codecOptions())
+  t.same(four!.attributes.asPath, wide.asPath, 'between 4-octet speakers: the path as it is')
+  t.equal(four!.attributes.as4Path, undefined)
+})

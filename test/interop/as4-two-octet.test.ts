@@ -3,26 +3,15 @@
 // and the real path in AS4_PATH, which BIRD merges back: it must see 4200000001, not 23456. (BIRD reads
 // capability 65 even with as4 off, so pinto's own AS stays 2-octet here: BIRD would refuse a wide one.)
 import t from 'tap'
-import { createTopology } from '../harness/netns.js'
-import { startBird } from '../harness/bird.js'
 import { Pinto, asns } from './pinto.js'
-import { daemonRoute, peerTo } from './sessions-suite.js'
+import { besideBird, daemonRoute, peerTo } from './sessions-suite.js'
 
 const PINTO_AS = 65000
 const WIDE_AS = 4200000001
 const BIRD_AS = 65001
 
 t.test('a 4-octet AS in the path toward a 2-octet BIRD', async (t) => {
-  const topo = await createTopology(t)
-  const np = await topo.addNode({ name: 'pinto', v4: '192.0.2.1/24' })
-  const nb = await topo.addNode({ name: 'bird', v4: '192.0.2.2/24' })
-  const bird = await startBird(topo, nb, {
-    routerId: nb.v4!,
-    as: BIRD_AS,
-    as4: false,
-    neighbors: [{ name: 'pinto', address: np.v4!, as: PINTO_AS, families: ['ipv4'], passive: true }],
-    originate: [{ prefix: '198.18.1.0/24' }],
-  })
+  const { topo, np, nb, bird } = await besideBird(t, BIRD_AS, PINTO_AS, { as4: false, originate: [{ prefix: '198.18.1.0/24' }] })
   const accept = (dir: 'importV4' | 'exportV4'): { filters: { name: string; spec: Record<string, unknown> }[] } => ({
     filters: [{ name: dir, spec: { [dir]: [{ cidr: '198.18.0.0/15', matchOperator: 'In', action: 'Accept', ...(dir === 'exportV4' ? { operations: [{ prependASPath: { prefix: [WIDE_AS] } }] } : {}) }] } }],
   })

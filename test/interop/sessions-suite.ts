@@ -158,3 +158,17 @@ export async function sessionSuite(t: Test, kind: DaemonKind): Promise<void> {
     t.ok(inPa.some((r) => r.prefix === '198.18.1.0/24'), 'adj-rib-in dump lists the route')
   })
 }
+
+/** pinto's node (192.0.2.1) and BIRD's (192.0.2.2) on one fabric, BIRD in `birdAs` listening for pinto in `pintoAs`. */
+export async function besideBird(t: Test, birdAs: number, pintoAs: number, over: Partial<SpeakerSpec> = {}): Promise<{ topo: Topology; np: NetNode; nb: NetNode; bird: Daemon }> {
+  const topo = await createTopology(t)
+  const np = await topo.addNode({ name: 'pinto', v4: '192.0.2.1/24' })
+  const nb = await topo.addNode({ name: 'bird', v4: '192.0.2.2/24' })
+  const bird = await startBird(topo, nb, {
+    routerId: nb.v4!,
+    as: birdAs,
+    neighbors: [{ name: 'pinto', address: np.v4!, as: pintoAs, families: ['ipv4'], passive: true }],
+    ...over,
+  })
+  return { topo, np, nb, bird }
+}

@@ -80,6 +80,13 @@ export function registerPintoMetrics(registry: Registry, src: MetricsSources): v
   perPeerCounter('pinto_bgp_updates_sent_total', 'UPDATE messages sent to the peer', (p) => p.counters.updatesOut)
   perPeerCounter('pinto_bgp_notifications_received_total', 'NOTIFICATION messages received from the peer', (p) => p.counters.notificationsIn)
   perPeerCounter('pinto_bgp_session_flaps_total', 'Times the session left Established', (p) => p.counters.flaps)
+  new Counter({
+    name: 'pinto_bgp_updates_refused_total', help: 'UPDATE sections from the peer refused, by kind (as-loop, first-as, originator-id, cluster-list, next-hop, rfc8212, treat-as-withdraw)',
+    labelNames: [...peerLabels, 'kind'], registers,
+    collect() {
+      mirrorCounter(this, peers().flatMap(({ p, labels }) => Object.entries(p.refused).map(([kind, n]): [Record<string, string>, number] => [{ ...labels, kind }, n ?? 0])))
+    },
+  })
   new Gauge({
     name: 'pinto_bgp_loc_rib_routes', help: 'Destinations in the Loc-RIB', registers,
     collect() {

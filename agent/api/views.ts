@@ -25,6 +25,7 @@ export function peerView(p: PeerStatus): Record<string, unknown> {
     routerId: p.routerId ?? null,
     prefixes: { received: p.prefixesReceived, accepted: p.prefixesAccepted, advertised: p.prefixesAdvertised },
     counters: p.counters,
+    refused: p.refused,
     capabilities: p.negotiated ?? null,
   }
 }
@@ -134,6 +135,7 @@ export const peerSchema = {
     routerId: nullableStr,
     prefixes: { type: 'object', properties: { received: int, accepted: int, advertised: int } },
     counters: { type: 'object', additionalProperties: int },
+    refused: { type: 'object', additionalProperties: int, description: 'UPDATE sections refused, by kind: as-loop, first-as, originator-id, cluster-list, next-hop, rfc8212, treat-as-withdraw' },
     capabilities: {
       type: ['object', 'null'],
       properties: {

@@ -12,7 +12,7 @@ import { ipv4Prefix, ipv4PrefixList, type Ipv4Prefixes, type Prefix } from '../c
 import { decide, DEFAULT_LOCAL_PREF, REASONS, type DecisionContext } from './best-path.js'
 import { PeerRibOut, type RibView } from './adj-rib-out.js'
 import { AFI_SHIFT, COMPACT, DIRTY, DestinationTable, MULTIPATH, REASON_MASK, STALE, UNSETTLED, type PathSource } from './table.js'
-import { validateReceived, type LocalIdentity } from './validate.js'
+import { validateReceived, type LocalIdentity, type Refusal } from './validate.js'
 import { mayExport, mayExportFrom, type ExportContext } from './export.js'
 import type { AdjRibOut, BestPath, FamilyKey, LocRibChange, Path, PeerSessionInfo, RibPeer, RouteContext } from './types.js'
 
@@ -197,7 +197,7 @@ export class Rib implements RibView {
     prefixes: readonly Prefix[],
     attrs: PathAttributes | undefined,
     nextHop?: readonly string[],
-  ): string | undefined {
+  ): Refusal | undefined {
     const c = this.countersOf(peer)
     if (attrs === undefined) {
       for (const p of prefixes) this.removePath(peer.id, p, c)
@@ -205,7 +205,7 @@ export class Rib implements RibView {
     }
     c.received += prefixes.length
     const clean = this.admit(peer, attrs, nextHop)
-    if (typeof clean === 'string') {
+    if ('kind' in clean) {
       for (const p of prefixes) this.removePath(peer.id, p, c)
       return clean
     }
@@ -245,7 +245,7 @@ export class Rib implements RibView {
    * indices to reuse, an import policy that may change or refuse a prefix, a withdrawal) goes the way of
    * receive().
    */
-  receiveIpv4(peer: RibPeer, session: PeerSessionInfo, prefixes: Ipv4Prefixes, attrs: PathAttributes | undefined, nextHop?: readonly string[]): string | undefined {
+  receiveIpv4(peer: RibPeer, session: PeerSessionInfo, prefixes: Ipv4Prefixes, attrs: PathAttributes | undefined, nextHop?: readonly string[]): Refusal | undefined {
     const policy = peer.importPolicy
     const t = this.table
     if (attrs === undefined || (policy !== undefined && policy.passesAll !== true) || !t.appendOnly) {
@@ -255,7 +255,7 @@ export class Rib implements RibView {
     const { count, addr, len } = prefixes
     c.received += count
     const clean = this.admit(peer, attrs, nextHop)
-    if (typeof clean === 'string') {
+    if ('kind' in clean) {
       for (let i = 0; i < count; i++) this.removePath(peer.id, ipv4Prefix(addr[i]! >>> 0, len[i]!), c)
       return clean
     }
@@ -279,11 +279,11 @@ export class Rib implements RibView {
    * The attributes of an UPDATE section from `peer` as the RIB keeps them (validated, cleaned), or why the
    * section is refused.
    */
-  private admit(peer: RibPeer, attrs: PathAttributes, nextHop: readonly string[] | undefined): PathAttributes | string {
+  private admit(peer: RibPeer, attrs: PathAttributes, nextHop: readonly string[] | undefined): PathAttributes | Refusal {
     const verdict = validateReceived(attrs, peer, this.identity, nextHop)
-    if (!verdict.ok) return verdict.reason
+    if (!verdict.ok) return { kind: verdict.kind, reason: verdict.reason }
     const policy = peer.importPolicy
-    if (peer.type === 'ebgp' && this.exportContext.rfc8212 && (policy === undefined || policy.empty)) return 'RFC 8212: no import policy for an eBGP peer'
+    if (peer.type === 'ebgp' && this.exportContext.rfc8212 && (policy === undefined || policy.empty)) return { kind: 'rfc8212', reason: 'RFC 8212: no import policy for an eBGP peer' }
     return verdict.attrs
   }
 

@@ -16,10 +16,19 @@ export interface LocalIdentity {
   readonly addresses: ReadonlySet<string>
 }
 
-/** Attributes cleaned for the RIB, or the reason the routes are not accepted. */
-export type Verdict = { readonly ok: true; readonly attrs: PathAttributes } | { readonly ok: false; readonly reason: string }
+/** What kind of rule refused an UPDATE section: the label of its counter in /metrics and /v1/peers. */
+export type RefusalKind = 'as-loop' | 'first-as' | 'originator-id' | 'cluster-list' | 'next-hop' | 'rfc8212' | 'treat-as-withdraw'
 
-const refuse = (reason: string): Verdict => ({ ok: false, reason })
+/** Why an UPDATE section's routes are not accepted (they are then treated as withdrawn). */
+export interface Refusal {
+  readonly kind: RefusalKind
+  readonly reason: string
+}
+
+/** Attributes cleaned for the RIB, or why the routes are not accepted. */
+export type Verdict = { readonly ok: true; readonly attrs: PathAttributes } | ({ readonly ok: false } & Refusal)
+
+const refuse = (kind: RefusalKind, reason: string): Verdict => ({ ok: false, kind, reason })
 
 function countAs(attrs: PathAttributes, asn: number): number {
   let n = 0
@@ -57,13 +66,13 @@ export function validateReceived(
 ): Verdict {
   const attrs = reconcileAs4(received)
   // RFC 4271 §9.1.2: a path holding our own AS is a loop (BIRD's `allow local as N` tolerates N).
-  if (countAs(attrs, peer.localAsn) > peer.allowLocalAs) return refuse(`AS loop: AS ${peer.localAsn} is in the AS_PATH`)
+  if (countAs(attrs, peer.localAsn) > peer.allowLocalAs) return refuse('as-loop', `AS loop: AS ${peer.localAsn} is in the AS_PATH`)
   let out: MutablePathAttributes | undefined
   if (peer.type === 'ebgp') {
     // RFC 4271 §6.3: the leftmost AS must be the peer's own.
     const first = attrs.asPath?.[0]
     if (first === undefined || first.type !== SegmentType.AS_SEQUENCE || first.asns[0] !== peer.asn) {
-      return refuse(`first AS in AS_PATH is not the peer's AS ${peer.asn}`)
+      return refuse('first-as', `first AS in AS_PATH is not the peer's AS ${peer.asn}`)
     }
     // RFC 4271 §5.1.5 and RFC 4456 §8: an external peer cannot set these for us.
     if (attrs.localPref !== undefined || attrs.originatorId !== undefined || attrs.clusterList !== undefined) {
@@ -74,16 +83,16 @@ export function validateReceived(
     }
   } else {
     // RFC 4456 §8: our own route came back, or it went round our cluster.
-    if (attrs.originatorId === local.routerId) return refuse(`ORIGINATOR_ID ${attrs.originatorId} is our router id`)
+    if (attrs.originatorId === local.routerId) return refuse('originator-id', `ORIGINATOR_ID ${attrs.originatorId} is our router id`)
     if (local.clusterId !== undefined && attrs.clusterList?.includes(local.clusterId) === true) {
-      return refuse(`CLUSTER_LIST holds our cluster id ${local.clusterId}`)
+      return refuse('cluster-list', `CLUSTER_LIST holds our cluster id ${local.clusterId}`)
     }
   }
   const hop = nextHop !== undefined && nextHop.length > 0 ? nextHop[0] : attrs.nextHop
-  if (hop === undefined) return refuse('no next hop')
+  if (hop === undefined) return refuse('next-hop', 'no next hop')
   const mine = (a: string): boolean => local.addresses.has(a) || a === peer.localAddress || a === peer.localAddress6
   // The peer's own session address is always a usable next hop (loopback sessions included).
   const bad = hop === peer.address ? undefined : badNextHop(hop, mine)
-  if (bad !== undefined) return refuse(bad)
+  if (bad !== undefined) return refuse('next-hop', bad)
   return { ok: true, attrs: out ?? attrs }
 }

@@ -4,6 +4,7 @@
 import { Afi, Safi, familyKey } from '../codec/index.js'
 import type { FsmState } from './fsm.js'
 import type { ResolvedPeerConfig } from './peer-config.js'
+import type { RefusalKind } from '../rib/validate.js'
 
 export interface PeerCounters {
   messagesIn: number
@@ -35,6 +36,8 @@ export interface PeerStatus {
   readonly type: 'ibgp' | 'ebgp'
   readonly routerId: string | undefined
   readonly counters: Readonly<PeerCounters>
+  /** UPDATE sections refused since the peer was configured, by kind (AS loop, RFC 8212, next hop, RFC 7606, ...). */
+  readonly refused: Readonly<Partial<Record<RefusalKind, number>>>
   readonly prefixesReceived: number
   readonly prefixesAccepted: number
   readonly prefixesAdvertised: number
@@ -82,6 +85,7 @@ export interface StatusInputs {
   readonly since: number
   readonly lastError: string | undefined
   readonly counters: PeerCounters
+  readonly refused: Partial<Record<RefusalKind, number>>
   readonly counts: { readonly received: number; readonly accepted: number }
   readonly advertised: number
 }
@@ -101,6 +105,7 @@ export function peerStatus(i: StatusInputs): PeerStatus {
     type: i.config.peerAsn === i.config.localAsn ? 'ibgp' : 'ebgp',
     routerId: s?.peerRouterId,
     counters: { ...i.counters },
+    refused: i.refused,
     prefixesReceived: i.counts.received,
     prefixesAccepted: i.counts.accepted,
     prefixesAdvertised: i.advertised,

@@ -35,6 +35,8 @@ import type { Negotiated } from './negotiate.js'
 import { localOpen, type ResolvedPeerConfig } from './peer-config.js'
 import type { RibPort } from './rib-port.js'
 import type { Clock } from './clock.js'
+import { Refusals } from './refusals.js'
+import type { Refusal } from '../rib/validate.js'
 import { familyName, newCounters, peerStatus, type PeerCounters, type PeerStatus } from './peer-status.js'
 
 export type { PeerCounters, PeerStatus } from './peer-status.js'
@@ -81,6 +83,8 @@ export class BgpPeer {
   private staleFrom: RibPeer | undefined
   private maxPrefixWarned = false
   readonly counters: PeerCounters = newCounters()
+  /** UPDATE sections refused, by kind (validation, RFC 8212, RFC 7606). */
+  readonly refusals = new Refusals()
 
   constructor(
     private config: ResolvedPeerConfig,
@@ -283,6 +287,7 @@ export class BgpPeer {
       since: this.since,
       lastError: this.lastError,
       counters: this.counters,
+      refused: this.refusals.snapshot(),
       counts: this.ribPeer ? this.deps.rib.counts(this.ribPeer) : { received: 0, accepted: 0 },
       advertised: this.adjOut?.size ?? 0,
     })
@@ -588,18 +593,27 @@ export class BgpPeer {
       this.counters.prefixesWithdrawnIn += u.withdrawn.length
       this.deps.rib.receive(peer, info, u.withdrawn, undefined)
     }
-    if (u.nlri.length > 0 && !this.disabled.has(v4)) this.deps.rib.receive(peer, info, u.nlri, withdrawAll ? undefined : attrs)
-    if (u.nlriColumns && !this.disabled.has(v4)) this.deps.rib.receiveIpv4(peer, info, u.nlriColumns, withdrawAll ? undefined : attrs)
+    if (withdrawAll) this.refused({ kind: 'treat-as-withdraw', reason: `malformed UPDATE treated as withdraw (RFC 7606): ${error!.message}` })
+    const announced = withdrawAll ? undefined : attrs
+    if (u.nlri.length > 0 && !this.disabled.has(v4)) this.refused(this.deps.rib.receive(peer, info, u.nlri, announced))
+    if (u.nlriColumns && !this.disabled.has(v4)) this.refused(this.deps.rib.receiveIpv4(peer, info, u.nlriColumns, announced))
     if (u.mpUnreach && u.mpUnreach.raw === undefined) {
       const f = familyKey(u.mpUnreach.afi, u.mpUnreach.safi)
       if (s.families.has(f) && !this.disabled.has(f)) this.deps.rib.receive(peer, info, u.mpUnreach.withdrawn, undefined)
     }
     if (u.mpReach && u.mpReach.raw === undefined) {
       const f = familyKey(u.mpReach.afi, u.mpReach.safi)
-      if (s.families.has(f) && !this.disabled.has(f)) this.deps.rib.receive(peer, info, u.mpReach.nlri, withdrawAll ? undefined : attrs, u.mpReach.nextHop)
+      if (s.families.has(f) && !this.disabled.has(f)) this.refused(this.deps.rib.receive(peer, info, u.mpReach.nlri, announced, u.mpReach.nextHop))
     }
     this.checkMaxPrefixes(peer)
     return true
+  }
+
+  /** Counts a refused UPDATE section by kind, and logs the first of each burst. */
+  private refused(r: Refusal | undefined): void {
+    if (r === undefined) return
+    const line = this.refusals.record(r.kind, r.reason, this.deps.clock.now())
+    if (line !== undefined) this.deps.log.warn({ kind: line.kind, ...(line.unlogged > 0 ? { alsoRefusedSinceLastLog: line.unlogged } : {}) }, `UPDATE refused: ${line.reason}`)
   }
 
   private checkMaxPrefixes(peer: RibPeer): void {

@@ -3,10 +3,12 @@
 
 import type { Ipv4Prefixes, PathAttributes, Prefix } from '../codec/index.js'
 import type { AdjRibOut, FamilyKey, PeerSessionInfo, RibPeer } from '../rib/types.js'
+import type { Refusal } from '../rib/validate.js'
 
 export interface RibPort {
-  receive(peer: RibPeer, session: PeerSessionInfo, prefixes: readonly Prefix[], attrs: PathAttributes | undefined, nextHop?: readonly string[]): void
-  receiveIpv4(peer: RibPeer, session: PeerSessionInfo, prefixes: Ipv4Prefixes, attrs: PathAttributes | undefined): void
+  /** Returns why the section was refused (its prefixes then count as withdrawn), or undefined. */
+  receive(peer: RibPeer, session: PeerSessionInfo, prefixes: readonly Prefix[], attrs: PathAttributes | undefined, nextHop?: readonly string[]): Refusal | undefined
+  receiveIpv4(peer: RibPeer, session: PeerSessionInfo, prefixes: Ipv4Prefixes, attrs: PathAttributes | undefined): Refusal | undefined
   flush(): void
   attachPeer(peer: RibPeer): AdjRibOut
   detachPeer(peer: RibPeer): void

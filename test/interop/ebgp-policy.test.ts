@@ -11,7 +11,7 @@ const PINTO_AS = 65000
 const BIRD_AS = 65001
 
 t.test('eBGP with BIRD: RFC 8212, then BGPFilter import and export rules', async (t) => {
-  const { topo, np, nb, bird } = await besideBird(t, BIRD_AS, PINTO_AS, { originate: [{ prefix: '198.18.1.0/24' }, { prefix: '198.18.2.0/24' }, { prefix: '198.18.3.0/26' }] })
+  const { topo, np, nb, bird } = await besideBird(t, BIRD_AS, PINTO_AS, { originate: [{ prefix: '198.18.1.0/24' }, { prefix: '198.18.2.0/24' }, { prefix: '198.18.3.0/26' }, { prefix: '198.18.4.0/24', prepend: [PINTO_AS] }] })
   const base: PeerJson = peerTo('bird', nb, np, BIRD_AS, { families: ['ipv4'] })
   const pinto = await Pinto.start(topo, np, {
     speaker: { asn: PINTO_AS, routerId: np.v4!, listen: { port: 179, hosts: [np.v4!] } },
@@ -24,9 +24,10 @@ t.test('eBGP with BIRD: RFC 8212, then BGPFilter import and export rules', async
   await t.test('RFC 8212: nothing accepted or sent without a policy', async (t) => {
     const st = await waitFor(async () => {
       const p = await pinto.peer('bird')
-      return p.prefixesReceived >= 3 ? p : undefined
-    }, { timeoutMs: 10000, intervalMs: 100, what: "BIRD's three routes reaching pinto" })
+      return p.prefixesReceived >= 4 ? p : undefined
+    }, { timeoutMs: 10000, intervalMs: 100, what: "BIRD's four routes reaching pinto" })
     t.equal(st.prefixesAccepted, 0, 'received but none accepted')
+    t.ok((st.refused.rfc8212 ?? 0) >= 1, `the refusals are counted by kind (${JSON.stringify(st.refused)})`)
     t.equal(st.prefixesAdvertised, 0, 'nothing advertised')
     const loc = (await pinto.locRib()).map((r) => r.prefix)
     t.notOk(loc.includes('198.18.1.0/24'), "BIRD's route is not in the Loc-RIB")
@@ -72,6 +73,8 @@ t.test('eBGP with BIRD: RFC 8212, then BGPFilter import and export rules', async
     await pinto.waitRoute('198.18.3.0/26', 'import In with prefixLength min 26')
     const loc = (await pinto.locRib()).map((x) => x.prefix)
     t.notOk(loc.includes('198.18.2.0/24'), '198.18.2.0/24 rejected on import')
+    t.notOk(loc.includes('198.18.4.0/24'), 'a path through our own AS is refused')
+    t.ok(((await pinto.peer('bird')).refused['as-loop'] ?? 0) >= 1, 'and counted as an AS loop')
 
     const e0 = await daemonRoute(bird, 'ipv4', np.v4!, '198.18.100.0/24')
     t.same(e0.asPath, [PINTO_AS, PINTO_AS, PINTO_AS], 'export prepend, then our AS')

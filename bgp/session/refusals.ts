@@ -1,0 +1,37 @@
+// The UPDATEs a peer's session refused (AS loop, RFC 8212, bad next hop, RFC 7606 treat-as-withdraw, ...):
+// counted per reason for /v1/peers and /metrics, and logged once per burst so a peer that sends the same
+// bad route 10,000 times fills no disk. Pure: the caller passes the time and writes the log line.
+
+import type { RefusalKind } from '../rib/validate.js'
+
+/** How long after one logged refusal of a kind the next ones are only counted. */
+export const BURST_MS = 10_000
+
+export interface RefusalLine {
+  readonly kind: RefusalKind
+  readonly reason: string
+  /** Refusals of this kind counted and not logged since the last line. */
+  readonly unlogged: number
+}
+
+export class Refusals {
+  private readonly counts = new Map<RefusalKind, number>()
+  private readonly lastLogged = new Map<RefusalKind, { at: number; unlogged: number }>()
+
+  /** Counts one refused UPDATE section; returns the line to log when this one starts a burst. */
+  record(kind: RefusalKind, reason: string, now: number): RefusalLine | undefined {
+    this.counts.set(kind, (this.counts.get(kind) ?? 0) + 1)
+    const last = this.lastLogged.get(kind)
+    if (last !== undefined && now - last.at < BURST_MS) {
+      last.unlogged++
+      return undefined
+    }
+    this.lastLogged.set(kind, { at: now, unlogged: 0 })
+    return { kind, reason, unlogged: last?.unlogged ?? 0 }
+  }
+
+  /** Refused UPDATE sections by kind since the peer was made. */
+  snapshot(): Partial<Record<RefusalKind, number>> {
+    return Object.fromEntries(this.counts)
+  }
+}

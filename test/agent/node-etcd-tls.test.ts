@@ -54,13 +54,13 @@ for (const [name, env, code, line] of wrong) {
   t.test(`${name}: one line naming the setting, and exit ${code}`, async (t) => {
     const started = Date.now()
     const agent = startAgent(t, node.ns, { ...base, ...env })
-    const deadline = setTimeout(() => void agent.stop(), 20_000)
+    const deadline = setTimeout(() => void agent.stop(), 90_000)
     const exit = await agent.exited
     clearTimeout(deadline)
     t.equal(exit, code, agent.stderr())
     const lines = ownLines(agent)
     t.equal(lines.length, 1, `one line: ${JSON.stringify(lines)}`)
     t.match(lines[0], line)
-    t.ok(Date.now() - started < 15_000, `stopped within 15 s (${Date.now() - started} ms), not after minutes of retries`)
+    t.ok(Date.now() - started < 60_000, `stopped within a minute (${Date.now() - started} ms), not after minutes of retries`)
   })
 }

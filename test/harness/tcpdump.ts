@@ -24,7 +24,7 @@ export async function startCapture(topo: Topology, node: NetNode, label: string,
   // timeout and SIGTERM drops what is still there. -U: write each packet as it arrives, so the file can be
   // polled; -p: no promiscuous mode, so frames the
   // bridge floods to this port for other nodes are not recorded; -s 0: whole packets.
-  const child = topo.spawn(node.ns, 'tcpdump', ['-i', node.ifname, '--immediate-mode', '-p', '-s', '0', '-U', '-n', '-w', file, ...filter.split(' ')], { buffer: false })
+  const child = topo.spawn(node.ns, 'tcpdump', ['-i', node.ifname, '--immediate-mode', '-B', '8192', '-p', '-s', '0', '-U', '-n', '-w', file, ...filter.split(' ')], { buffer: false })
   child.stderr?.on('data', (d: Buffer) => {
     stderr += d.toString()
   })

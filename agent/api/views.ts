@@ -10,7 +10,8 @@ import { cidrContains, formatCidr } from '../../ipam/addr.js'
 import type { Pool } from '../../ipam/pools.js'
 import type { AdvertisedRoute } from './deps.js'
 
-export function peerView(p: PeerStatus): Record<string, unknown> {
+/** `refused`: the pool prefixes refused from this peer (see agent/refusals.ts), when the agent keeps them. */
+export function peerView(p: PeerStatus, refused?: { readonly total: number; readonly recent: readonly string[] }): Record<string, unknown> {
   return {
     name: p.name,
     address: p.address,
@@ -26,6 +27,8 @@ export function peerView(p: PeerStatus): Record<string, unknown> {
     prefixes: { received: p.prefixesReceived, accepted: p.prefixesAccepted, advertised: p.prefixesAdvertised },
     counters: p.counters,
     capabilities: p.negotiated ?? null,
+    refusedPoolPrefixes: refused?.total ?? 0,
+    refusedPoolPrefixesRecent: refused?.recent ?? [],
   }
 }
 
@@ -134,6 +137,8 @@ export const peerSchema = {
     routerId: nullableStr,
     prefixes: { type: 'object', properties: { received: int, accepted: int, advertised: int } },
     counters: { type: 'object', additionalProperties: int },
+    refusedPoolPrefixes: { type: 'integer', description: 'Announcements of prefixes inside an IP pool refused from this peer: it is not a cluster node and no BGPFilter of it accepts them' },
+    refusedPoolPrefixesRecent: { type: 'array', items: str, description: 'The latest distinct pool prefixes refused, newest last' },
     capabilities: {
       type: ['object', 'null'],
       properties: {
@@ -188,4 +193,10 @@ export const allocationSchema = {
     borrowed: { type: 'boolean' },
     attributes: { type: 'object', additionalProperties: str },
   },
+} as const
+
+export const affinityConflictSchema = {
+  type: 'object',
+  description: "A block announced by a node that does not hold its affinity in the datastore; the affine node's route is the one used",
+  properties: { block: str, affineNode: str, announcedBy: { type: 'array', items: str } },
 } as const

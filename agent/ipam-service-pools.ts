@@ -15,6 +15,7 @@ export async function loadPoolSpecs(store: Datastore): Promise<PoolSpec[]> {
       ...(p.spec.disabled !== undefined ? { disabled: p.spec.disabled } : {}),
       ...(p.spec.nodeSelector !== undefined ? { nodeSelector: p.spec.nodeSelector } : {}),
       ...(p.spec.allowedUses !== undefined ? { allowedUses: p.spec.allowedUses } : {}),
+      ...(p.spec.assignmentMode !== undefined ? { assignmentMode: p.spec.assignmentMode } : {}),
     }
   })
 }

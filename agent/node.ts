@@ -8,8 +8,12 @@ import { mkdir, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { pino, type Logger } from 'pino'
 import { BgpSpeaker } from '../bgp/speaker.js'
-import { parsePrefix } from '../bgp/codec/nlri.js'
+import { formatPrefix, parsePrefix } from '../bgp/codec/nlri.js'
 import { ACCEPT_ALL, compileBgpFilters } from '../bgp/policy/index.js'
+import { compilePoolGuard, guardPoolPrefixes } from '../bgp/policy/pool-guard.js'
+import { compileCommunityRules, communitiesFor, exportAllowList, insideAny, serviceCidrs, type CommunityRule } from './advertisements.js'
+import { AnnouncementRefusals, registerAnnouncementMetrics } from './refusals.js'
+import { preferAffineNodes } from './block-owners.js'
 import type { Policy } from '../bgp/rib/types.js'
 import type { PeerConfig } from '../bgp/session/peer-config.js'
 import { DatastoreError, type Datastore } from '../config/datastore.js'
@@ -82,7 +86,10 @@ export class PintoNode {
   private v4: DetectedAddress | undefined
   private v6: DetectedAddress | undefined
   private origination: Origination = { blocks: [], borrowed: [] }
-  private readonly originated = new Set<string>()
+  /** Prefix -> the attributes it was originated with (JSON), so a change of communities re-originates it. */
+  private readonly originated = new Map<string, string>()
+  /** Who may announce pod addresses: refusals and affinity conflicts, for the log, API and metrics. */
+  readonly refusals: AnnouncementRefusals
   private vxlan: { address: string; mac: string } | undefined
   private ipipAddress: string | undefined
   private readonly policyCache = new Map<string, Policy>()
@@ -109,6 +116,7 @@ export class PintoNode {
   ) {
     this.log = deps.logger ?? pino({ level: settings.logLevel })
     this.runner = deps.runner ?? new ExecaRunner()
+    this.refusals = new AnnouncementRefusals(this.log.child({ component: 'announcements' }))
     this.ownNamespace = deps.runner === undefined
     const fail = (what: string) => (err: Error) => this.log.error({ err: err.message }, `${what} failed`)
     this.peersJob = new Coalescer(() => this.syncPeers(), fail('peer update'))
@@ -205,6 +213,8 @@ export class PintoNode {
       this.cluster.onChange((topic, blocks) => {
         if (topic === 'resources') {
           this.peersJob.trigger()
+          // BGPConfiguration's prefixAdvertisements and service CIDRs change what we originate.
+          this.originJob.trigger()
           this.dataplaneJob.trigger()
           return
         }
@@ -247,6 +257,7 @@ export class PintoNode {
       },
       actions: { refreshPeer: (name, direction) => this.speaker.refresh(name, direction) },
       metrics: this.metricsRegistry(),
+      announcements: this.refusals,
       ...(s.apiToken !== undefined ? { token: s.apiToken } : {}),
     })
     this.api = await listenApi(app, { tcp: `${s.apiListen.host.includes(':') ? `[${s.apiListen.host}]` : s.apiListen.host}:${s.apiListen.port}`, socket: s.apiSocket })
@@ -260,6 +271,7 @@ export class PintoNode {
       pendingReleases: () => this.ipamService.pending?.size ?? 0,
       addsRolledBack: () => this.cniService?.rolledBack ?? 0,
     })
+    registerAnnouncementMetrics(registry, this.refusals, () => this.speaker.peerStatus().map((p) => p.name))
     return registry
   }
 
@@ -426,10 +438,12 @@ export class PintoNode {
     for (const p of problems) this.log.warn({ resource: p.resource }, p.message)
     const filters = new Map(this.cluster.list('BGPFilter').map((f) => [f.metadata.name, f]))
     const pools = this.cluster.list('IPPool')
+    const nodeAddresses = new Set(this.cluster.list('Node').flatMap((n) => [n.spec.bgp?.ipv4Address, n.spec.bgp?.ipv6Address].filter((a): a is string => a !== undefined).map((a) => a.split('/')[0]!)))
+    const services = serviceCidrs(this.bgpConfig())
     const configs: PeerConfig[] = []
     for (const p of peers) {
       try {
-        configs.push(this.peerConfig(p, filters, pools))
+        configs.push(this.peerConfig(p, filters, pools, services, p.node !== undefined || nodeAddresses.has(p.address)))
       } catch (err) {
         this.log.warn({ peer: p.name }, `peer left out: ${(err as Error).message}`)
       }
@@ -471,28 +485,17 @@ export class PintoNode {
     }
   }
 
-  private peerConfig(p: DesiredPeer, filters: ReadonlyMap<string, BGPFilter>, pools: readonly IPPool[]): PeerConfig {
+  /** `toNode`: the peer is a cluster node (may announce pool prefixes, gets disableBGPExport pools). */
+  private peerConfig(p: DesiredPeer, filters: ReadonlyMap<string, BGPFilter>, pools: readonly IPPool[], services: readonly string[], toNode: boolean): PeerConfig {
     const named = p.filters.map((name) => {
       const f = filters.get(name)
       if (!f) throw new Error(`BGPFilter ${name} does not exist`)
       return f
     })
-    // Calico appends its own export filter after the operator's: only pool routes leave the node.
-    const poolFilter = {
-      metadata: { name: 'pinto-pools' },
-      spec: {
-        exportV4: [
-          ...pools.filter((x) => !x.spec.cidr.includes(':')).map((x) => ({ action: 'Accept' as const, matchOperator: 'In' as const, cidr: x.spec.cidr })),
-          { action: 'Reject' as const, matchOperator: 'In' as const, cidr: '0.0.0.0/0' },
-        ],
-        exportV6: [
-          ...pools.filter((x) => x.spec.cidr.includes(':')).map((x) => ({ action: 'Accept' as const, matchOperator: 'In' as const, cidr: x.spec.cidr })),
-          { action: 'Reject' as const, matchOperator: 'In' as const, cidr: '::/0' },
-        ],
-      },
-    }
-    const exportPolicy = this.policy('export', [...named, poolFilter])
-    const importPolicy = named.length === 0 ? ACCEPT_ALL : this.policy('import', named)
+    // Calico appends its own export filter after the operator's: only pool and service routes leave the node.
+    const exportPolicy = this.policy('export', [...named, exportAllowList(pools, services, toNode)])
+    let importPolicy = named.length === 0 ? ACCEPT_ALL : this.policy('import', named)
+    if (!toNode) importPolicy = this.guarded(importPolicy, pools, named)
     const v6 = p.family === 'ipv6'
     return {
       name: p.name,
@@ -515,6 +518,21 @@ export class PintoNode {
     }
   }
 
+  /**
+   * A non-node peer's import policy behind the pool guard: prefixes inside a pool are refused unless one of
+   * the peer's BGPFilters accepts them explicitly. Cached like policy(), by pools and filters.
+   */
+  private guarded(inner: Policy, pools: readonly IPPool[], named: readonly BGPFilter[]): Policy {
+    const cidrs = pools.map((x) => x.spec.cidr).sort()
+    const key = `guard:${JSON.stringify([cidrs, named.map((f) => [f.metadata.name, f.spec])])}`
+    let p = this.policyCache.get(key)
+    if (!p) {
+      const guard = compilePoolGuard(cidrs, named)
+      this.policyCache.set(key, (p = guardPoolPrefixes(inner, guard, (prefix, peer) => this.refusals.poolPrefixRefused(peer.name, formatPrefix(prefix)))))
+    }
+    return p
+  }
+
   /** Compiled policies are cached by content, so unchanged peers keep the same object (no refresh). */
   private policy(direction: 'import' | 'export', filters: readonly Pick<BGPFilter, 'metadata' | 'spec'>[]): Policy {
     const key = `${direction}:${JSON.stringify(filters.map((f) => [f.metadata.name, f.spec]))}`
@@ -527,17 +545,27 @@ export class PintoNode {
 
   private async syncOrigination(): Promise<void> {
     this.origination = originationFor(this.settings.nodeName, this.cluster.blocks())
-    const want = new Set([...this.origination.blocks, ...this.origination.borrowed])
-    for (const prefix of want) {
-      if (!this.originated.has(prefix)) {
-        this.speaker.rib.originate(parsePrefix(prefix))
-        this.originated.add(prefix)
+    const config = this.bgpConfig()
+    let rules: CommunityRule[] = []
+    try {
+      rules = compileCommunityRules(config)
+    } catch (err) {
+      this.log.warn({ err: (err as Error).message }, 'BGPConfiguration prefixAdvertisements not usable: routes originated without communities')
+    }
+    const want = new Set([...this.origination.blocks, ...this.origination.borrowed, ...serviceCidrs(config)])
+    for (const text of want) {
+      const prefix = parsePrefix(text)
+      const attrs = communitiesFor(prefix, rules)
+      const key = JSON.stringify(attrs)
+      if (this.originated.get(text) !== key) {
+        this.speaker.rib.originate(prefix, attrs)
+        this.originated.set(text, key)
       }
     }
-    for (const prefix of [...this.originated]) {
-      if (!want.has(prefix)) {
-        this.speaker.rib.withdrawOrigin(parsePrefix(prefix))
-        this.originated.delete(prefix)
+    for (const text of [...this.originated.keys()]) {
+      if (!want.has(text)) {
+        this.speaker.rib.withdrawOrigin(parsePrefix(text))
+        this.originated.delete(text)
       }
     }
     this.speaker.rib.flush()
@@ -614,8 +642,36 @@ export class PintoNode {
         ...(this.vxlan ? { vxlan: this.vxlan } : {}),
         ...(this.ipipAddress ? { ipipAddress: this.ipipAddress } : {}),
       },
-      learnedRoutes(this.speaker.rib, nodes),
+      this.routesToProgram(nodes),
     )
+  }
+
+  /**
+   * Learned routes felix programs: service ranges other nodes originate are never programmed (kube-proxy
+   * owns service addresses, as Calico's rejectcidrs), and a block goes to the node holding its affinity.
+   */
+  private routesToProgram(nodes: readonly Node[]): ReturnType<typeof learnedRoutes> {
+    const isService = insideAny(serviceCidrs(this.bgpConfig()))
+    const learned = learnedRoutes(this.speaker.rib, nodes).filter((r) => !isService(parsePrefix(r.prefix)))
+    const byAddress = new Map<string, string>()
+    for (const n of nodes) {
+      for (const a of [n.spec.bgp?.ipv4Address, n.spec.bgp?.ipv6Address]) if (a !== undefined) byAddress.set(a.split('/')[0]!, n.metadata.name)
+    }
+    const owners = new Map<string, string>()
+    for (const b of this.cluster.blocks()) {
+      if (b.affinity?.startsWith('host:')) owners.set(formatPrefix(parsePrefix(b.cidr)), b.affinity.slice(5))
+    }
+    const announcers = (prefix: string): { address: string; nodeName?: string }[] =>
+      this.speaker.rib.paths(parsePrefix(prefix)).flatMap((p) => {
+        if (p.peer === undefined) return []
+        const address = p.attrs.nextHop[0] ?? p.attrs.attrs.nextHop
+        if (address === undefined) return []
+        const nodeName = byAddress.get(address)
+        return [nodeName !== undefined ? { address, nodeName } : { address }]
+      })
+    const { routes, conflicts } = preferAffineNodes(learned, owners, announcers, this.settings.nodeName)
+    this.refusals.setAffinityConflicts(conflicts)
+    return routes
   }
 
   /** What the REST API and metrics read. */

@@ -162,7 +162,9 @@ export class Ipam {
   private async assignFamily(family: Family, num: number, req: AutoAssignRequest, pools: readonly Pool[], sink: IpamAddress[], claim: HandleClaim): Promise<void> {
     const eligible = eligiblePools(pools, family, req.node, req.use ?? 'Workload', req.pools, this.options.nodeMatches)
     if (eligible.length === 0) {
-      throw new IpamError('no-pool', `no enabled IPv${family} pool${req.pools ? ` among ${req.pools.join(',')}` : ''} serves node ${req.node}`)
+      const manual = req.pools === undefined ? pools.filter((p) => p.cidr.family === family && p.spec.assignmentMode === 'Manual').map((p) => p.spec.name) : []
+      const hint = manual.length > 0 ? ` (pools with assignmentMode Manual serve only requests that name them: ${manual.join(', ')})` : ''
+      throw new IpamError('no-pool', `no enabled IPv${family} pool${req.pools ? ` among ${req.pools.join(',')}` : ''} serves node ${req.node}${hint}`)
     }
     const got: IpamAddress[] = []
     const take = async (cidr: Cidr, owner: string | undefined, cached?: KeyValue): Promise<void> => {

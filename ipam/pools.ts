@@ -14,6 +14,8 @@ export interface PoolSpec {
   readonly nodeSelector?: string | ((node: string) => boolean)
   /** Default [Workload, Tunnel], like Calico. */
   readonly allowedUses?: readonly PoolUse[]
+  /** Manual: only a request naming the pool (by name or CIDR) gets its addresses. Default Automatic. */
+  readonly assignmentMode?: 'Automatic' | 'Manual'
 }
 
 /** Decides whether a pool's string nodeSelector selects a node; supplied by whoever owns the selector language. */
@@ -47,7 +49,10 @@ export function poolSelectsNode(pool: Pool, node: string, matcher?: NodeMatcher)
   throw new AddrError(`pool ${pool.spec.name}.nodeSelector`, `${JSON.stringify(s)} needs a node matcher; none was given to the IPAM`)
 }
 
-/** Pools of `family` that may hand addresses to `node` for `use`, optionally narrowed to the names or CIDRs asked for. */
+/**
+ * Pools of `family` that may hand addresses to `node` for `use`, optionally narrowed to the names or CIDRs
+ * asked for. A Manual pool (Calico's assignmentMode) serves only requests that name it.
+ */
 export function eligiblePools(
   pools: readonly Pool[],
   family: Family,
@@ -61,7 +66,7 @@ export function eligiblePools(
       p.cidr.family === family &&
       p.spec.disabled !== true &&
       (p.spec.allowedUses ?? ['Workload', 'Tunnel']).includes(use) &&
-      (requested === undefined || requested.includes(p.spec.name) || requested.includes(p.spec.cidr)) &&
+      (requested === undefined ? p.spec.assignmentMode !== 'Manual' : requested.includes(p.spec.name) || requested.includes(p.spec.cidr)) &&
       poolSelectsNode(p, node, matcher),
   )
 }

@@ -115,4 +115,11 @@ export interface ApiDeps {
   readonly metrics: Registry
   /** Lets TCP clients presenting `Authorization: Bearer <token>` make changes. */
   readonly token?: string
+  /** What was refused or flagged about who announces pod addresses; absent in tests of other parts. */
+  readonly announcements?: AnnouncementReads
+}
+
+export interface AnnouncementReads {
+  forPeer(name: string): { readonly total: number; readonly recent: readonly string[] }
+  affinityConflicts(): readonly { readonly block: string; readonly affineNode: string; readonly announcedBy: readonly string[] }[]
 }

@@ -6,7 +6,7 @@ import { affinityNode, blockInUse } from '../../ipam/block.js'
 import { requireWrite } from './auth.js'
 import type { ApiDeps } from './deps.js'
 import { ApiError, errorSchema } from './errors.js'
-import { peerSchema, peerView } from './views.js'
+import { affinityConflictSchema, peerSchema, peerView } from './views.js'
 
 const count = { type: 'integer' } as const
 
@@ -82,10 +82,16 @@ export const peersPlugin: FastifyPluginAsync<{ deps: ApiDeps }> = async (app, { 
     {
       schema: {
         summary: 'Every configured BGP peer with its session state, prefix counts and negotiated capabilities',
-        response: { 200: { type: 'object', properties: { peers: { type: 'array', items: peerSchema } } } },
+        response: { 200: { type: 'object', properties: { peers: { type: 'array', items: peerSchema }, affinityConflicts: { type: 'array', items: affinityConflictSchema } } } },
       },
     },
-    async () => ({ peers: deps.bgp.peerStatus().map(peerView).sort((a, b) => String(a['name']).localeCompare(String(b['name']))) }),
+    async () => ({
+      peers: deps.bgp
+        .peerStatus()
+        .map((p) => peerView(p, deps.announcements?.forPeer(p.name)))
+        .sort((a, b) => String(a['name']).localeCompare(String(b['name']))),
+      affinityConflicts: deps.announcements?.affinityConflicts() ?? [],
+    }),
   )
 
   app.post<{ Params: { name: string }; Querystring: { direction?: 'in' | 'out' } }>(

@@ -10,7 +10,8 @@ import { cidrContains, formatCidr } from '../../ipam/addr.js'
 import type { Pool } from '../../ipam/pools.js'
 import type { AdvertisedRoute } from './deps.js'
 
-export function peerView(p: PeerStatus): Record<string, unknown> {
+/** `refused`: the pool prefixes refused from this peer (see agent/refusals.ts), when the agent keeps them. */
+export function peerView(p: PeerStatus, refused?: { readonly total: number; readonly recent: readonly string[] }): Record<string, unknown> {
   return {
     name: p.name,
     address: p.address,
@@ -25,8 +26,10 @@ export function peerView(p: PeerStatus): Record<string, unknown> {
     routerId: p.routerId ?? null,
     prefixes: { received: p.prefixesReceived, accepted: p.prefixesAccepted, advertised: p.prefixesAdvertised },
     counters: p.counters,
-    refused: p.refused,
+    updatesRefused: p.refused,
     capabilities: p.negotiated ?? null,
+    refusedPoolPrefixes: refused?.total ?? 0,
+    refusedPoolPrefixesRecent: refused?.recent ?? [],
   }
 }
 
@@ -135,7 +138,9 @@ export const peerSchema = {
     routerId: nullableStr,
     prefixes: { type: 'object', properties: { received: int, accepted: int, advertised: int } },
     counters: { type: 'object', additionalProperties: int },
-    refused: { type: 'object', additionalProperties: int, description: 'UPDATE sections refused, by kind: as-loop, first-as, originator-id, cluster-list, next-hop, rfc8212, treat-as-withdraw' },
+    updatesRefused: { type: 'object', additionalProperties: int, description: 'UPDATE sections refused, by kind: as-loop, first-as, originator-id, cluster-list, next-hop, rfc8212, treat-as-withdraw' },
+    refusedPoolPrefixes: { type: 'integer', description: 'Announcements of prefixes inside an IP pool refused from this peer: it is not a cluster node and no BGPFilter of it accepts them' },
+    refusedPoolPrefixesRecent: { type: 'array', items: str, description: 'The latest distinct pool prefixes refused, newest last' },
     capabilities: {
       type: ['object', 'null'],
       properties: {
@@ -190,4 +195,10 @@ export const allocationSchema = {
     borrowed: { type: 'boolean' },
     attributes: { type: 'object', additionalProperties: str },
   },
+} as const
+
+export const affinityConflictSchema = {
+  type: 'object',
+  description: "A block announced by a node that does not hold its affinity in the datastore; the affine node's route is the one used",
+  properties: { block: str, affineNode: str, announcedBy: { type: 'array', items: str } },
 } as const

@@ -365,7 +365,8 @@ export class DemoCluster {
   }
 
   /** A pod: a namespace wired by the real `pinto` CNI plugin (ADD, exec'd in the node's namespace). */
-  async addPod(n: DemoNode): Promise<DemoPod> {
+  /** `ipv4Pools`: the pools the pod's CNI config names (its ipam `ipv4_pools`), e.g. a Manual pool. */
+  async addPod(n: DemoNode, opts: { ipv4Pools?: readonly string[] } = {}): Promise<DemoPod> {
     const seq = ++this.podSeq
     // Numbered per node (node1p1, node1p2, ...), never reused after a DEL: the name is the pod's identity.
     const nth = (this.podsMade.get(n.name) ?? 0) + 1
@@ -373,7 +374,7 @@ export class DemoCluster {
     const name = `${n.name}p${nth}`
     const ns = await this.netns.add(name)
     const pod = { name, node: n.name, ns, address: '', containerId: `demo-${this.netns.id}-${seq}` }
-    const r = await this.cni(n, 'ADD', pod)
+    const r = await this.cni(n, 'ADD', pod, opts.ipv4Pools)
     if (r.code !== 0) throw new AddFailed(pod, `${name}: CNI ADD failed (exit ${r.code}): ${r.stdout.trim()} ${r.stderr.trim()}`)
     const result = JSON.parse(r.stdout) as { ips?: { address: string }[] }
     const address = result.ips?.[0]?.address?.split('/')[0]
@@ -393,7 +394,7 @@ export class DemoCluster {
   }
 
   /** Execs the node's installed `pinto` plugin as a runtime does: the verb, the pod's identity, the network config on stdin. */
-  async cni(n: DemoNode, command: 'ADD' | 'DEL' | 'CHECK', pod: Pick<DemoPod, 'name' | 'ns' | 'containerId'>): Promise<{ code: number; stdout: string; stderr: string }> {
+  async cni(n: DemoNode, command: 'ADD' | 'DEL' | 'CHECK', pod: Pick<DemoPod, 'name' | 'ns' | 'containerId'>, ipv4Pools?: readonly string[]): Promise<{ code: number; stdout: string; stderr: string }> {
     const cniEnv = {
       CNI_COMMAND: command,
       CNI_CONTAINERID: pod.containerId,
@@ -401,14 +402,17 @@ export class DemoCluster {
       CNI_IFNAME: 'eth0',
       CNI_ARGS: `K8S_POD_NAMESPACE=demo;K8S_POD_NAME=${pod.name}`,
     }
-    if (this.podman) return this.podman.cni(n, cniEnv)
+    if (this.podman) {
+      if (ipv4Pools !== undefined) throw new DemoError('ipv4Pools: the podman runtime uses the installed network config, which names no pool')
+      return this.podman.cni(n, cniEnv)
+    }
     const conf = {
       cniVersion: '1.0.0',
       name: 'pinto-demo',
       type: 'pinto',
       mtu_file: n.mtuFile,
       socket: n.socket,
-      ipam: { type: 'pinto-ipam', socket: n.socket },
+      ipam: { type: 'pinto-ipam', socket: n.socket, ...(ipv4Pools !== undefined ? { ipv4_pools: ipv4Pools } : {}) },
     }
     const env = {
       ...cniEnv,

@@ -1,0 +1,60 @@
+// Who may announce pod addresses: an import policy for a peer that is not a cluster node, refusing every
+// prefix inside an IP pool (the pool itself, a block, a /32) unless one of the peer's BGPFilters accepts it
+// by an explicit import rule (action Accept, cidr with In or Equal). Pure; the refusal is reported to a callback.
+
+import type { BGPFilter, BGPFilterRule } from '../../config/resources/types.js'
+import type { PathAttributes } from '../codec/attributes.js'
+import { parsePrefix, type Prefix } from '../codec/nlri.js'
+import type { Policy, RibPeer, RouteContext } from '../rib/types.js'
+import { compileBgpFilters } from './bgp-filter.js'
+import { prefixMatcher } from './match.js'
+
+export type PoolPrefixVerdict = 'outside' | 'accepted' | 'refused'
+
+export interface PoolGuard {
+  /** Whether `prefix` (with these attributes, from this peer) may be installed as far as pools go. */
+  verdict(prefix: Prefix, attrs: PathAttributes, peer: RibPeer, route?: RouteContext): PoolPrefixVerdict
+}
+
+const REJECT_REST: BGPFilterRule = { action: 'Reject' }
+
+/**
+ * The guard for these pool CIDRs and the peer's import filters. Each explicit Accept rule is compiled
+ * alone, followed by a catch-all Reject, so it answers "did this very rule match" with every condition
+ * it has (cidr, prefixLength, communities, ...), not only its cidr.
+ */
+export function compilePoolGuard(poolCidrs: readonly string[], filters: readonly Pick<BGPFilter, 'metadata' | 'spec'>[]): PoolGuard {
+  const pools = poolCidrs.map((c) => {
+    const net = parsePrefix(c)
+    return prefixMatcher(c, 'In', net.afi, undefined, `IPPool ${c}`)
+  })
+  const explicit: Policy[] = []
+  for (const f of filters) {
+    for (const list of ['importV4', 'importV6'] as const) {
+      for (const rule of f.spec[list] ?? []) {
+        if (rule.action !== 'Accept' || rule.cidr === undefined || (rule.matchOperator !== 'In' && rule.matchOperator !== 'Equal')) continue
+        explicit.push(compileBgpFilters([{ metadata: f.metadata, spec: { [list]: [rule, REJECT_REST] } }], 'import'))
+      }
+    }
+  }
+  return {
+    verdict(prefix, attrs, peer, route) {
+      if (!pools.some((inPool) => inPool(prefix))) return 'outside'
+      return explicit.some((p) => p.apply(prefix, attrs, peer, route) !== undefined) ? 'accepted' : 'refused'
+    },
+  }
+}
+
+/** `inner` behind the guard: a refused prefix is rejected and reported, the rest goes through `inner`. */
+export function guardPoolPrefixes(inner: Policy, guard: PoolGuard, onRefused: (prefix: Prefix, peer: RibPeer) => void): Policy {
+  return {
+    empty: inner.empty,
+    apply(prefix, attrs, peer, route) {
+      if (guard.verdict(prefix, attrs, peer, route) === 'refused') {
+        onRefused(prefix, peer)
+        return undefined
+      }
+      return inner.apply(prefix, attrs, peer, route)
+    },
+  }
+}

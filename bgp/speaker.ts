@@ -11,6 +11,7 @@ import { BgpPeer, type PeerStatus } from './session/peer.js'
 import { needsReset, resolvePeerConfig, type PeerConfig } from './session/peer-config.js'
 import { systemClock, type Clock } from './session/clock.js'
 import { TransitionLog } from './session/transition-log.js'
+import { fdOf, setTcpMd5Key } from './session/socket-options.js'
 
 export interface SpeakerOptions {
   readonly asn: number
@@ -103,6 +104,7 @@ export class BgpSpeaker {
       this.boundPort = port
       this.servers.push(server)
     }
+    for (const peer of this.peers.values()) this.keyListeners(peer)
     this.log.info({ port, hosts: hosts.filter((h) => h !== undefined) }, 'listening for BGP connections')
   }
 
@@ -130,6 +132,30 @@ export class BgpSpeaker {
     socket.destroy()
   }
 
+  /**
+   * Keys (or unkeys) the listeners for one peer's address with its TCP-MD5 password: accepted
+   * connections inherit the key. A failure is the peer's, which then takes no connection.
+   */
+  private keyListeners(peer: BgpPeer, remove = false): void {
+    const c = peer.resolvedConfig
+    if (c.password === undefined) return
+    const key = remove ? undefined : Buffer.from(c.password)
+    const problems: string[] = []
+    for (const server of this.servers) {
+      const addr = server.address()
+      const family = addr !== null && typeof addr === 'object' && addr.family === 'IPv6' ? 6 : 4
+      if (family === 4 && c.address.includes(':')) continue
+      try {
+        setTcpMd5Key(fdOf(server), family, c.address, key)
+      } catch (err) {
+        problems.push((err as Error).message)
+      }
+    }
+    if (remove) return
+    if (problems.length > 0) this.log.error({ peer: c.name, address: c.address }, `TCP-MD5 key not set on the listener: ${problems.join('; ')}`)
+    peer.setListenerProblem(problems.length > 0 ? problems.join('; ') : undefined)
+  }
+
   private restarting(): boolean {
     const window = this.opts.restartingFor ?? 0
     return window > 0 && this.clock.now() - this.startedAt < window * 1000
@@ -151,6 +177,7 @@ export class BgpSpeaker {
       onTransition: (t) => this.transitions.record({ peer: config.name, ...t }),
     })
     this.peers.set(config.name, peer)
+    this.keyListeners(peer)
     peer.start()
   }
 
@@ -158,6 +185,7 @@ export class BgpSpeaker {
     const peer = this.peers.get(name)
     if (!peer) return false
     peer.stop({ notification: notification(ErrorCode.CEASE, CeaseSubcode.PEER_DECONFIGURED) })
+    this.keyListeners(peer, true)
     this.peers.delete(name)
     this.transitions.forget(name)
     this.log.info({ peer: name }, message)
@@ -185,6 +213,7 @@ export class BgpSpeaker {
       const prev = current.resolvedConfig
       if (needsReset(prev, next)) {
         current.stop({ notification: notification(ErrorCode.CEASE, CeaseSubcode.OTHER_CONFIGURATION_CHANGE) })
+        this.keyListeners(current, true)
         this.peers.delete(config.name)
         this.addPeer(config)
         summary.reset.push(config.name)

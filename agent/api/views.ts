@@ -25,6 +25,7 @@ export function peerView(p: PeerStatus): Record<string, unknown> {
     routerId: p.routerId ?? null,
     prefixes: { received: p.prefixesReceived, accepted: p.prefixesAccepted, advertised: p.prefixesAdvertised },
     counters: p.counters,
+    transport: p.transport,
     capabilities: p.negotiated ?? null,
   }
 }
@@ -134,6 +135,7 @@ export const peerSchema = {
     routerId: nullableStr,
     prefixes: { type: 'object', properties: { received: int, accepted: int, advertised: int } },
     counters: { type: 'object', additionalProperties: int },
+    transport: { type: 'object', description: 'TCP-MD5 keyed; GTSM hops (0: off)', properties: { tcpMd5: { type: 'boolean' }, ttlSecurity: int } },
     capabilities: {
       type: ['object', 'null'],
       properties: {

@@ -11,7 +11,7 @@ import { BgpPeer, type PeerStatus } from './session/peer.js'
 import { needsReset, resolvePeerConfig, type PeerConfig } from './session/peer-config.js'
 import { systemClock, type Clock } from './session/clock.js'
 import { TransitionLog } from './session/transition-log.js'
-import { fdOf, setTcpMd5Key } from './session/socket-options.js'
+import { fdOf, setListenerTtl, setTcpMd5Key } from './session/socket-options.js'
 
 export interface SpeakerOptions {
   readonly asn: number
@@ -49,6 +49,8 @@ export class BgpSpeaker {
   readonly transitions = new TransitionLog()
   private readonly peers = new Map<string, BgpPeer>()
   private readonly servers: Server[] = []
+  /** Listeners whose TTL is 255 already, for GTSM peers. */
+  private readonly maxTtl = new Set<Server>()
   private readonly log: Logger
   private readonly clock: Clock
   private nextPeerId = 1
@@ -133,20 +135,26 @@ export class BgpSpeaker {
   }
 
   /**
-   * Keys (or unkeys) the listeners for one peer's address with its TCP-MD5 password: accepted
-   * connections inherit the key. A failure is the peer's, which then takes no connection.
+   * Keys (or unkeys) the listeners for one peer's address with its TCP-MD5 password (accepted
+   * connections inherit the key), and raises their TTL for a GTSM peer. A failure is the peer's,
+   * which then takes no connection.
    */
   private keyListeners(peer: BgpPeer, remove = false): void {
     const c = peer.resolvedConfig
-    if (c.password === undefined) return
-    const key = remove ? undefined : Buffer.from(c.password)
+    if (c.password === undefined && (c.ttlSecurity === 0 || remove)) return
+    const key = remove || c.password === undefined ? undefined : Buffer.from(c.password)
     const problems: string[] = []
     for (const server of this.servers) {
       const addr = server.address()
       const family = addr !== null && typeof addr === 'object' && addr.family === 'IPv6' ? 6 : 4
       if (family === 4 && c.address.includes(':')) continue
       try {
-        setTcpMd5Key(fdOf(server), family, c.address, key)
+        if (c.password !== undefined) setTcpMd5Key(fdOf(server), family, c.address, key)
+        // Left at 255 once set: other peers are not hurt by SYN-ACKs that can travel further.
+        if (c.ttlSecurity > 0 && !remove && !this.maxTtl.has(server)) {
+          setListenerTtl(fdOf(server), family)
+          this.maxTtl.add(server)
+        }
       } catch (err) {
         problems.push((err as Error).message)
       }

@@ -177,6 +177,15 @@ export function setTtlSecurity(fd: number, peer: string, hops: number): void {
   }
 }
 
+/**
+ * TTL (and hop limit) 255 on a listener: its SYN-ACKs carry the listener's TTL, and a GTSM peer that
+ * connects to us drops a SYN-ACK with less. IPv4 as well on an IPv6 socket, for v4-mapped peers.
+ */
+export function setListenerTtl(fd: number, socketFamily: 4 | 6): void {
+  setIntOption(fd, SOL.ip, OPT.ipTtl, 255, 'IP_TTL')
+  if (socketFamily === 6) setIntOption(fd, SOL.ipv6, OPT.ipv6UnicastHops, 255, 'IPV6_UNICAST_HOPS')
+}
+
 export interface SecuredConnect {
   readonly host: string
   readonly port: number

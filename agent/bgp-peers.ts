@@ -6,6 +6,7 @@
 import type { BGPConfigurationSpec, BGPPeer, Node } from '../config/resources/index.js'
 import { parseDuration, parseSelector, peerEndpoint } from '../config/resources/index.js'
 import { parseIpv4, parseIpv6 } from '../bgp/codec/ip.js'
+import type { PasswordRef } from './bgp-secrets.js'
 
 export type PeerKind = 'mesh' | 'global' | 'node-specific' | 'reflector-client' | 'reflector' | 'node-selector'
 
@@ -30,6 +31,10 @@ export interface DesiredPeer {
   readonly filters: readonly string[]
   /** The remote node, for node-to-node sessions. */
   readonly node?: string
+  /** Where the TCP-MD5 password comes from (BGPPeer password, BGPConfiguration nodeMeshPassword). */
+  readonly password?: PasswordRef
+  /** GTSM hops (BGPPeer ttlSecurity); 0 is off. */
+  readonly ttlSecurity: number
 }
 
 export interface PeerProblem {
@@ -118,6 +123,7 @@ export function desiredPeers(view: ClusterView): { peers: DesiredPeer[]; problem
         keepaliveTime: undefined,
         filters: [],
         node: other.metadata.name,
+        ttlSecurity: 0,
         ...base,
       })
     }
@@ -128,10 +134,6 @@ export function desiredPeers(view: ClusterView): { peers: DesiredPeer[]; problem
   for (const peer of view.peers) {
     const where = `BGPPeer ${peer.metadata.name}`
     const spec = peer.spec
-    if (spec.password !== undefined) {
-      problems.push({ resource: where, message: 'spec.password: TCP MD5 is not supported by pinto; the peering is left out' })
-      continue
-    }
     let restartTime: number | undefined
     let keepaliveTime: number | undefined
     try {
@@ -149,6 +151,8 @@ export function desiredPeers(view: ClusterView): { peers: DesiredPeer[]; problem
       keepaliveTime,
       filters: spec.filters ?? [],
       localAsn: spec.localASNumber ?? myAsn,
+      ttlSecurity: spec.ttlSecurity ?? 0,
+      ...(spec.password?.secretKeyRef !== undefined ? { password: { ref: spec.password.secretKeyRef, field: `${where}: spec.password.secretKeyRef` } } : {}),
     }
     if (appliesTo(peer, me)) {
       const endpoint = peerEndpoint(peer, view.config.listenPort ?? 179)
@@ -179,7 +183,9 @@ export function desiredPeers(view: ClusterView): { peers: DesiredPeer[]; problem
     }
   }
   if (view.config.nodeToNodeMeshEnabled !== false) {
-    for (const other of view.nodes) nodeSession(other, 'mesh', { restartTime: meshRestart })
+    const ref = view.config.nodeMeshPassword?.secretKeyRef
+    const password = ref !== undefined ? { password: { ref, field: 'BGPConfiguration default: spec.nodeMeshPassword.secretKeyRef' } } : {}
+    for (const other of view.nodes) nodeSession(other, 'mesh', { restartTime: meshRestart, ...password })
   }
   return { peers: [...out.values()], problems }
 }

@@ -28,6 +28,7 @@ import { NodeIpamRepair } from './ipam-repair.js'
 import { registerIpamSafetyMetrics } from './metrics.js'
 import { ClusterState } from './cluster-state.js'
 import { desiredPeers, type DesiredPeer } from './bgp-peers.js'
+import { BgpSecrets, type ResolvedPassword } from './bgp-secrets.js'
 import { originationFor, type Origination } from './origination.js'
 import { Dataplane, learnedRoutes } from './dataplane.js'
 import { detectAddress, type DetectedAddress } from './autodetect.js'
@@ -109,6 +110,8 @@ export class PintoNode {
   private api: ApiListeners | undefined
   readonly applyLog = new FibApplyLog()
   problems: string[] = []
+  private secrets: BgpSecrets
+  private secretsTimer: NodeJS.Timeout | undefined
 
   constructor(
     readonly settings: AgentSettings,
@@ -122,6 +125,7 @@ export class PintoNode {
     this.peersJob = new Coalescer(() => this.syncPeers(), fail('peer update'))
     this.originJob = new Coalescer(() => this.syncOrigination(), fail('origination'))
     this.dataplaneJob = new Coalescer(() => this.syncDataplane(), fail('dataplane update'))
+    this.secrets = new BgpSecrets(settings.secretsDir)
   }
 
   get nodeName(): string {
@@ -234,6 +238,16 @@ export class PintoNode {
     this.peersJob.trigger()
     this.originJob.trigger()
     this.dataplaneJob.trigger()
+    // A Secret volume is updated in place (kubelet swaps its ..data link): a changed key re-keys the
+    // listener and resets the session through the next peer update.
+    this.secretsTimer = setInterval(() => {
+      void this.secrets.changed().then((changed) => {
+        if (!changed) return
+        this.log.info({ dir: this.secrets.dir }, 'a BGP password changed: peers updated')
+        this.peersJob.trigger()
+      })
+    }, 2000)
+    this.secretsTimer.unref()
     await this.beat()
     this.heartbeat = setInterval(() => void this.beat(), 10_000)
     this.heartbeat.unref()
@@ -286,6 +300,7 @@ export class PintoNode {
   async stop(opts: { graceful?: boolean } = {}): Promise<void> {
     const graceful = opts.graceful ?? true
     clearInterval(this.heartbeat)
+    clearInterval(this.secretsTimer)
     clearTimeout(this.syncTimer)
     clearTimeout(this.eorTimer)
     clearTimeout(this.workloadsTimer)
@@ -441,9 +456,15 @@ export class PintoNode {
     const nodeAddresses = new Set(this.cluster.list('Node').flatMap((n) => [n.spec.bgp?.ipv4Address, n.spec.bgp?.ipv6Address].filter((a): a is string => a !== undefined).map((a) => a.split('/')[0]!)))
     const services = serviceCidrs(this.bgpConfig())
     const configs: PeerConfig[] = []
+    this.secrets.begin()
     for (const p of peers) {
+      const password = p.password ? await this.secrets.resolve(p.password) : { password: undefined }
+      if ('error' in password) {
+        this.problems.push(password.error)
+        this.log.error({ peer: p.name }, `${password.error}: the session waits for it`)
+      }
       try {
-        configs.push(this.peerConfig(p, filters, pools, services, p.node !== undefined || nodeAddresses.has(p.address)))
+        configs.push(this.peerConfig(p, filters, pools, services, p.node !== undefined || nodeAddresses.has(p.address), password))
       } catch (err) {
         this.log.warn({ peer: p.name }, `peer left out: ${(err as Error).message}`)
       }
@@ -486,7 +507,7 @@ export class PintoNode {
   }
 
   /** `toNode`: the peer is a cluster node (may announce pool prefixes, gets disableBGPExport pools). */
-  private peerConfig(p: DesiredPeer, filters: ReadonlyMap<string, BGPFilter>, pools: readonly IPPool[], services: readonly string[], toNode: boolean): PeerConfig {
+  private peerConfig(p: DesiredPeer, filters: ReadonlyMap<string, BGPFilter>, pools: readonly IPPool[], services: readonly string[], toNode: boolean, password: ResolvedPassword): PeerConfig {
     const named = p.filters.map((name) => {
       const f = filters.get(name)
       if (!f) throw new Error(`BGPFilter ${name} does not exist`)
@@ -515,6 +536,8 @@ export class PintoNode {
       ...(p.keepaliveTime !== undefined ? { keepaliveTime: p.keepaliveTime, holdTime: p.keepaliveTime * 3 } : {}),
       importPolicy,
       exportPolicy,
+      ...('error' in password ? { transportError: password.error } : password.password !== undefined ? { password: password.password } : {}),
+      ...(p.ttlSecurity > 0 ? { ttlSecurity: p.ttlSecurity } : {}),
     }
   }
 

@@ -66,6 +66,8 @@ export interface AgentSettings {
   readonly ipamRepairSeconds: number
   /** How long a problem must stay unchanged (over two checks) before the agent repairs it. */
   readonly ipamRepairGraceSeconds: number
+  /** Where secretKeyRef {name, key} is read, as `<dir>/<name>/<key>` (a mounted Secret volume). */
+  readonly secretsDir: string
 }
 
 type Env = Readonly<Record<string, string | undefined>>
@@ -201,5 +203,6 @@ export function settingsFromEnv(env: Env): AgentSettings {
     syncDeadlineSeconds: integer(env, 'PINTO_SYNC_DEADLINE_SECONDS', 10, 0, 600),
     ipamRepairSeconds: integer(env, 'PINTO_IPAM_REPAIR_SECONDS', 60, 0, 86400),
     ipamRepairGraceSeconds: integer(env, 'PINTO_IPAM_REPAIR_GRACE_SECONDS', 120, 1, 86400),
+    secretsDir: text(env, 'PINTO_SECRETS_DIR', '/etc/pinto/secrets'),
   }
 }

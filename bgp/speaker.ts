@@ -11,6 +11,7 @@ import { BgpPeer, type PeerStatus } from './session/peer.js'
 import { needsReset, resolvePeerConfig, type PeerConfig } from './session/peer-config.js'
 import { systemClock, type Clock } from './session/clock.js'
 import { TransitionLog } from './session/transition-log.js'
+import { fdOf, setListenerTtl, setTcpMd5Key } from './session/socket-options.js'
 
 export interface SpeakerOptions {
   readonly asn: number
@@ -48,6 +49,8 @@ export class BgpSpeaker {
   readonly transitions = new TransitionLog()
   private readonly peers = new Map<string, BgpPeer>()
   private readonly servers: Server[] = []
+  /** Listeners whose TTL is 255 already, for GTSM peers. */
+  private readonly maxTtl = new Set<Server>()
   private readonly log: Logger
   private readonly clock: Clock
   private nextPeerId = 1
@@ -103,6 +106,7 @@ export class BgpSpeaker {
       this.boundPort = port
       this.servers.push(server)
     }
+    for (const peer of this.peers.values()) this.keyListeners(peer)
     this.log.info({ port, hosts: hosts.filter((h) => h !== undefined) }, 'listening for BGP connections')
   }
 
@@ -130,6 +134,36 @@ export class BgpSpeaker {
     socket.destroy()
   }
 
+  /**
+   * Keys (or unkeys) the listeners for one peer's address with its TCP-MD5 password (accepted
+   * connections inherit the key), and raises their TTL for a GTSM peer. A failure is the peer's,
+   * which then takes no connection.
+   */
+  private keyListeners(peer: BgpPeer, remove = false): void {
+    const c = peer.resolvedConfig
+    if (c.password === undefined && (c.ttlSecurity === 0 || remove)) return
+    const key = remove || c.password === undefined ? undefined : Buffer.from(c.password)
+    const problems: string[] = []
+    for (const server of this.servers) {
+      const addr = server.address()
+      const family = addr !== null && typeof addr === 'object' && addr.family === 'IPv6' ? 6 : 4
+      if (family === 4 && c.address.includes(':')) continue
+      try {
+        if (c.password !== undefined) setTcpMd5Key(fdOf(server), family, c.address, key)
+        // Left at 255 once set: other peers are not hurt by SYN-ACKs that can travel further.
+        if (c.ttlSecurity > 0 && !remove && !this.maxTtl.has(server)) {
+          setListenerTtl(fdOf(server), family)
+          this.maxTtl.add(server)
+        }
+      } catch (err) {
+        problems.push((err as Error).message)
+      }
+    }
+    if (remove) return
+    if (problems.length > 0) this.log.error({ peer: c.name, address: c.address }, `TCP-MD5 key not set on the listener: ${problems.join('; ')}`)
+    peer.setListenerProblem(problems.length > 0 ? problems.join('; ') : undefined)
+  }
+
   private restarting(): boolean {
     const window = this.opts.restartingFor ?? 0
     return window > 0 && this.clock.now() - this.startedAt < window * 1000
@@ -151,6 +185,7 @@ export class BgpSpeaker {
       onTransition: (t) => this.transitions.record({ peer: config.name, ...t }),
     })
     this.peers.set(config.name, peer)
+    this.keyListeners(peer)
     peer.start()
   }
 
@@ -158,6 +193,7 @@ export class BgpSpeaker {
     const peer = this.peers.get(name)
     if (!peer) return false
     peer.stop({ notification: notification(ErrorCode.CEASE, CeaseSubcode.PEER_DECONFIGURED) })
+    this.keyListeners(peer, true)
     this.peers.delete(name)
     this.transitions.forget(name)
     this.log.info({ peer: name }, message)
@@ -185,6 +221,7 @@ export class BgpSpeaker {
       const prev = current.resolvedConfig
       if (needsReset(prev, next)) {
         current.stop({ notification: notification(ErrorCode.CEASE, CeaseSubcode.OTHER_CONFIGURATION_CHANGE) })
+        this.keyListeners(current, true)
         this.peers.delete(config.name)
         this.addPeer(config)
         summary.reset.push(config.name)

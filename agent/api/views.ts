@@ -27,6 +27,7 @@ export function peerView(p: PeerStatus, refused?: { readonly total: number; read
     prefixes: { received: p.prefixesReceived, accepted: p.prefixesAccepted, advertised: p.prefixesAdvertised },
     counters: p.counters,
     updatesRefused: p.refused,
+    transport: p.transport,
     capabilities: p.negotiated ?? null,
     refusedPoolPrefixes: refused?.total ?? 0,
     refusedPoolPrefixesRecent: refused?.recent ?? [],
@@ -141,6 +142,7 @@ export const peerSchema = {
     updatesRefused: { type: 'object', additionalProperties: int, description: 'UPDATE sections refused, by kind: as-loop, first-as, originator-id, cluster-list, next-hop, rfc8212, treat-as-withdraw' },
     refusedPoolPrefixes: { type: 'integer', description: 'Announcements of prefixes inside an IP pool refused from this peer: it is not a cluster node and no BGPFilter of it accepts them' },
     refusedPoolPrefixesRecent: { type: 'array', items: str, description: 'The latest distinct pool prefixes refused, newest last' },
+    transport: { type: 'object', description: 'TCP-MD5 keyed; GTSM hops (0: off)', properties: { tcpMd5: { type: 'boolean' }, ttlSecurity: int } },
     capabilities: {
       type: ['object', 'null'],
       properties: {

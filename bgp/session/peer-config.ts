@@ -41,9 +41,17 @@ export interface PeerConfig {
   readonly maxPrefixes?: { readonly limit: number; readonly action: 'warn' | 'restart'; readonly restartAfter?: number }
   /** Extra identity for the API: mesh, global, node-specific, reflector client... */
   readonly kind?: string
+  /** TCP-MD5 key (RFC 2385), at most 80 bytes: on our connects and, per peer address, on the listener. */
+  readonly password?: string
+  /** GTSM (RFC 5082): the peer is at most this many hops away; TTL 255 out, 256 - hops the minimum in. */
+  readonly ttlSecurity?: number
+  /** Why the transport this peer needs cannot be had (its key is unreadable): it never connects nor accepts. */
+  readonly transportError?: string
 }
 
-export interface ResolvedPeerConfig extends Required<Omit<PeerConfig, 'localAddress' | 'localAddress6' | 'importPolicy' | 'exportPolicy' | 'maxPrefixes' | 'kind'>> {
+export interface ResolvedPeerConfig extends Required<Omit<PeerConfig, 'localAddress' | 'localAddress6' | 'importPolicy' | 'exportPolicy' | 'maxPrefixes' | 'kind' | 'password' | 'transportError'>> {
+  readonly password: string | undefined
+  readonly transportError: string | undefined
   readonly localAddress: string | undefined
   readonly localAddress6: string | undefined
   readonly importPolicy: Policy | undefined
@@ -78,6 +86,9 @@ export function resolvePeerConfig(c: PeerConfig, localAsn: number): ResolvedPeer
     restartTime: c.restartTime ?? 120,
     maxPrefixes: c.maxPrefixes,
     kind: c.kind,
+    password: c.password,
+    ttlSecurity: c.ttlSecurity ?? 0,
+    transportError: c.transportError,
   }
 }
 
@@ -110,7 +121,7 @@ export function localOpen(c: ResolvedPeerConfig, routerId: string, restarting: b
 
 /** Whether a change of configuration needs the session to restart (anything in the OPEN or transport). */
 export function needsReset(a: ResolvedPeerConfig, b: ResolvedPeerConfig): boolean {
-  const keys: (keyof ResolvedPeerConfig)[] = ['address', 'port', 'localAddress', 'localAddress6', 'peerAsn', 'localAsn', 'passive', 'holdTime', 'keepaliveTime', 'delayOpenTime', 'rrClient', 'nextHopMode', 'allowLocalAs', 'addPath', 'gracefulRestart', 'restartTime']
+  const keys: (keyof ResolvedPeerConfig)[] = ['address', 'port', 'localAddress', 'localAddress6', 'peerAsn', 'localAsn', 'passive', 'holdTime', 'keepaliveTime', 'delayOpenTime', 'rrClient', 'nextHopMode', 'allowLocalAs', 'addPath', 'gracefulRestart', 'restartTime', 'password', 'ttlSecurity', 'transportError']
   if (keys.some((k) => a[k] !== b[k])) return true
   return a.families.join() !== b.families.join()
 }

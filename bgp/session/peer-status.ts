@@ -41,6 +41,8 @@ export interface PeerStatus {
   readonly prefixesReceived: number
   readonly prefixesAccepted: number
   readonly prefixesAdvertised: number
+  /** TCP-MD5 keyed, and the GTSM hops (0: off). */
+  readonly transport: { readonly tcpMd5: boolean; readonly ttlSecurity: number }
   readonly negotiated:
     | {
         readonly holdTime: number
@@ -109,6 +111,7 @@ export function peerStatus(i: StatusInputs): PeerStatus {
     prefixesReceived: i.counts.received,
     prefixesAccepted: i.counts.accepted,
     prefixesAdvertised: i.advertised,
+    transport: { tcpMd5: i.config.password !== undefined, ttlSecurity: i.config.ttlSecurity },
     negotiated: s
       ? {
           holdTime: s.holdTime,

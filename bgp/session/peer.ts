@@ -38,6 +38,7 @@ import type { Clock } from './clock.js'
 import { Refusals } from './refusals.js'
 import type { Refusal } from '../rib/validate.js'
 import { familyName, newCounters, peerStatus, type PeerCounters, type PeerStatus } from './peer-status.js'
+import { connectSecured, fdOf, setTtlSecurity } from './socket-options.js'
 
 export type { PeerCounters, PeerStatus } from './peer-status.js'
 
@@ -93,6 +94,7 @@ export class BgpPeer {
     this.fsmConfig = this.makeFsmConfig()
     this.state = initialState(this.fsmConfig)
     this.since = deps.clock.now()
+    this.lastError = config.transportError
   }
 
   get name(): string {
@@ -199,6 +201,7 @@ export class BgpPeer {
       socket.destroy()
       return
     }
+    if (!this.admit(socket)) return
     if (name === 'Connect' || name === 'Active') {
       this.abandonOutgoing()
       this.attachSocket(socket, false)
@@ -384,8 +387,31 @@ export class BgpPeer {
   // ---- connections -------------------------------------------------------------------------
 
   private openConnection(): void {
+    const c = this.config
     this.abandonOutgoing()
-    const socket = connect({ host: this.config.address, port: this.config.port, ...(this.config.localAddress ? { localAddress: this.config.localAddress } : {}) })
+    let socket: Socket
+    try {
+      if (c.transportError !== undefined) throw new Error(c.transportError)
+      socket = c.password !== undefined || c.ttlSecurity > 0
+        ? connectSecured({
+            host: c.address,
+            port: c.port,
+            ...(c.localAddress ? { localAddress: c.localAddress } : {}),
+            ...(c.password !== undefined ? { md5Key: Buffer.from(c.password) } : {}),
+            ...(c.ttlSecurity > 0 ? { ttlSecurity: c.ttlSecurity } : {}),
+          })
+        : connect({ host: c.address, port: c.port, ...(c.localAddress ? { localAddress: c.localAddress } : {}) })
+    } catch (err) {
+      // Never an unkeyed connection in place of a keyed one: the attempt fails, and says why.
+      const reason = `cannot open the connection: ${(err as Error).message}`
+      this.lastError = reason
+      this.deps.log.error(reason)
+      const t = setImmediate(() => {
+        if (this.state.name === 'Connect') this.dispatch({ type: 'TcpConnectionFails', reason })
+      })
+      this.failedConnect = t
+      return
+    }
     this.pendingConnect = socket
     socket.once('connect', () => {
       if (this.pendingConnect !== socket) return
@@ -401,7 +427,38 @@ export class BgpPeer {
     })
   }
 
+  private failedConnect: NodeJS.Immediate | undefined
+
+  /**
+   * Whether an accepted connection may be this peer's: its transport could be set up (the listener
+   * keyed for a password, GTSM on the socket). The refusal is the peer's last error.
+   */
+  private admit(socket: Socket): boolean {
+    const c = this.config
+    const problem = c.transportError ?? this.listenerProblem
+    try {
+      if (problem !== undefined) throw new Error(problem)
+      if (c.ttlSecurity > 0) setTtlSecurity(fdOf(socket), c.address, c.ttlSecurity)
+      return true
+    } catch (err) {
+      this.lastError = `refused a connection from the peer: ${(err as Error).message}`
+      this.deps.log.error(this.lastError)
+      socket.destroy()
+      return false
+    }
+  }
+
+  /** Why the speaker's listener could not be keyed for this peer's password; undefined when it was. */
+  private listenerProblem: string | undefined
+
+  setListenerProblem(problem: string | undefined): void {
+    this.listenerProblem = problem
+    if (problem !== undefined) this.lastError = `the listener cannot take this peer's connections: ${problem}`
+  }
+
   private abandonOutgoing(): void {
+    if (this.failedConnect) clearImmediate(this.failedConnect)
+    this.failedConnect = undefined
     this.pendingConnect?.destroy()
     this.pendingConnect = undefined
   }
@@ -430,6 +487,12 @@ export class BgpPeer {
   }
 
   private dropConnection(): void {
+    const c = this.config
+    if (this.pendingConnect && this.state.name === 'Connect') {
+      // The retry timer fired on a connect still waiting. A TCP-MD5 mismatch looks like this: the
+      // kernel drops segments whose digest is wrong or missing, so nothing ever answers.
+      this.lastError = `connect to ${c.address} port ${c.port} timed out${c.password !== undefined ? '; TCP-MD5 keyed (a key the peer does not share gets no answer)' : ''}`
+    }
     const s = this.socket
     this.socket = undefined
     this.abandonOutgoing()

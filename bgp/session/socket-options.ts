@@ -3,6 +3,8 @@
 // owns the FFI and the numbers; it decides nothing: a caller that needs an option and cannot have it fails.
 
 import { createRequire } from 'node:module'
+import { Socket } from 'node:net'
+import { ipv4Bytes, parseIpv6 } from '../codec/ip.js'
 
 /** Linux's option levels and names (include/uapi/linux/{in,in6,tcp,socket}.h, asm-generic/socket.h). */
 export const SOL = { socket: 1, ip: 0, ipv6: 41, tcp: 6 } as const
@@ -27,6 +29,9 @@ export class SocketOptionError extends Error {
 
 interface Libc {
   setsockopt(fd: number, level: number, name: number, value: Buffer, length: number): number
+  socket(domain: number, type: number, protocol: number): number
+  bind(fd: number, address: Buffer, length: number): number
+  close(fd: number): number
   strerror(errno: number): string
   errno(): number
 }
@@ -44,8 +49,14 @@ function load(): Libc {
       const lib = koffi.load('libc.so.6')
       const set = lib.func('int setsockopt(int fd, int level, int name, const void *value, uint32_t length)')
       const strerror = lib.func('const char *strerror(int errnum)')
+      const socket = lib.func('int socket(int domain, int type, int protocol)')
+      const bind = lib.func('int bind(int fd, const void *address, uint32_t length)')
+      const close = lib.func('int close(int fd)')
       libc = {
         setsockopt: (fd, level, name, value, length) => set(fd, level, name, value, length) as number,
+        socket: (domain, type, protocol) => socket(domain, type, protocol) as number,
+        bind: (fd, address, length) => bind(fd, address, length) as number,
+        close: (fd) => close(fd) as number,
         strerror: (e) => strerror(e) as string,
         errno: () => koffi.errno(),
       }
@@ -89,4 +100,129 @@ export function fdOf(owner: object): number {
   const fd = handle?.fd
   if (typeof fd !== 'number' || fd < 0) throw new SocketOptionsUnavailable('the socket has no file descriptor yet (not listening or not connected)')
   return fd
+}
+
+// ---- TCP-MD5 (RFC 2385) and GTSM (RFC 5082) -------------------------------------------------------
+
+/** TCP_MD5SIG_MAXKEYLEN (include/uapi/linux/tcp.h). */
+export const TCP_MD5_MAX_KEY = 80
+const AF_INET = 2
+const AF_INET6 = 10
+/** struct tcp_md5sig: sockaddr_storage (128), flags, prefixlen, keylen (u16), pad (u32), key[80]. */
+const MD5SIG_SIZE = 216
+
+/** An address as its family and bytes; a clear error when it is neither IPv4 nor IPv6 text. */
+function addressBytes(address: string): { family: 4 | 6; bytes: Uint8Array } {
+  const v4 = ipv4Bytes(address)
+  if (v4) return { family: 4, bytes: v4 }
+  const v6 = parseIpv6(address)
+  if (v6) return { family: 6, bytes: v6 }
+  throw new RangeError(`${address} is not an IPv4 or IPv6 address`)
+}
+
+/**
+ * A sockaddr_in or sockaddr_in6 (family in host order, port in network order) for a socket of
+ * `socketFamily`: an IPv4 address on an IPv6 socket is written v4-mapped (::ffff:a.b.c.d), as the
+ * kernel sees such a peer.
+ */
+export function encodeSockaddr(address: string, port: number, socketFamily: 4 | 6): Buffer {
+  const a = addressBytes(address)
+  if (socketFamily === 4) {
+    if (a.family !== 4) throw new RangeError(`${address}: an IPv6 address on an IPv4 socket`)
+    const out = Buffer.alloc(16)
+    out.writeUInt16LE(AF_INET, 0)
+    out.writeUInt16BE(port, 2)
+    out.set(a.bytes, 4)
+    return out
+  }
+  const out = Buffer.alloc(28)
+  out.writeUInt16LE(AF_INET6, 0)
+  out.writeUInt16BE(port, 2)
+  if (a.family === 4) {
+    out[18] = 0xff
+    out[19] = 0xff
+    out.set(a.bytes, 20)
+  } else out.set(a.bytes, 8)
+  return out
+}
+
+/** struct tcp_md5sig keying `peer` on a socket of `socketFamily`; an empty key deletes the peer's key. */
+export function encodeTcpMd5Sig(peer: string, key: Uint8Array, socketFamily: 4 | 6): Buffer {
+  if (key.length > TCP_MD5_MAX_KEY) throw new RangeError(`a TCP-MD5 key is at most ${TCP_MD5_MAX_KEY} bytes, this one has ${key.length}`)
+  const out = Buffer.alloc(MD5SIG_SIZE)
+  encodeSockaddr(peer, 0, socketFamily).copy(out, 0)
+  // tcpm_flags and tcpm_prefixlen stay 0: one key for exactly this address.
+  out.writeUInt16LE(key.length, 130)
+  out.set(key, 136)
+  return out
+}
+
+/** Keys (or with no key, unkeys) segments to and from `peer` on `fd`, a socket of `socketFamily`. */
+export function setTcpMd5Key(fd: number, socketFamily: 4 | 6, peer: string, key: Uint8Array | undefined): void {
+  setSocketOption(fd, SOL.tcp, OPT.tcpMd5Sig, encodeTcpMd5Sig(peer, key ?? new Uint8Array(0), socketFamily), `TCP_MD5SIG for ${peer}`)
+}
+
+/**
+ * GTSM toward `peer`, at most `hops` away: TTL (hop limit) 255 on what we send and a minimum of
+ * 256 - hops on what we accept. The IPv4 options apply to an IPv4 peer on an IPv6 socket too.
+ */
+export function setTtlSecurity(fd: number, peer: string, hops: number): void {
+  if (!Number.isInteger(hops) || hops < 1 || hops > 255) throw new RangeError(`GTSM hops must be 1..255, not ${hops}`)
+  if (addressBytes(peer).family === 4) {
+    setIntOption(fd, SOL.ip, OPT.ipTtl, 255, 'IP_TTL')
+    setIntOption(fd, SOL.ip, OPT.ipMinTtl, 256 - hops, 'IP_MINTTL')
+  } else {
+    setIntOption(fd, SOL.ipv6, OPT.ipv6UnicastHops, 255, 'IPV6_UNICAST_HOPS')
+    setIntOption(fd, SOL.ipv6, OPT.ipv6MinHopCount, 256 - hops, 'IPV6_MINHOPCOUNT')
+  }
+}
+
+/**
+ * TTL (and hop limit) 255 on a listener: its SYN-ACKs carry the listener's TTL, and a GTSM peer that
+ * connects to us drops a SYN-ACK with less. IPv4 as well on an IPv6 socket, for v4-mapped peers.
+ */
+export function setListenerTtl(fd: number, socketFamily: 4 | 6): void {
+  setIntOption(fd, SOL.ip, OPT.ipTtl, 255, 'IP_TTL')
+  if (socketFamily === 6) setIntOption(fd, SOL.ipv6, OPT.ipv6UnicastHops, 255, 'IPV6_UNICAST_HOPS')
+}
+
+export interface SecuredConnect {
+  readonly host: string
+  readonly port: number
+  readonly localAddress?: string
+  /** TCP-MD5 key for the connection (RFC 2385). */
+  readonly md5Key?: Uint8Array
+  /** GTSM hops (RFC 5082). */
+  readonly ttlSecurity?: number
+}
+
+/**
+ * A TCP connect with TCP-MD5 and GTSM in force from the SYN on: the socket is made with socket(2),
+ * keyed, bound to the local address, and only then handed to net.Socket, which connects on it.
+ */
+export function connectSecured(o: SecuredConnect): Socket {
+  const c = load()
+  const family = addressBytes(o.host).family
+  // SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC: libuv expects a non-blocking descriptor.
+  const fd = c.socket(family === 4 ? AF_INET : AF_INET6, 1 | 0o4000 | 0o2000000, 0)
+  if (fd < 0) {
+    const e = c.errno()
+    throw new SocketOptionError('socket', e, c.strerror(e))
+  }
+  try {
+    if (o.md5Key !== undefined) setTcpMd5Key(fd, family, o.host, o.md5Key)
+    if (o.ttlSecurity !== undefined) setTtlSecurity(fd, o.host, o.ttlSecurity)
+    if (o.localAddress !== undefined) {
+      const sa = encodeSockaddr(o.localAddress, 0, family)
+      if (c.bind(fd, sa, sa.length) !== 0) {
+        const e = c.errno()
+        throw new SocketOptionError(`bind ${o.localAddress}`, e, c.strerror(e))
+      }
+    }
+  } catch (err) {
+    c.close(fd)
+    throw err
+  }
+  const socket = new Socket({ fd, readable: true, writable: true })
+  return socket.connect({ host: o.host, port: o.port })
 }

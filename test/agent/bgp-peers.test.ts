@@ -85,11 +85,19 @@ t.test('explicit peers: global, per node, per selector; Calico fields carried', 
   t.equal(onX[2]!.localAsn, 65100)
 })
 
-t.test('the same address is peered once; unsupported passwords are reported, not half-configured', async (t) => {
-  const peers = [peer('dup', { peerIP: '192.0.2.12', asNumber: 64512 }), peer('md5', { peerIP: '192.0.2.99', asNumber: 65000, password: { secretKeyRef: { name: 's', key: 'k' } } })]
-  const r = desiredPeers({ localNode: 'a', nodes: [a, b], peers, config: {} })
-  t.same(r.peers.map((p) => [p.name, p.address]), [['peer-dup', '192.0.2.12']])
-  t.match(r.problems, [{ resource: 'BGPPeer md5', message: /password/ }])
+t.test('the same address is peered once; passwords and ttlSecurity travel with the peering', async (t) => {
+  const peers = [
+    peer('dup', { peerIP: '192.0.2.12', asNumber: 64512 }),
+    peer('md5', { peerIP: '192.0.2.99', asNumber: 65000, ttlSecurity: 1, password: { secretKeyRef: { name: 's', key: 'k' } } }),
+  ]
+  const r = desiredPeers({ localNode: 'a', nodes: [a, b], peers, config: { nodeMeshPassword: { secretKeyRef: { name: 'mesh', key: 'pw', optional: true } } } })
+  t.same(r.peers.map((p) => [p.name, p.address, p.ttlSecurity, p.password]), [
+    ['peer-dup', '192.0.2.12', 0, undefined],
+    ['peer-md5', '192.0.2.99', 1, { ref: { name: 's', key: 'k' }, field: 'BGPPeer md5: spec.password.secretKeyRef' }],
+  ])
+  t.same(r.problems, [])
+  const mesh = desiredPeers({ localNode: 'a', nodes: [a, b], peers: [], config: { nodeMeshPassword: { secretKeyRef: { name: 'mesh', key: 'pw', optional: true } } } })
+  t.same(mesh.peers.map((p) => [p.name, p.password]), [['mesh-b', { ref: { name: 'mesh', key: 'pw', optional: true }, field: 'BGPConfiguration default: spec.nodeMeshPassword.secretKeyRef' }]])
 })
 
 t.test('a node that is not registered yet has no peers and says why', async (t) => {

@@ -51,6 +51,8 @@ export function renderBirdConfig(spec: SpeakerSpec, node: NetNode, dir: string):
     // BIRD's default connect delay is 5 s; 1 s keeps sessions where BIRD initiates quick.
     lines.push('  connect delay time 1;')
     if (n.passive === true) lines.push('  passive on;')
+    if (n.password !== undefined) lines.push(`  password "${n.password}";`)
+    if (n.ttlSecurityHops !== undefined) lines.push('  ttl security on;', `  multihop ${n.ttlSecurityHops};`)
     if (spec.holdTime !== undefined) lines.push(`  hold time ${spec.holdTime};`)
     lines.push(`  graceful restart ${spec.gracefulRestart === true ? 'on' : 'off'};`)
     if (spec.as4 === false) lines.push('  enable as4 off;')

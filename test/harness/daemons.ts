@@ -38,6 +38,10 @@ export interface NeighborSpec {
   readonly rrClient?: boolean
   /** FRR only: send an OPEN without optional parameters (no capabilities at all). */
   readonly noCapabilities?: boolean
+  /** TCP-MD5 key for the session (FRR `neighbor X password`, BIRD `password`). */
+  readonly password?: string
+  /** GTSM: the neighbor is at most this many hops away (FRR `ttl-security hops`, BIRD `ttl security` with `multihop`). */
+  readonly ttlSecurityHops?: number
 }
 
 export interface SpeakerSpec {

@@ -37,6 +37,8 @@ export function renderFrrConfig(spec: SpeakerSpec, node: NetNode, dir: string): 
     lines.push(` neighbor ${n.address} remote-as ${n.as}`, ` neighbor ${n.address} update-source ${localAddressFor(node, n)}`)
     if (n.passive === true) lines.push(` neighbor ${n.address} passive`)
     if (n.noCapabilities === true) lines.push(` neighbor ${n.address} dont-capability-negotiate`)
+    if (n.password !== undefined) lines.push(` neighbor ${n.address} password ${n.password}`)
+    if (n.ttlSecurityHops !== undefined) lines.push(` neighbor ${n.address} ttl-security hops ${n.ttlSecurityHops}`)
   }
   for (const family of ['ipv4', 'ipv6'] as const) {
     const peers = spec.neighbors.filter((n) => n.families.includes(family))

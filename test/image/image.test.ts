@@ -66,6 +66,10 @@ t.test('the image installs the CNI plugins, runs pinto-node and its plugins wire
   if ('exited' in status) throw new Error(`pinto-node exited: ${status.exited}`)
   t.match(status.out, /node1|Peer/)
   t.equal(String((await run(['exec', name, 'node', '--version'])).stdout).trim(), 'v26.12.1', 'pinto-node runs under Node 26')
+  // TCP-MD5 and GTSM need koffi and its prebuilt binary (@koromix/koffi-linux-x64) in the image.
+  const ffi = await run(['exec', name, 'node', '--input-type=module', '-e',
+    "const m = await import('/opt/pinto/dist/bgp/session/socket-options.js'); console.log(JSON.stringify(m.socketOptionsAvailable()))"])
+  t.equal(String(ffi.stdout).trim(), '{"ok":true}', `setsockopt through koffi loads in the container: ${String(ffi.stderr)}`)
 
   // The installed plugins, exec'd on the host side with the CNI variables only.
   const netns = await lab.pod('img')

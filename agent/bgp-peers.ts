@@ -6,6 +6,8 @@
 import type { BGPConfigurationSpec, BGPPeer, Node } from '../config/resources/index.js'
 import { parseDuration, parseSelector, peerEndpoint } from '../config/resources/index.js'
 import { parseIpv4, parseIpv6 } from '../bgp/codec/ip.js'
+import type { BfdParameters } from '../bgp/bfd/fsm.js'
+import { parseBfdAnnotation } from './bfd-annotation.js'
 
 export type PeerKind = 'mesh' | 'global' | 'node-specific' | 'reflector-client' | 'reflector' | 'node-selector'
 
@@ -30,6 +32,8 @@ export interface DesiredPeer {
   readonly filters: readonly string[]
   /** The remote node, for node-to-node sessions. */
   readonly node?: string
+  /** BFD beside this session (the pinto.dev/bfd annotation), single hop only. */
+  readonly bfd?: BfdParameters
 }
 
 export interface PeerProblem {
@@ -43,6 +47,8 @@ export interface ClusterView {
   readonly peers: readonly BGPPeer[]
   /** The effective BGPConfiguration for this node (global merged with node.<name>). */
   readonly config: BGPConfigurationSpec
+  /** BFD for the node-to-node mesh (the pinto.dev/bfd annotation of the BGPConfiguration). */
+  readonly meshBfd?: BfdParameters
 }
 
 const addrOf = (cidr: string | undefined): string | undefined => cidr?.split('/')[0]
@@ -134,9 +140,11 @@ export function desiredPeers(view: ClusterView): { peers: DesiredPeer[]; problem
     }
     let restartTime: number | undefined
     let keepaliveTime: number | undefined
+    let bfd: BfdParameters | undefined
     try {
       restartTime = seconds(spec.maxRestartTime)
       keepaliveTime = seconds(spec.keepaliveTime)
+      bfd = parseBfdAnnotation(peer.metadata.annotations)
     } catch (err) {
       problems.push({ resource: where, message: (err as Error).message })
       continue
@@ -149,6 +157,7 @@ export function desiredPeers(view: ClusterView): { peers: DesiredPeer[]; problem
       keepaliveTime,
       filters: spec.filters ?? [],
       localAsn: spec.localASNumber ?? myAsn,
+      ...(bfd !== undefined ? { bfd } : {}),
     }
     if (appliesTo(peer, me)) {
       const endpoint = peerEndpoint(peer, view.config.listenPort ?? 179)
@@ -179,7 +188,7 @@ export function desiredPeers(view: ClusterView): { peers: DesiredPeer[]; problem
     }
   }
   if (view.config.nodeToNodeMeshEnabled !== false) {
-    for (const other of view.nodes) nodeSession(other, 'mesh', { restartTime: meshRestart })
+    for (const other of view.nodes) nodeSession(other, 'mesh', { restartTime: meshRestart, ...(view.meshBfd !== undefined ? { bfd: view.meshBfd } : {}) })
   }
   return { peers: [...out.values()], problems }
 }

@@ -25,6 +25,7 @@ import { registerIpamSafetyMetrics } from './metrics.js'
 import { ClusterState } from './cluster-state.js'
 import { desiredPeers, type DesiredPeer } from './bgp-peers.js'
 import { NodeBfd } from './bfd-sessions.js'
+import { registerBfdMetrics } from './bfd-metrics.js'
 import { parseBfdAnnotation } from './bfd-annotation.js'
 import { originationFor, type Origination } from './origination.js'
 import { Dataplane, learnedRoutes } from './dataplane.js'
@@ -244,6 +245,7 @@ export class PintoNode {
       ipam: ipamReads(this.ipamService.ipam),
       ...(dataplane ? { fib: { routes: () => dataplane.routes(), stats: () => this.applyLog.stats() } } : {}),
       datastore: this.store,
+      ...(this.bfd ? { bfd: this.bfd } : {}),
       readiness: {
         startupWindowSeconds: s.readyWindowSeconds,
         gracefulRestartInProgress: () => dataplane !== undefined && !this.dataplaneSynced,
@@ -259,6 +261,7 @@ export class PintoNode {
 
   private metricsRegistry(): Registry {
     const registry = new Registry()
+    registerBfdMetrics(registry, () => this.bfd?.sessions() ?? [])
     registerIpamSafetyMetrics(registry, {
       repaired: () => this.ipamRepair?.repaired ?? {},
       pendingReleases: () => this.ipamService.pending?.size ?? 0,

@@ -169,8 +169,8 @@ export class BgpPeer {
     if (this.heldByBfd) return
     this.heldByBfd = true
     this.deps.log.warn({ bfd: reason }, 'BFD says the path to the peer is down: stopping the session')
-    this.lastError = `BFD down: ${reason}`
     this.stop({ notification: notification(ErrorCode.CEASE, CeaseSubcode.BFD_DOWN) })
+    this.lastError = `BFD down: ${reason}`
   }
 
   bfdUp(): void {

@@ -198,7 +198,7 @@ export class BfdSession {
   private send(packet: BfdControlPacket): void {
     if (!this.socket) return
     this.counters.packetsSent++
-    this.socket.send(encodeControl(packet), BFD_CONTROL_PORT, this.spec.peerAddress, (err) => {
+    this.socket.send(encodeControl(packet), (err) => {
       if (err) this.counters.sendErrors++
     })
   }
@@ -269,6 +269,14 @@ async function bindSource(spec: BfdSessionSpec): Promise<Socket> {
         })
       })
       socket.setTTL(255)
+      // Connected to the peer's control port: each send skips the address lookup.
+      await new Promise<void>((resolve, reject) => {
+        socket.once('error', reject)
+        socket.connect(BFD_CONTROL_PORT, spec.peerAddress, () => {
+          socket.off('error', reject)
+          resolve()
+        })
+      })
       return socket
     } catch (err) {
       lastError = err as Error

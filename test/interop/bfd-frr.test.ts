@@ -5,21 +5,14 @@
 // packet sent with TTL 254 is dropped by the kernel (RFC 5881 §5) while the same at TTL 255 is taken.
 import t from 'tap'
 import { execa } from 'execa'
-import { join } from 'node:path'
 import { createTopology } from '../harness/netns.js'
 import { startFrr } from '../harness/frr.js'
-import { cutLink, startBfdd } from '../harness/bfdd.js'
+import { startBfdd } from '../harness/bfdd.js'
 import { waitFor } from '../harness/wait.js'
-import { kernelRoutes } from '../../agent/demo/observe.js'
-import { startAgent } from '../agent/agent-process.js'
-import { runPintoctl } from '../agent/pintoctl-run.js'
+import { PINTO_AS, cutAndRestore, startBfdPinto } from './bfd-steps.js'
 
-const PINTO_AS = 64512
 const FRR_AS = 65001
 const ROUTE = '203.0.113.0/24'
-
-interface BfdJson { name: string; state: string; remoteState: string; localDiscriminator: number; remoteDiscriminator: number; lastDownDiag: string | null; upTransitions: number; detectTimeMs: number; txIntervalMs: number; packetsReceived: number }
-interface PeerJson { name: string; state: string; since: string; lastError: string | null }
 
 t.test('BFD with FRR bfdd: cut, restore, AdminDown, TTL 254', async (t) => {
   const topo = await createTopology(t)
@@ -34,29 +27,8 @@ t.test('BFD with FRR bfdd: cut, restore, AdminDown, TTL 254', async (t) => {
   }, { zebra: true })
   const bfdd = await startBfdd(topo, frr, [{ address: np.v4!, localAddress: nf.v4!, intervalMs: 100, multiplier: 3 }], [np.v4!])
 
-  const store = join(await topo.tempDir('store'), 'store')
-  const resources = [
-    { apiVersion: 'projectcalico.org/v3', kind: 'BGPConfiguration', metadata: { name: 'default' }, spec: { asNumber: PINTO_AS, nodeToNodeMeshEnabled: false } },
-    {
-      apiVersion: 'projectcalico.org/v3',
-      kind: 'BGPPeer',
-      metadata: { name: 'tor', annotations: { 'pinto.dev/bfd': 'minTx=100ms,minRx=100ms,multiplier=3' } },
-      spec: { peerIP: nf.v4!, asNumber: FRR_AS },
-    },
-  ]
-  const applied = await runPintoctl(['apply', '-f', '-'], { env: { PINTO_DATASTORE: store }, input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items: resources }) })
-  t.equal(applied.status, 0, `pintoctl apply: ${applied.stderr}`)
-  const agent = startAgent(t, np.ns, { PINTO_DATASTORE: store, PINTO_DATAPLANE: 'kernel', PINTO_IP: '192.0.2.1/24', PINTO_LOG_LEVEL: 'info' })
-  await agent.ready()
-
-  const bfd = async (): Promise<BfdJson | undefined> => ((await agent.get('/v1/bfd')).body as { sessions: BfdJson[] }).sessions[0]
-  const peer = async (): Promise<PeerJson | undefined> => ((await agent.get('/v1/peers')).body as { peers: PeerJson[] }).peers.find((p) => p.name === 'peer-tor')
-  const hasRoute = async (): Promise<boolean> => (await kernelRoutes(np.ns)).some((r) => r.prefix === ROUTE && r.type === 'unicast')
-  const upAgain = async (what: string): Promise<void> => {
-    await waitFor(async () => (await bfd())?.state === 'Up', { timeoutMs: 15_000, what: `${what}: BFD Up` })
-    await waitFor(async () => (await peer())?.state === 'Established', { timeoutMs: 30_000, what: `${what}: BGP Established` })
-    await waitFor(hasRoute, { timeoutMs: 15_000, what: `${what}: ${ROUTE} in pinto's kernel` })
-  }
+  const p = await startBfdPinto(t, topo, np, nf, FRR_AS, ROUTE)
+  const { agent, bfd, peer, hasRoute, upAgain } = p
 
   await upAgain('start')
   const s = (await bfd())!
@@ -68,22 +40,7 @@ t.test('BFD with FRR bfdd: cut, restore, AdminDown, TTL 254', async (t) => {
   t.match(await agent.get('/metrics'), { text: /pinto_bfd_session_state\{peer="peer-tor",address="192\.0\.2\.2",state="Up"\} 1/ })
 
   await t.test('a cut link: BGP down and the route gone at BFD speed; back when the link is', async (t) => {
-    const before = (await bfd())!.upTransitions
-    const cutAt = Date.now()
-    await cutLink(nf.ns, np.v4!, true)
-    t.teardown(() => cutLink(nf.ns, np.v4!, false))
-    // 5 s: an order of magnitude over 300 ms, and far under the 90 s hold time the session would need without BFD.
-    await waitFor(async () => !(await hasRoute()), { timeoutMs: 5000, intervalMs: 5, what: `${ROUTE} leaving pinto's kernel` })
-    t.comment(`route gone ${Date.now() - cutAt} ms after the cut (detect time 300 ms)`)
-    const down = (await bfd())!
-    t.equal(down.state, 'Down')
-    t.equal(down.lastDownDiag, 'Control Detection Time Expired')
-    const p = (await peer())!
-    t.not(p.state, 'Established', 'the BGP session is down')
-    t.match(p.lastError, /BFD/, 'and says BFD took it down')
-    await cutLink(nf.ns, np.v4!, false)
-    await upAgain('link restored')
-    t.equal((await bfd())!.upTransitions, before + 1, 'BFD came Up once more')
+    await cutAndRestore(t, p, nf.ns, np.v4!)
   })
 
   await t.test("the router's AdminDown leaves BGP alone (RFC 5882 §3.2)", async (t) => {

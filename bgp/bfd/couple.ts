@@ -3,27 +3,10 @@
 // a failure and leaves BGP alone; our own AdminDown (BFD turned off) releases the hold.
 
 import type { BfdChange } from './session.js'
-import type { BfdService } from './service.js'
-
-export interface BfdClient {
-  bfdDown(reason: string): void
-  bfdUp(): void
-}
 
 /** What a state change means for the BGP session: hold it down, let it run, or nothing. */
 export function bgpVerdict(change: BfdChange): 'down' | 'up' | 'none' {
   if (change.to === 'Up' || change.to === 'AdminDown') return 'up'
   if (change.to === 'Down' && change.from === 'Up' && change.remoteState !== 'AdminDown') return 'down'
   return 'none'
-}
-
-/** Wires a service's state changes to the BGP peers by session name; returns the unsubscribe. */
-export function coupleBfdToBgp(bfd: BfdService, peer: (name: string) => BfdClient | undefined): () => void {
-  return bfd.onChange((status, change) => {
-    const verdict = bgpVerdict(change)
-    const p = peer(status.name)
-    if (!p) return
-    if (verdict === 'down') p.bfdDown(change.reason)
-    else if (verdict === 'up') p.bfdUp()
-  })
 }

@@ -198,3 +198,14 @@ t.test('two sessions on a fake clock: Up, then a cut link detected in Detect Mul
   runUntil(now + 5000)
   t.equal(ends[0].s.session, 'Up', 'the link back: Up again')
 })
+
+t.test('RFC 5882: what a BFD state change means for BGP', async (t) => {
+  const { bgpVerdict } = await import('../../bgp/bfd/couple.js')
+  const c = (from: BfdStateName, to: BfdStateName, remoteState: BfdStateName = 'Down') => bgpVerdict({ from, to, remoteState, diag: 0, reason: '' })
+  t.equal(c('Up', 'Down'), 'down', 'Up -> Down (detection time, or the peer Down): BGP stops')
+  t.equal(c('Up', 'Down', 'AdminDown'), 'none', 'the peer AdminDown: BGP left alone')
+  t.equal(c('Init', 'Down'), 'none', 'never Up: BGP left alone')
+  t.equal(c('Down', 'Up'), 'up')
+  t.equal(c('Up', 'AdminDown'), 'up', 'our AdminDown (BFD off) releases the hold')
+  t.equal(c('Down', 'Init'), 'none')
+})

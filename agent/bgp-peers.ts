@@ -7,6 +7,8 @@ import type { BGPConfigurationSpec, BGPPeer, Node } from '../config/resources/in
 import { parseDuration, parseSelector, peerEndpoint } from '../config/resources/index.js'
 import { parseIpv4, parseIpv6 } from '../bgp/codec/ip.js'
 import type { PasswordRef } from './bgp-secrets.js'
+import type { BfdParameters } from '../bgp/bfd/fsm.js'
+import { parseBfdAnnotation } from './bfd-annotation.js'
 
 export type PeerKind = 'mesh' | 'global' | 'node-specific' | 'reflector-client' | 'reflector' | 'node-selector'
 
@@ -35,6 +37,8 @@ export interface DesiredPeer {
   readonly password?: PasswordRef
   /** GTSM hops (BGPPeer ttlSecurity); 0 is off. */
   readonly ttlSecurity: number
+  /** BFD beside this session (the pinto.dev/bfd annotation), single hop only. */
+  readonly bfd?: BfdParameters
 }
 
 export interface PeerProblem {
@@ -48,6 +52,8 @@ export interface ClusterView {
   readonly peers: readonly BGPPeer[]
   /** The effective BGPConfiguration for this node (global merged with node.<name>). */
   readonly config: BGPConfigurationSpec
+  /** BFD for the node-to-node mesh (the pinto.dev/bfd annotation of the BGPConfiguration). */
+  readonly meshBfd?: BfdParameters
 }
 
 const addrOf = (cidr: string | undefined): string | undefined => cidr?.split('/')[0]
@@ -136,9 +142,11 @@ export function desiredPeers(view: ClusterView): { peers: DesiredPeer[]; problem
     const spec = peer.spec
     let restartTime: number | undefined
     let keepaliveTime: number | undefined
+    let bfd: BfdParameters | undefined
     try {
       restartTime = seconds(spec.maxRestartTime)
       keepaliveTime = seconds(spec.keepaliveTime)
+      bfd = parseBfdAnnotation(peer.metadata.annotations)
     } catch (err) {
       problems.push({ resource: where, message: (err as Error).message })
       continue
@@ -153,6 +161,7 @@ export function desiredPeers(view: ClusterView): { peers: DesiredPeer[]; problem
       localAsn: spec.localASNumber ?? myAsn,
       ttlSecurity: spec.ttlSecurity ?? 0,
       ...(spec.password?.secretKeyRef !== undefined ? { password: { ref: spec.password.secretKeyRef, field: `${where}: spec.password.secretKeyRef` } } : {}),
+      ...(bfd !== undefined ? { bfd } : {}),
     }
     if (appliesTo(peer, me)) {
       const endpoint = peerEndpoint(peer, view.config.listenPort ?? 179)
@@ -185,7 +194,7 @@ export function desiredPeers(view: ClusterView): { peers: DesiredPeer[]; problem
   if (view.config.nodeToNodeMeshEnabled !== false) {
     const ref = view.config.nodeMeshPassword?.secretKeyRef
     const password = ref !== undefined ? { password: { ref, field: 'BGPConfiguration default: spec.nodeMeshPassword.secretKeyRef' } } : {}
-    for (const other of view.nodes) nodeSession(other, 'mesh', { restartTime: meshRestart, ...password })
+    for (const other of view.nodes) nodeSession(other, 'mesh', { restartTime: meshRestart, ...password, ...(view.meshBfd !== undefined ? { bfd: view.meshBfd } : {}) })
   }
   return { peers: [...out.values()], problems }
 }

@@ -29,6 +29,9 @@ import { registerIpamSafetyMetrics } from './metrics.js'
 import { ClusterState } from './cluster-state.js'
 import { desiredPeers, type DesiredPeer } from './bgp-peers.js'
 import { BgpSecrets, type ResolvedPassword } from './bgp-secrets.js'
+import { NodeBfd } from './bfd-sessions.js'
+import { registerBfdMetrics } from './bfd-metrics.js'
+import { parseBfdAnnotation } from './bfd-annotation.js'
 import { originationFor, type Origination } from './origination.js'
 import { Dataplane, learnedRoutes } from './dataplane.js'
 import { detectAddress, type DetectedAddress } from './autodetect.js'
@@ -76,6 +79,7 @@ export class PintoNode {
   private store!: MonitoredDatastore
   private cluster!: ClusterState
   speaker!: BgpSpeaker
+  private bfd: NodeBfd | undefined
   ipamService!: IpamService
   cniService: CniService | undefined
   ipamRepair: NodeIpamRepair | undefined
@@ -192,6 +196,7 @@ export class PintoNode {
     this.restarting = restartingFor > 0
     if (this.restarting) this.log.info({ seconds: restartingFor }, 'restarting within the graceful-restart window: peers are asked to keep our routes')
     await this.speaker.start()
+    this.bfd = new NodeBfd(this.speaker, this.log.child({ component: 'bfd' }), s.bfdPort)
 
     if (s.dataplane === 'kernel') {
       if (s.routeWriter === 'netlink' && this.ownNamespace) {
@@ -264,6 +269,7 @@ export class PintoNode {
       ipam: ipamReads(this.ipamService.ipam),
       ...(dataplane ? { fib: { routes: () => dataplane.routes(), stats: () => this.applyLog.stats() } } : {}),
       datastore: this.store,
+      ...(this.bfd ? { bfd: this.bfd } : {}),
       readiness: {
         startupWindowSeconds: s.readyWindowSeconds,
         gracefulRestartInProgress: () => dataplane !== undefined && !this.dataplaneSynced,
@@ -280,6 +286,7 @@ export class PintoNode {
 
   private metricsRegistry(): Registry {
     const registry = new Registry()
+    registerBfdMetrics(registry, () => this.bfd?.sessions() ?? [])
     registerIpamSafetyMetrics(registry, {
       repaired: () => this.ipamRepair?.repaired ?? {},
       pendingReleases: () => this.ipamService.pending?.size ?? 0,
@@ -308,6 +315,7 @@ export class PintoNode {
     this.cluster?.close()
     await this.settled().catch(() => undefined)
     await this.api?.close()
+    await this.bfd?.close()
     await this.speaker?.stop(graceful ? { graceful: true } : { message: 'pinto-node stopped' })
     await this.dataplane?.stop()
     this.routeSocket?.close()
@@ -319,6 +327,17 @@ export class PintoNode {
   }
 
   // ---- registration ---------------------------------------------------------------------------
+
+  /** BFD for the mesh: the pinto.dev/bfd annotation of BGPConfiguration node.<name>, else default. */
+  private meshBfd(): { params?: ReturnType<typeof parseBfdAnnotation>; problem?: { resource: string; message: string } } {
+    const own = this.cluster.get('BGPConfiguration', `node.${this.settings.nodeName}`)
+    const source = own?.metadata.annotations?.['pinto.dev/bfd'] !== undefined ? own : this.cluster.get('BGPConfiguration', 'default')
+    try {
+      return { params: parseBfdAnnotation(source?.metadata.annotations) }
+    } catch (err) {
+      return { problem: { resource: `BGPConfiguration ${source?.metadata.name}`, message: `${(err as Error).message}; the mesh runs without BFD` } }
+    }
+  }
 
   private bgpConfig(): ReturnType<typeof effectiveBGPConfiguration> {
     return effectiveBGPConfiguration(this.cluster.get('BGPConfiguration', 'default'), this.cluster.get('BGPConfiguration', `node.${this.settings.nodeName}`))
@@ -443,12 +462,15 @@ export class PintoNode {
 
   private async syncPeers(): Promise<void> {
     await this.releaseDeletedNodes()
+    const meshBfd = this.meshBfd()
     const { peers, problems } = desiredPeers({
       localNode: this.settings.nodeName,
       nodes: this.cluster.list('Node'),
       peers: this.cluster.list('BGPPeer'),
       config: this.bgpConfig(),
+      ...(meshBfd.params !== undefined ? { meshBfd: meshBfd.params } : {}),
     })
+    if (meshBfd.problem !== undefined) problems.push(meshBfd.problem)
     this.problems = problems.map((p) => `${p.resource}: ${p.message}`)
     for (const p of problems) this.log.warn({ resource: p.resource }, p.message)
     const filters = new Map(this.cluster.list('BGPFilter').map((f) => [f.metadata.name, f]))
@@ -473,6 +495,7 @@ export class PintoNode {
     // A removed peer's stale routes are swept from the RIB without a flush (BgpPeer.stop), so neither
     // felix nor the other peers would hear of it; flushing here hands the withdrawals out.
     if (summary.removed.length + summary.reset.length > 0) this.speaker.rib.flush()
+    await this.bfd?.sync(peers, { ...(this.v4 ? { v4: this.v4.address } : {}), ...(this.v6 ? { v6: this.v6.address } : {}) })
     this.peersComputed = true
     if (summary.added.length + summary.removed.length + summary.reset.length + summary.updated.length > 0) {
       this.log.info(summary, 'BGP peers updated')

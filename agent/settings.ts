@@ -48,6 +48,8 @@ export interface AgentSettings {
   readonly routeWriter: 'netlink' | 'ip'
   readonly logLevel: 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent'
   readonly bgpPort: number
+  /** BFD Control packets are received here (RFC 5881: 3784). */
+  readonly bfdPort: number
   readonly ipv4Pool: { readonly cidr: string; readonly blockSize: number; readonly ipip: EncapSetting; readonly vxlan: EncapSetting; readonly natOutgoing: boolean } | undefined
   readonly ipv6Pool: { readonly cidr: string; readonly blockSize: number } | undefined
   readonly mtuFile: string
@@ -184,6 +186,7 @@ export function settingsFromEnv(env: Env): AgentSettings {
     routeWriter: choice(env, 'PINTO_ROUTE_WRITER', 'netlink', ['netlink', 'ip'] as const),
     logLevel: choice(env, 'PINTO_LOG_LEVEL', 'info', ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const),
     bgpPort: integer(env, 'PINTO_BGP_PORT', 179, 1, 65535),
+    bfdPort: integer(env, 'PINTO_BFD_PORT', 3784, 1, 65535),
     ipv4Pool: noPool
       ? undefined
       : {

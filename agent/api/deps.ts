@@ -11,6 +11,7 @@ import type { Transition, TransitionQuery } from '../../bgp/session/transition-l
 import type { KernelRoute } from '../../felix/kernel-route.js'
 import type { AllocationBlock } from '../../ipam/block.js'
 import type { Pool } from '../../ipam/pools.js'
+import type { BfdSessionStatus } from '../../bgp/bfd/session.js'
 
 /**
  * The words PeerConfig.kind should carry so the API and `pintoctl node status` can say what a peer is;
@@ -109,6 +110,8 @@ export interface ApiDeps {
   readonly fib?: FibReads
   /** Absent when nothing follows the datastore's state (tests of other parts). */
   readonly datastore?: DatastoreReads
+  /** The BFD sessions; absent in tests of other parts. */
+  readonly bfd?: { sessions(): readonly BfdSessionStatus[] }
   readonly readiness: ReadinessInputs
   readonly actions?: ApiActions
   /** Where /metrics comes from; buildApi registers pinto's collectors on it once. */

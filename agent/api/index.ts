@@ -12,6 +12,7 @@ import { healthPlugin } from './health.js'
 import { eventsPlugin } from './events.js'
 import { ipamPlugin } from './ipam.js'
 import { peersPlugin } from './peers.js'
+import { bfdPlugin } from './bfd.js'
 import { routesPlugin } from './routes.js'
 import { statusPagePlugin } from './status-page.js'
 
@@ -94,7 +95,7 @@ export async function buildApi(deps: ApiDeps, opts: BuildOptions = {}): Promise<
   })
   app.get('/docs/json', { schema: { hide: true } }, async () => app.swagger())
 
-  for (const plugin of [peersPlugin, eventsPlugin, routesPlugin, ipamPlugin, healthPlugin, ...(opts.plugins ?? [])]) {
+  for (const plugin of [peersPlugin, eventsPlugin, routesPlugin, ipamPlugin, healthPlugin, bfdPlugin, ...(opts.plugins ?? [])]) {
     await app.register(plugin, { deps })
   }
   await app.register(statusPagePlugin, opts.uiDir !== undefined ? { uiDir: opts.uiDir } : {})

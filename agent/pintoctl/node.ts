@@ -61,16 +61,51 @@ export function peersTable(peers: readonly PeerRow[], family: 4 | 6, now = new D
   return renderTable(['PEER ADDRESS', 'PEER TYPE', 'STATE', 'SINCE', 'INFO'], rows)
 }
 
+interface BfdRow {
+  name: string
+  peerAddress: string
+  state: string
+  remoteState: string
+  txIntervalMs: number
+  detectTimeMs: number
+  desiredMinTxMs: number
+  requiredMinRxMs: number
+  detectMult: number
+  lastDownDiag: string | null
+  since: string
+}
+
+/** The BFD sessions, one line each; nothing when the node runs none. */
+export function bfdTable(sessions: readonly BfdRow[], now = new Date()): string {
+  if (sessions.length === 0) return ''
+  const rows = sessions.map((s) => [
+    s.peerAddress,
+    s.state,
+    s.remoteState,
+    `${s.desiredMinTxMs}/${s.requiredMinRxMs} ms x${s.detectMult}`,
+    `${s.txIntervalMs} ms`,
+    `${s.detectTimeMs} ms`,
+    sinceText(s.since, now),
+    s.lastDownDiag ?? '',
+  ])
+  return '\nBFD status\n' + renderTable(['PEER ADDRESS', 'STATE', 'REMOTE', 'TX/RX WANTED', 'TX', 'DETECT', 'SINCE', 'LAST DOWN'], rows)
+}
+
 async function status(target: ApiTarget, json: boolean): Promise<number> {
-  const [st, { peers }] = await Promise.all([apiGet<Status>(target, '/v1/status'), apiGet<{ peers: PeerRow[] }>(target, '/v1/peers')])
+  const [st, { peers }, { sessions }] = await Promise.all([
+    apiGet<Status>(target, '/v1/status'),
+    apiGet<{ peers: PeerRow[] }>(target, '/v1/peers'),
+    apiGet<{ sessions: BfdRow[] }>(target, '/v1/bfd'),
+  ])
   if (json) {
-    process.stdout.write(JSON.stringify({ status: st, peers }, null, 2) + '\n')
+    process.stdout.write(JSON.stringify({ status: st, peers, bfd: sessions }, null, 2) + '\n')
     return 0
   }
   const out = [
     `pinto-node is running (node ${st.node}, AS ${st.asn}, router id ${st.routerId}, up ${uptimeText(st.uptimeSeconds)}).\n\n`,
     'IPv4 BGP status\n', peersTable(peers, 4), '\n',
     'IPv6 BGP status\n', peersTable(peers, 6),
+    bfdTable(sessions),
   ]
   process.stdout.write(out.join(''))
   return 0

@@ -167,6 +167,29 @@ export class BgpPeer {
     }
   }
 
+  /** BFD saw the path to the peer fail: stopped with a Cease (BFD Down, RFC 9384), Idle until bfdUp. */
+  private heldByBfd = false
+
+  /** RFC 5882 §4.1: BFD Down tears the session down at once; it stays down until BFD is Up again. */
+  bfdDown(reason: string): void {
+    if (this.heldByBfd) return
+    this.heldByBfd = true
+    this.deps.log.warn({ bfd: reason }, 'BFD says the path to the peer is down: stopping the session')
+    this.stop({ notification: notification(ErrorCode.CEASE, CeaseSubcode.BFD_DOWN) })
+    this.lastError = `BFD down: ${reason}`
+  }
+
+  bfdUp(): void {
+    if (!this.heldByBfd) return
+    this.heldByBfd = false
+    this.deps.log.info('BFD is up again: starting the session')
+    this.start()
+  }
+
+  get bfdHeld(): boolean {
+    return this.heldByBfd
+  }
+
   /** Sends ROUTE-REFRESH for every negotiated family (soft reset in). */
   refreshIn(): boolean {
     const s = this.state.session

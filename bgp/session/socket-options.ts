@@ -27,11 +27,20 @@ export class SocketOptionError extends Error {
   }
 }
 
+/** One classic BPF instruction (struct sock_filter, linux/filter.h). */
+export interface SockFilterInstruction {
+  readonly code: number
+  readonly jt: number
+  readonly jf: number
+  readonly k: number
+}
+
 interface Libc {
   setsockopt(fd: number, level: number, name: number, value: Buffer, length: number): number
   socket(domain: number, type: number, protocol: number): number
   bind(fd: number, address: Buffer, length: number): number
   close(fd: number): number
+  attachFilter(fd: number, program: readonly SockFilterInstruction[]): number
   strerror(errno: number): string
   errno(): number
 }
@@ -43,12 +52,21 @@ function load(): Libc {
     try {
       // createRequire: koffi is CommonJS with a native part, loaded only by an agent that sets an option.
       const koffi = createRequire(import.meta.url)('koffi') as {
-        load(name: string): { func(sig: string): (...a: unknown[]) => unknown }
+        load(name: string): { func(sig: string, ret?: unknown, args?: unknown[]): (...a: unknown[]) => unknown }
         errno(): number
+        struct(name: string, fields: Record<string, unknown>): unknown
+        pointer(type: unknown): unknown
+        sizeof(type: unknown): number
       }
       const lib = koffi.load('libc.so.6')
       const set = lib.func('int setsockopt(int fd, int level, int name, const void *value, uint32_t length)')
       const strerror = lib.func('const char *strerror(int errnum)')
+      // struct sock_fprog { u16 len; struct sock_filter *filter; }: koffi lays out the padding and
+      // passes the instruction array behind the pointer for the length of the call.
+      const sockFilter = koffi.struct('sock_filter', { code: 'uint16', jt: 'uint8', jf: 'uint8', k: 'uint32' })
+      const sockFprog = koffi.struct('sock_fprog', { len: 'uint16', filter: koffi.pointer(sockFilter) })
+      const fprogSize = koffi.sizeof(sockFprog)
+      const setFprog = lib.func('setsockopt', 'int', ['int', 'int', 'int', koffi.pointer(sockFprog), 'uint32_t'])
       const socket = lib.func('int socket(int domain, int type, int protocol)')
       const bind = lib.func('int bind(int fd, const void *address, uint32_t length)')
       const close = lib.func('int close(int fd)')
@@ -57,6 +75,7 @@ function load(): Libc {
         socket: (domain, type, protocol) => socket(domain, type, protocol) as number,
         bind: (fd, address, length) => bind(fd, address, length) as number,
         close: (fd) => close(fd) as number,
+        attachFilter: (fd, program) => setFprog(fd, SOL.socket, OPT.soAttachFilter, { len: program.length, filter: program }, fprogSize) as number,
         strerror: (e) => strerror(e) as string,
         errno: () => koffi.errno(),
       }
@@ -225,4 +244,45 @@ export function connectSecured(o: SecuredConnect): Socket {
   }
   const socket = new Socket({ fd, readable: true, writable: true })
   return socket.connect({ host: o.host, port: o.port })
+}
+
+/** SO_ATTACH_FILTER: the kernel runs `program` on every datagram and drops those it returns 0 for. */
+export function attachSocketFilter(fd: number, program: readonly SockFilterInstruction[], option: string): void {
+  const c = load()
+  if (c.attachFilter(fd, program) === 0) return
+  const e = c.errno()
+  throw new SocketOptionError(option, e, c.strerror(e))
+}
+
+/** SKF_NET_OFF: BPF absolute loads from here read the network header, not the UDP payload. */
+const SKF_NET_OFF = -0x100000
+const BPF_LD_B_ABS = 0x30
+const BPF_JEQ_K = 0x15
+const BPF_RET_K = 0x06
+
+/**
+ * A filter passing only datagrams whose IPv4 TTL (header byte 8) or IPv6 Hop Limit (byte 7) is `ttl`:
+ * GTSM on receive for a UDP socket of that family (RFC 5082, RFC 5881 §5).
+ */
+export function ttlFilter(family: 'ipv4' | 'ipv6', ttl: number): SockFilterInstruction[] {
+  return [
+    { code: BPF_LD_B_ABS, jt: 0, jf: 0, k: (SKF_NET_OFF + (family === 'ipv4' ? 8 : 7)) >>> 0 },
+    { code: BPF_JEQ_K, jt: 0, jf: 1, k: ttl },
+    { code: BPF_RET_K, jt: 0, jf: 0, k: 0xffffffff },
+    { code: BPF_RET_K, jt: 0, jf: 0, k: 0 },
+  ]
+}
+
+/**
+ * The file descriptor of a bound dgram.Socket. Node keeps its UDP handle under a symbol-keyed state
+ * object (`Symbol('state symbol')`, lib/internal/dgram.js), not on `_handle` as net does; found by the
+ * symbol's description, checked on Node 20 and 26.
+ */
+export function dgramFdOf(socket: object): number {
+  const sym = Object.getOwnPropertySymbols(socket).find((s) => s.description === 'state symbol')
+  const state = sym === undefined ? undefined : (socket as Record<symbol, { handle?: { fd?: unknown } } | undefined>)[sym]
+  if (state === undefined) throw new SocketOptionsUnavailable(`this Node.js (${process.version}) keeps no dgram socket state where pinto looks for it: the socket's file descriptor cannot be found`)
+  const fd = state.handle?.fd
+  if (typeof fd !== 'number' || fd < 0) throw new SocketOptionsUnavailable('the dgram socket has no file descriptor yet (not bound) or is closed')
+  return fd
 }

@@ -32,7 +32,13 @@ function exportFilter(spec: SpeakerSpec, family: Family): string {
 }
 
 /** bird.conf for a spec. Pure, so it can be checked without starting anything. */
-export function renderBirdConfig(spec: SpeakerSpec, node: NetNode, dir: string): string {
+/** BFD beside every BGP session (`protocol bfd` and `bfd on`), for the BFD tests. */
+export interface BirdBfd {
+  readonly intervalMs: number
+  readonly multiplier: number
+}
+
+export function renderBirdConfig(spec: SpeakerSpec, node: NetNode, dir: string, bfd?: BirdBfd): string {
   validateSpec(spec)
   if ((spec.aggregates ?? []).length > 0) throw new Error('spec.aggregates: only the FRR launcher supports aggregates')
   if (spec.neighbors.some((n) => n.noCapabilities === true)) throw new Error('spec.neighbors[].noCapabilities: only the FRR launcher supports it')
@@ -53,6 +59,8 @@ export function renderBirdConfig(spec: SpeakerSpec, node: NetNode, dir: string):
     if (n.passive === true) lines.push('  passive on;')
     if (n.password !== undefined) lines.push(`  password "${n.password}";`)
     if (n.ttlSecurityHops !== undefined) lines.push('  ttl security on;', `  multihop ${n.ttlSecurityHops};`)
+    // BFD Down is an error to BIRD: without a short error wait it stays Idle for a minute afterwards.
+    if (bfd !== undefined) lines.push('  bfd on;', '  error wait time 1, 5;')
     if (spec.holdTime !== undefined) lines.push(`  hold time ${spec.holdTime};`)
     lines.push(`  graceful restart ${spec.gracefulRestart === true ? 'on' : 'off'};`)
     if (spec.as4 === false) lines.push('  enable as4 off;')
@@ -63,6 +71,9 @@ export function renderBirdConfig(spec: SpeakerSpec, node: NetNode, dir: string):
       lines.push(`  ${family} { ${opts.join(' ')} };`)
     }
     lines.push('}')
+  }
+  if (bfd !== undefined) {
+    lines.push('protocol bfd {', `  interface "*" { min rx interval ${bfd.intervalMs} ms; min tx interval ${bfd.intervalMs} ms; multiplier ${bfd.multiplier}; };`, '}')
   }
   return lines.join('\n') + '\n'
 }
@@ -135,12 +146,12 @@ export interface BirdDaemon extends Daemon {
   birdc(...args: string[]): Promise<string>
 }
 
-export async function startBird(topo: Topology, node: NetNode, spec: SpeakerSpec, opts: { timeoutMs?: number } = {}): Promise<BirdDaemon> {
+export async function startBird(topo: Topology, node: NetNode, spec: SpeakerSpec, opts: { timeoutMs?: number; bfd?: BirdBfd } = {}): Promise<BirdDaemon> {
   const dir = await topo.tempDir('bird')
   const conf = join(dir, 'bird.conf')
   const socket = join(dir, 'bird.ctl')
   const pidFile = join(dir, 'bird.pid')
-  await writeFile(conf, renderBirdConfig(spec, node, dir))
+  await writeFile(conf, renderBirdConfig(spec, node, dir, opts.bfd))
   await topo.exec(node.ns, 'bird', ['-c', conf, '-s', socket, '-P', pidFile])
   const pid = await waitPidFile(pidFile, opts.timeoutMs ?? 5000)
   topo.trackPid(pid)

@@ -4,10 +4,9 @@
 // export rule matching that priority adds a community BIRD receives.
 import t from 'tap'
 import { createTopology } from '../harness/netns.js'
-import { startBird } from '../harness/bird.js'
 import { waitFor } from '../harness/wait.js'
 import { Pinto, asns } from './pinto.js'
-import { daemonRoute, peerTo } from './sessions-suite.js'
+import { daemonRoute, peerTo, startBirdFacing } from './sessions-suite.js'
 import type { PeerJson } from './runner-config.js'
 import { PRIORITY_BASE } from '../../bgp/policy/index.js'
 
@@ -35,22 +34,12 @@ t.test('BGPFilter peerType, communities, asPathPrefix and priority with BIRD', a
   const np = await topo.addNode({ name: 'pinto', v4: '192.0.2.1/24' })
   const ne = await topo.addNode({ name: 'birde', v4: '192.0.2.2/24' })
   const ni = await topo.addNode({ name: 'birdi', v4: '192.0.2.3/24' })
-  const ebgp = await startBird(topo, ne, {
-    routerId: ne.v4!,
-    as: EBGP_AS,
-    neighbors: [{ name: 'pinto', address: np.v4!, as: PINTO_AS, families: ['ipv4'], passive: true }],
-    originate: [
-      { prefix: '198.18.1.0/24', communities: ['65001:7'] },
-      { prefix: '198.18.2.0/24', prepend: [64999] },
-      { prefix: '198.18.3.0/24' },
-    ],
-  })
-  const ibgp = await startBird(topo, ni, {
-    routerId: ni.v4!,
-    as: PINTO_AS,
-    neighbors: [{ name: 'pinto', address: np.v4!, as: PINTO_AS, families: ['ipv4'], passive: true }],
-    originate: [{ prefix: '198.18.10.0/24' }],
-  })
+  const ebgp = await startBirdFacing(topo, ne, np, EBGP_AS, PINTO_AS, [
+    { prefix: '198.18.1.0/24', communities: ['65001:7'] },
+    { prefix: '198.18.2.0/24', prepend: [64999] },
+    { prefix: '198.18.3.0/24' },
+  ])
+  const ibgp = await startBirdFacing(topo, ni, np, PINTO_AS, PINTO_AS, [{ prefix: '198.18.10.0/24' }])
   const policy = { importPolicy: { filters: [filter] }, exportPolicy: { filters: [filter] } } as Partial<PeerJson>
   const pinto = await Pinto.start(topo, np, {
     speaker: { asn: PINTO_AS, routerId: np.v4!, listen: { port: 179, hosts: [np.v4!] } },

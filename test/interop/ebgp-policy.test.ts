@@ -3,10 +3,9 @@
 // (soft reset, the session kept): cidr Equal/In with prefix length, community add, AS path prepend.
 import t from 'tap'
 import { createTopology } from '../harness/netns.js'
-import { startBird } from '../harness/bird.js'
 import { waitFor } from '../harness/wait.js'
 import { Pinto, asns } from './pinto.js'
-import { daemonRoute, peerTo } from './sessions-suite.js'
+import { daemonRoute, peerTo, startBirdFacing } from './sessions-suite.js'
 import type { PeerJson } from './runner-config.js'
 
 const PINTO_AS = 65000
@@ -16,12 +15,7 @@ t.test('eBGP with BIRD: RFC 8212, then BGPFilter import and export rules', async
   const topo = await createTopology(t)
   const np = await topo.addNode({ name: 'pinto', v4: '192.0.2.1/24' })
   const nb = await topo.addNode({ name: 'bird', v4: '192.0.2.2/24' })
-  const bird = await startBird(topo, nb, {
-    routerId: nb.v4!,
-    as: BIRD_AS,
-    neighbors: [{ name: 'pinto', address: np.v4!, as: PINTO_AS, families: ['ipv4'], passive: true }],
-    originate: [{ prefix: '198.18.1.0/24' }, { prefix: '198.18.2.0/24' }, { prefix: '198.18.3.0/26' }],
-  })
+  const bird = await startBirdFacing(topo, nb, np, BIRD_AS, PINTO_AS, [{ prefix: '198.18.1.0/24' }, { prefix: '198.18.2.0/24' }, { prefix: '198.18.3.0/26' }])
   const base: PeerJson = peerTo('bird', nb, np, BIRD_AS, { families: ['ipv4'] })
   const pinto = await Pinto.start(topo, np, {
     speaker: { asn: PINTO_AS, routerId: np.v4!, listen: { port: 179, hosts: [np.v4!] } },

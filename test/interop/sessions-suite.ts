@@ -7,7 +7,7 @@ import { createTopology, type NetNode, type Topology } from '../harness/netns.js
 import { startBird } from '../harness/bird.js'
 import { startFrr } from '../harness/frr.js'
 import { startGobgp } from '../harness/gobgp.js'
-import type { Daemon, DaemonKind, Family, RibRoute, SpeakerSpec } from '../harness/daemons.js'
+import type { Daemon, DaemonKind, Family, OriginRoute, RibRoute, SpeakerSpec } from '../harness/daemons.js'
 import { waitFor } from '../harness/wait.js'
 import { Pinto, asns, type PintoRoute } from './pinto.js'
 import type { PeerJson } from './runner-config.js'
@@ -23,6 +23,16 @@ export function starter(kind: DaemonKind, frrZebra = false): Starter {
   if (kind === 'bird') return startBird
   if (kind === 'frr') return (topo, node, spec) => startFrr(topo, node, spec, { zebra: frrZebra })
   return startGobgp
+}
+
+/** BIRD on `node` (AS `as`), waiting passively for the pinto runner on `pinto` (AS `pintoAs`), IPv4 only. */
+export function startBirdFacing(topo: Topology, node: NetNode, pinto: NetNode, as: number, pintoAs: number, originate: readonly OriginRoute[]): ReturnType<typeof startBird> {
+  return startBird(topo, node, {
+    routerId: node.v4!,
+    as,
+    neighbors: [{ name: 'pinto', address: pinto.v4!, as: pintoAs, families: ['ipv4'], passive: true }],
+    originate,
+  })
 }
 
 /** A pinto peer toward a daemon with the quick timers tests want. */

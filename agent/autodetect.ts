@@ -2,6 +2,7 @@
 // an interface matching a pattern, the source the kernel uses to reach a destination, or an explicit
 // one. Reads `ip -json` through the felix process runner; the choice and its reason are returned.
 
+import { globMatcher } from '../bgp/policy/index.js'
 import type { ProcessRunner } from '../felix/index.js'
 import type { AddressMethod } from './settings.js'
 
@@ -32,7 +33,15 @@ function usable(a: { local?: string; scope?: string }): boolean {
   return a.local !== undefined && a.scope === 'global'
 }
 
-export async function detectAddress(runner: ProcessRunner, method: AddressMethod, family: 4 | 6): Promise<DetectedAddress | undefined> {
+/** BGPConfiguration ignoredInterfaces: BIRD interface patterns, as Calico hands them to BIRD. */
+function ignoredBy(globs: readonly string[]): (name: string) => boolean {
+  const matchers = globs.map(globMatcher)
+  return (name) => matchers.some((m) => m(name))
+}
+
+/** `ignored`: interface globs (BGPConfiguration ignoredInterfaces) first-found and interface never pick. */
+export async function detectAddress(runner: ProcessRunner, method: AddressMethod, family: 4 | 6, ignored: readonly string[] = []): Promise<DetectedAddress | undefined> {
+  const isIgnored = ignoredBy(ignored)
   switch (method.kind) {
     case 'none':
       return undefined
@@ -50,7 +59,7 @@ export async function detectAddress(runner: ProcessRunner, method: AddressMethod
     case 'interface': {
       for (const link of await addresses(runner, family)) {
         const name = link.ifname ?? ''
-        if (!(link.flags ?? []).includes('UP')) continue
+        if (!(link.flags ?? []).includes('UP') || isIgnored(name)) continue
         if (method.kind === 'interface' ? !method.pattern.test(name) : SKIPPED.test(name)) continue
         const a = link.addr_info?.find(usable)
         if (a?.local !== undefined) {

@@ -27,6 +27,7 @@ import {
 } from '../felix/index.js'
 import type { IPPool, Node } from '../config/resources/index.js'
 import { formatPrefix } from '../bgp/codec/nlri.js'
+import { kernelMetricOf } from '../bgp/policy/index.js'
 import type { Rib } from '../bgp/rib/rib.js'
 
 export interface DataplaneInputs {
@@ -62,7 +63,9 @@ export function learnedRoutes(rib: Rib, nodes: readonly Node[]): LearnedRoute[] 
       const nodeName = byAddress.get(address)
       hops.set(address, nodeName ? { address, nodeName } : { address })
     }
-    if (hops.size > 0) out.push({ prefix: formatPrefix(prefix), nextHops: [...hops.values()] })
+    // A BGPFilter setPriority (or a Calico node's priority) is the kernel route's metric.
+    const metric = kernelMetricOf(best.path.attrs.attrs.localPref)
+    if (hops.size > 0) out.push({ prefix: formatPrefix(prefix), nextHops: [...hops.values()], ...(metric !== undefined ? { metric } : {}) })
   }
   return out
 }

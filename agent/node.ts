@@ -143,11 +143,6 @@ export class PintoNode {
   async start(): Promise<void> {
     const s = this.settings
     this.log.info({ node: s.nodeName, datastore: s.datastore }, 'pinto-node starting')
-    this.v4 = await detectAddress(this.runner, s.ip, 4)
-    this.v6 = await detectAddress(this.runner, s.ip6, 6)
-    if (this.v4 === undefined && this.v6 === undefined) throw new Error(`PINTO_IP: no address found for this node (${s.ip.kind})`)
-    if (this.v4) this.log.info({ address: `${this.v4.address}/${this.v4.prefixLength}`, interface: this.v4.interface }, `node IPv4 address: ${this.v4.reason}`)
-    if (this.v6) this.log.info({ address: `${this.v6.address}/${this.v6.prefixLength}`, interface: this.v6.interface }, `node IPv6 address: ${this.v6.reason}`)
 
     if (s.etcdTls.ca !== undefined || s.etcdTls.cert !== undefined) {
       this.log.info({ caFile: s.etcdTls.ca, certFile: s.etcdTls.cert, keyFile: s.etcdTls.key }, 'etcd TLS files read once now; restart pinto-node to use renewed ones')
@@ -155,6 +150,13 @@ export class PintoNode {
     this.store = new MonitoredDatastore(await openDatastore(s.datastore, { etcdTls: s.etcdTls }), { log: this.log.child({ component: 'datastore' }) })
     this.cluster = new ClusterState(this.store, this.log.child({ component: 'datastore' }))
     await this.cluster.start()
+    // BGPConfiguration ignoredInterfaces: never the node's address (read once, at start).
+    const ignored = this.bgpConfig().ignoredInterfaces ?? []
+    this.v4 = await detectAddress(this.runner, s.ip, 4, ignored)
+    this.v6 = await detectAddress(this.runner, s.ip6, 6, ignored)
+    if (this.v4 === undefined && this.v6 === undefined) throw new Error(`PINTO_IP: no address found for this node (${s.ip.kind})`)
+    if (this.v4) this.log.info({ address: `${this.v4.address}/${this.v4.prefixLength}`, interface: this.v4.interface }, `node IPv4 address: ${this.v4.reason}`)
+    if (this.v6) this.log.info({ address: `${this.v6.address}/${this.v6.prefixLength}`, interface: this.v6.interface }, `node IPv6 address: ${this.v6.reason}`)
     await this.ensureDefaultPools()
     await this.registerNode()
 
@@ -186,7 +188,9 @@ export class PintoNode {
     this.speaker = new BgpSpeaker({
       asn: me?.spec.bgp?.asNumber ?? config.asNumber ?? 64512,
       routerId: this.v4?.address ?? routerIdFromName(s.nodeName),
-      listen: { port: s.bgpPort },
+      // bindMode NodeIP: listen on the node's addresses only (read at start, as calico-node does).
+      // listenPort: the port mesh peers reach us on, so the one we listen on; PINTO_BGP_PORT without it.
+      listen: { port: config.listenPort ?? s.bgpPort, ...(config.bindMode === 'NodeIP' ? { hosts: [this.v4?.address, this.v6?.address].filter((a): a is string => a !== undefined) } : {}) },
       ...(clusterId !== undefined ? { clusterId } : {}),
       multipath: true,
       restartingFor,

@@ -15,6 +15,8 @@ export interface LearnedNextHop {
 export interface LearnedRoute {
   readonly prefix: string
   readonly nextHops: readonly LearnedNextHop[]
+  /** The kernel route's metric (Calico's route priority); the kernel's default when absent. */
+  readonly metric?: number
 }
 
 /** A remote node's VXLAN endpoint, as published on its Node resource. */

@@ -249,7 +249,7 @@ export function renderDesired(state: DesiredState, opts: RenderOptions = {}): Re
       return undefined
     }
     if (hops.length > 1) hops.sort(compareNextHops)
-    const route: KernelRoute = { family: version, table, dst, tos: 0, metric: version === 4 ? v4Metric : defaultMetric(version), type: 'unicast', protocol, nexthops: hops }
+    const route: KernelRoute = { family: version, table, dst, tos: 0, metric: r.metric ?? (version === 4 ? v4Metric : defaultMetric(version)), type: 'unicast', protocol, nexthops: hops }
     const key = routeKey(route)
     if (routes.has(key)) problems.push({ path: `routes[${i}].prefix`, message: `${route.dst} appears more than once; the last one wins` })
     routes.set(key, route)

@@ -10,6 +10,7 @@ export {
   prependAsns,
   globMatcher,
   priorityOf,
+  kernelMetricOf,
   priorityToLocalPref,
   PRIORITY_BASE,
   DEFAULT_PRIORITY,

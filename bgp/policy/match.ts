@@ -19,6 +19,20 @@ export function priorityOf(attrs: PathAttributes): number {
   return attrs.localPref === undefined ? DEFAULT_PRIORITY : PRIORITY_BASE - attrs.localPref
 }
 
+/**
+ * The kernel metric of a route learned with this LOCAL_PREF, as Calico's BIRD kernel export sets
+ * krt_metric = 2^31 - 1 - bgp_local_pref. Undefined (the kernel's default metric) for no LOCAL_PREF,
+ * for the plain default 100 (an ordinary iBGP route, not a priority), and outside 1..2^31-2.
+ */
+export function kernelMetricOf(localPref: number | undefined): number | undefined {
+  if (localPref === undefined || localPref === PLAIN_LOCAL_PREF) return undefined
+  const metric = PRIORITY_BASE - localPref
+  return metric >= 1 && metric <= PRIORITY_BASE - 1 ? metric : undefined
+}
+
+/** RFC 4271's customary LOCAL_PREF, which speakers send when no policy set one. */
+const PLAIN_LOCAL_PREF = 100
+
 export type MatchOperator = 'Equal' | 'NotEqual' | 'In' | 'NotIn'
 
 function networkEquals(a: Prefix, b: Prefix, bits: number): boolean {

@@ -26,6 +26,18 @@ export function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v)
 }
 
+/**
+ * A scalar where Calico wants a string, as Calico's client reads it: its YAML decoder turns a bare
+ * `true` or `42` into "true" or "42" when the Go field is a string (a label `enabled: true` is the
+ * label "true"). Mappings, lists and null stay refused.
+ */
+function asString(raw: unknown): string | undefined {
+  if (typeof raw === 'string') return raw
+  if (typeof raw === 'boolean') return raw ? 'true' : 'false'
+  if (typeof raw === 'number' && Number.isFinite(raw)) return String(raw)
+  return undefined
+}
+
 /** Returns the checked value, or undefined (with problems recorded) when it is unusable. */
 export function readField(raw: unknown, field: Field, path: readonly PathSegment[], problems: Problems): unknown {
   const wrongType = (expected: string): undefined => {
@@ -34,17 +46,18 @@ export function readField(raw: unknown, field: Field, path: readonly PathSegment
   }
   switch (field.t) {
     case 'string': {
-      if (typeof raw !== 'string') return wrongType('a string')
-      if (field.enum !== undefined && !field.enum.includes(raw)) {
-        problems.add(path, `${JSON.stringify(raw)} is not one of ${field.enum.join(', ')}`)
+      const text = asString(raw)
+      if (text === undefined) return wrongType('a string')
+      if (field.enum !== undefined && !field.enum.includes(text)) {
+        problems.add(path, `${JSON.stringify(text)} is not one of ${field.enum.join(', ')}`)
         return undefined
       }
-      const reason = field.check?.(raw)
+      const reason = field.check?.(text)
       if (reason !== undefined) {
         problems.add(path, reason)
         return undefined
       }
-      return raw
+      return text
     }
     case 'bool':
       return typeof raw === 'boolean' ? raw : wrongType('true or false')
@@ -79,9 +92,12 @@ export function readField(raw: unknown, field: Field, path: readonly PathSegment
       for (const [k, v] of Object.entries(raw)) {
         const keyReason = checkLabelKey(k)
         if (keyReason !== undefined) problems.add([...path, k], keyReason)
-        else if (typeof v !== 'string') problems.add([...path, k], `expected a string, got ${describeValue(v)}`)
-        else if (field.t === 'labels' && checkLabelValue(v) !== undefined) problems.add([...path, k], checkLabelValue(v) ?? '')
-        else out[k] = v
+        else {
+          const text = asString(v)
+          const valueReason = text === undefined ? `expected a string, got ${describeValue(v)}` : field.t === 'labels' ? checkLabelValue(text) : undefined
+          if (valueReason !== undefined || text === undefined) problems.add([...path, k], valueReason ?? '')
+          else out[k] = text
+        }
       }
       return out
     }

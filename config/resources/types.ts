@@ -80,7 +80,6 @@ export interface BGPPeerSpec {
   keepaliveTime?: string
   numAllowedLocalASNumbers?: number
   ttlSecurity?: number
-  reachableBy?: string
   filters?: string[]
   reversePeering?: 'Auto' | 'Manual'
 }

@@ -2,9 +2,9 @@
 // validator.go struct rules, its calicoctl client rules (default-only BGPConfiguration fields) and the
 // IPAM config rules of ipam.go. Pure: takes a resource, records problems at field paths.
 
-import { cidrsOverlap, formatCIDR, IPV4_LINK_LOCAL, IPV6_LINK_LOCAL, parseCIDR, parseIP, type CIDR } from './ip.js'
+import { cidrsOverlap, formatCIDR, IPV4_LINK_LOCAL, IPV6_LINK_LOCAL, parseCIDR, type CIDR } from './ip.js'
 import type { PathSegment, Problems } from './errors.js'
-import { checkCommunity, checkName, parsePeerIP } from './scalars.js'
+import { checkCommunity, checkName } from './scalars.js'
 import type { BGPConfiguration, BGPFilter, BGPFilterRule, BGPPeer, IPAMConfig, IPPool, Node, Resource } from './types.js'
 
 type Path = readonly PathSegment[]
@@ -88,14 +88,6 @@ function validateBGPPeer(r: BGPPeer, base: Path, problems: Problems): void {
   if (s.keepOriginalNextHop === true && s.nextHopMode !== undefined) {
     problems.add(at('keepOriginalNextHop'), 'keepOriginalNextHop is deprecated and must not be true when nextHopMode is set')
   }
-  if (s.reachableBy !== undefined) {
-    const gw = parseIP(s.reachableBy)
-    const peer = s.peerIP !== undefined ? parsePeerIP(s.peerIP) : undefined
-    if (s.peerIP === undefined) problems.add(at('reachableBy'), 'reachableBy needs peerIP')
-    else if (gw !== undefined && typeof peer === 'object' && gw.version !== peer.ip.version) {
-      problems.add(at('reachableBy'), 'reachableBy and peerIP are of different address families')
-    }
-  }
 }
 
 function validateBGPFilter(r: BGPFilter, base: Path, problems: Problems): void {
@@ -109,9 +101,19 @@ function validateFilterRule(rule: BGPFilterRule, at: Path, problems: Problems): 
   if (rule.cidr === undefined && rule.matchOperator !== undefined) problems.add([...at, 'cidr'], 'cidr is required when matchOperator is set')
   if (rule.cidr === undefined && rule.prefixLength !== undefined) problems.add([...at, 'prefixLength'], 'cidr is required when prefixLength is set')
   const pl = rule.prefixLength
-  // Stricter than Calico, which renders a range that matches nothing.
-  if (pl?.min !== undefined && pl.max !== undefined && pl.min > pl.max) {
-    problems.add([...at, 'prefixLength'], `min (${pl.min}) is greater than max (${pl.max})`)
+  if (pl !== undefined && rule.cidr !== undefined) {
+    // Calico's validator takes these, but the BIRD it renders them for cannot run them: a range
+    // {lo,hi} with lo > hi fails the whole BIRD configuration, and `net = [set]` fails every route
+    // that reaches the rule at run time. Refused here instead, naming the field.
+    const c = parseCIDR(rule.cidr, true)
+    if (typeof c === 'object') {
+      const lo = Math.max(c.prefixLength, pl.min ?? 0)
+      const hi = Math.min(c.version === 4 ? 32 : 128, pl.max ?? 128)
+      if (lo > hi) problems.add([...at, 'prefixLength'], `the range {${lo},${hi}} (cidr /${c.prefixLength}, min ${pl.min ?? '-'}, max ${pl.max ?? '-'}) matches no prefix length; BIRD refuses it`)
+    }
+    if (rule.matchOperator === 'Equal' || rule.matchOperator === 'NotEqual') {
+      problems.add([...at, 'prefixLength'], `prefixLength needs matchOperator In or NotIn, not ${rule.matchOperator}`)
+    }
   }
   if ((rule.operations ?? []).length > 0 && rule.action === 'Reject') {
     problems.add([...at, 'operations'], 'operations may only be used with action Accept')
@@ -164,18 +166,18 @@ export function validateIPPool(r: IPPool, base: Path, problems: Problems): CIDR 
     if (ipip || vxlan) problems.add(at(ipip ? 'ipipMode' : 'vxlanMode'), 'a LoadBalancer pool cannot use IPIP or VXLAN')
     if (uses.some((u) => u !== 'LoadBalancer')) problems.add(at('allowedUses'), 'LoadBalancer cannot be combined with Workload or Tunnel')
     if (s.nodeSelector !== undefined && s.nodeSelector !== 'all()') problems.add(at('nodeSelector'), 'a LoadBalancer pool must have nodeSelector all()')
+    if (s.disableBGPExport === true) problems.add(at('disableBGPExport'), 'a LoadBalancer pool cannot disable BGP export')
   }
+  if (s.nodeSelector?.includes('global(') === true) problems.add(at('nodeSelector'), 'global() is not a valid selector for an IPPool nodeSelector')
   return c
 }
 
 function validateIPAMConfig(r: IPAMConfig, base: Path, problems: Problems): void {
-  const s = r.spec
+  // Calico's client refuses any other name. ipam.go's SetIPAMConfig (calicoctl ipam configure) also
+  // refuses strictAffinity false with autoAllocateBlocks false or with maxBlocksPerHost > 0, but an
+  // applied IPAMConfiguration resource is not held to those: its validator takes both, and so does
+  // pinto's IPAM (borrowing when the node is at its block limit, as Calico's does).
   if (r.metadata.name !== 'default' && r.metadata.name !== '') {
-    problems.add([...base, 'metadata', 'name'], `IPAMConfig is a singleton named "default", got ${JSON.stringify(r.metadata.name)}`)
+    problems.add([...base, 'metadata', 'name'], `IPAMConfiguration is a singleton named "default", got ${JSON.stringify(r.metadata.name)}`)
   }
-  // The written values are what ipam.go's SetIPAMConfig checks; absent means Calico's default.
-  const strict = s.strictAffinity ?? false
-  const auto = s.autoAllocateBlocks ?? true
-  if (!strict && !auto) problems.add([...base, 'spec', 'autoAllocateBlocks'], 'strictAffinity and autoAllocateBlocks cannot both be false')
-  if ((s.maxBlocksPerHost ?? 0) > 0 && !strict) problems.add([...base, 'spec', 'maxBlocksPerHost'], 'maxBlocksPerHost > 0 requires strictAffinity: true')
 }

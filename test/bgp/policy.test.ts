@@ -3,7 +3,7 @@
 // the operations, several filters in order, the default accept, and errors that name the field.
 import t from 'tap'
 import { formatPrefix, type PathAttributes } from '../../bgp/index.js'
-import { compileBgpFilters, PRIORITY_BASE } from '../../bgp/policy/index.js'
+import { compileBgpFilters, kernelMetricOf, priorityToLocalPref, PRIORITY_BASE } from '../../bgp/policy/index.js'
 import type { BGPFilterRule, BGPFilterSpec } from '../../config/resources/types.js'
 import { attrs, peer, px } from './rib-helpers.js'
 
@@ -135,4 +135,13 @@ t.test('bad rules are errors naming the filter and the field', async (t) => {
     const spec: BGPFilterSpec = { importV4: [{ action: 'Accept', ...r.rule } as BGPFilterRule] }
     t.throws(() => compileBgpFilters([filter('bad', spec)], 'import'), r.error, String(r.error))
   }
+})
+
+t.test("kernel metric from LOCAL_PREF, as Calico's BIRD sets krt_metric", async (t) => {
+  t.equal(kernelMetricOf(priorityToLocalPref(512)), 512, 'a setPriority 512 route: metric 512')
+  t.equal(kernelMetricOf(priorityToLocalPref(1024)), 1024, "a Calico node's normal priority: 1024")
+  t.equal(kernelMetricOf(undefined), undefined, 'no LOCAL_PREF (eBGP): the kernel default')
+  t.equal(kernelMetricOf(100), undefined, 'the plain LOCAL_PREF 100 is no priority: the kernel default')
+  t.equal(kernelMetricOf(PRIORITY_BASE), undefined, 'priority 0 is outside 1..2^31-2')
+  t.equal(kernelMetricOf(0xffffffff), undefined, 'above the base: no metric')
 })

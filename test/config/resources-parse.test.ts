@@ -68,7 +68,6 @@ spec:
   keepaliveTime: 10s
   numAllowedLocalASNumbers: 1
   ttlSecurity: 1
-  reachableBy: 2001:db8::fffe
   reversePeering: Manual
 `
 
@@ -421,7 +420,33 @@ t.test('a rule comparing a faulty field raises no second, false error', async (t
   const errs = errorsOf(`apiVersion: projectcalico.org/v3
 kind: BGPPeer
 metadata: {name: tor}
-spec: {peerIP: [1], reachableBy: 192.0.2.1, asNumber: 65000}
+spec: {peerSelector: [1], asNumber: 65000}
 `)
-  t.same(errs.map((e) => e.path), ['documents[0].spec.peerIP'], 'only the faulty peerIP, not "reachableBy needs peerIP"')
+  t.same(errs.map((e) => e.path), ['documents[0].spec.peerSelector'], 'only the faulty peerSelector, not "asNumber must be empty when peerSelector is set"')
+})
+
+t.test("a bare true or number where Calico wants a string reads as Calico's client reads it", async (t) => {
+  const [node] = parseResources(`apiVersion: projectcalico.org/v3
+kind: Node
+metadata:
+  name: n1
+  labels:
+    route-reflector: true
+    rack: 12
+  annotations:
+    checked: false
+spec: {}
+`)
+  t.same(node?.metadata.labels, { 'route-reflector': 'true', rack: '12' }, 'label values "true" and "12"')
+  t.same(node?.metadata.annotations, { checked: 'false' })
+  const errs = errorsOf(`apiVersion: projectcalico.org/v3
+kind: Node
+metadata:
+  name: n1
+  labels:
+    nested: {a: b}
+    empty: [1]
+spec: {}
+`)
+  t.same(errs.map((e) => e.path), ['documents[0].metadata.labels.nested', 'documents[0].metadata.labels.empty'], 'a mapping or list as a label value is still refused')
 })

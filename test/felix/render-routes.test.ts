@@ -54,6 +54,8 @@ const rows: { name: string; route: LearnedRoute; line?: string; problem?: RegExp
     route: { prefix: '198.18.64.0/26', nextHops: [B, C] },
     line: 'route replace 198.18.64.0/26 proto 87 nexthop via 192.0.2.12 dev eth0 onlink nexthop via 198.18.48.129 dev vxlan.pinto onlink',
   },
+  { name: 'a priority: the metric', route: { prefix: '198.18.0.128/26', nextHops: [B], metric: 512 }, line: 'route replace 198.18.0.128/26 via 192.0.2.12 dev eth0 proto 87 metric 512' },
+  { name: 'IPv6 with a priority', route: { prefix: '2001:db8:1:0:2::/122', nextHops: [{ address: '2001:db8::12' }], metric: 100 }, line: 'route replace 2001:db8:1:0:2::/122 via 2001:db8::12 dev eth0 proto 87 metric 100' },
   { name: 'borrowed /32', route: { prefix: '198.18.48.7/32', nextHops: [B] }, line: 'route replace 198.18.48.7/32 via 198.18.48.65 dev vxlan.pinto onlink proto 87' },
   { name: 'IPv6 no encap', route: { prefix: '2001:db8:1:0:1::/122', nextHops: [{ address: '2001:db8::12' }] }, line: 'route replace 2001:db8:1:0:1::/122 via 2001:db8::12 dev eth0 proto 87' },
   { name: 'VXLAN with unknown VTEP', route: { prefix: '198.18.48.192/26', nextHops: [{ nodeName: 'd', address: '203.0.113.9' }] }, problem: /routes\[0\]\.nextHops\[0\]\.address: no VTEP known for d/ },

@@ -7,7 +7,7 @@ import { createTopology, type NetNode, type Topology } from '../harness/netns.js
 import { startBird } from '../harness/bird.js'
 import { startFrr } from '../harness/frr.js'
 import { startGobgp } from '../harness/gobgp.js'
-import type { Daemon, DaemonKind, Family, RibRoute, SpeakerSpec } from '../harness/daemons.js'
+import type { Daemon, DaemonKind, Family, OriginRoute, RibRoute, SpeakerSpec } from '../harness/daemons.js'
 import { waitFor } from '../harness/wait.js'
 import { Pinto, asns, type PintoRoute } from './pinto.js'
 import type { PeerJson } from './runner-config.js'
@@ -23,6 +23,17 @@ export function starter(kind: DaemonKind, frrZebra = false): Starter {
   if (kind === 'bird') return startBird
   if (kind === 'frr') return (topo, node, spec) => startFrr(topo, node, spec, { zebra: frrZebra })
   return startGobgp
+}
+
+/** BIRD on `node` (AS `as`), waiting passively for the pinto runner on `pinto` (AS `pintoAs`), IPv4 only. */
+export function startBirdFacing(topo: Topology, node: NetNode, pinto: NetNode, as: number, pintoAs: number, originate: readonly OriginRoute[], over: Partial<SpeakerSpec> = {}): ReturnType<typeof startBird> {
+  return startBird(topo, node, {
+    routerId: node.v4!,
+    as,
+    neighbors: [{ name: 'pinto', address: pinto.v4!, as: pintoAs, families: ['ipv4'], passive: true }],
+    originate,
+    ...over,
+  })
 }
 
 /** A pinto peer toward a daemon with the quick timers tests want. */
@@ -164,11 +175,6 @@ export async function besideBird(t: Test, birdAs: number, pintoAs: number, over:
   const topo = await createTopology(t)
   const np = await topo.addNode({ name: 'pinto', v4: '192.0.2.1/24' })
   const nb = await topo.addNode({ name: 'bird', v4: '192.0.2.2/24' })
-  const bird = await startBird(topo, nb, {
-    routerId: nb.v4!,
-    as: birdAs,
-    neighbors: [{ name: 'pinto', address: np.v4!, as: pintoAs, families: ['ipv4'], passive: true }],
-    ...over,
-  })
+  const bird = await startBirdFacing(topo, nb, np, birdAs, pintoAs, over.originate ?? [], over)
   return { topo, np, nb, bird }
 }

@@ -75,7 +75,7 @@ t.test('receiveIpv4 and receive leave the same RIB, operation by operation', asy
             : attrs({ med: Math.floor(rnd() * 3), ...(rnd() < 0.05 ? { originatorId: '192.0.2.254' } : {}) })
         const why0 = byObjects.receive(who, info, ps, a)
         const why1 = byColumns.receiveIpv4(who, info, columns(ps), a)
-        t.equal(why1, why0, `seed ${seed} step ${step}: the same verdict`)
+        t.same(why1, why0, `seed ${seed} step ${step}: the same verdict`)
       } else if (r < 0.75) {
         const ps = pick()
         byObjects.receive(who, info, ps, undefined)

@@ -41,6 +41,8 @@ export interface PeerStatus {
   readonly prefixesReceived: number
   readonly prefixesAccepted: number
   readonly prefixesAdvertised: number
+  /** Prefixes kept as received, before import policy (the session has no route refresh); undefined when none are kept. */
+  readonly importTable: number | undefined
   readonly negotiated:
     | {
         readonly holdTime: number
@@ -86,7 +88,7 @@ export interface StatusInputs {
   readonly lastError: string | undefined
   readonly counters: PeerCounters
   readonly refused: Partial<Record<RefusalKind, number>>
-  readonly counts: { readonly received: number; readonly accepted: number }
+  readonly counts: { readonly received: number; readonly accepted: number; readonly importTable?: number }
   readonly advertised: number
 }
 
@@ -109,6 +111,7 @@ export function peerStatus(i: StatusInputs): PeerStatus {
     prefixesReceived: i.counts.received,
     prefixesAccepted: i.counts.accepted,
     prefixesAdvertised: i.advertised,
+    importTable: i.counts.importTable,
     negotiated: s
       ? {
           holdTime: s.holdTime,

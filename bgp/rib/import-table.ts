@@ -105,13 +105,21 @@ export class ImportTable {
     return s < 0 ? undefined : this.interner.get(this.ids[s]!)
   }
 
-  /** Every prefix held with its set (the prefixes made as they are read). */
-  *entries(): IterableIterator<[Prefix, InternedAttributes]> {
+  /** Calls `visit` with every prefix held (made as it is read) and its set; `visit` must not change the table. */
+  forEach(visit: (p: Prefix, attrs: InternedAttributes) => void): void {
+    const { ids, addr4, lens, interner } = this
     for (let s = 0; s < this.end; s++) {
-      const id = this.ids[s]!
-      if (id !== 0) yield [ipv4Prefix(this.addr4[s]! >>> 0, this.lens[s]!), this.interner.get(id)!]
+      const id = ids[s]!
+      if (id !== 0) visit(ipv4Prefix(addr4[s]! >>> 0, lens[s]!), interner.get(id)!)
     }
-    for (const e of this.others.values()) yield [e.prefix, e.attrs]
+    for (const e of this.others.values()) visit(e.prefix, e.attrs)
+  }
+
+  /** Every prefix held with its set. */
+  entries(): [Prefix, InternedAttributes][] {
+    const out: [Prefix, InternedAttributes][] = []
+    this.forEach((p, a) => out.push([p, a]))
+    return out
   }
 
   /** Everything dropped, every reference given back. */

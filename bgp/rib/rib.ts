@@ -294,14 +294,14 @@ export class Rib implements RibView {
     const refused = this.noPolicy(peer) !== undefined
     const policy = peer.importPolicy
     const perPrefix = policy !== undefined && policy.passesAll !== true ? policy : undefined
-    for (const [p, pre] of kept.table.entries()) {
+    kept.table.forEach((p, pre) => {
       const next = refused ? undefined : perPrefix === undefined ? pre.attrs : perPrefix.apply(p, pre.attrs, peer, FROM_PEER)
       const op = reimportOp(this.heldFrom(peer.id, p)?.attrs, next)
-      if (op === 'keep') continue
+      if (op === 'keep') return
       if (op === 'withdraw') {
         this.removePath(peer.id, p, c)
         result.withdrawn++
-        continue
+        return
       }
       if (op === 'announce') result.announced++
       else result.updated++
@@ -311,7 +311,7 @@ export class Rib implements RibView {
         this.setPath(source, p, own, c)
         this.interner.release(own)
       }
-    }
+    })
     return result
   }
 

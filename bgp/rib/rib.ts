@@ -220,15 +220,16 @@ export class Rib implements RibView {
     c.received += prefixes.length
     const hops = nextHop ?? []
     let clean: PathAttributes | Refusal
+    // The section's set as kept in the import table: the same set the import takes when the policy passes it.
+    let pre: InternedAttributes | undefined
     if (kept === undefined) clean = this.admit(peer, attrs, nextHop)
     else {
       // Kept after validation and before the import policy (RFC 8212 is policy: a policy added later
       // brings those back).
       const verdict = validateReceived(attrs, peer, this.identity, nextHop)
       if (verdict.ok) {
-        const pre = this.interner.intern(verdict.attrs, hops)
+        pre = this.interner.intern(verdict.attrs, hops)
         for (const p of prefixes) kept.set(p, pre)
-        this.interner.release(pre)
         clean = this.noPolicy(peer) ?? verdict.attrs
       } else {
         for (const p of prefixes) kept.delete(p)
@@ -236,18 +237,24 @@ export class Rib implements RibView {
       }
     }
     if ('kind' in clean) {
+      if (pre !== undefined) this.interner.release(pre)
       for (const p of prefixes) this.removePath(peer.id, p, c)
       return clean
     }
-    this.importSection(peer, this.sourceOf(peer, session), prefixes, clean, hops, c)
+    this.importSection(peer, this.sourceOf(peer, session), prefixes, clean, hops, c, pre)
+    if (pre !== undefined) this.interner.release(pre)
     return undefined
   }
 
-  /** The import policy over a validated section: each prefix stored, changed or refused. */
-  private importSection(peer: RibPeer, source: PathSource, prefixes: readonly Prefix[], clean: PathAttributes, hops: readonly string[], c: Counters): void {
+  /**
+   * The import policy over a validated section: each prefix stored, changed or refused. `interned`: `clean`
+   * interned already (the caller's reference).
+   */
+  private importSection(peer: RibPeer, source: PathSource, prefixes: readonly Prefix[], clean: PathAttributes, hops: readonly string[], c: Counters, interned?: InternedAttributes): void {
     const policy = peer.importPolicy
     // Interned once for the whole section: the hot path for a full table.
-    let shared: InternedAttributes | undefined
+    let shared: InternedAttributes | undefined = interned
+    if (shared !== undefined) shared.refs++
     const perPrefix = policy !== undefined && policy.passesAll !== true ? policy : undefined
     for (const p of prefixes) {
       if (perPrefix !== undefined) {

@@ -112,6 +112,9 @@ t.test('re-import: newly accepted appear, newly rejected go, changed attributes 
   t.equal(bestOf(r, '198.18.0.0/24')?.med, undefined, 'unchanged verdicts untouched')
   t.same(r.counts(s.peer), { received: 4, accepted: 3, importTable: 4 })
   t.same(r.reimport(s.peer), { announced: 0, withdrawn: 0, updated: 0 }, 'again with the same policy: nothing')
+  r.peerDown(s.peer, new Set())
+  r.flush()
+  t.equal(r.attributeSets, 0, 'the changed and the kept sets all given back once the session is down')
 })
 
 t.test('withdrawals and refused sections leave the table; RFC 8212 refusals stay for a policy to come', async (t) => {
@@ -155,6 +158,7 @@ t.test('session down clears the table; graceful restart keeps stale paths, the n
   r.flush()
   t.same(r.counts(s.peer), { received: 0, accepted: 0, importTable: 0 })
   t.equal(r.size, 0)
+  t.equal(r.attributeSets, 0, 'every attribute set given back')
 
   r.receive(s.peer, session('10.0.0.3'), all, attrs({ asns: [65001] }))
   r.flush()

@@ -68,6 +68,7 @@ export function registerPintoMetrics(registry: Registry, src: MetricsSources): v
   perPeerGauge('pinto_bgp_prefixes_received', 'Prefixes the peer announced since its session came up, accepted or not', (p) => p.prefixesReceived)
   perPeerGauge('pinto_bgp_prefixes_accepted', 'Paths from the peer in the Adj-RIB-In now, after validation and import policy', (p) => p.prefixesAccepted)
   perPeerGauge('pinto_bgp_prefixes_advertised', 'Prefixes advertised (or queued) to the peer', (p) => p.prefixesAdvertised)
+  perPeerGauge('pinto_bgp_import_table_prefixes', 'Prefixes kept as received, before import policy, so that a policy change reaches them (the session has no route refresh)', (p) => p.importTable ?? 0)
   const perPeerCounter = (name: string, help: string, value: (p: ReturnType<typeof peers>[number]['p']) => number): void => {
     new Counter({
       name, help, labelNames: peerLabels, registers,

@@ -228,7 +228,7 @@ export class BgpSpeaker {
       } else if (prev.importPolicy !== next.importPolicy || prev.exportPolicy !== next.exportPolicy || prev.maxPrefixes !== next.maxPrefixes || prev.kind !== next.kind) {
         current.reconfigure(next)
         // A policy change applies through soft resets, never a session reset.
-        if (prev.importPolicy !== next.importPolicy) current.refreshIn()
+        if (prev.importPolicy !== next.importPolicy && !current.refreshIn()) this.reimport(current)
         if (prev.exportPolicy !== next.exportPolicy) current.refreshOut()
         summary.updated.push(config.name)
       } else summary.unchanged.push(config.name)
@@ -262,6 +262,15 @@ export class BgpSpeaker {
   /** The RIB's view of an Established peer, for Adj-RIB-In / Adj-RIB-Out reads. */
   ribPeer(name: string): RibPeer | undefined {
     return this.peers.get(name)?.currentRibPeer
+  }
+
+  /** Without route refresh, import runs again over the routes the peer sent, kept as received. */
+  private reimport(peer: BgpPeer): void {
+    const rp = peer.currentRibPeer
+    if (rp === undefined) return
+    const r = this.rib.reimport(rp)
+    this.rib.flush()
+    this.log.info({ peer: peer.name, ...r }, 'import policy changed: import ran again over the routes kept as received (no route refresh)')
   }
 
   /** Soft reset: in asks the peer to resend (ROUTE-REFRESH), out re-advertises everything. */

@@ -25,6 +25,9 @@ export function peerView(p: PeerStatus, refused?: { readonly total: number; read
     localAsn: p.localAsn,
     routerId: p.routerId ?? null,
     prefixes: { received: p.prefixesReceived, accepted: p.prefixesAccepted, advertised: p.prefixesAdvertised },
+    // Routes kept before import policy so a policy change reaches them: the session has no route refresh.
+    importTable: p.importTable !== undefined,
+    importTablePrefixes: p.importTable ?? 0,
     counters: p.counters,
     updatesRefused: p.refused,
     transport: p.transport,
@@ -138,6 +141,8 @@ export const peerSchema = {
     localAsn: int,
     routerId: nullableStr,
     prefixes: { type: 'object', properties: { received: int, accepted: int, advertised: int } },
+    importTable: { type: 'boolean', description: 'The routes of this peer are kept as received, before import policy, so that a policy change reaches them: the session has no route refresh' },
+    importTablePrefixes: { type: 'integer', description: 'Prefixes kept as received (the memory importTable costs)' },
     counters: { type: 'object', additionalProperties: int },
     updatesRefused: { type: 'object', additionalProperties: int, description: 'UPDATE sections refused, by kind: as-loop, first-as, originator-id, cluster-list, next-hop, rfc8212, treat-as-withdraw' },
     refusedPoolPrefixes: { type: 'integer', description: 'Announcements of prefixes inside an IP pool refused from this peer: it is not a cluster node and no BGPFilter of it accepts them' },

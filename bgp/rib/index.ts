@@ -2,7 +2,8 @@
 // Pure; the sessions (bgp/session) feed it and drain it.
 
 export * from './types.js'
-export { Rib, type RibOptions, type OriginateOptions, type PeerCounts } from './rib.js'
+export { Rib, type RibOptions, type OriginateOptions, type PeerCounts, type ReimportResult } from './rib.js'
+export { ImportTable, reimportOp, type ReimportOp } from './import-table.js'
 export { decide, neighbourAs, REASONS, STEPS, DEFAULT_LOCAL_PREF, type Decision, type DecisionContext, type Step } from './best-path.js'
 export { mayExport, transform, type ExportContext, type OutRoute } from './export.js'
 export { validateReceived, badNextHop, type LocalIdentity, type Verdict } from './validate.js'

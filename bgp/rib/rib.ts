@@ -14,6 +14,7 @@ import { PeerRibOut, type RibView } from './adj-rib-out.js'
 import { AFI_SHIFT, COMPACT, DIRTY, DestinationTable, MULTIPATH, REASON_MASK, STALE, UNSETTLED, type PathSource } from './table.js'
 import { validateReceived, type LocalIdentity, type Refusal } from './validate.js'
 import { mayExport, mayExportFrom, type ExportContext } from './export.js'
+import { ImportTable, reimportOp } from './import-table.js'
 import type { AdjRibOut, BestPath, FamilyKey, LocRibChange, Path, PeerSessionInfo, RibPeer, RouteContext } from './types.js'
 
 export interface RibOptions {
@@ -44,6 +45,15 @@ export interface PeerCounts {
   readonly received: number
   /** Paths from the peer in the Adj-RIB-In now (after validation and import policy). */
   readonly accepted: number
+  /** Prefixes kept as received, before import policy (the peer has no route refresh); undefined when none are kept. */
+  readonly importTable?: number
+}
+
+/** What re-running import over a peer's import table changed in its Adj-RIB-In. */
+export interface ReimportResult {
+  readonly announced: number
+  readonly withdrawn: number
+  readonly updated: number
 }
 
 /** A stored path, as an object literal so that V8 pretenures it. */
@@ -157,6 +167,8 @@ export class Rib implements RibView {
   // two swapped at each flush made the first flush of a table dump the first reassignment of the fields,
   // and V8 threw away the ingest code it was compiling on the assumption that they never change.
   private readonly touched = new TouchedList()
+  /** The routes as received of each peer whose RibPeer asks for an import table, with their session. */
+  private readonly importTables = new Map<number, { readonly table: ImportTable; session: PeerSessionInfo }>()
 
   constructor(opts: RibOptions) {
     const id = parseIpv4(opts.routerId)
@@ -199,21 +211,50 @@ export class Rib implements RibView {
     nextHop?: readonly string[],
   ): Refusal | undefined {
     const c = this.countersOf(peer)
+    const kept = peer.importTable === true ? this.importTableOf(peer, session) : undefined
     if (attrs === undefined) {
       for (const p of prefixes) this.removePath(peer.id, p, c)
+      if (kept !== undefined) for (const p of prefixes) kept.delete(p)
       return undefined
     }
     c.received += prefixes.length
-    const clean = this.admit(peer, attrs, nextHop)
+    const hops = nextHop ?? []
+    let clean: PathAttributes | Refusal
+    // The section's set as kept in the import table: the same set the import takes when the policy passes it.
+    let pre: InternedAttributes | undefined
+    if (kept === undefined) clean = this.admit(peer, attrs, nextHop)
+    else {
+      // Kept after validation and before the import policy (RFC 8212 is policy: a policy added later
+      // brings those back).
+      const verdict = validateReceived(attrs, peer, this.identity, nextHop)
+      if (verdict.ok) {
+        pre = this.interner.intern(verdict.attrs, hops)
+        for (const p of prefixes) kept.set(p, pre)
+        clean = this.noPolicy(peer) ?? verdict.attrs
+      } else {
+        for (const p of prefixes) kept.delete(p)
+        clean = { kind: verdict.kind, reason: verdict.reason }
+      }
+    }
     if ('kind' in clean) {
+      if (pre !== undefined) this.interner.release(pre)
       for (const p of prefixes) this.removePath(peer.id, p, c)
       return clean
     }
+    this.importSection(peer, this.sourceOf(peer, session), prefixes, clean, hops, c, pre)
+    if (pre !== undefined) this.interner.release(pre)
+    return undefined
+  }
+
+  /**
+   * The import policy over a validated section: each prefix stored, changed or refused. `interned`: `clean`
+   * interned already (the caller's reference).
+   */
+  private importSection(peer: RibPeer, source: PathSource, prefixes: readonly Prefix[], clean: PathAttributes, hops: readonly string[], c: Counters, interned?: InternedAttributes): void {
     const policy = peer.importPolicy
-    const hops = nextHop ?? []
-    const source = this.sourceOf(peer, session)
     // Interned once for the whole section: the hot path for a full table.
-    let shared: InternedAttributes | undefined
+    let shared: InternedAttributes | undefined = interned
+    if (shared !== undefined) shared.refs++
     const perPrefix = policy !== undefined && policy.passesAll !== true ? policy : undefined
     for (const p of prefixes) {
       if (perPrefix !== undefined) {
@@ -233,7 +274,61 @@ export class Rib implements RibView {
       this.setPath(source, p, shared, c)
     }
     if (shared !== undefined) this.interner.release(shared)
-    return undefined
+  }
+
+  private importTableOf(peer: RibPeer, session: PeerSessionInfo): ImportTable {
+    const known = this.importTables.get(peer.id)
+    if (known !== undefined) {
+      known.session = session
+      return known.table
+    }
+    const table = new ImportTable(this.interner)
+    this.importTables.set(peer.id, { table, session })
+    return table
+  }
+
+  /**
+   * Import runs again over the peer's import table (its import policy changed and it cannot re-send):
+   * newly accepted prefixes appear, newly refused ones go, changed attributes are replaced. The caller
+   * flushes. Nothing happens for a peer without an import table.
+   */
+  reimport(peer: RibPeer): ReimportResult {
+    const kept = this.importTables.get(peer.id)
+    const result = { announced: 0, withdrawn: 0, updated: 0 }
+    if (kept === undefined || peer.importTable !== true) return result
+    const c = this.countersOf(peer)
+    const source = this.sourceOf(peer, kept.session)
+    const refused = this.noPolicy(peer) !== undefined
+    const policy = peer.importPolicy
+    const perPrefix = policy !== undefined && policy.passesAll !== true ? policy : undefined
+    kept.table.forEach((p, pre) => {
+      const next = refused ? undefined : perPrefix === undefined ? pre.attrs : perPrefix.apply(p, pre.attrs, peer, FROM_PEER)
+      const op = reimportOp(this.heldFrom(peer.id, p)?.attrs, next)
+      if (op === 'keep') return
+      if (op === 'withdraw') {
+        this.removePath(peer.id, p, c)
+        result.withdrawn++
+        return
+      }
+      if (op === 'announce') result.announced++
+      else result.updated++
+      if (next === pre.attrs) this.setPath(source, p, pre, c)
+      else {
+        const own = this.interner.intern(next!, pre.nextHop)
+        this.setPath(source, p, own, c)
+        this.interner.release(own)
+      }
+    })
+    return result
+  }
+
+  /** The attributes of the path from this peer for `p` in the Adj-RIB-In, or undefined. */
+  private heldFrom(peerId: number, p: Prefix): InternedAttributes | undefined {
+    const t = this.table
+    const d = t.get(p)
+    if (d < 0) return undefined
+    if ((t.bits[d]! & COMPACT) !== 0) return p.pathId === 0 && t.source.get(d)!.peer?.id === peerId ? t.attrs.get(d) : undefined
+    return findPath(t.paths.get(d), peerId, p.pathId)?.attrs
   }
 
   /**
@@ -248,7 +343,7 @@ export class Rib implements RibView {
   receiveIpv4(peer: RibPeer, session: PeerSessionInfo, prefixes: Ipv4Prefixes, attrs: PathAttributes | undefined, nextHop?: readonly string[]): Refusal | undefined {
     const policy = peer.importPolicy
     const t = this.table
-    if (attrs === undefined || (policy !== undefined && policy.passesAll !== true) || !t.appendOnly) {
+    if (attrs === undefined || (policy !== undefined && policy.passesAll !== true) || !t.appendOnly || peer.importTable === true) {
       return this.receive(peer, session, ipv4PrefixList(prefixes), attrs, nextHop)
     }
     const c = this.countersOf(peer)
@@ -282,9 +377,14 @@ export class Rib implements RibView {
   private admit(peer: RibPeer, attrs: PathAttributes, nextHop: readonly string[] | undefined): PathAttributes | Refusal {
     const verdict = validateReceived(attrs, peer, this.identity, nextHop)
     if (!verdict.ok) return { kind: verdict.kind, reason: verdict.reason }
+    return this.noPolicy(peer) ?? verdict.attrs
+  }
+
+  /** RFC 8212's refusal when `peer` is eBGP and has no import policy, else undefined. */
+  private noPolicy(peer: RibPeer): Refusal | undefined {
     const policy = peer.importPolicy
     if (peer.type === 'ebgp' && this.exportContext.rfc8212 && (policy === undefined || policy.empty)) return { kind: 'rfc8212', reason: 'RFC 8212: no import policy for an eBGP peer' }
-    return verdict.attrs
+    return undefined
   }
 
   /** The source of paths from `peer` over `session`: the same object for as long as the session lasts. */
@@ -663,6 +763,9 @@ export class Rib implements RibView {
   peerDown(peer: RibPeer, keepStale: ReadonlySet<FamilyKey>): void {
     const c = this.countersOf(peer)
     c.received = 0
+    // The next session sends its table again, stale paths or not: what this one sent is no longer its word.
+    this.importTables.get(peer.id)?.table.clear()
+    this.importTables.delete(peer.id)
     const t = this.table
     for (const d of t.indices()) {
       const afi = t.afi(d)
@@ -790,7 +893,8 @@ export class Rib implements RibView {
 
   counts(peer: RibPeer): PeerCounts {
     const c = this.counters.get(peer.id)
-    return { received: c?.received ?? 0, accepted: c?.accepted ?? 0 }
+    const kept = this.importTables.get(peer.id)
+    return { received: c?.received ?? 0, accepted: c?.accepted ?? 0, ...(kept !== undefined || peer.importTable === true ? { importTable: kept?.table.size ?? 0 } : {}) }
   }
 
   /** The session reached Established: its Adj-RIB-Out starts with the whole Loc-RIB queued. */

@@ -39,6 +39,11 @@ export interface RibPeer {
   readonly families: ReadonlySet<FamilyKey>
   /** Families for which we may send several paths per prefix (RFC 7911 send negotiated). */
   readonly addPathSend: ReadonlySet<FamilyKey>
+  /**
+   * Keep the routes as received, before import policy, so that a policy change can re-run import (the
+   * session has no route refresh, RFC 2918: the peer cannot be asked to re-send).
+   */
+  readonly importTable?: boolean
 }
 
 /** The remote BGP identifier is only known once the session is up; best path uses it. */

@@ -43,6 +43,8 @@ export interface PeerStatus {
   readonly prefixesAdvertised: number
   /** TCP-MD5 keyed, and the GTSM hops (0: off). */
   readonly transport: { readonly tcpMd5: boolean; readonly ttlSecurity: number }
+  /** Prefixes kept as received, before import policy (the session has no route refresh); undefined when none are kept. */
+  readonly importTable: number | undefined
   readonly negotiated:
     | {
         readonly holdTime: number
@@ -88,7 +90,7 @@ export interface StatusInputs {
   readonly lastError: string | undefined
   readonly counters: PeerCounters
   readonly refused: Partial<Record<RefusalKind, number>>
-  readonly counts: { readonly received: number; readonly accepted: number }
+  readonly counts: { readonly received: number; readonly accepted: number; readonly importTable?: number }
   readonly advertised: number
 }
 
@@ -112,6 +114,7 @@ export function peerStatus(i: StatusInputs): PeerStatus {
     prefixesAccepted: i.counts.accepted,
     prefixesAdvertised: i.advertised,
     transport: { tcpMd5: i.config.password !== undefined, ttlSecurity: i.config.ttlSecurity },
+    importTable: i.counts.importTable,
     negotiated: s
       ? {
           holdTime: s.holdTime,

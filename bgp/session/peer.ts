@@ -760,6 +760,7 @@ export class BgpPeer {
       },
       families: session.families,
       addPathSend: session.addPathSend,
+      importTable: !session.routeRefresh,
     }
     // RFC 4724 §4.2: families the peer no longer preserves lose their stale routes now; the rest
     // wait for the peer's End-of-RIB.

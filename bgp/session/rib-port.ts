@@ -15,5 +15,7 @@ export interface RibPort {
   peerDown(peer: RibPeer, keepStale: ReadonlySet<FamilyKey>): void
   endOfRib(peer: RibPeer, family: FamilyKey): void
   sweepStale(peer: RibPeer): void
-  counts(peer: RibPeer): { received: number; accepted: number }
+  counts(peer: RibPeer): { received: number; accepted: number; importTable?: number }
+  /** Re-runs import over the peer's routes as received (no route refresh); the caller flushes. */
+  reimport(peer: RibPeer): { announced: number; withdrawn: number; updated: number }
 }

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { buildApi, listenApi } from '../../agent/api/index.js'
 import { judgeReadiness } from '../../agent/api/readiness.js'
+import { peerView } from '../../agent/api/views.js'
 import { fixture, TOKEN } from './api-fixture.js'
 
 type Json = Record<string, any>
@@ -37,6 +38,8 @@ t.test('API over a live speaker, IPAM and FIB', async (t) => {
     t.match(p, { name: 'node-b', address: '127.0.0.2', type: 'mesh', session: 'ibgp', state: 'Established', lastError: null, peerAsn: 64512, routerId: '192.0.2.2' })
     t.ok(Date.parse(p.since) <= Date.now() && Date.parse(p.since) > Date.now() - 60_000, 'since is a recent ISO time')
     t.same(p.prefixes, { received: 4, accepted: 4, advertised: 3 })
+    t.match(p, { importTable: false, importTablePrefixes: 0 }, 'route refresh negotiated: no routes kept before import policy')
+    t.match(peerView({ ...f.a.peerStatus()[0]!, importTable: 7 }), { importTable: true, importTablePrefixes: 7 }, 'a peer without route refresh shows its import table')
     t.match(p.capabilities, { fourOctetAs: true, routeRefresh: true, gracefulRestart: true, families: ['ipv4-unicast'], holdTime: 9 })
     t.ok(p.counters.updatesIn > 0)
   })
@@ -133,6 +136,7 @@ t.test('API over a live speaker, IPAM and FIB', async (t) => {
     t.match(text, /pinto_bgp_session_state\{peer="node-b",address="127.0.0.2",type="mesh",state="Idle"\} 0/)
     t.match(text, /pinto_bgp_prefixes_received\{peer="node-b",address="127.0.0.2",type="mesh"\} 4/)
     t.match(text, /pinto_bgp_prefixes_advertised\{peer="node-b",address="127.0.0.2",type="mesh"\} 3/)
+    t.match(text, /pinto_bgp_import_table_prefixes\{peer="node-b",address="127.0.0.2",type="mesh"\} 0/)
     t.match(text, /pinto_bgp_updates_received_total\{peer="node-b",[^}]*\} [1-9]/)
     t.match(text, /pinto_bgp_session_flaps_total\{peer="node-b",[^}]*\} 0/)
     t.match(text, /pinto_fib_routes\{family="4"\} 4/)

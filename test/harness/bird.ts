@@ -64,6 +64,7 @@ export function renderBirdConfig(spec: SpeakerSpec, node: NetNode, dir: string, 
     if (spec.holdTime !== undefined) lines.push(`  hold time ${spec.holdTime};`)
     lines.push(`  graceful restart ${spec.gracefulRestart === true ? 'on' : 'off'};`)
     if (spec.as4 === false) lines.push('  enable as4 off;')
+    if (spec.routeRefresh === false) lines.push('  enable route refresh off;')
     if (n.rrClient === true) lines.push('  rr client;', `  rr cluster id ${spec.clusterId ?? spec.routerId};`)
     for (const family of n.families) {
       const opts = ['import all;', exportFilter(spec, family)]

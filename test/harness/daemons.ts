@@ -56,6 +56,8 @@ export interface SpeakerSpec {
   readonly addPath?: boolean
   /** BIRD only: `enable as4 off` makes it a 2-octet-AS speaker (no capability 65). */
   readonly as4?: boolean
+  /** BIRD only: false renders `enable route refresh off` (no capability 2: the peer cannot be asked to re-send). */
+  readonly routeRefresh?: boolean
   /** FRR only: aggregate-address prefixes (they carry AGGREGATOR, and AS4_AGGREGATOR to 2-octet peers). */
   readonly aggregates?: readonly string[]
   /** Route reflector cluster id; default the router id. */

@@ -24,6 +24,7 @@ function routeMap(name: string, r: OriginRoute): string[] {
 /** bgpd.conf for a spec. Pure. */
 export function renderFrrConfig(spec: SpeakerSpec, node: NetNode, dir: string): string {
   validateSpec(spec)
+  if (spec.routeRefresh === false) throw new Error('spec.routeRefresh: only the BIRD launcher turns route refresh off')
   const origin = spec.originate ?? []
   const lines = ['frr defaults traditional', `hostname ${node.name}`, `log file ${join(dir, 'bgpd.log')} informational`, '!']
   origin.forEach((r, i) => lines.push(...routeMap(`ORIG${i}`, r)))

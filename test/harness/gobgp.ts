@@ -13,6 +13,7 @@ import { waitFor } from './wait.js'
 /** gobgpd.toml for a spec. Pure. Originated routes are not in the file: GoBGP has no static routes there. */
 export function renderGobgpConfig(spec: SpeakerSpec, node: NetNode): string {
   validateSpec(spec)
+  if (spec.routeRefresh === false) throw new Error('spec.routeRefresh: only the BIRD launcher turns route refresh off')
   if ((spec.aggregates ?? []).length > 0) throw new Error('spec.aggregates: only the FRR launcher supports aggregates')
   if (spec.neighbors.some((n) => n.noCapabilities === true)) throw new Error('spec.neighbors[].noCapabilities: only the FRR launcher supports it')
   const locals = [node.v4, node.v6].filter((a): a is string => a !== undefined)

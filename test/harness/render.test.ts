@@ -49,6 +49,10 @@ t.test('BIRD accepts the rendered bird.conf (bird -p)', async (t) => {
   t.equal(r.exitCode, 0, String(r.all))
   const as2 = renderBirdConfig({ ...full, as4: false, neighbors: [full.neighbors[0]!] }, node, '/tmp/unused')
   t.match(as2, /enable as4 off;/)
+  const noRefresh = renderBirdConfig({ ...full, routeRefresh: false, neighbors: [full.neighbors[0]!] }, node, '/tmp/unused')
+  t.match(noRefresh, /enable route refresh off;/)
+  const r2 = await execa('bird', ['-p', '-c', await withFile(t, 'bird-no-refresh.conf', noRefresh)], { reject: false, all: true })
+  t.equal(r2.exitCode, 0, `BIRD parses enable route refresh off: ${String(r2.all)}`)
 })
 
 t.test('FRR accepts the rendered bgpd.conf (bgpd -C, no unknown commands)', async (t) => {

@@ -1,0 +1,158 @@
+// A peer's routes as received, after validation and before import policy (BIRD's `import table`), kept
+// for a session without route refresh so that an import-policy change can re-run import over them. It
+// holds prefixes and interned attribute sets only; it decides nothing and never touches the Loc-RIB.
+// IPv4 prefixes without a path id (a table dump's every prefix) are columns: an address, a length and an
+// attribute set's id, found through one Ipv4Index per length. Others (IPv6, add-path ids) are few: a Map.
+
+import { attributesEqual, type AttributeInterner, type InternedAttributes } from '../codec/intern.js'
+import type { PathAttributes } from '../codec/attributes.js'
+import { ipv4Prefix, type Prefix } from '../codec/nlri.js'
+import { Ipv4Index, touchedArray } from './number-map.js'
+
+/** What re-running import does to one prefix: the verdict held in the Adj-RIB-In against the new one. */
+export type ReimportOp = 'keep' | 'announce' | 'withdraw' | 'update'
+
+/**
+ * The RIB operation for one prefix when import runs again: `held` is what the Adj-RIB-In has from the peer
+ * (undefined: nothing, the old policy rejected it), `next` the new policy's verdict (undefined: rejected).
+ */
+export function reimportOp(held: PathAttributes | undefined, next: PathAttributes | undefined): ReimportOp {
+  if (next === undefined) return held === undefined ? 'keep' : 'withdraw'
+  if (held === undefined) return 'announce'
+  return attributesEqual(held, next) ? 'keep' : 'update'
+}
+
+function otherKey(p: Prefix): string {
+  let key = `${p.afi}/${p.len}/${p.pathId}/`
+  const nb = (p.len + 7) >> 3
+  if (p.afi === 1) return key + p.addr
+  for (let i = 0; i < nb; i++) key += String.fromCharCode(p.addr[i]!)
+  return key
+}
+
+export class ImportTable {
+  /** The IPv4 network address by slot (as int32): the indices read their keys back from here. */
+  addr4 = new Int32Array(1024)
+  private lens = new Uint8Array(1024)
+  /** The attribute set's interner id by slot; 0 for a free slot. */
+  private ids = new Int32Array(1024)
+  private end = 0
+  private readonly free: number[] = []
+  private readonly v4: (Ipv4Index | undefined)[] = new Array(33).fill(undefined)
+  private readonly others = new Map<string, { readonly prefix: Prefix; attrs: InternedAttributes }>()
+  private count = 0
+
+  /** `interner`: where the sets come from; the table holds one reference per prefix. */
+  constructor(private readonly interner: AttributeInterner) {}
+
+  get size(): number {
+    return this.count
+  }
+
+  /** `p` as received with `attrs` (the caller's reference; the table takes its own). */
+  set(p: Prefix, attrs: InternedAttributes): void {
+    attrs.refs++
+    if (p.afi !== 1 || p.pathId !== 0) {
+      const key = otherKey(p)
+      const held = this.others.get(key)
+      if (held !== undefined) {
+        this.interner.release(held.attrs)
+        held.attrs = attrs
+      } else {
+        this.others.set(key, { prefix: p, attrs })
+        this.count++
+      }
+      return
+    }
+    const next = this.take()
+    const m = (this.v4[p.len] ??= new Ipv4Index(this, p.len))
+    const s = m.obtain(p.addr, next)
+    if (s === next) {
+      this.addr4[s] = p.addr | 0
+      this.lens[s] = p.len
+      if (s === this.end) this.end++
+      else this.free.pop()
+      this.count++
+    } else this.interner.release(this.interner.get(this.ids[s]!)!)
+    this.ids[s] = attrs.id
+  }
+
+  /** `p` withdrawn (or refused). */
+  delete(p: Prefix): void {
+    if (p.afi !== 1 || p.pathId !== 0) {
+      const key = otherKey(p)
+      const held = this.others.get(key)
+      if (held === undefined) return
+      this.others.delete(key)
+      this.interner.release(held.attrs)
+      this.count--
+      return
+    }
+    const m = this.v4[p.len]
+    const s = m === undefined ? -1 : m.get(p.addr)
+    if (s < 0) return
+    m!.delete(p.addr)
+    this.interner.release(this.interner.get(this.ids[s]!)!)
+    this.ids[s] = 0
+    this.free.push(s)
+    this.count--
+  }
+
+  /** The set held for `p`, or undefined. */
+  get(p: Prefix): InternedAttributes | undefined {
+    if (p.afi !== 1 || p.pathId !== 0) return this.others.get(otherKey(p))?.attrs
+    const s = this.v4[p.len]?.get(p.addr) ?? -1
+    return s < 0 ? undefined : this.interner.get(this.ids[s]!)
+  }
+
+  /** Calls `visit` with every prefix held (made as it is read) and its set; `visit` must not change the table. */
+  forEach(visit: (p: Prefix, attrs: InternedAttributes) => void): void {
+    const { ids, addr4, lens, interner } = this
+    for (let s = 0; s < this.end; s++) {
+      const id = ids[s]!
+      if (id !== 0) visit(ipv4Prefix(addr4[s]! >>> 0, lens[s]!), interner.get(id)!)
+    }
+    for (const e of this.others.values()) visit(e.prefix, e.attrs)
+  }
+
+  /** Every prefix held with its set. */
+  entries(): [Prefix, InternedAttributes][] {
+    const out: [Prefix, InternedAttributes][] = []
+    this.forEach((p, a) => out.push([p, a]))
+    return out
+  }
+
+  /** Everything dropped, every reference given back. */
+  clear(): void {
+    for (let s = 0; s < this.end; s++) {
+      const id = this.ids[s]!
+      if (id !== 0) this.interner.release(this.interner.get(id)!)
+    }
+    for (const e of this.others.values()) this.interner.release(e.attrs)
+    this.others.clear()
+    this.v4.fill(undefined)
+    this.ids = new Int32Array(1024)
+    this.addr4 = new Int32Array(1024)
+    this.lens = new Uint8Array(1024)
+    this.free.length = 0
+    this.end = 0
+    this.count = 0
+  }
+
+  /** The slot the next new prefix takes (the columns grown to hold it). */
+  private take(): number {
+    const next = this.free.length > 0 ? this.free[this.free.length - 1]! : this.end
+    if (next === this.ids.length) {
+      const size = next * (next < 1 << 20 ? 4 : 2)
+      const grow = <T extends Int32Array | Uint8Array>(a: T, make: (n: number) => T): T => {
+        const b = make(size)
+        b.set(a)
+        return b
+      }
+      this.addr4 = grow(this.addr4, (n) => touchedArray(Int32Array, n))
+      this.ids = grow(this.ids, (n) => touchedArray(Int32Array, n))
+      this.lens = grow(this.lens, (n) => new Uint8Array(n))
+    }
+    return next
+  }
+}

@@ -195,7 +195,7 @@ export class PintoNode {
       multipath: true,
       restartingFor,
       holdEndOfRib: true,
-      logger: this.log.child({ component: 'bgp' }),
+      logger: bgpLogger(this.log, config.logSeverityScreen),
     })
     this.restarting = restartingFor > 0
     if (this.restarting) this.log.info({ seconds: restartingFor }, 'restarting within the graceful-restart window: peers are asked to keep our routes')
@@ -738,3 +738,18 @@ function routerIdFromName(name: string): string {
   const h = createHash('sha256').update(name).digest()
   return `${h[0]! | 1}.${h[1]}.${h[2]}.${h[3]}`
 }
+
+/** Calico's BGPConfiguration logSeverityScreen as pino levels. */
+const SEVERITY: Readonly<Record<string, string>> = { Trace: 'trace', Debug: 'debug', Info: 'info', Warning: 'warn', Error: 'error', Fatal: 'fatal' }
+
+/**
+ * The speaker's logger: BGPConfiguration `logSeverityScreen` sets the level of the BGP logs (the speaker and
+ * every session), as it sets BIRD's in Calico; unset, they follow PINTO_LOG_LEVEL. Read at start.
+ */
+function bgpLogger(log: Logger, severity: string | undefined): Logger {
+  const child = log.child({ component: 'bgp' })
+  const level = severity === undefined ? undefined : SEVERITY[severity]
+  if (level !== undefined) child.level = level
+  return child
+}
+

@@ -5,7 +5,7 @@
 import { parseDuration, DurationError } from '../duration.js'
 import { parseSelector, SelectorError } from '../selector.js'
 import { parseCIDR } from './ip.js'
-import { checkCommunity, checkIPv4, checkIPv6, checkInterfaceGlob, checkMAC, checkName, parsePeerIP } from './scalars.js'
+import { checkCommunity, checkIPv4, checkInterfaceGlob, checkMAC, checkName, parsePeerIP } from './scalars.js'
 import type { Field, ObjectField } from './schema.js'
 import type { ResourceKind } from './types.js'
 
@@ -169,13 +169,12 @@ const NODE = obj(
     }),
     ipv4VXLANTunnelAddr: str(checkIPv4),
     vxlanTunnelMACAddr: str(checkMAC),
-    ipv6VXLANTunnelAddr: str(checkIPv6),
-    vxlanTunnelMACAddrV6: str(checkMAC),
     addresses: list(obj({ address: str(), type: oneOf('CalicoNodeIP', 'InternalIP', 'ExternalIP') }, ['address'])),
     orchRefs: list(obj({ nodeName: str(), orchestrator: str() }, ['orchestrator'])),
   },
   [],
-  ['wireguard'],
+  // IPv6 VXLAN: pinto's dataplane programs VXLAN for IPv4 pools only.
+  ['wireguard', 'ipv6VXLANTunnelAddr', 'vxlanTunnelMACAddrV6'],
 )
 
 const NODE_STATUS = obj({ podCIDRs: list(str(network())) }, [], ['wireguardPublicKey', 'wireguardPublicKeyV6'])

@@ -141,8 +141,6 @@ export interface NodeSpec {
   bgp?: NodeBGPSpec
   ipv4VXLANTunnelAddr?: string
   vxlanTunnelMACAddr?: string
-  ipv6VXLANTunnelAddr?: string
-  vxlanTunnelMACAddrV6?: string
   addresses?: { address: string; type?: 'CalicoNodeIP' | 'InternalIP' | 'ExternalIP' }[]
   orchRefs?: { nodeName?: string; orchestrator: string }[]
 }

@@ -1,6 +1,6 @@
 // BGPConfiguration read by a real pinto-node at start: ignoredInterfaces keeps first-found off the
 // interface it would otherwise pick, bindMode NodeIP makes the BGP listener bind the node's address
-// only (not 0.0.0.0), and listenPort is the port it listens on.
+// only (not 0.0.0.0), listenPort is the port it listens on, and logSeverityScreen sets the BGP logs' level.
 import t from 'tap'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -35,7 +35,8 @@ const config = {
   kind: 'BGPConfiguration',
   metadata: { name: 'default' },
   // A glob, as Calico's docs allow: ig-* or eth*, whichever first-found would take.
-  spec: { bindMode: 'NodeIP', listenPort: 1178, ignoredInterfaces: [first.ifname === 'eth0' ? 'eth*' : 'ig-*'] },
+  // logSeverityScreen Warning: the BGP logs drop to warnings while the agent logs at info.
+  spec: { logSeverityScreen: 'Warning', bindMode: 'NodeIP', listenPort: 1178, ignoredInterfaces: [first.ifname === 'eth0' ? 'eth*' : 'ig-*'] },
 }
 const applied = await runPintoctl(['apply', '-f', '-'], { env: { PINTO_DATASTORE: store }, input: JSON.stringify(config) })
 if (applied.status !== 0) throw new Error(`pintoctl apply: ${applied.stderr}`)
@@ -58,4 +59,10 @@ t.test('bindMode NodeIP and listenPort: the BGP listener is on the node address 
     return mine.length > 0 ? mine : undefined
   }, { timeoutMs: 10_000, what: 'a BGP listener in the node namespace' })
   t.same(listeners, [`${want}:1178`], 'bound to the node IP and listenPort, not 0.0.0.0 and not PINTO_BGP_PORT')
+})
+
+t.test('logSeverityScreen Warning: no BGP info lines, the agent\'s own still at info', async (t) => {
+  const lines = agent.stdout().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { level: number; component?: string; msg?: string })
+  t.ok(lines.some((l) => l.level === 30 && l.component === undefined), 'the agent logs at info')
+  t.same(lines.filter((l) => l.component === 'bgp' && l.level < 40).map((l) => l.msg), [], 'the speaker logs nothing below warn (not even "listening for BGP connections")')
 })

@@ -37,6 +37,8 @@ export interface DesiredPeer {
   readonly password?: PasswordRef
   /** GTSM hops (BGPPeer ttlSecurity); 0 is off. */
   readonly ttlSecurity: number
+  /** BGPPeer reachableBy: the gateway of a static /32 (/128) route to the peer, which felix programs. */
+  readonly reachableBy?: string
   /** BFD beside this session (the pinto.dev/bfd annotation), single hop only. */
   readonly bfd?: BfdParameters
 }
@@ -160,6 +162,7 @@ export function desiredPeers(view: ClusterView): { peers: DesiredPeer[]; problem
       filters: spec.filters ?? [],
       localAsn: spec.localASNumber ?? myAsn,
       ttlSecurity: spec.ttlSecurity ?? 0,
+      ...(spec.reachableBy !== undefined ? { reachableBy: spec.reachableBy } : {}),
       ...(spec.password?.secretKeyRef !== undefined ? { password: { ref: spec.password.secretKeyRef, field: `${where}: spec.password.secretKeyRef` } } : {}),
       ...(bfd !== undefined ? { bfd } : {}),
     }

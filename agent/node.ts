@@ -109,6 +109,8 @@ export class PintoNode {
   private readonly peersJob: Coalescer
   private readonly originJob: Coalescer
   private readonly dataplaneJob: Coalescer
+  /** Static routes to BGP peers with reachableBy, for felix. */
+  private peerRoutes: ReturnType<typeof learnedRoutes> = []
   private readonly unsubscribe: (() => void)[] = []
   readonly startedAt = Date.now()
   private api: ApiListeners | undefined
@@ -499,6 +501,12 @@ export class PintoNode {
     // A removed peer's stale routes are swept from the RIB without a flush (BgpPeer.stop), so neither
     // felix nor the other peers would hear of it; flushing here hands the withdrawals out.
     if (summary.removed.length + summary.reset.length > 0) this.speaker.rib.flush()
+    // reachableBy: Calico's static route to the peer through the gateway, programmed by felix.
+    const peerRoutes = peers.flatMap((p) => (p.reachableBy !== undefined ? [{ prefix: `${p.address}/${p.family === 'ipv6' ? 128 : 32}`, nextHops: [{ address: p.reachableBy }] }] : []))
+    if (JSON.stringify(peerRoutes) !== JSON.stringify(this.peerRoutes)) {
+      this.peerRoutes = peerRoutes
+      this.dataplaneJob.trigger()
+    }
     await this.bfd?.sync(peers, { ...(this.v4 ? { v4: this.v4.address } : {}), ...(this.v6 ? { v6: this.v6.address } : {}) })
     this.peersComputed = true
     if (summary.added.length + summary.removed.length + summary.reset.length + summary.updated.length > 0) {
@@ -721,7 +729,9 @@ export class PintoNode {
       })
     const { routes, conflicts } = preferAffineNodes(learned, owners, announcers, this.settings.nodeName)
     this.refusals.setAffinityConflicts(conflicts)
-    return routes
+    // A peer's reachableBy route wins over anything learned for the same /32.
+    const fixed = new Set(this.peerRoutes.map((r) => r.prefix))
+    return [...routes.filter((r) => !fixed.has(r.prefix)), ...this.peerRoutes]
   }
 
   /** What the REST API and metrics read. */

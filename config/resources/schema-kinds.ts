@@ -5,7 +5,7 @@
 import { parseDuration, DurationError } from '../duration.js'
 import { parseSelector, SelectorError } from '../selector.js'
 import { parseCIDR } from './ip.js'
-import { checkCommunity, checkIPv4, checkInterfaceGlob, checkMAC, checkName, parsePeerIP } from './scalars.js'
+import { checkCommunity, checkIP, checkIPv4, checkInterfaceGlob, checkMAC, checkName, parsePeerIP } from './scalars.js'
 import type { Field, ObjectField } from './schema.js'
 import type { ResourceKind } from './types.js'
 
@@ -115,12 +115,12 @@ const BGP_PEER = obj(
     keepaliveTime: duration,
     numAllowedLocalASNumbers: int(0, 2147483647),
     ttlSecurity: int(0, 255),
+    reachableBy: str(checkIP),
     filters: list(name),
     reversePeering: oneOf('Auto', 'Manual'),
   },
   [],
-  // reachableBy: Calico adds a static route peerIP/32 via the gateway; pinto's dataplane has no static routes.
-  ['localWorkloadSelector', 'reachableBy'],
+  ['localWorkloadSelector'],
 )
 
 function filterRule(version: 4 | 6): ObjectField {

@@ -80,6 +80,7 @@ export interface BGPPeerSpec {
   keepaliveTime?: string
   numAllowedLocalASNumbers?: number
   ttlSecurity?: number
+  reachableBy?: string
   filters?: string[]
   reversePeering?: 'Auto' | 'Manual'
 }

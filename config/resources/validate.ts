@@ -2,9 +2,9 @@
 // validator.go struct rules, its calicoctl client rules (default-only BGPConfiguration fields) and the
 // IPAM config rules of ipam.go. Pure: takes a resource, records problems at field paths.
 
-import { cidrsOverlap, formatCIDR, IPV4_LINK_LOCAL, IPV6_LINK_LOCAL, parseCIDR, type CIDR } from './ip.js'
+import { cidrsOverlap, formatCIDR, IPV4_LINK_LOCAL, IPV6_LINK_LOCAL, parseCIDR, parseIP, type CIDR } from './ip.js'
 import type { PathSegment, Problems } from './errors.js'
-import { checkCommunity, checkName } from './scalars.js'
+import { checkCommunity, checkName, parsePeerIP } from './scalars.js'
 import type { BGPConfiguration, BGPFilter, BGPFilterRule, BGPPeer, IPAMConfig, IPPool, Node, Resource } from './types.js'
 
 type Path = readonly PathSegment[]
@@ -87,6 +87,14 @@ function validateBGPPeer(r: BGPPeer, base: Path, problems: Problems): void {
   }
   if (s.keepOriginalNextHop === true && s.nextHopMode !== undefined) {
     problems.add(at('keepOriginalNextHop'), 'keepOriginalNextHop is deprecated and must not be true when nextHopMode is set')
+  }
+  if (s.reachableBy !== undefined) {
+    const gw = parseIP(s.reachableBy)
+    const peer = s.peerIP !== undefined ? parsePeerIP(s.peerIP) : undefined
+    if (s.peerIP === undefined) problems.add(at('reachableBy'), 'reachableBy needs peerIP')
+    else if (gw !== undefined && typeof peer === 'object' && gw.version !== peer.ip.version) {
+      problems.add(at('reachableBy'), 'reachableBy and peerIP are of different address families')
+    }
   }
 }
 

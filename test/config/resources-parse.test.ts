@@ -68,6 +68,7 @@ spec:
   keepaliveTime: 10s
   numAllowedLocalASNumbers: 1
   ttlSecurity: 1
+  reachableBy: 2001:db8::fffe
   reversePeering: Manual
 `
 
@@ -420,9 +421,9 @@ t.test('a rule comparing a faulty field raises no second, false error', async (t
   const errs = errorsOf(`apiVersion: projectcalico.org/v3
 kind: BGPPeer
 metadata: {name: tor}
-spec: {peerSelector: [1], asNumber: 65000}
+spec: {peerIP: [1], reachableBy: 192.0.2.1, asNumber: 65000}
 `)
-  t.same(errs.map((e) => e.path), ['documents[0].spec.peerSelector'], 'only the faulty peerSelector, not "asNumber must be empty when peerSelector is set"')
+  t.same(errs.map((e) => e.path), ['documents[0].spec.peerIP'], 'only the faulty peerIP, not "reachableBy needs peerIP"')
 })
 
 t.test("a bare true or number where Calico wants a string reads as Calico's client reads it", async (t) => {

@@ -45,7 +45,7 @@ export class Namespaces {
     await execa('ip', ['netns', 'add', ns])
     // destroy() may have begun while `ip` ran: then this one is removed here, not left behind.
     if (this.closed) {
-      await execa('ip', ['netns', 'del', ns], { reject: false })
+      await deleteNamespace(ns)
       throw new Error(`not keeping namespace ${ns}: the cluster is being removed`)
     }
     this.made.push(ns)
@@ -58,7 +58,7 @@ export class Namespaces {
     const i = this.made.indexOf(ns)
     if (i < 0) return
     for (const pid of await namespacePids(ns)) killQuietly(pid, 'SIGKILL')
-    await execa('ip', ['netns', 'del', ns], { reject: false })
+    await deleteNamespace(ns)
     this.made.splice(i, 1)
   }
 
@@ -96,10 +96,26 @@ export class Namespaces {
     while ([...pids].some(isAlive) && Date.now() < deadline && !this.hurry) await new Promise((r) => setTimeout(r, 50))
     for (const pid of pids) if (isAlive(pid)) killQuietly(pid, 'SIGKILL')
     // A namespace an add() in flight makes meanwhile is taken too: the loop runs until none is left.
+    const left: string[] = []
     while (this.made.length > 0) {
       const ns = this.made.pop() as string
-      await execa('ip', ['netns', 'del', ns], { reject: false })
+      if (!(await deleteNamespace(ns))) left.push(ns)
     }
+    if (left.length > 0) throw new Error(`could not delete namespaces ${left.join(', ')}: ip netns del kept failing for 5 s`)
+  }
+}
+
+/**
+ * `ip netns del`, retried for up to 5 s: a namespace file is busy for a moment while a mount namespace that
+ * holds a copy of it (a container that had /run/netns mounted) is still going away. False if it stayed.
+ */
+async function deleteNamespace(ns: string): Promise<boolean> {
+  const until = Date.now() + 5000
+  for (;;) {
+    const r = await execa('ip', ['netns', 'del', ns], { reject: false })
+    if (r.exitCode === 0 || /No such file/.test(String(r.stderr))) return true
+    if (Date.now() > until) return false
+    await new Promise((resolve) => setTimeout(resolve, 100))
   }
 }
 

@@ -58,8 +58,8 @@ export class Namespaces {
     const i = this.made.indexOf(ns)
     if (i < 0) return
     for (const pid of await namespacePids(ns)) killQuietly(pid, 'SIGKILL')
-    await deleteNamespace(ns)
-    this.made.splice(i, 1)
+    // One that stays busy is kept in `made`: destroy() tries it again once every process is gone.
+    if (await deleteNamespace(ns, 0)) this.made.splice(this.made.indexOf(ns), 1)
   }
 
   /** The fabric: a namespace with bridge br0. */
@@ -106,11 +106,12 @@ export class Namespaces {
 }
 
 /**
- * `ip netns del`, retried for up to 5 s: a namespace file is busy for a moment while a mount namespace that
- * holds a copy of it (a container that had /run/netns mounted) is still going away. False if it stayed.
+ * `ip netns del`, retried for up to `retryMs`: a namespace file is busy while another mount namespace holds
+ * a copy of its mount (a process under `ip netns exec`, a container with /run/netns) and is going away.
+ * False if it stayed.
  */
-async function deleteNamespace(ns: string): Promise<boolean> {
-  const until = Date.now() + 5000
+async function deleteNamespace(ns: string, retryMs = 5000): Promise<boolean> {
+  const until = Date.now() + retryMs
   for (;;) {
     const r = await execa('ip', ['netns', 'del', ns], { reject: false })
     if (r.exitCode === 0 || /No such file/.test(String(r.stderr))) return true

@@ -4,6 +4,7 @@
 
 import t from 'tap'
 import net from 'node:net'
+import { connected } from './connected.js'
 import { OPT, SOL, TCP_MD5_MAX_KEY, connectSecured, encodeTcpMd5Sig, fdOf, setIntOption, setTcpMd5Key } from '../../bgp/session/socket-options.js'
 
 const hex = (b: Uint8Array): string => Buffer.from(b).toString('hex')
@@ -51,24 +52,6 @@ async function keyedListener(t: Tap.Test, host: string, peer: string, family: 4 
   return (srv.address() as net.AddressInfo).port
 }
 
-/** Whether `socket` connects within `ms`: a segment whose digest does not match is dropped silently. */
-function connected(socket: net.Socket, ms: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => {
-      socket.destroy()
-      resolve(false)
-    }, ms)
-    socket.once('connect', () => {
-      clearTimeout(timer)
-      socket.destroy()
-      resolve(true)
-    })
-    socket.once('error', () => {
-      clearTimeout(timer)
-      resolve(false)
-    })
-  })
-}
 
 for (const [label, host, peer, family] of [
   ['IPv4', '127.0.0.1', '127.0.0.1', 4],

@@ -3,6 +3,7 @@
 
 import t from 'tap'
 import net from 'node:net'
+import { connected } from './connected.js'
 import { OPT, SOL, SocketOptionError, fdOf, setIntOption, socketOptionsAvailable } from '../../bgp/session/socket-options.js'
 
 async function listener(): Promise<net.Server> {
@@ -11,25 +12,7 @@ async function listener(): Promise<net.Server> {
   return srv
 }
 
-/** Whether a connect to `port` completes within `ms` (a SYN dropped by the kernel leaves it pending). */
-function connects(port: number, ms: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = net.connect({ port, host: '127.0.0.1' })
-    const timer = setTimeout(() => {
-      s.destroy()
-      resolve(false)
-    }, ms)
-    s.once('connect', () => {
-      clearTimeout(timer)
-      s.destroy()
-      resolve(true)
-    })
-    s.once('error', () => {
-      clearTimeout(timer)
-      resolve(false)
-    })
-  })
-}
+const connects = (port: number, ms: number): Promise<boolean> => connected(net.connect({ port, host: '127.0.0.1' }), ms)
 
 t.test('the FFI loads here', async (t) => {
   t.same(socketOptionsAvailable(), { ok: true })

@@ -3,21 +3,12 @@
 // (TTL 255 both ways on loopback) come up through a passive listener.
 
 import t from 'tap'
-import { BgpSpeaker } from '../../bgp/index.js'
+import type { BgpSpeaker } from '../../bgp/index.js'
+import { loopbackSpeakers } from './loopback-speakers.js'
 import type { PeerConfig } from '../../bgp/session/peer-config.js'
 import { waitFor } from '../harness/wait.js'
 
-async function pair(t: Tap.Test, hostA: string, hostB: string): Promise<{ a: BgpSpeaker; b: BgpSpeaker }> {
-  const a = new BgpSpeaker({ asn: 64512, routerId: '192.0.2.1', listen: { port: 0, hosts: [hostA] } })
-  const b = new BgpSpeaker({ asn: 64512, routerId: '192.0.2.2', listen: { port: 0, hosts: [hostB] } })
-  await a.start()
-  await b.start()
-  t.teardown(async () => {
-    await a.stop()
-    await b.stop()
-  })
-  return { a, b }
-}
+const pair = (t: Tap.Test, hostA: string, hostB: string): ReturnType<typeof loopbackSpeakers> => loopbackSpeakers(t, 64512, 64512, [hostA, hostB])
 
 const up = (s: BgpSpeaker): boolean => s.peerStatus()[0]?.state === 'Established'
 

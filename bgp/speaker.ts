@@ -116,7 +116,11 @@ export class BgpSpeaker {
    */
   async stop(opts: { graceful?: boolean; message?: string } = {}): Promise<void> {
     for (const peer of this.peers.values()) {
-      peer.stop(opts.graceful ? { graceful: true } : opts.message ? { notification: notification(ErrorCode.CEASE, CeaseSubcode.ADMINISTRATIVE_SHUTDOWN, { shutdownMessage: opts.message }) } : {})
+      peer.stop(
+        opts.graceful
+          ? { graceful: true, reason: 'the speaker is restarting' }
+          : { reason: 'the speaker is stopping', ...(opts.message ? { notification: notification(ErrorCode.CEASE, CeaseSubcode.ADMINISTRATIVE_SHUTDOWN, { shutdownMessage: opts.message }) } : {}) },
+      )
     }
     await Promise.all(this.servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))))
     this.servers.length = 0
@@ -192,7 +196,7 @@ export class BgpSpeaker {
   removePeer(name: string, message = 'peer removed from the configuration'): boolean {
     const peer = this.peers.get(name)
     if (!peer) return false
-    peer.stop({ notification: notification(ErrorCode.CEASE, CeaseSubcode.PEER_DECONFIGURED) })
+    peer.stop({ notification: notification(ErrorCode.CEASE, CeaseSubcode.PEER_DECONFIGURED), reason: message })
     this.keyListeners(peer, true)
     this.peers.delete(name)
     this.transitions.forget(name)
@@ -220,7 +224,7 @@ export class BgpSpeaker {
       const next = resolvePeerConfig(config, this.opts.asn)
       const prev = current.resolvedConfig
       if (needsReset(prev, next)) {
-        current.stop({ notification: notification(ErrorCode.CEASE, CeaseSubcode.OTHER_CONFIGURATION_CHANGE) })
+        current.stop({ notification: notification(ErrorCode.CEASE, CeaseSubcode.OTHER_CONFIGURATION_CHANGE), reason: 'configuration changed: the session starts again with it' })
         this.keyListeners(current, true)
         this.peers.delete(config.name)
         this.addPeer(config)

@@ -22,8 +22,14 @@ export type FsmStateName = 'Idle' | 'Connect' | 'Active' | 'OpenSent' | 'OpenCon
 export type TimerName = 'ConnectRetry' | 'Hold' | 'Keepalive' | 'DelayOpen' | 'IdleHold'
 
 export type FsmEvent =
-  | { readonly type: 'ManualStart' }
-  | { readonly type: 'ManualStop'; readonly notification?: NotificationMessage }
+  /** `reason` names who started it (the operator, BFD up again) for the log; default "started". */
+  | { readonly type: 'ManualStart'; readonly reason?: string }
+  /**
+   * We stop the session: with this NOTIFICATION (default Cease / Administrative Shutdown), or `graceful`
+   * with none, so the peer keeps our routes while we restart (RFC 4724 §4.2). `reason` names the cause
+   * (operator, de-configured, BFD down) for the log.
+   */
+  | { readonly type: 'ManualStop'; readonly notification?: NotificationMessage; readonly graceful?: boolean; readonly reason?: string }
   | { readonly type: 'AutomaticStart' }
   /** e.g. the maximum prefix limit: stop with this NOTIFICATION, then restart after IdleHold. */
   | { readonly type: 'AutomaticStop'; readonly notification: NotificationMessage; readonly idleHoldTime?: number }
@@ -47,6 +53,12 @@ export type FsmEvent =
   /** UPDATE or ROUTE-REFRESH: both restart the hold timer in Established. */
   | { readonly type: 'UpdateMsg' }
   | { readonly type: 'UpdateMsgErr'; readonly error: BgpError }
+  /**
+   * A second, accepted connection replaces the session's (§6.8 collision won by the peer's connection, or
+   * a graceful-restart peer reconnecting while Established): the old one is given up, the new one's OPEN
+   * (already read) is answered as if it had just arrived.
+   */
+  | { readonly type: 'TakeOverConnection'; readonly open: OpenMessage; readonly reason: string }
 
 export type FsmAction =
   | { readonly type: 'connect' }
@@ -55,8 +67,19 @@ export type FsmAction =
   /** Start or restart a timer; seconds 0 stops it. */
   | { readonly type: 'timer'; readonly timer: TimerName; readonly seconds: number }
   | { readonly type: 'established'; readonly session: Negotiated }
-  /** The session left Established (or never got there); `graceful` when the peer may restart. */
-  | { readonly type: 'down'; readonly reason: string; readonly sentNotification?: NotificationMessage; readonly receivedNotification?: NotificationMessage }
+  /** The accepted connection the shell holds (TakeOverConnection) becomes the session's connection. */
+  | { readonly type: 'adopt' }
+  /**
+   * The session left Established (or never got there). `localStop`: we stopped it (ManualStop), so the peer
+   * is not restarting; without it and without a NOTIFICATION either way, a graceful-restart peer may be.
+   */
+  | {
+      readonly type: 'down'
+      readonly reason: string
+      readonly sentNotification?: NotificationMessage
+      readonly receivedNotification?: NotificationMessage
+      readonly localStop?: true
+    }
 
 export interface FsmConfig {
   readonly passive: boolean
@@ -95,12 +118,18 @@ const timer = (name: TimerName, seconds: number): FsmAction => ({ type: 'timer',
 const stopAll: FsmAction[] = [timer('ConnectRetry', 0), timer('Hold', 0), timer('Keepalive', 0), timer('DelayOpen', 0)]
 const send = (message: BgpMessage): FsmAction => ({ type: 'send', message })
 
+/** A NOTIFICATION for a reason: its text and its numbers, as operators search logs for both. */
 function describe(n: NotificationMessage): string {
-  return describeNotification(n)
+  return `${describeNotification(n)} (code ${n.code}, subcode ${n.subcode})`
 }
 
 /** Leaves for Idle. After anything but a manual stop, an automatic restart follows the Idle hold. */
-function toIdle(s: FsmState, config: FsmConfig, reason: string, opts: { sent?: NotificationMessage; received?: NotificationMessage; manual?: boolean; idleHold?: number } = {}): FsmStep {
+function toIdle(
+  s: FsmState,
+  config: FsmConfig,
+  reason: string,
+  opts: { sent?: NotificationMessage; received?: NotificationMessage; manual?: boolean; localStop?: boolean; idleHold?: number } = {},
+): FsmStep {
   const actions: FsmAction[] = []
   if (opts.sent) actions.push(send(opts.sent))
   actions.push({ type: 'drop' }, ...stopAll)
@@ -109,6 +138,7 @@ function toIdle(s: FsmState, config: FsmConfig, reason: string, opts: { sent?: N
     reason,
     ...(opts.sent ? { sentNotification: opts.sent } : {}),
     ...(opts.received ? { receivedNotification: opts.received } : {}),
+    ...(opts.localStop ? { localStop: true as const } : {}),
   })
   let idleHoldTime = s.idleHoldTime
   if (!opts.manual) {
@@ -171,14 +201,34 @@ function errorNotification(error: BgpError): NotificationMessage {
   return notification(error.code, error.subcode, { data: error.data })
 }
 
+/** TakeOverConnection: the old connection goes (Cease / Connection Collision Resolution while OPENs are out), the new one is up with its OPEN in. */
+function takeOver(s: FsmState, config: FsmConfig, open: OpenMessage, reason: string): FsmStep {
+  let base = s
+  const actions: FsmAction[] = []
+  if (s.name === 'Idle') actions.push(timer('IdleHold', 0))
+  else {
+    const colliding = s.name === 'OpenSent' || s.name === 'OpenConfirm'
+    const old = toIdle(s, config, reason, { ...(colliding ? { sent: notification(ErrorCode.CEASE, CeaseSubcode.CONNECTION_COLLISION_RESOLUTION) } : {}), manual: true })
+    base = old.state
+    actions.push(...old.actions)
+  }
+  actions.push({ type: 'adopt' })
+  const up = connected({ ...base, name: 'Active' }, config)
+  const answered = step(up.state, { type: 'BGPOpen', open }, config)
+  return { state: { ...answered.state, reason: `${reason}; ${answered.state.reason}` }, actions: [...actions, ...up.actions, ...answered.actions] }
+}
+
 export function step(s: FsmState, event: FsmEvent, config: FsmConfig): FsmStep {
   const none: FsmStep = { state: s, actions: [] }
   // Events that mean the same in every state but Idle.
   if (s.name !== 'Idle') {
     switch (event.type) {
       case 'ManualStop': {
-        const sent = s.name === 'OpenSent' || s.name === 'OpenConfirm' || s.name === 'Established' ? (event.notification ?? notification(ErrorCode.CEASE, CeaseSubcode.ADMINISTRATIVE_SHUTDOWN)) : undefined
-        return toIdle({ ...s, connectRetryCounter: 0 }, config, 'stopped by the operator', { ...(sent ? { sent } : {}), manual: true })
+        const open = s.name === 'OpenSent' || s.name === 'OpenConfirm' || s.name === 'Established'
+        const sent = open && !event.graceful ? (event.notification ?? notification(ErrorCode.CEASE, CeaseSubcode.ADMINISTRATIVE_SHUTDOWN)) : undefined
+        const why = event.reason ?? 'stopped by the operator'
+        const reason = event.graceful ? `${why}: closed without NOTIFICATION (graceful restart)` : sent ? `${why}: sent ${describe(sent)}` : why
+        return toIdle({ ...s, connectRetryCounter: 0 }, config, reason, { ...(sent ? { sent } : {}), manual: true, localStop: true })
       }
       case 'AutomaticStop':
         return toIdle(s, config, `stopped: ${describe(event.notification)}`, {
@@ -201,11 +251,12 @@ export function step(s: FsmState, event: FsmEvent, config: FsmConfig): FsmStep {
         break
     }
   }
+  if (event.type === 'TakeOverConnection') return takeOver(s, config, event.open, event.reason)
   switch (s.name) {
     case 'Idle':
       switch (event.type) {
         case 'ManualStart':
-          return start({ ...s, connectRetryCounter: 0, idleHoldTime: config.idleHoldMin }, config, 'started')
+          return start({ ...s, connectRetryCounter: 0, idleHoldTime: config.idleHoldMin }, config, event.reason ?? 'started')
         case 'AutomaticStart':
         case 'IdleHoldTimer_Expires':
           return start(s, config, event.type === 'AutomaticStart' ? 'started automatically' : 'idle hold over; restarting')

@@ -1,7 +1,9 @@
-// One peer's configuration as the speaker takes it, with BIRD-like defaults, and the OPEN it implies.
+// One peer's configuration as the speaker takes it, with BIRD-like defaults, the OPEN it implies, and the
+// RIB's view of the peer it gives a session. Pure: no sockets, timers or RIB state.
 
 import { Afi, Safi, familyKey, makeOpen, type Capability, type OpenMessage } from '../codec/index.js'
-import type { NextHopMode, Policy } from '../rib/types.js'
+import type { NextHopMode, Policy, RibPeer } from '../rib/types.js'
+import type { Negotiated } from './negotiate.js'
 
 export type Family = 'ipv4' | 'ipv6'
 export type AddPathConfig = 'off' | 'receive' | 'send' | 'both'
@@ -124,4 +126,33 @@ export function needsReset(a: ResolvedPeerConfig, b: ResolvedPeerConfig): boolea
   const keys: (keyof ResolvedPeerConfig)[] = ['address', 'port', 'localAddress', 'localAddress6', 'peerAsn', 'localAsn', 'passive', 'holdTime', 'keepaliveTime', 'delayOpenTime', 'rrClient', 'nextHopMode', 'allowLocalAs', 'addPath', 'gracefulRestart', 'restartTime', 'password', 'ttlSecurity', 'transportError']
   if (keys.some((k) => a[k] !== b[k])) return true
   return a.families.join() !== b.families.join()
+}
+
+/** The RIB's view of the peer for one session; its policies read through to the live configuration. */
+export function ribPeerFor(live: () => ResolvedPeerConfig, session: Negotiated, id: number, socketLocal: string | undefined): RibPeer {
+  const c = live()
+  return {
+    id,
+    name: c.name,
+    address: c.address,
+    localAddress: c.localAddress ?? socketLocal ?? '0.0.0.0',
+    ...(c.localAddress6 ? { localAddress6: c.localAddress6 } : {}),
+    asn: session.peerAsn,
+    localAsn: c.localAsn,
+    type: session.peerAsn === c.localAsn ? 'ibgp' : 'ebgp',
+    rrClient: c.rrClient,
+    nextHopMode: c.nextHopMode,
+    allowLocalAs: c.allowLocalAs,
+    // reconfigure() (a policy change from setPeers) must reach this session's imports and its
+    // Adj-RIB-Out, which the refresh in/out that follows re-runs.
+    get importPolicy() {
+      return live().importPolicy
+    },
+    get exportPolicy() {
+      return live().exportPolicy
+    },
+    families: session.families,
+    addPathSend: session.addPathSend,
+    importTable: !session.routeRefresh,
+  }
 }

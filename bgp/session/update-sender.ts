@@ -1,0 +1,124 @@
+// The UPDATEs one Established session sends: pulled from the peer's Adj-RIB-Out only while the socket has
+// room, so KEEPALIVEs and other control messages never wait behind them; End-of-RIB once the table is out
+// (RFC 4724 §2) and route-refresh framing (RFC 7313). Owns no socket, timer or FSM: it writes through a port.
+
+import type { Logger } from 'pino'
+import { RouteRefreshSubtype, encodeMessage, endOfRibUpdate, familyKey, packUpdates, type BgpMessage } from '../codec/index.js'
+import type { AdjRibOut, FamilyKey } from '../rib/types.js'
+import type { Negotiated } from './negotiate.js'
+import { familyName, type PeerCounters } from './peer-status.js'
+
+/** Bytes the socket may hold before we stop pulling UPDATEs (backpressure). */
+const HIGH_WATER = 256 * 1024
+/** Prefixes taken from the Adj-RIB-Out per pull. */
+const PULL = 4000
+
+/** Where the sender writes: the peer shell's socket, with its counters and send hold timer. */
+export interface SenderWire {
+  /** Bytes queued and not yet taken by the kernel; undefined without a connection. */
+  queued(): number | undefined
+  write(bytes: Uint8Array): void
+  send(message: BgpMessage): void
+}
+
+export interface SenderDeps {
+  readonly log: Logger
+  readonly counters: PeerCounters
+  readonly wire: SenderWire
+  /** While true, End-of-RIB waits: the owner has not originated everything yet (RFC 4724 §4.1). */
+  readonly holdEndOfRib?: () => boolean
+}
+
+export class UpdateSender {
+  private adjOut: AdjRibOut | undefined
+  private session: Negotiated | undefined
+  /** Families whose initial table has gone out, so End-of-RIB has been sent. */
+  private readonly eorSent = new Set<FamilyKey>()
+  /** Families re-advertised for a route refresh whose EoRR is still to go (RFC 7313). */
+  private readonly pendingEorr = new Set<FamilyKey>()
+  private scheduled: NodeJS.Immediate | undefined
+
+  constructor(private readonly deps: SenderDeps) {}
+
+  /** Prefixes in the Adj-RIB-Out (advertised or about to be). */
+  get advertised(): number {
+    return this.adjOut?.size ?? 0
+  }
+
+  /** The session is Established: its Adj-RIB-Out is sent from now on, starting with the whole table. */
+  attach(adjOut: AdjRibOut, session: Negotiated): void {
+    this.eorSent.clear()
+    this.pendingEorr.clear()
+    this.adjOut = adjOut
+    this.session = session
+    adjOut.onPending(() => this.schedule())
+    this.pump()
+  }
+
+  /** The session is gone: nothing more is sent. */
+  detach(): void {
+    this.adjOut = undefined
+    this.session = undefined
+    if (this.scheduled) clearImmediate(this.scheduled)
+    this.scheduled = undefined
+  }
+
+  /** Re-advertises everything (soft reset out). */
+  refreshOut(): void {
+    this.adjOut?.refresh()
+  }
+
+  /** The peer sent ROUTE-REFRESH: re-advertise the family, framed by BoRR/EoRR when enhanced (RFC 7313 §4). */
+  refreshRequested(afi: number, safi: number, subtype: number): void {
+    const s = this.session
+    const family = familyKey(afi, safi)
+    // RFC 7313 §5: BoRR/EoRR from the peer frame its re-advertisement; other subtypes are ignored.
+    if (subtype !== RouteRefreshSubtype.NORMAL || !s?.families.has(family)) return
+    this.deps.log.info({ family: familyName(family) }, 'route refresh requested by the peer')
+    if (s.enhancedRouteRefresh) this.deps.wire.send({ type: 'route-refresh', afi, safi, subtype: RouteRefreshSubtype.BORR })
+    this.adjOut?.refresh(family)
+    this.pendingEorr.add(family)
+    this.pump()
+  }
+
+  /** Sends what is pending while the socket has room, then End-of-RIB and EoRR once all is out. */
+  pump(): void {
+    const out = this.adjOut
+    const session = this.session
+    const wire = this.deps.wire
+    if (!out || !session) return
+    let queued = wire.queued()
+    if (queued === undefined) return
+    while (queued < HIGH_WATER && out.pending > 0) {
+      for (const batch of out.take(PULL)) {
+        for (const bytes of packUpdates(batch, session.tx)) {
+          wire.write(bytes)
+          this.deps.counters.updatesOut++
+        }
+      }
+      queued = wire.queued()
+      if (queued === undefined) return
+    }
+    if (out.pending === 0 && this.deps.holdEndOfRib?.() !== true) {
+      for (const f of session.families) {
+        if (!this.eorSent.has(f)) {
+          this.eorSent.add(f)
+          wire.write(encodeMessage(endOfRibUpdate(f >> 8, f & 255), session.tx))
+        }
+      }
+      for (const f of this.pendingEorr) {
+        if (session.enhancedRouteRefresh) wire.send({ type: 'route-refresh', afi: f >> 8, safi: f & 255, subtype: RouteRefreshSubtype.EORR })
+      }
+      this.pendingEorr.clear()
+    }
+  }
+
+  private schedule(): void {
+    if (this.scheduled) return
+    // The next turn of the event loop: changes flushed together go out together.
+    this.scheduled = setImmediate(() => {
+      this.scheduled = undefined
+      this.pump()
+    })
+  }
+}

@@ -162,3 +162,32 @@ t.test('every transition records a reason', async (t) => {
     state = next
   }
 })
+
+t.test('a stop names its cause; a graceful stop sends no NOTIFICATION; both are local stops', async (t) => {
+  const bfd = run([...toEstablished, { type: 'ManualStop', reason: 'BFD down: path failed', notification: { type: 'notification', code: 6, subcode: 10, data: new Uint8Array(0) } }])
+  t.equal(bfd.state.reason, 'BFD down: path failed: sent Cease / BFD Down (code 6, subcode 10)')
+  t.same(sent(bfd.actions.at(-1)!), ['notification 6/10'])
+  const graceful = run([...toEstablished, { type: 'ManualStop', graceful: true, reason: 'restarting' }])
+  t.equal(graceful.state.name, 'Idle')
+  t.same(sent(graceful.actions.at(-1)!), [], 'no NOTIFICATION: the peer keeps our routes (RFC 4724 §4.2)')
+  t.match(graceful.state.reason, /^restarting: closed without NOTIFICATION/)
+  for (const r of [bfd, graceful]) t.match(r.actions.at(-1)!.find((a) => a.type === 'down'), { localStop: true })
+  const lost = run([...toEstablished, { type: 'TcpConnectionFails', reason: 'reset' }])
+  t.notOk(lost.actions.at(-1)!.some((a) => a.type === 'down' && a.localStop), 'a lost connection is not a local stop')
+  t.equal(run([{ type: 'ManualStart', reason: 'BFD is up again' }]).state.reason, 'BFD is up again')
+})
+
+t.test('TakeOverConnection: the old connection goes with a Cease, the new one answers its OPEN', async (t) => {
+  const { state, actions } = run([...toEstablished.slice(0, 2), { type: 'TakeOverConnection', open: peerOpen(), reason: 'connection collision: the incoming connection wins (§6.8)' }])
+  const a = actions.at(-1)!
+  t.equal(state.name, 'OpenConfirm')
+  t.match(state.reason, /^connection collision: the incoming connection wins \(§6\.8\); OPEN from 192\.0\.2\.2/)
+  t.same(sent(a), ['notification 6/7', 'open', 'keepalive'], 'Cease / Connection Collision Resolution on the old one, then OPEN and KEEPALIVE on the new')
+  const order = a.map((x) => x.type)
+  t.ok(order.indexOf('drop') < order.indexOf('adopt') && order.indexOf('adopt') < order.lastIndexOf('send'), 'dropped, adopted, then answered')
+  t.equal(timers(a).IdleHold, 0, 'no Idle hold in between')
+  const gr = run([...toEstablished, { type: 'TakeOverConnection', open: peerOpen(), reason: 'the peer reconnected' }])
+  t.equal(gr.state.name, 'OpenConfirm')
+  t.same(sent(gr.actions.at(-1)!), ['open', 'keepalive'], 'from Established (graceful restart) the old connection just goes')
+  t.match(gr.actions.at(-1)!.find((x) => x.type === 'down'), { reason: 'the peer reconnected' })
+})

@@ -1,8 +1,9 @@
-// One peer's configuration as the speaker takes it, with BIRD-like defaults, the OPEN it implies, and the
-// RIB's view of the peer it gives a session. Pure: no sockets, timers or RIB state.
+// One peer's configuration as the speaker takes it, with BIRD-like defaults, and what it implies: our
+// OPEN, the FSM's configuration, and the RIB's view of the peer in a session. Pure: no sockets, timers or RIB.
 
 import { Afi, Safi, familyKey, makeOpen, type Capability, type OpenMessage } from '../codec/index.js'
 import type { NextHopMode, Policy, RibPeer } from '../rib/types.js'
+import type { FsmConfig } from './fsm.js'
 import type { Negotiated } from './negotiate.js'
 
 export type Family = 'ipv4' | 'ipv6'
@@ -119,6 +120,20 @@ export function localOpen(c: ResolvedPeerConfig, routerId: string, restarting: b
   }
   caps.push({ kind: 'extended-message' })
   return makeOpen({ asn: c.localAsn, holdTime: c.holdTime, bgpId: routerId, capabilities: caps })
+}
+
+/** The FSM's configuration for this peer: its timers, what its OPEN must say, and ours. */
+export function fsmConfigFor(c: ResolvedPeerConfig, routerId: string, restarting: boolean): FsmConfig {
+  return {
+    passive: c.passive,
+    connectRetryTime: c.connectRetryTime,
+    openHoldTime: 240,
+    delayOpenTime: c.delayOpenTime,
+    idleHoldMin: 5,
+    idleHoldMax: 30,
+    expect: { peerAsn: c.peerAsn, localAsn: c.localAsn, localRouterId: routerId, holdTime: c.holdTime, keepaliveTime: c.keepaliveTime },
+    localOpen: localOpen(c, routerId, restarting),
+  }
 }
 
 /** Whether a change of configuration needs the session to restart (anything in the OPEN or transport). */

@@ -22,7 +22,7 @@ import type { Clock } from './clock.js'
 import { initialState, step, type FsmAction, type FsmConfig, type FsmEvent, type FsmState } from './fsm.js'
 import { GracefulRestart } from './graceful-restart.js'
 import type { Negotiated } from './negotiate.js'
-import { localOpen, ribPeerFor, type ResolvedPeerConfig } from './peer-config.js'
+import { fsmConfigFor, ribPeerFor, type ResolvedPeerConfig } from './peer-config.js'
 import { familyName, newCounters, peerStatus, type PeerCounters, type PeerStatus } from './peer-status.js'
 import { PeerTimers } from './peer-timers.js'
 import { PeerTransport, collisionVerdict } from './peer-transport.js'
@@ -148,17 +148,7 @@ export class BgpPeer {
   }
 
   private makeFsmConfig(): FsmConfig {
-    const c = this.config
-    return {
-      passive: c.passive,
-      connectRetryTime: c.connectRetryTime,
-      openHoldTime: 240,
-      delayOpenTime: c.delayOpenTime,
-      idleHoldMin: 5,
-      idleHoldMax: 30,
-      expect: { peerAsn: c.peerAsn, localAsn: c.localAsn, localRouterId: this.deps.routerId, holdTime: c.holdTime, keepaliveTime: c.keepaliveTime },
-      localOpen: localOpen(c, this.deps.routerId, this.deps.restarting()),
-    }
+    return fsmConfigFor(this.config, this.deps.routerId, this.deps.restarting())
   }
 
   /** Applies a configuration that needs no session reset (policies, limits, names). */
@@ -345,12 +335,6 @@ export class BgpPeer {
     this.dispatch({ type: what === 'header' ? 'BGPHeaderErr' : what === 'open' ? 'BGPOpenMsgErr' : 'UpdateMsgErr', error })
   }
 
-  /** One message received: counted, an FSM event, and UPDATEs on to the RIB. */
-  private onMessage(msg: BgpMessage): void {
-    this.counters.messagesIn++
-    if (this.onMessageType(msg)) this.ribChanged = true
-  }
-
   /** Whether an UPDATE of this read changed the RIB: it is flushed once the read is handled. */
   private ribChanged = false
 
@@ -360,29 +344,30 @@ export class BgpPeer {
     this.deps.rib.flush()
   }
 
-  /** Returns whether the RIB changed. */
-  private onMessageType(msg: BgpMessage): boolean {
+  /** One message received: counted, an FSM event, and UPDATEs on to the RIB. */
+  private onMessage(msg: BgpMessage): void {
+    this.counters.messagesIn++
     switch (msg.type) {
       case 'open':
         this.dispatch({ type: 'BGPOpen', open: msg })
         // RFC 8654: larger UPDATEs may follow once both sides advertised extended message.
         this.transport.setExtendedMessage(this.state.session?.extendedMessage === true)
-        return false
+        return
       case 'keepalive':
         this.counters.keepalivesIn++
         this.dispatch({ type: 'KeepAliveMsg' })
-        return false
+        return
       case 'notification':
         this.counters.notificationsIn++
         this.lastError = `received ${describeNotification(msg)}`
         this.dispatch({ type: 'NotifMsg', notification: msg })
-        return false
+        return
       case 'route-refresh': {
         this.counters.routeRefreshIn++
         const established = this.state.name === 'Established'
         this.dispatch({ type: 'UpdateMsg' })
         if (established) this.sender.refreshRequested(msg.afi, msg.safi, msg.subtype)
-        return false
+        return
       }
       case 'update': {
         this.counters.updatesIn++
@@ -390,7 +375,8 @@ export class BgpPeer {
         this.dispatch({ type: 'UpdateMsg' })
         const peer = this.ribPeer
         const s = this.state.session
-        return established && peer !== undefined && s !== undefined && this.receiver.receive(peer, s, msg)
+        if (established && peer !== undefined && s !== undefined && this.receiver.receive(peer, s, msg)) this.ribChanged = true
+        return
       }
       default: {
         const never: never = msg

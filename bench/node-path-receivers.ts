@@ -18,10 +18,19 @@ import { runPintoctl } from '../test/agent/pintoctl-run.js'
 export const RECEIVER_AS = 64512
 /** The route protocol number pinto-node tags its kernel routes with (PINTO_ROUTE_PROTOCOL's default). */
 export const PINTO_PROTO = 87
+/** PINTO_SYNC_DEADLINE_SECONDS's default, which the bench leaves as the DaemonSet does. */
+const SYNC_DEADLINE_SECONDS = 10
 
 export interface Receiver {
   readonly name: 'pinto' | 'BIRD'
   readonly pid: number
+  /**
+   * Resolves once the receiver is past its start-up: pinto-node programs the kernel at once from the
+   * first table only after its sync deadline (PINTO_SYNC_DEADLINE_SECONDS, 10 s by default; before it, it
+   * waits for every peer's End-of-RIB, as a restarting node must), so the sender connects to a running
+   * node, as when a top-of-rack router comes back or a peer is added.
+   */
+  settled(): Promise<void>
   /** Why it is gone, once it has exited unasked. */
   died(): string | undefined
   stop(): Promise<void>
@@ -83,9 +92,16 @@ export async function startPintoNode(topo: Topology, node: NetNode, peer: PeerSp
   }, { timeoutMs: 30_000, what: 'pinto-node answering GET /v1/status' }).catch((e: Error) => {
     throw new Error(exit ?? e.message)
   })
+  const started = Date.now()
   return {
     name: 'pinto',
     pid,
+    // Its log says when the deadline passed; a few seconds past the deadline do if the wording changes.
+    settled: () =>
+      waitFor(() => {
+        if (exit !== undefined) throw new Error(exit)
+        return tail(join(dir, 'stdout.log')).includes('programming the kernel') || Date.now() - started > (SYNC_DEADLINE_SECONDS + 5) * 1000
+      }, { timeoutMs: (SYNC_DEADLINE_SECONDS + 10) * 1000, intervalMs: 100, what: "pinto-node's start-up sync deadline" }).then(() => undefined),
     died: () => exit,
     async stop() {
       exit ??= 'stopped'
@@ -134,6 +150,7 @@ export async function startBirdKernel(topo: Topology, node: NetNode, peer: PeerS
   return {
     name: 'BIRD',
     pid,
+    settled: () => Promise.resolve(),
     died: () => {
       if (stopped) return undefined
       try {

@@ -1,11 +1,12 @@
 // bench/table-sender: the BGP peer bench/node-path feeds a receiver with. It builds route-mix's table for
 // one family, encodes it once (packUpdates, one run of UPDATEs per attribute set; MP_REACH_NLRI for
-// IPv6), connects, and on Established writes every UPDATE and End-of-RIB as fast as the socket takes them.
+// IPv6), connects when told, and on Established writes every UPDATE and End-of-RIB as fast as the
+// socket takes them.
 //   ip netns exec NS node dist/bench/table-sender.js '{"peer":..,"local":..,"asn":..,"family":"ipv4","count":..}'
-// Prints JSON lines: encoded, established {at}, sent {at}. Then reads churn commands on stdin, one JSON
-// line each, {"op":"announce"|"withdraw","k":K}, writes that one UPDATE for churnPrefix(family, K) and
-// prints {"event":"wrote","k":K,"op":..,"at":ms}. Times are performance.timeOrigin + now(), the clock the
-// bench reads too. Keeps the session up with keepalives until stdin ends or SIGTERM.
+// Prints JSON lines: encoded; after {"op":"connect"} on stdin, established {at} and sent {at}. Then each
+// stdin line {"op":"announce"|"withdraw","k":K} writes one UPDATE for churnPrefix(family, K) and prints
+// {"event":"wrote","k":K,"op":..,"at":ms}. Times are performance.timeOrigin + now(), the clock the bench
+// reads too. Keeps the session up with keepalives until stdin ends or SIGTERM.
 
 import type { Socket } from 'node:net'
 import { createInterface } from 'node:readline'
@@ -41,24 +42,26 @@ for (const set of mix.sets) updates.push(...packUpdates(batch(set.prefixes, unde
 updates.push(encodeMessage(endOfRibUpdate(afi, Safi.UNICAST), opts))
 say({ event: 'encoded', updates: updates.length, bytes: updates.reduce((n, b) => n + b.length, 0), sets: mix.sets.length, shape: mix.shape })
 
-openSenderSession({ peer: args.peer, local: args.local, routerId: args.routerId, asn: args.asn, afi }, opts, now, (socket) => {
-  void writeAll(socket, updates).then(() => {
-    say({ event: 'sent', at: now() })
-    churn(socket)
-  })
+let session: Socket | undefined
+const lines = createInterface({ input: process.stdin })
+lines.on('line', (line) => {
+  const cmd = JSON.parse(line) as { op: 'connect' | 'announce' | 'withdraw'; k?: number }
+  if (cmd.op === 'connect') {
+    openSenderSession({ peer: args.peer, local: args.local, routerId: args.routerId, asn: args.asn, afi }, opts, now, (socket) => {
+      void writeAll(socket, updates).then(() => {
+        session = socket
+        say({ event: 'sent', at: now() })
+      })
+    })
+    return
+  }
+  if (session === undefined) throw new Error(`${line}: the table is not sent yet`)
+  const k = cmd.k ?? 0
+  const prefix = churnPrefix(args.family, k)
+  const [u] = packUpdates(cmd.op === 'announce' ? batch([prefix], undefined) : batch(undefined, [prefix]), opts)
+  if (u === undefined) throw new Error(`churn ${line}: no UPDATE encoded`)
+  const at = now()
+  session.write(u)
+  say({ event: 'wrote', k, op: cmd.op, at })
 })
-
-/** One UPDATE per stdin command, each written at once. */
-function churn(socket: Socket): void {
-  const lines = createInterface({ input: process.stdin })
-  lines.on('line', (line) => {
-    const cmd = JSON.parse(line) as { op: 'announce' | 'withdraw'; k: number }
-    const prefix = churnPrefix(args.family, cmd.k)
-    const [u] = packUpdates(cmd.op === 'announce' ? batch([prefix], undefined) : batch(undefined, [prefix]), opts)
-    if (u === undefined) throw new Error(`churn ${line}: no UPDATE encoded`)
-    const at = now()
-    socket.write(u)
-    say({ event: 'wrote', k: cmd.k, op: cmd.op, at })
-  })
-  lines.on('close', () => process.exit(0))
-}
+lines.on('close', () => process.exit(0))

@@ -96,7 +96,7 @@ export class RouteMonitor {
   /** Started and subscribed: a marker route in table 250 (no receiver's table) is seen coming and going. */
   static async start(ns: string, family: 'ipv4' | 'ipv6'): Promise<RouteMonitor> {
     const f = family === 'ipv4' ? '-4' : '-6'
-    const m = new RouteMonitor(execa('ip', ['-n', ns, f, 'monitor', 'route'], { reject: false, buffer: false }))
+    const m = new RouteMonitor(execa('ip', ['-n', ns, f, 'monitor', 'route'], { reject: false, buffer: false, cleanup: false }))
     const marker = family === 'ipv4' ? '192.0.2.250' : '2001:db8:ffff::250'
     await waitFor(async () => {
       await execa('ip', ['-n', ns, f, 'route', 'replace', marker, 'dev', 'lo', 'table', '250'])

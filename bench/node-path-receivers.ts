@@ -81,6 +81,9 @@ export async function startPintoNode(topo: Topology, node: NetNode, peer: PeerSp
     env,
     stdout: { file: join(dir, 'stdout.log') },
     stderr: { file: join(dir, 'stderr.log') },
+    // Removed by the topology (node-path-run's signal handler included). execa's own cleanup would count
+    // toward signal-exit's listeners and make it re-raise SIGTERM past that handler.
+    cleanup: false,
   })
   const pid = child.pid
   if (pid === undefined) throw new Error('pinto-node: no process')

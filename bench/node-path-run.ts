@@ -45,7 +45,7 @@ interface SenderEvent {
 
 /** The sender process and its JSON lines: each event is kept, and next(name) waits for the next one. */
 function startSender(topo: Topology, ns: string, args: Record<string, unknown>) {
-  const child = topo.spawn(ns, process.execPath, [SENDER, JSON.stringify(args)], { stdin: 'pipe', stdout: 'pipe', stderr: 'pipe', buffer: false })
+  const child = topo.spawn(ns, process.execPath, [SENDER, JSON.stringify(args)], { stdin: 'pipe', stdout: 'pipe', stderr: 'pipe', buffer: false, cleanup: false })
   const queue: SenderEvent[] = []
   let wake: (() => void) | undefined
   let failed: string | undefined
@@ -102,8 +102,13 @@ function monitorDst(family: MixFamily, k: number): string {
 
 export async function runReceiver(spec: RunSpec): Promise<RunResult> {
   const topo = await Topology.create()
-  const stopping = (): void => void topo.destroy()
+  // Interrupted, it still removes what it made: the run's awaits then fail and it ends with an error once
+  // the one removal (shared by the signal and the finally below) is done.
+  let removal: Promise<void> | undefined
+  const destroy = (): Promise<void> => (removal ??= topo.destroy())
+  const stopping = (): void => void destroy()
   process.once('SIGINT', stopping)
+  process.once('SIGTERM', stopping)
   try {
     const recv = await topo.addNode({ name: 'recv', v4: '192.0.2.1/24', v6: '2001:db8:ffff::1/64' })
     const send = await topo.addNode({ name: 'send', v4: '192.0.2.2/24', v6: '2001:db8:ffff::2/64' })
@@ -151,7 +156,8 @@ export async function runReceiver(spec: RunSpec): Promise<RunResult> {
       await receiver.stop()
     }
   } finally {
-    await topo.destroy()
+    await destroy()
     process.off('SIGINT', stopping)
+    process.off('SIGTERM', stopping)
   }
 }

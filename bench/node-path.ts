@@ -58,12 +58,20 @@ interface Pair {
   readonly bird: RunResult
 }
 
+// A signal between two runs ends the bench before the next one; inside a run, runReceiver removes what it made.
+let interrupted: string | undefined
+for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => (interrupted = sig))
+const run = async (spec: RunSpec): Promise<RunResult> => {
+  if (interrupted !== undefined) throw new Error(`node-path: stopped by ${interrupted}`)
+  return runReceiver(spec)
+}
+
 async function pair(family: MixFamily, count: number): Promise<Pair> {
   const spec = (receiver: RunSpec['receiver']): RunSpec => ({ receiver, family, count, churn: CHURN, churnBudgetMs: CHURN_MS })
   process.stdout.write(`${family} ${count}: pinto-node ...`)
-  const pinto = await runReceiver(spec('pinto'))
+  const pinto = await run(spec('pinto'))
   process.stdout.write(` ${pinto.seconds.toFixed(2)} s, churn ${pinto.latencies.length} changes; BIRD ...`)
-  const bird = await runReceiver(spec('BIRD'))
+  const bird = await run(spec('BIRD'))
   process.stdout.write(` ${bird.seconds.toFixed(2)} s, churn ${bird.latencies.length} changes (load average ${loadavg()[0]!.toFixed(1)})\n    table: ${pinto.shape}\n`)
   return { family, count, pinto, bird }
 }

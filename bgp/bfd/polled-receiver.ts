@@ -16,7 +16,8 @@ export function peerKey(address: string): string {
   return Buffer.from(bytes).toString('hex')
 }
 
-export type DatagramHandler = (payload: Buffer, fromKey: string, from: () => string, arrivedAt: number) => void
+/** `receiver.sender()` gives the sender's address as text, for logs, until the next datagram is read. */
+export type DatagramHandler = (payload: Buffer, fromKey: string, receiver: PolledReceiver, arrivedAt: number) => void
 
 export class PolledReceiver {
   private fd: number | undefined
@@ -50,7 +51,7 @@ export class PolledReceiver {
       // ago (no stamp yet, a clock step) is not trusted.
       const at = stamp !== undefined && stamp <= now && stamp > now - 1000 ? stamp : now
       const key = this.family === 'ipv4' ? this.from.toString('hex', 4, 8) : this.from.toString('hex', 8, 24)
-      onDatagram(this.buf.subarray(0, length), key, () => this.fromText(), at)
+      onDatagram(this.buf.subarray(0, length), key, this, at)
     }
     return n
   }
@@ -60,7 +61,7 @@ export class PolledReceiver {
     this.fd = undefined
   }
 
-  private fromText(): string {
+  sender(): string {
     if (this.family === 'ipv4') return [...this.from.subarray(4, 8)].join('.')
     const groups: string[] = []
     for (let i = 8; i < 24; i += 2) groups.push(this.from.readUInt16BE(i).toString(16))

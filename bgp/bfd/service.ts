@@ -9,7 +9,7 @@ import { randomInt } from 'node:crypto'
 import type { Logger } from 'pino'
 import { systemClock, type Clock } from '../session/clock.js'
 import { BFD_CONTROL_PORT, BfdPacketError, decodeControl } from './codec.js'
-import { PolledReceiver, peerKey } from './polled-receiver.js'
+import { PolledReceiver, peerKey, type DatagramHandler } from './polled-receiver.js'
 import { BfdSession, type BfdChange, type BfdSessionSpec, type BfdSessionStatus } from './session.js'
 
 export interface BfdServiceOptions {
@@ -180,20 +180,20 @@ export class BfdService {
           this.log.warn({ err: (err as Error).message }, `BFD ${r.family}: reading the receive socket failed`)
         }
       }
-      for (const s of [...this.sessions.values()]) s.tick(now)
+      for (const s of this.sessions.values()) s.tick(now)
     } finally {
       this.ticking = false
     }
     this.plan()
   }
 
-  private readonly onDatagram = (msg: Buffer, fromKey: string, from: () => string, at: number): void => {
+  private readonly onDatagram: DatagramHandler = (msg, fromKey, receiver, at) => {
     let packet
     try {
       packet = decodeControl(msg)
     } catch (err) {
       this.discarded++
-      if (err instanceof BfdPacketError) this.log.debug({ from: from() }, err.message)
+      if (err instanceof BfdPacketError) this.log.debug({ from: receiver.sender() }, err.message)
       return
     }
     let session: BfdSession | undefined

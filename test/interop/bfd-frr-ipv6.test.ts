@@ -7,6 +7,7 @@ import t from 'tap'
 import { createTopology } from '../harness/netns.js'
 import { startFrr } from '../harness/frr.js'
 import { startBfdd } from '../harness/bfdd.js'
+import { runPintoctl } from '../agent/pintoctl-run.js'
 import { PINTO_AS, addressOf, cutAndRestore, startBfdPinto, ttlStep } from './bfd-steps.js'
 
 const FRR_AS = 65001
@@ -35,6 +36,10 @@ t.test('BFD over IPv6 with FRR bfdd: Up, cut, restore, hop limit 254', async (t)
   t.equal(theirs['status'], 'up', 'bfdd sees the session up')
   t.equal(theirs['remote-id'], s.localDiscriminator, "bfdd learnt pinto's discriminator")
   t.match(await p.agent.get('/metrics'), { text: /pinto_bfd_session_state\{peer="[^"]+",address="2001:db8::2",state="Up"\} 1/ })
+
+  const status = await runPintoctl(['node', 'status', '--api', `unix:${p.agent.apiSocket}`])
+  t.equal(status.status, 0, `pintoctl node status: ${status.stderr}`)
+  t.match(status.stdout, /BFD status\n[^]*\| 2001:db8::2 +\| Up +\| Up +\| 100\/100 ms x3 \| 100 ms \| 300 ms \|/, 'pintoctl node status shows the IPv6 session Up')
 
   await t.test('a cut link: BGP down and the IPv6 route gone at BFD speed; back when the link is', (t) => cutAndRestore(t, p, nf.ns, pinto6))
   await t.test('GTSM: a packet with hop limit 254 is dropped, the same with 255 is taken', (t) => ttlStep(t, p, nf, pinto6, 'ipv6'))

@@ -4,19 +4,16 @@
 // kernel at BFD speed, and the link back brings both back; a packet with hop limit 254 is dropped by the
 // kernel (RFC 5881 §5) while the same with 255 is taken.
 import t from 'tap'
-import { createTopology } from '../harness/netns.js'
 import { startFrr } from '../harness/frr.js'
 import { startBfdd } from '../harness/bfdd.js'
 import { runPintoctl } from '../agent/pintoctl-run.js'
-import { PINTO_AS, addressOf, cutAndRestore, startBfdPinto, ttlStep } from './bfd-steps.js'
+import { PINTO_AS, bfdPair, addressOf, cutAndRestore, startBfdPinto, ttlStep } from './bfd-steps.js'
 
 const FRR_AS = 65001
 const ROUTE = '2001:db8:ff::/48'
 
 t.test('BFD over IPv6 with FRR bfdd: Up, cut, restore, hop limit 254', async (t) => {
-  const topo = await createTopology(t)
-  const np = await topo.addNode({ name: 'pinto', v4: '192.0.2.1/24', v6: '2001:db8::1/64' })
-  const nf = await topo.addNode({ name: 'frr', v4: '192.0.2.2/24', v6: '2001:db8::2/64' })
+  const { topo, np, nr: nf } = await bfdPair(t, 'frr')
   const pinto6 = addressOf(np, 'ipv6')
   const frr = await startFrr(topo, nf, {
     routerId: nf.v4!,

@@ -4,19 +4,16 @@
 // back brings BFD, BGP and the route back; the router's AdminDown leaves BGP up (RFC 5882 §3.2); a
 // packet sent with TTL 254 is dropped by the kernel (RFC 5881 §5) while the same at TTL 255 is taken.
 import t from 'tap'
-import { createTopology } from '../harness/netns.js'
 import { startFrr } from '../harness/frr.js'
 import { startBfdd } from '../harness/bfdd.js'
 import { waitFor } from '../harness/wait.js'
-import { PINTO_AS, cutAndRestore, startBfdPinto, ttlStep } from './bfd-steps.js'
+import { PINTO_AS, bfdPair, cutAndRestore, startBfdPinto, ttlStep } from './bfd-steps.js'
 
 const FRR_AS = 65001
 const ROUTE = '203.0.113.0/24'
 
 t.test('BFD with FRR bfdd: cut, restore, AdminDown, TTL 254', async (t) => {
-  const topo = await createTopology(t)
-  const np = await topo.addNode({ name: 'pinto', v4: '192.0.2.1/24' })
-  const nf = await topo.addNode({ name: 'frr', v4: '192.0.2.2/24' })
+  const { topo, np, nr: nf } = await bfdPair(t, 'frr')
   const frr = await startFrr(topo, nf, {
     routerId: nf.v4!,
     as: FRR_AS,

@@ -5,7 +5,7 @@
 import type { Test } from 'tap'
 import { join } from 'node:path'
 import { execa } from 'execa'
-import type { NetNode, Topology } from '../harness/netns.js'
+import { createTopology, type NetNode, type Topology } from '../harness/netns.js'
 import { cutLink } from '../harness/bfdd.js'
 import { waitFor } from '../harness/wait.js'
 import { ROUTE_PROTOCOL, kernelRoutes } from '../../agent/demo/observe.js'
@@ -24,6 +24,14 @@ export interface BfdPinto {
   hasRoute(): Promise<boolean>
   /** BFD Up, BGP Established and the router's route in the kernel. */
   upAgain(what: string): Promise<void>
+}
+
+/** A test's two nodes on one link, pinto and a router, each with an IPv4 and an IPv6 address. */
+export async function bfdPair(t: Test, routerName: string): Promise<{ topo: Topology; np: NetNode; nr: NetNode }> {
+  const topo = await createTopology(t)
+  const np = await topo.addNode({ name: 'pinto', v4: '192.0.2.1/24', v6: '2001:db8::1/64' })
+  const nr = await topo.addNode({ name: routerName, v4: '192.0.2.2/24', v6: '2001:db8::2/64' })
+  return { topo, np, nr }
 }
 
 /** pinto's kernel routes of `family` that felix owns (`ip route` shows IPv4 only unless told -6). */

@@ -1,14 +1,15 @@
-// The node's BFD: the port-3784 receive sockets (one per address family, GTSM by a kernel socket filter
-// that drops any datagram not sent with TTL/hop limit 255, RFC 5881 §5), the demultiplexing of packets to
-// sessions (§6.3: by Your Discriminator, else by the peer's address), and the set of sessions, changed
-// in place. It decides nothing about BGP: state changes go to the listener.
+// The node's BFD: the port-3784 receive sockets (one per address family, polled-receiver.ts), the
+// demultiplexing of packets to sessions (§6.3: by Your Discriminator, else by the peer's address), the
+// set of sessions, changed in place, and the one timer that drives them all. Each wakeup of that tick
+// reads every queued packet, then runs the detection deadlines and sends every periodic packet whose
+// jitter window is open, so N sessions cost one wakeup per interval rather than 3N. It decides nothing
+// about BGP: state changes go to the listener.
 
 import { randomInt } from 'node:crypto'
-import { createSocket, type RemoteInfo, type Socket } from 'node:dgram'
 import type { Logger } from 'pino'
 import { systemClock, type Clock } from '../session/clock.js'
-import { attachSocketFilter, dgramFdOf, ttlFilter } from '../session/socket-options.js'
 import { BFD_CONTROL_PORT, BfdPacketError, decodeControl } from './codec.js'
+import { PolledReceiver, peerKey, type DatagramHandler } from './polled-receiver.js'
 import { BfdSession, type BfdChange, type BfdSessionSpec, type BfdSessionStatus } from './session.js'
 
 export interface BfdServiceOptions {
@@ -24,7 +25,16 @@ export type BfdListener = (status: BfdSessionStatus, change: BfdChange) => void
 export interface BfdCounters {
   /** Datagrams dropped before any session saw them (bad packet, no session). */
   readonly discarded: number
+  /** Wakeups of the tick that drives every session. */
+  readonly ticks: number
 }
+
+/**
+ * How long a received packet may wait in the socket's queue at most: the tick runs at least this
+ * often while there are sessions. A packet's arrival time comes from the kernel, so waiting delays
+ * only the answer to it (a state change, a Final), never the detection deadline.
+ */
+export const RECEIVE_POLL_MS = 100
 
 const sameSpec = (a: BfdSessionSpec, b: BfdSessionSpec): boolean =>
   a.peerAddress === b.peerAddress && a.localAddress === b.localAddress && a.family === b.family
@@ -32,13 +42,20 @@ const sameSpec = (a: BfdSessionSpec, b: BfdSessionSpec): boolean =>
 export class BfdService {
   private readonly sessions = new Map<string, BfdSession>()
   private readonly byDiscr = new Map<number, BfdSession>()
-  private readonly receivers = new Map<'ipv4' | 'ipv6', Promise<Socket>>()
+  private readonly peerKeys = new Map<BfdSession, string>()
+  private readonly receivers = new Map<'ipv4' | 'ipv6', PolledReceiver>()
   private readonly listeners = new Set<BfdListener>()
   private readonly log: Logger
+  private readonly clock: Clock
   private discarded = 0
+  private ticks = 0
+  private timer: unknown
+  private timerAt = Infinity
+  private ticking = false
 
   constructor(private readonly opts: BfdServiceOptions) {
     this.log = opts.logger.child({ component: 'bfd' })
+    this.clock = opts.clock ?? systemClock
   }
 
   onChange(listener: BfdListener): () => void {
@@ -68,18 +85,20 @@ export class BfdService {
         }
         continue
       }
-      await this.receiver(spec.family)
+      this.receiver(spec.family)
       let discr = randomInt(1, 0xffffffff)
       while (this.byDiscr.has(discr)) discr = randomInt(1, 0xffffffff)
       const session = new BfdSession(spec, discr, {
-        clock: this.opts.clock ?? systemClock,
+        clock: this.clock,
         log: this.log.child({ bfd: spec.name, peer: spec.peerAddress }),
         random: this.opts.random ?? Math.random,
         onChange: (s, change) => {
           for (const l of this.listeners) l(s.status(), change)
         },
+        reschedule: () => this.plan(),
       })
       this.sessions.set(spec.name, session)
+      this.peerKeys.set(session, peerKey(spec.peerAddress))
       this.byDiscr.set(discr, session)
       try {
         await session.start()
@@ -101,13 +120,16 @@ export class BfdService {
   }
 
   get counters(): BfdCounters {
-    return { discarded: this.discarded }
+    return { discarded: this.discarded, ticks: this.ticks }
   }
 
   async close(): Promise<void> {
     for (const name of [...this.sessions.keys()]) this.remove(name)
-    for (const r of this.receivers.values()) (await r.catch(() => undefined))?.close()
+    for (const r of this.receivers.values()) r.close()
     this.receivers.clear()
+    this.clock.clearTimeout(this.timer)
+    this.timer = undefined
+    this.timerAt = Infinity
   }
 
   private remove(name: string): void {
@@ -116,54 +138,72 @@ export class BfdService {
     s.close()
     this.sessions.delete(name)
     this.byDiscr.delete(s.localDiscr)
+    this.peerKeys.delete(s)
   }
 
-  private receiver(family: 'ipv4' | 'ipv6'): Promise<Socket> {
+  private receiver(family: 'ipv4' | 'ipv6'): PolledReceiver {
     let r = this.receivers.get(family)
     if (!r) {
-      r = bindReceiver(family, this.opts.port ?? BFD_CONTROL_PORT, (msg, rinfo) => this.onDatagram(msg, rinfo))
+      r = new PolledReceiver(family, this.opts.port ?? BFD_CONTROL_PORT)
       this.receivers.set(family, r)
-      r.catch(() => this.receivers.delete(family))
     }
     return r
   }
 
-  private onDatagram(msg: Buffer, rinfo: RemoteInfo): void {
+  /** Sets the one timer to the earliest deadline of any session, and to RECEIVE_POLL_MS at the latest. */
+  private plan(): void {
+    if (this.ticking) return
+    const now = this.clock.now()
+    let at = this.sessions.size > 0 ? now + RECEIVE_POLL_MS : Infinity
+    for (const s of this.sessions.values()) at = Math.min(at, s.nextDeadline)
+    if (at === this.timerAt && this.timer !== undefined) return
+    this.clock.clearTimeout(this.timer)
+    this.timer = undefined
+    this.timerAt = at
+    if (at === Infinity) return
+    this.timer = this.clock.setTimeout(() => {
+      this.timer = undefined
+      this.timerAt = Infinity
+      this.tick()
+    }, Math.max(0, at - now))
+  }
+
+  private tick(): void {
+    this.ticks++
+    this.ticking = true
+    try {
+      const now = this.clock.now()
+      for (const r of this.receivers.values()) {
+        try {
+          r.drain(now, this.onDatagram)
+        } catch (err) {
+          this.log.warn({ err: (err as Error).message }, `BFD ${r.family}: reading the receive socket failed`)
+        }
+      }
+      for (const s of this.sessions.values()) s.tick(now)
+    } finally {
+      this.ticking = false
+    }
+    this.plan()
+  }
+
+  private readonly onDatagram: DatagramHandler = (msg, fromKey, receiver, at) => {
     let packet
     try {
       packet = decodeControl(msg)
     } catch (err) {
       this.discarded++
-      if (err instanceof BfdPacketError) this.log.debug({ from: rinfo.address }, err.message)
+      if (err instanceof BfdPacketError) this.log.debug({ from: receiver.sender() }, err.message)
       return
     }
     let session: BfdSession | undefined
     if (packet.yourDiscriminator !== 0) session = this.byDiscr.get(packet.yourDiscriminator)
-    else for (const s of this.sessions.values()) if (s.sessionSpec.peerAddress === rinfo.address) session = s
+    else for (const [s, key] of this.peerKeys) if (key === fromKey) session = s
     // §6.8.6: a Your Discriminator we did not hand out, or one of another peer's session, is discarded.
-    if (!session || session.sessionSpec.peerAddress !== rinfo.address) {
+    if (!session || this.peerKeys.get(session) !== fromKey) {
       this.discarded++
       return
     }
-    session.receive(packet)
+    session.receive(packet, at)
   }
-}
-
-async function bindReceiver(family: 'ipv4' | 'ipv6', port: number, onMessage: (msg: Buffer, rinfo: RemoteInfo) => void): Promise<Socket> {
-  const socket = createSocket({ type: family === 'ipv6' ? 'udp6' : 'udp4', ipv6Only: family === 'ipv6' })
-  await new Promise<void>((resolve, reject) => {
-    socket.once('error', reject)
-    socket.bind(port, family === 'ipv6' ? '::' : '0.0.0.0', () => {
-      socket.off('error', reject)
-      resolve()
-    })
-  })
-  try {
-    attachSocketFilter(dgramFdOf(socket), ttlFilter(family, 255), `BFD ${family} receive socket: SO_ATTACH_FILTER (TTL 255 only)`)
-  } catch (err) {
-    socket.close()
-    throw err
-  }
-  socket.on('message', onMessage)
-  return socket
 }

@@ -1,8 +1,10 @@
-// One BFD session's shell: runs the pure FSM (fsm.ts), owns the session's transmit socket (a source port
-// in 49152–65535, TTL 255) and its two timers through the injected clock, with §6.8.7 jitter. It does
-// not receive: the service's port-3784 sockets hand it the packets addressed to it.
+// One BFD session's shell: runs the pure FSM (fsm.ts) and owns the session's transmit socket (a source
+// port in 49152–65535, TTL 255). It keeps no timers of its own: it says when it next needs the clock
+// (its periodic transmit window, §6.8.7 jitter applied, and its detection deadline) and the service's one
+// tick calls it then, so sessions that are due together share a wakeup. It does not receive either: the
+// service reads port 3784 and hands it the packets addressed to it, with the time each arrived.
 
-import { createSocket, type Socket } from 'node:dgram'
+import { EADDRINUSE, SocketOptionError, closeFd, connectUdp, errnoText, openPolledUdp, sendDatagram } from '../session/socket-options.js'
 import type { Logger } from 'pino'
 import type { Clock } from '../session/clock.js'
 import { BFD_CONTROL_PORT, BFD_SOURCE_PORT_MAX, BFD_SOURCE_PORT_MIN, describeDiag, encodeControl, type BfdControlPacket, type BfdStateName } from './codec.js'
@@ -59,18 +61,26 @@ export interface BfdSessionDeps {
   readonly log: Logger
   readonly random: () => number
   readonly onChange: (session: BfdSession, change: BfdChange) => void
+  /** The session's next deadline may have moved earlier: the service re-plans its tick. */
+  readonly reschedule: () => void
 }
+
+/** §6.8.7: a periodic packet goes out no sooner than 75 % of the interval after the one before. */
+const EARLIEST_FRACTION = 0.75
 
 export class BfdSession {
   private state: BfdState
-  private socket: Socket | undefined
+  /** The transmit socket's descriptor: outside the event loop, it is only ever written. */
+  private socket: number | undefined
   private sourcePort: number | undefined
-  private txTimer: unknown
   private txIntervalUsNow = 0
-  private txFiresAt = 0
-  private detectTimer: unknown
-  private detectDeadline = 0
-  private detectFiresAt = 0
+  /** The periodic packet may go from txEarliest on and must by txDue (its jittered time); Infinity: none. */
+  private txEarliest = Infinity
+  private txDue = Infinity
+  private detectDeadline = Infinity
+  /** When the event being dispatched happened: a packet's arrival, else now. */
+  private eventAt = 0
+  private encoded: { readonly packet: BfdControlPacket; readonly bytes: Buffer } | undefined
   private since: number
   private lastDownDiag: number | undefined
   private counters = { packetsSent: 0, packetsReceived: 0, upTransitions: 0, sendErrors: 0 }
@@ -100,35 +110,54 @@ export class BfdSession {
 
   /** Binds the transmit socket and starts sending (slowly, §6.8.3, until Up). */
   async start(): Promise<void> {
-    this.socket = await bindSource(this.spec)
-    this.sourcePort = this.socket.address().port
-    this.socket.on('error', (err) => this.deps.log.warn({ err: err.message }, 'BFD transmit socket error'))
-    // Datagrams sent to the source port are not BFD (§4 of RFC 5881 sends to 3784): read and dropped.
-    this.socket.on('message', () => undefined)
+    const { fd, port } = bindSource(this.spec)
+    this.socket = fd
+    this.sourcePort = port
     if (this.closed) return this.close()
+    this.eventAt = this.deps.clock.now()
     this.apply([{ type: 'send', packet: controlPacket(this.state) }, { type: 'txInterval', us: txIntervalUs(this.state), detectMult: this.state.params.detectMult }])
   }
 
   /** New intervals or multiplier: applied through a Poll Sequence when Up. */
   update(spec: BfdSessionSpec): void {
     this.spec = spec
-    this.dispatch({ type: 'SetParameters', params: spec.params })
+    this.dispatch({ type: 'SetParameters', params: spec.params }, this.deps.clock.now())
   }
 
-  receive(packet: BfdControlPacket): void {
+  /** A packet for this session that arrived at `at` (kernel time; it may have waited in the queue). */
+  receive(packet: BfdControlPacket, at: number): void {
     this.counters.packetsReceived++
-    this.dispatch({ type: 'Received', packet })
+    this.dispatch({ type: 'Received', packet }, at)
+  }
+
+  /** When the session next needs tick(): its transmit time or its detection deadline; Infinity if never. */
+  get nextDeadline(): number {
+    return Math.min(this.txDue, this.detectDeadline)
+  }
+
+  /**
+   * The service's tick, after it read every queued packet: the detection deadline if it has passed, and
+   * the periodic packet if its window has opened (so it leaves with the others due in this tick).
+   */
+  tick(now: number): void {
+    if (this.closed) return
+    if (this.detectDeadline <= now) {
+      this.detectDeadline = Infinity
+      this.dispatch({ type: 'DetectTimerExpired' }, now)
+    }
+    if (this.txEarliest <= now) {
+      this.txEarliest = this.txDue = Infinity
+      this.dispatch({ type: 'TxTimerExpired' }, now)
+    }
   }
 
   close(): void {
     this.closed = true
-    this.deps.clock.clearTimeout(this.txTimer)
-    this.deps.clock.clearTimeout(this.detectTimer)
-    this.txTimer = this.detectTimer = undefined
+    this.txEarliest = this.txDue = this.detectDeadline = Infinity
     if (this.socket) {
       // RFC 5880 §6.8.16: tell the peer this end is going administratively down, not failing.
-      this.dispatch({ type: 'AdminDown' })
-      this.socket.close()
+      this.dispatch({ type: 'AdminDown' }, this.deps.clock.now())
+      closeFd(this.socket)
       this.socket = undefined
     }
   }
@@ -161,7 +190,8 @@ export class BfdSession {
     }
   }
 
-  private dispatch(event: BfdEvent): void {
+  private dispatch(event: BfdEvent, at: number): void {
+    this.eventAt = at
     const { next, actions } = stepBfd(this.state, event)
     this.state = next
     this.apply(actions)
@@ -198,90 +228,79 @@ export class BfdSession {
   private send(packet: BfdControlPacket): void {
     if (!this.socket) return
     this.counters.packetsSent++
-    this.socket.send(encodeControl(packet), (err) => {
-      if (err) this.counters.sendErrors++
-    })
+    // The periodic packet repeats the one before until the state changes: encoded once, sent as is.
+    if (this.encoded === undefined || !sameControl(this.encoded.packet, packet)) this.encoded = { packet, bytes: encodeControl(packet) }
+    const errno = sendDatagram(this.socket, this.encoded.bytes)
+    if (errno !== 0) {
+      // The peer's ICMP port unreachable comes back here as ECONNREFUSED, once: counted, not logged each time.
+      if (this.counters.sendErrors++ === 0) this.deps.log.warn({ errno }, `BFD send failed: ${errnoText(errno)}`)
+    }
   }
 
-  /** Re-armed when the interval changes (sooner if the new one is shorter), never by each packet received. */
+  /** The periodic schedule, moved only when the interval changes (sooner if the new one is shorter). */
   private armTx(us: number, detectMult: number): void {
-    const clock = this.deps.clock
     if (us === 0 || this.closed) {
-      clock.clearTimeout(this.txTimer)
-      this.txTimer = undefined
+      this.txEarliest = this.txDue = Infinity
       this.txIntervalUsNow = 0
       return
     }
-    const at = clock.now() + jitteredUs(us, detectMult, this.deps.random()) / 1000
-    if (this.txTimer !== undefined && us === this.txIntervalUsNow) return
-    if (this.txTimer !== undefined && this.txFiresAt <= at) {
-      this.txIntervalUsNow = us
-      return
-    }
-    clock.clearTimeout(this.txTimer)
+    const now = this.deps.clock.now()
+    const due = now + jitteredUs(us, detectMult, this.deps.random()) / 1000
+    if (this.txDue !== Infinity && us === this.txIntervalUsNow) return
     this.txIntervalUsNow = us
-    this.txFiresAt = at
-    this.txTimer = clock.setTimeout(() => {
-      this.txTimer = undefined
-      this.dispatch({ type: 'TxTimerExpired' })
-    }, Math.max(0, at - clock.now()))
+    if (this.txDue !== Infinity && this.txDue <= due) return
+    this.txEarliest = now + (us * EARLIEST_FRACTION) / 1000
+    this.txDue = due
+    this.deps.reschedule()
   }
 
-  /** One timer; a packet received only moves the deadline, the timer re-arms itself if it fires early. */
+  /** The deadline counts from the packet's arrival, not from when it was read. */
   private armDetect(us: number): void {
-    const clock = this.deps.clock
     if (us === 0 || this.closed) {
-      clock.clearTimeout(this.detectTimer)
-      this.detectTimer = undefined
+      this.detectDeadline = Infinity
       return
     }
-    this.detectDeadline = clock.now() + us / 1000
-    if (this.detectTimer !== undefined && this.detectFiresAt <= this.detectDeadline) return
-    this.armDetectAt(this.detectDeadline)
-  }
-
-  private armDetectAt(at: number): void {
-    const clock = this.deps.clock
-    clock.clearTimeout(this.detectTimer)
-    this.detectFiresAt = at
-    this.detectTimer = clock.setTimeout(() => {
-      this.detectTimer = undefined
-      if (this.detectDeadline > clock.now()) return this.armDetectAt(this.detectDeadline)
-      this.dispatch({ type: 'DetectTimerExpired' })
-    }, Math.max(0, at - clock.now()))
+    const before = this.detectDeadline
+    this.detectDeadline = this.eventAt + us / 1000
+    if (this.detectDeadline < before) this.deps.reschedule()
   }
 }
 
-/** A socket on the local address and a free source port of 49152–65535, sending with TTL 255 (RFC 5881 §4, §5). */
-async function bindSource(spec: BfdSessionSpec): Promise<Socket> {
+function sameControl(a: BfdControlPacket, b: BfdControlPacket): boolean {
+  return a.diag === b.diag && a.state === b.state && a.poll === b.poll && a.final === b.final && a.demand === b.demand &&
+    a.controlPlaneIndependent === b.controlPlaneIndependent && a.detectMult === b.detectMult &&
+    a.myDiscriminator === b.myDiscriminator && a.yourDiscriminator === b.yourDiscriminator &&
+    a.desiredMinTxInterval === b.desiredMinTxInterval && a.requiredMinRxInterval === b.requiredMinRxInterval &&
+    a.requiredMinEchoRxInterval === b.requiredMinEchoRxInterval
+}
+
+/**
+ * A socket on the local address and a free source port of 49152–65535, sending with TTL 255 to the
+ * peer's control port (RFC 5881 §4, §5). Datagrams sent to the source port are not BFD and are never
+ * read; the kernel drops them when the small queue is full.
+ */
+function bindSource(spec: BfdSessionSpec): { fd: number; port: number } {
   const span = BFD_SOURCE_PORT_MAX - BFD_SOURCE_PORT_MIN + 1
   const first = BFD_SOURCE_PORT_MIN + Math.floor(Math.random() * span)
+  const family = spec.family === 'ipv6' ? 6 : 4
+  const what = `BFD ${spec.name} transmit socket`
   let lastError: Error | undefined
   for (let i = 0; i < 64; i++) {
     const port = BFD_SOURCE_PORT_MIN + ((first - BFD_SOURCE_PORT_MIN + i * 997) % span)
-    const socket = createSocket({ type: spec.family === 'ipv6' ? 'udp6' : 'udp4', ipv6Only: spec.family === 'ipv6' })
+    let fd: number
     try {
-      await new Promise<void>((resolve, reject) => {
-        socket.once('error', reject)
-        socket.bind(port, spec.localAddress, () => {
-          socket.off('error', reject)
-          resolve()
-        })
-      })
-      socket.setTTL(255)
-      // Connected to the peer's control port: each send skips the address lookup.
-      await new Promise<void>((resolve, reject) => {
-        socket.once('error', reject)
-        socket.connect(BFD_CONTROL_PORT, spec.peerAddress, () => {
-          socket.off('error', reject)
-          resolve()
-        })
-      })
-      return socket
+      fd = openPolledUdp(family, spec.localAddress, port, what)
     } catch (err) {
       lastError = err as Error
-      socket.close()
-      if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') break
+      if (err instanceof SocketOptionError && err.errno === EADDRINUSE) continue
+      break
+    }
+    try {
+      connectUdp(fd, family, spec.peerAddress, BFD_CONTROL_PORT, what)
+      return { fd, port }
+    } catch (err) {
+      closeFd(fd)
+      throw err
     }
   }
   throw new Error(`BFD ${spec.name}: no source port on ${spec.localAddress} in ${BFD_SOURCE_PORT_MIN}–${BFD_SOURCE_PORT_MAX}: ${lastError?.message}`)

@@ -41,6 +41,10 @@ interface Libc {
   bind(fd: number, address: Buffer, length: number): number
   close(fd: number): number
   attachFilter(fd: number, program: readonly SockFilterInstruction[]): number
+  recvfrom(fd: number, buf: Buffer, length: number, flags: number, from: Buffer, fromLength: Buffer): number
+  ioctl(fd: number, request: number, arg: Buffer): number
+  connect(fd: number, address: Buffer, length: number): number
+  send(fd: number, buf: Buffer, length: number, flags: number): number
   strerror(errno: number): string
   errno(): number
 }
@@ -70,11 +74,20 @@ function load(): Libc {
       const socket = lib.func('int socket(int domain, int type, int protocol)')
       const bind = lib.func('int bind(int fd, const void *address, uint32_t length)')
       const close = lib.func('int close(int fd)')
+      const recvfrom = lib.func('intptr_t recvfrom(int fd, void *buf, size_t length, int flags, void *from, void *fromLength)')
+      // ioctl(2) is variadic in C; the one argument it is given here travels in a register either way.
+      const ioctl = lib.func('ioctl', 'int', ['int', 'unsigned long', 'void *'])
+      const connect = lib.func('int connect(int fd, const void *address, uint32_t length)')
+      const send = lib.func('intptr_t send(int fd, const void *buf, size_t length, int flags)')
       libc = {
         setsockopt: (fd, level, name, value, length) => set(fd, level, name, value, length) as number,
         socket: (domain, type, protocol) => socket(domain, type, protocol) as number,
         bind: (fd, address, length) => bind(fd, address, length) as number,
         close: (fd) => close(fd) as number,
+        recvfrom: (fd, buf, length, flags, from, fromLength) => recvfrom(fd, buf, length, flags, from, fromLength) as number,
+        ioctl: (fd, request, arg) => ioctl(fd, request, arg) as number,
+        connect: (fd, address, length) => connect(fd, address, length) as number,
+        send: (fd, buf, length, flags) => send(fd, buf, length, flags) as number,
         attachFilter: (fd, program) => setFprog(fd, SOL.socket, OPT.soAttachFilter, { len: program.length, filter: program }, fprogSize) as number,
         strerror: (e) => strerror(e) as string,
         errno: () => koffi.errno(),
@@ -285,4 +298,90 @@ export function dgramFdOf(socket: object): number {
   const fd = state.handle?.fd
   if (typeof fd !== 'number' || fd < 0) throw new SocketOptionsUnavailable('the dgram socket has no file descriptor yet (not bound) or is closed')
   return fd
+}
+
+// ---- UDP sockets read by polling ------------------------------------------------------------------
+
+const SOCK_DGRAM_NONBLOCK_CLOEXEC = 2 | 0o4000 | 0o2000000
+const IPV6_V6ONLY = 26
+const EAGAIN = 11
+const EINTR = 4
+const MSG_DONTWAIT = 0x40
+/** EADDRINUSE: bind(2) found the address and port taken. */
+export const EADDRINUSE = 98
+/** SIOCGSTAMPNS (include/uapi/asm-generic/sockios.h, 64-bit time_t): the last datagram's arrival. */
+const SIOCGSTAMPNS = 0x8907
+
+/**
+ * A non-blocking UDP socket bound to `address`:`port`, outside libuv: nothing wakes the event loop
+ * when a datagram arrives, the owner reads the queue with receiveDatagram when it chooses. An IPv6
+ * socket is IPv6-only.
+ */
+export function openPolledUdp(family: 4 | 6, address: string, port: number, what: string): number {
+  const c = load()
+  const fd = c.socket(family === 4 ? AF_INET : AF_INET6, SOCK_DGRAM_NONBLOCK_CLOEXEC, 0)
+  if (fd < 0) {
+    const e = c.errno()
+    throw new SocketOptionError(`${what}: socket`, e, c.strerror(e))
+  }
+  try {
+    if (family === 6) setIntOption(fd, SOL.ipv6, IPV6_V6ONLY, 1, `${what}: IPV6_V6ONLY`)
+    const sa = encodeSockaddr(address, port, family)
+    if (c.bind(fd, sa, sa.length) !== 0) {
+      const e = c.errno()
+      throw new SocketOptionError(`${what}: bind ${family === 6 ? `[${address}]` : address}:${port}`, e, c.strerror(e))
+    }
+  } catch (err) {
+    c.close(fd)
+    throw err
+  }
+  return fd
+}
+
+/**
+ * One queued datagram into `into` (its sender's sockaddr into `from`, 28 bytes hold either family):
+ * the byte count, or -1 when the queue is empty. Other failures throw.
+ */
+export function receiveDatagram(fd: number, into: Buffer, from: Buffer, fromLength: Buffer): number {
+  const c = load()
+  for (;;) {
+    fromLength.writeUInt32LE(from.length, 0)
+    const n = c.recvfrom(fd, into, into.length, 0, from, fromLength)
+    if (n >= 0) return n
+    const e = c.errno()
+    if (e === EAGAIN) return -1
+    if (e !== EINTR) throw new SocketOptionError('recvfrom', e, c.strerror(e))
+  }
+}
+
+/** When the datagram last read from `fd` arrived (ms since the epoch, kernel time), if the kernel says. */
+export function lastReceiveTime(fd: number, scratch: Buffer): number | undefined {
+  if (load().ioctl(fd, SIOCGSTAMPNS, scratch) !== 0) return undefined
+  return Number(scratch.readBigInt64LE(0)) * 1000 + Number(scratch.readBigInt64LE(8)) / 1e6
+}
+
+/** TTL (hop limit) 255 on what `fd` sends and `fd` connected to `address`:`port`. */
+export function connectUdp(fd: number, family: 4 | 6, address: string, port: number, what: string): void {
+  if (family === 4) setIntOption(fd, SOL.ip, OPT.ipTtl, 255, `${what}: IP_TTL`)
+  else setIntOption(fd, SOL.ipv6, OPT.ipv6UnicastHops, 255, `${what}: IPV6_UNICAST_HOPS`)
+  const c = load()
+  const sa = encodeSockaddr(address, port, family)
+  if (c.connect(fd, sa, sa.length) === 0) return
+  const e = c.errno()
+  throw new SocketOptionError(`${what}: connect ${family === 6 ? `[${address}]` : address}:${port}`, e, c.strerror(e))
+}
+
+/** One datagram on a connected socket, without blocking: 0 when sent, else the errno. */
+export function sendDatagram(fd: number, buf: Buffer): number {
+  const c = load()
+  return c.send(fd, buf, buf.length, MSG_DONTWAIT) >= 0 ? 0 : c.errno()
+}
+
+/** The text for an errno. */
+export function errnoText(errno: number): string {
+  return load().strerror(errno)
+}
+
+export function closeFd(fd: number): void {
+  load().close(fd)
 }

@@ -4,20 +4,16 @@
 // back brings BFD, BGP and the route back; the router's AdminDown leaves BGP up (RFC 5882 §3.2); a
 // packet sent with TTL 254 is dropped by the kernel (RFC 5881 §5) while the same at TTL 255 is taken.
 import t from 'tap'
-import { execa } from 'execa'
-import { createTopology } from '../harness/netns.js'
 import { startFrr } from '../harness/frr.js'
 import { startBfdd } from '../harness/bfdd.js'
 import { waitFor } from '../harness/wait.js'
-import { PINTO_AS, cutAndRestore, startBfdPinto } from './bfd-steps.js'
+import { PINTO_AS, bfdPair, cutAndRestore, startBfdPinto, ttlStep } from './bfd-steps.js'
 
 const FRR_AS = 65001
 const ROUTE = '203.0.113.0/24'
 
 t.test('BFD with FRR bfdd: cut, restore, AdminDown, TTL 254', async (t) => {
-  const topo = await createTopology(t)
-  const np = await topo.addNode({ name: 'pinto', v4: '192.0.2.1/24' })
-  const nf = await topo.addNode({ name: 'frr', v4: '192.0.2.2/24' })
+  const { topo, np, nr: nf } = await bfdPair(t, 'frr')
   const frr = await startFrr(topo, nf, {
     routerId: nf.v4!,
     as: FRR_AS,
@@ -57,26 +53,5 @@ t.test('BFD with FRR bfdd: cut, restore, AdminDown, TTL 254', async (t) => {
     t.equal((await peer())!.since, since, 'still the same BGP session')
   })
 
-  await t.test('GTSM: a packet with TTL 254 is dropped, the same with TTL 255 is taken', async (t) => {
-    const s = (await bfd())!
-    // State Down to pinto's Up session: taken, it brings BFD down (diag 3) at once.
-    const send = (ttl: number) =>
-      execa('ip', ['netns', 'exec', nf.ns, '/usr/bin/python3', '-c', [
-        'import socket,struct,sys',
-        `p=struct.pack('!BBBBIIIII',0x20,0x40,3,24,${s.remoteDiscriminator},${s.localDiscriminator},1000000,1000000,0)`,
-        'x=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)',
-        `x.setsockopt(socket.IPPROTO_IP,socket.IP_TTL,${ttl})`,
-        `x.bind(('${nf.v4}',0))`,
-        `[x.sendto(p,('${np.v4}',3784)) for _ in range(5)]`,
-      ].join('\n')])
-    const ups = s.upTransitions
-    await send(254)
-    await waitFor(async () => (await bfd())!.packetsReceived > s.packetsReceived + 5, { timeoutMs: 3000, what: 'more packets from bfdd' })
-    t.equal((await bfd())!.state, 'Up', 'TTL 254: ignored, the session stays Up')
-    t.equal((await bfd())!.upTransitions, ups)
-    await send(255)
-    await waitFor(async () => (await bfd())!.upTransitions > ups, { timeoutMs: 15_000, what: 'the TTL 255 packet taking BFD down, then bfdd bringing it Up' })
-    t.pass('TTL 255: taken (the session went Down and came back)')
-    await upAgain('after the TTL 255 packet')
-  })
+  await t.test('GTSM: a packet with TTL 254 is dropped, the same with TTL 255 is taken', (t) => ttlStep(t, p, nf, np.v4!, 'ipv4'))
 })

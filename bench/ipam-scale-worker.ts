@@ -22,6 +22,8 @@ export interface ScaleWorkerArgs {
   readonly num6: number
   /** 'service': IpamService.assign/release, the path the socket and the CNI channel take; 'ipam': the Ipam alone. */
   readonly path: 'service' | 'ipam'
+  /** Make the agent's start-up reads (and time them) before the ADDs; without it the line says 0 ms. */
+  readonly startup: boolean
 }
 
 export type ScaleWorkerLine =
@@ -38,16 +40,20 @@ async function main(): Promise<void> {
   const args = JSON.parse(process.argv[2] ?? '{}') as ScaleWorkerArgs
   const t0 = performance.now()
   const store = new CountingDatastore(await openDatastore(args.store))
-  const cluster = new ClusterState(store, pino({ level: 'silent' }))
-  await cluster.start()
   const service = new IpamService({ store, node: args.node, socket: '/nonexistent/unused.sock' })
-  const affinities = (await service.ipam.affinities(args.node)).length
-  let blocks = 0
-  for (const _ of cluster.blocks()) blocks++
-  out({ op: 'startup', ms: performance.now() - t0, resources: cluster.list('Node').length + cluster.list('IPPool').length, blocks, affinities, counts: store.counts() })
-  // Twenty agents' watches decoding every other agent's writes would share this machine's two cores; in a
-  // cluster each runs on its own node, so the ADD phase runs without them.
-  cluster.close()
+  if (args.startup) {
+    const cluster = new ClusterState(store, pino({ level: 'silent' }))
+    await cluster.start()
+    const affinities = (await service.ipam.affinities(args.node)).length
+    let blocks = 0
+    for (const _ of cluster.blocks()) blocks++
+    out({ op: 'startup', ms: performance.now() - t0, resources: cluster.list('Node').length + cluster.list('IPPool').length, blocks, affinities, counts: store.counts() })
+    // Twenty agents' watches decoding every other agent's writes would share this machine's two cores; in a
+    // cluster each runs on its own node, so the ADD phase runs without them.
+    cluster.close()
+  } else {
+    out({ op: 'startup', ms: 0, resources: 0, blocks: 0, affinities: 0, counts: store.counts() })
+  }
 
   await new Promise<void>((resolve) => createInterface({ input: process.stdin }).once('line', () => resolve()))
   const ipam = new Ipam(store, { pools: () => loadPoolSpecs(store) })

@@ -141,17 +141,31 @@ function perOp(c: DatastoreCounts, n: number): string {
   return `${f(roundTrips(c))} round trips (get ${f(c.get)}, list ${f(c.list)} returning ${f(c.listed)} records, create ${f(c.create)}, update ${f(c.update)}, delete ${f(c.delete)}), ${f(writes(c))} writes, ${f(c.casFailures)} CAS failures`
 }
 
+/** etcd's own account of its WAL fsyncs (count, seconds), from its Prometheus endpoint. */
+async function fsyncs(url: string): Promise<{ count: number; sum: number }> {
+  const text = await (await fetch(`${url}/metrics`)).text()
+  const v = (name: string): number => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN)
+  return { count: v('etcd_disk_wal_fsync_duration_seconds_count'), sum: v('etcd_disk_wal_fsync_duration_seconds_sum') }
+}
+
 /** Starts the agents, lets them read what they read at start, then runs their ADD/DEL cycles at once. */
-async function runAgents(endpoint: string, path: ScaleWorkerArgs['path']): Promise<void> {
-  const workers = Array.from({ length: AGENTS }, (_, i) => startWorker({
-    store: `etcd://${endpoint}`, node: nodeName(Math.floor((i * NODES) / AGENTS)), id: `${path}-a${i}`, adds: ADDS, window: WINDOW, num4: 0, num6: 1, path,
-  }))
-  const starts = await Promise.all(workers.map((w) => next(w, 'startup')))
+async function runAgents(endpoint: string, url: string, path: ScaleWorkerArgs['path'], startup: boolean): Promise<void> {
+  // One after the other: twenty Node.js processes loading at once on two shared cores miss etcd's connect deadline.
+  const workers: Worker[] = []
+  const starts: Extract<ScaleWorkerLine, { op: 'startup' }>[] = []
+  for (let i = 0; i < AGENTS; i++) {
+    const w = startWorker({ store: `etcd://${endpoint}`, node: nodeName(Math.floor((i * NODES) / AGENTS)), id: `${path}-a${i}`, adds: ADDS, window: WINDOW, num4: 0, num6: 1, path, startup })
+    workers.push(w)
+    starts.push(await next(w, 'startup'))
+  }
   const startMs = starts.map((s) => s.ms).sort((a, b) => a - b)
+  const s0 = starts[0]
+  const f0 = await fsyncs(url)
   const t0 = performance.now()
   for (const w of workers) w.child.stdin?.end('go\n')
   const done = await Promise.all(workers.map((w) => next(w, 'done')))
   const wall = performance.now() - t0
+  const f1 = await fsyncs(url)
   await Promise.all(workers.map((w) => w.exited))
   const adds = done.flatMap((d) => d.add).sort((a, b) => a - b)
   const dels = done.flatMap((d) => d.del).sort((a, b) => a - b)
@@ -163,9 +177,12 @@ async function runAgents(endpoint: string, path: ScaleWorkerArgs['path']): Promi
   const errors = done.flatMap((d) => d.errors)
   const label = path === 'service' ? "agent IPAM service (IpamService.assign/release, the socket's and CNI channel's path, no socket)" : 'IPAM part (Ipam.autoAssign/releaseByHandle alone)'
   console.log(`\n${label}: ${AGENTS} agents x ${ADDS} ADDs (a DEL of the oldest once ${WINDOW} are held), in ${(wall / 1000).toFixed(1)} s, load ${load()}`)
-  console.log(`  start-up reads, ${AGENTS} agents at once: p50 ${ms(pct(startMs, 50))}, max ${ms(startMs[startMs.length - 1] ?? NaN)}`)
+  if (startup && s0 !== undefined) {
+    console.log(`  agent start-up reads (ClusterState list + watch, its affinities), one agent at a time: p50 ${ms(pct(startMs, 50))}, max ${ms(startMs[startMs.length - 1] ?? NaN)}; ${s0.resources} resources, ${s0.blocks} blocks, ${s0.affinities} affinities in ${roundTrips(s0.counts)} round trips returning ${s0.counts.listed} records`)
+  }
   console.log(`  ADD p50 ${ms(pct(adds, 50))}  p99 ${ms(pct(adds, 99))}  max ${ms(adds[adds.length - 1] ?? NaN)}   (target p99 < 100 ms)${errors.length > 0 ? `   ${errors.length} errors, first: ${errors[0]}` : ''}`)
   console.log(`  ADD: ${perOp(sum((d) => d.addCounts), adds.length)}`)
+  console.log(`  etcd meanwhile: ${f1.count - f0.count} WAL fsyncs, mean ${ms((1000 * (f1.sum - f0.sum)) / (f1.count - f0.count))} each (every write waits for one)`)
   console.log(`  DEL p50 ${ms(pct(dels, 50))}  p99 ${ms(pct(dels, 99))}; ${perOp(sum((d) => d.delCounts), dels.length)}`)
 }
 
@@ -190,13 +207,6 @@ async function main(): Promise<void> {
     const keys = await preload(etcd.endpoint, NODES, ALLOCATIONS)
     console.log(`preload: ${keys} keys (Node resources, affinities, blocks, handles as ipam/ writes them) in ${((performance.now() - t0) / 1000).toFixed(1)} s, written directly in etcd transactions`)
 
-    const alone = startWorker({ store: `etcd://${etcd.endpoint}`, node: nodeName(0), id: 'startup', adds: 0, window: 0, num4: 0, num6: 1, path: 'ipam' })
-    const s = await next(alone, 'startup')
-    alone.child.stdin?.end('go\n')
-    await next(alone, 'done')
-    await alone.exited
-    console.log(`agent start-up reads, one agent alone (ClusterState list + watch, its affinities): ${ms(s.ms)}; ${s.resources} resources, ${s.blocks} blocks, ${s.affinities} affinities; ${roundTrips(s.counts)} round trips returning ${s.counts.listed} records`)
-
     const env = { ...process.env, PINTO_DATASTORE: `etcd://${etcd.endpoint}` }
     const nodes = Array.from({ length: NODES }, (_, i) => nodeName(i)).join(',')
     t0 = performance.now()
@@ -204,7 +214,7 @@ async function main(): Promise<void> {
     const summary = check.out.split('\n').filter((l) => /Found|IPAM handles|Allocated IPs|complete|Error|error/.test(l)).map((l) => l.trim()).join('; ')
     console.log(`pintoctl ipam check --nodes=<all ${NODES}>: ${(check.ms / 1000).toFixed(1)} s (target < 30 s), exit ${check.code}: ${summary.slice(0, 400)}`)
 
-    for (const path of PATHS) await runAgents(etcd.endpoint, path)
+    for (const [i, path] of PATHS.entries()) await runAgents(etcd.endpoint, etcd.url, path, i === 0)
 
     console.log('\nCalico (libcalico-go/lib/ipam, read from its code) for the same ADD, one address from an affine block with room:')
     console.log('  10 round trips, 2 writes: get IPAMConfig, list IPReservations, get Node, list IPPools, list the host\'s affinities,')

@@ -1,5 +1,6 @@
-// The agent's view of the cluster: every resource and IPAM record under /pinto/, kept current by one
-// list and one watch on the datastore. Listeners hear about changes (debounced by the caller). It owns
+// The agent's view of the cluster: every resource and IPAM block, kept current by a list and a watch of
+// each prefix (not of handles and affinities, which change with every pod in the cluster and which no
+// reader here needs). Listeners hear about changes (debounced by the caller). It owns
 // no decisions; the peer computation, origination and dataplane read from it.
 
 import type { Datastore, Watch, WatchEvent } from '../config/datastore.js'
@@ -14,8 +15,7 @@ export type ChangeTopic = 'resources' | 'blocks'
 export class ClusterState {
   private readonly resources = new Map<string, Resource>()
   private readonly blockRecords = new Map<string, AllocationBlock>()
-  private watch: Watch | undefined
-  private revision = 0
+  private watches: Watch[] = []
   private readonly listeners = new Set<(topic: ChangeTopic, blocks: readonly (AllocationBlock | undefined)[]) => void>()
   private closed = false
 
@@ -28,28 +28,33 @@ export class ClusterState {
     await this.resync()
   }
 
-  /** Lists everything and (re)starts the watch from just after the listing. */
+  /** Lists both prefixes and (re)starts their watches from just after the listings. */
   private async resync(): Promise<void> {
-    this.watch?.close()
+    this.closeWatches()
     const [res, blocks] = await Promise.all([this.store.list(RESOURCE_KEY_PREFIX), this.store.list(BLOCKS_PREFIX)])
     this.resources.clear()
     this.blockRecords.clear()
     for (const kv of res.items) this.put(kv.key, kv.value)
     for (const kv of blocks.items) this.put(kv.key, kv.value)
-    this.revision = Math.max(res.revision, blocks.revision)
     this.emit('resources')
     this.emit('blocks')
     if (this.closed) return
-    this.watch = this.store.watch(
-      '/pinto/',
-      this.revision + 1,
-      (e) => this.onEvent(e),
-      (err) => {
-        if (this.closed) return
-        this.log.warn({ err: err.message }, err instanceof DatastoreError && err.code === 'compacted' ? 'watch fell behind a compaction: listing again' : 'datastore watch failed: listing again')
-        setTimeout(() => void this.resync().catch((e: Error) => this.log.error({ err: e.message }, 'resync failed')), 1000).unref()
-      },
-    )
+    let failed = false
+    const onError = (err: Error): void => {
+      if (this.closed || failed) return
+      failed = true
+      this.log.warn({ err: err.message }, err instanceof DatastoreError && err.code === 'compacted' ? 'watch fell behind a compaction: listing again' : 'datastore watch failed: listing again')
+      setTimeout(() => void this.resync().catch((e: Error) => this.log.error({ err: e.message }, 'resync failed')), 1000).unref()
+    }
+    this.watches = [
+      this.store.watch(RESOURCE_KEY_PREFIX, res.revision + 1, (e) => this.onEvent(e), onError),
+      this.store.watch(BLOCKS_PREFIX, blocks.revision + 1, (e) => this.onEvent(e), onError),
+    ]
+  }
+
+  private closeWatches(): void {
+    for (const w of this.watches) w.close()
+    this.watches = []
   }
 
   private put(key: string, value: string): ChangeTopic | undefined {
@@ -69,7 +74,6 @@ export class ClusterState {
   }
 
   private onEvent(e: WatchEvent): void {
-    this.revision = e.revision
     let topic: ChangeTopic | undefined
     const before = this.blockRecords.get(e.key)
     if (e.type === 'put') topic = this.put(e.key, e.value)
@@ -104,6 +108,6 @@ export class ClusterState {
 
   close(): void {
     this.closed = true
-    this.watch?.close()
+    this.closeWatches()
   }
 }

@@ -32,8 +32,9 @@ export async function loadIpamConfig(store: Datastore): Promise<Partial<IpamConf
 }
 
 /**
- * A NodeMatcher over the Node resources' labels. The allocator calls it synchronously, so the labels are
- * refreshed by `refresh()` (called before each assignment) and read from memory.
+ * A NodeMatcher over the Node resources' labels. The allocator calls it synchronously, so the labels of the
+ * node an assignment is for are read by `refresh(node)` (called before each assignment) and matched from
+ * memory. One get of that node, never a list of every Node: the cost of an ADD must not grow with the cluster.
  */
 export class NodeLabels {
   private labels = new Map<string, Readonly<Record<string, string>>>()
@@ -41,13 +42,11 @@ export class NodeLabels {
 
   constructor(private readonly store: Datastore) {}
 
-  async refresh(): Promise<void> {
-    const { items } = await this.store.list(resourceKindPrefix('Node'))
+  async refresh(node: string): Promise<void> {
+    // A name no Node can have (the allocator refuses it with a clear error) has no labels.
+    const kv = node === '' || node.includes('/') ? undefined : await this.store.get(resourceKey('Node', node))
     const next = new Map<string, Readonly<Record<string, string>>>()
-    for (const kv of items) {
-      const n = decodeResource(kv.value, kv.key, 'Node')
-      next.set(n.metadata.name, n.metadata.labels ?? {})
-    }
+    if (kv !== undefined) next.set(node, decodeResource(kv.value, kv.key, 'Node').metadata.labels ?? {})
     this.labels = next
   }
 

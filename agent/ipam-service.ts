@@ -259,7 +259,7 @@ export class IpamService {
     return this.serialFor(handle, async () => {
       this.pending?.drop(handle)
       try {
-        await this.labels.refresh()
+        await this.labels.refresh(req.node)
         Object.assign(this.ipam.config, await loadIpamConfig(this.options.store))
         const r = await this.ipam.autoAssign(req)
         return { node: req.node, ipv4: r.ipv4, ipv6: r.ipv6 }

@@ -4,7 +4,7 @@
 
 import { isIP } from 'node:net'
 import tls from 'node:tls'
-import { Etcd3, EtcdError, type IKeyValue, type Watcher } from 'etcd3'
+import { Etcd3, EtcdError, Range, type IKeyValue, type Watcher } from 'etcd3'
 import { DatastoreError, type Datastore, type KeyValue, type ListResult, type Watch, type WatchEvent } from './datastore.js'
 import type { EtcdCredentials } from './etcd-tls.js'
 import { tlsFailure } from './etcd-tls-errors.js'
@@ -14,7 +14,18 @@ export interface EtcdOptions {
   readonly timeoutMs?: number
   /** TLS (https:// endpoints) with these credentials; absent: plain http. */
   readonly tls?: EtcdCredentials
+  /** Bytes a list aims to fetch per page (default 1 MiB); a page never holds more than 10,000 keys. */
+  readonly listPageBytes?: number
 }
+
+const MAX_PAGE_KEYS = 5000
+const FIRST_PAGE_KEYS = 16
+/**
+ * gRPC refuses a received message over 4 MiB by default, and the client's fault handling takes that refusal
+ * for a failing server (it retries, then opens its circuit breaker), so a reply must never come near the cap:
+ * pages are sized far below it, and the cap is raised for a page of records larger than the ones seen before.
+ */
+const MAX_RECEIVE_BYTES = 256 << 20
 
 /**
  * grpc-js names the endpoint's host as the TLS server name (SNI) even when it is an IP address, and etcd is
@@ -52,6 +63,7 @@ function checkValue(key: string, value: unknown): asserts value is string {
 export class EtcdDatastore implements Datastore {
   private readonly client: Etcd3
   private readonly timeoutMs: number
+  private readonly pageBytes: number
   private readonly tls: EtcdCredentials | undefined
   /** The endpoints as URLs, as errors name them. */
   readonly urls: string
@@ -63,6 +75,7 @@ export class EtcdDatastore implements Datastore {
     options: EtcdOptions,
   ) {
     this.timeoutMs = options.timeoutMs ?? 3500
+    this.pageBytes = Math.max(1, options.listPageBytes ?? 1 << 20)
     this.tls = options.tls
     const hosts = endpoints.map((e) => `${this.tls ? 'https' : 'http'}://${e}`)
     this.urls = hosts.join(',')
@@ -72,6 +85,7 @@ export class EtcdDatastore implements Datastore {
       hosts,
       ...(rootCertificate ? { credentials: { rootCertificate, ...(certChain ? { certChain } : {}), ...(privateKey ? { privateKey } : {}) } } : {}),
       dialTimeout: this.timeoutMs,
+      grpcOptions: { 'grpc.max_receive_message_length': MAX_RECEIVE_BYTES },
       // A deadline on every unary call; streams (watch) reconnect on their own.
       defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + this.timeoutMs }),
     })
@@ -119,10 +133,35 @@ export class EtcdDatastore implements Datastore {
     return kv && toKv(kv)
   }
 
+  /**
+   * A prefix read in pages, all at the revision of the first, so the result is one consistent snapshot however
+   * large. A page holds about `listPageBytes`, sized from the largest record seen so far.
+   */
   async list(prefix: string): Promise<ListResult> {
     if (typeof prefix !== 'string') throw new DatastoreError('invalid', 'list prefix must be a string')
-    const res = await this.call(`list ${prefix}`, () => this.client.getAll().prefix(prefix).exec())
-    return { items: res.kvs.map(toKv), revision: Number(res.header.revision) }
+    const { start: first, end } = Range.prefix(prefix)
+    const items: KeyValue[] = []
+    let start = first
+    let revision: string | undefined
+    let limit = FIRST_PAGE_KEYS
+    let largest = 1
+    for (;;) {
+      const range = new Range(start, end)
+      const page = await this.call(`list ${prefix}`, () => {
+        const req = this.client.getAll().inRange(range).limit(limit)
+        return (revision === undefined ? req : req.revision(revision)).exec()
+      })
+      revision ??= page.header.revision
+      for (const kv of page.kvs) {
+        items.push(toKv(kv))
+        largest = Math.max(largest, kv.key.length + kv.value.length)
+      }
+      const last = page.kvs[page.kvs.length - 1]
+      if (!page.more || last === undefined) break
+      start = Buffer.concat([last.key, Buffer.from([0])])
+      limit = Math.min(MAX_PAGE_KEYS, Math.max(1, Math.floor(this.pageBytes / largest)))
+    }
+    return { items, revision: Number(revision ?? 0) }
   }
 
   async create(key: string, value: string): Promise<KeyValue> {

@@ -105,11 +105,13 @@ export async function checkIpam(ipam: Ipam, input: CheckInput = {}): Promise<Che
       allocations++
       const a = b.attributes[attr]
       const handle = a?.handleId ?? null
-      const common = { address: ordinalAddress(cidr, ord), handle, block: b.cidr, sequenceNumber: b.sequenceNumberForAllocation[String(ord)] ?? 0 }
+      // Formatting an address costs more than the rest of the tally: only a reported one is formatted.
+      const common = (): { address: string; handle: string | null; block: string; sequenceNumber: number } =>
+        ({ address: ordinalAddress(cidr, ord), handle, block: b.cidr, sequenceNumber: b.sequenceNumberForAllocation[String(ord)] ?? 0 })
       if (live !== undefined && (handle === null || !live.has(handle))) {
-        problems.push({ kind: 'leaked-allocation', ...common, ...(a?.secondary.node ? { node: a.secondary.node } : {}) })
+        problems.push({ kind: 'leaked-allocation', ...common(), ...(a?.secondary.node ? { node: a.secondary.node } : {}) })
       } else if (handle === null || !handles.has(handle)) {
-        problems.push({ kind: 'address-without-handle', ...common })
+        problems.push({ kind: 'address-without-handle', ...common() })
       }
       if (handle !== null) {
         const t = actual.get(handle) ?? {}

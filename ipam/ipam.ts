@@ -22,6 +22,9 @@ import { type HandleWriter, HandleClaim } from './handle-claim.js'
 
 export * from './ipam-types.js'
 
+/** Candidate blocks a claim tries one by one before it lists every block to skip the taken ones. */
+const CLAIM_PROBES = 8
+
 const isConflict = (err: unknown): boolean =>
   err instanceof DatastoreError && (err.code === 'conflict' || err.code === 'exists' || err.code === 'not-found')
 
@@ -255,16 +258,28 @@ export class Ipam {
     return items.map((kv) => decodeAffinity(kv.key, kv.value))
   }
 
-  /** Finds a block CIDR nobody has created and claims it; 'limit' at maxBlocksPerHost, 'none' when the pools are full. */
+  /**
+   * Finds a block CIDR nobody has created and claims it; 'limit' at maxBlocksPerHost, 'none' when the pools are
+   * full. A pool's first CLAIM_PROBES candidates are tried by key (in a pool with room one of them is free), and
+   * only past them is every block listed: a claim must not read the whole cluster's blocks in the common case.
+   */
   private async claimNewBlock(node: string, family: Family, eligible: readonly Pool[]): Promise<Cidr | 'limit' | 'none'> {
     const mine = (await this.affinities(node)).filter((a) => a.state !== 'pendingDeletion' && parseCidr(a.cidr, 'affinity.cidr').family === family)
     if (mine.length >= this.config.maxBlocksPerHost) return 'limit'
-    const existing = new Set((await this.store.list(BLOCKS_PREFIX)).items.map((kv) => kv.key))
+    let existing: Set<string> | undefined
     for (const pool of eligible) {
+      let probes = 0
       for (const cidr of blockCandidates(pool, node)) {
-        if (existing.has(blockKey(cidr))) continue
+        const key = blockKey(cidr)
+        if (probes < CLAIM_PROBES) {
+          probes++
+          if ((await this.store.get(key)) !== undefined) continue
+        } else {
+          existing ??= new Set((await this.store.list(BLOCKS_PREFIX)).items.map((kv) => kv.key))
+          if (existing.has(key)) continue
+        }
         if (await this.claimBlock(node, cidr)) return cidr
-        existing.add(blockKey(cidr))
+        existing?.add(key)
       }
     }
     return 'none'
@@ -426,10 +441,19 @@ export class Ipam {
   /** CAS-applies a release to one block, then fixes handle counts; an emptied block nobody owns is deleted. */
   private async releaseInBlock(cidr: Cidr, release: (b: AllocationBlock) => ReturnType<typeof blockRelease>, adjustHandles = true): Promise<ReleaseResult> {
     const key = blockKey(cidr)
+    // The first attempt may use this node's cached copy of the block (a pod's DEL mostly hits the block its
+    // ADD wrote): the CAS write refuses a stale copy, and a copy that finds anything not to release (a stale
+    // one may miss a write whose answer was lost) is read again, since no write would catch it.
+    let first = [...this.lastBlock.values()].find((l) => l.kv.key === key)?.kv
     const out = await this.retry(`release in block ${formatCidr(cidr)}`, async () => {
-      const b = await this.readBlock(key)
-      if (b === undefined) return { released: [], skipped: [] }
-      const r = release(b.block)
+      let b = first === undefined ? await this.readBlock(key) : { kv: first, block: decodeBlock(key, first.value) }
+      let r = b === undefined ? undefined : release(b.block)
+      if (first !== undefined && (r === undefined || r.released.length === 0 || r.skipped.length > 0)) {
+        b = await this.readBlock(key)
+        r = b === undefined ? undefined : release(b.block)
+      }
+      first = undefined
+      if (b === undefined || r === undefined) return { released: [], skipped: [] }
       if (r.released.length > 0) {
         if (b.block.affinity === null && blockIsEmpty(b.block)) {
           await this.store.delete(key, b.kv.revision)

@@ -31,6 +31,48 @@ t.test('a watch from a compacted revision reports compacted', async (t) => {
   t.equal((errors[0] as DatastoreError).code, 'compacted', (errors[0] as Error).message)
 })
 
+t.test('a list larger than one gRPC message (4 MiB) returns every record, in key order', async (t) => {
+  const s = await openEtcdDatastore([etcd.endpoint])
+  t.teardown(() => s.close())
+  const value = (i: number): string => `${i}:`.padEnd(100 * 1024, String.fromCharCode(97 + (i % 26)))
+  for (let i = 0; i < 60; i++) await s.create(`/big/${String(i).padStart(3, '0')}`, value(i))
+  const { items } = await s.list('/big/')
+  t.equal(items.length, 60, `${items.length} of 60 records (6 MiB in all)`)
+  t.ok(items.every((kv, i) => kv.key === `/big/${String(i).padStart(3, '0')}` && kv.value === value(i)), 'each record whole and in key order')
+})
+
+t.test('a list in many pages is one snapshot, while writers change the prefix', async (t) => {
+  const s = await openEtcdDatastore([etcd.endpoint], { listPageBytes: 1 })
+  t.teardown(() => s.close())
+  const { Etcd3 } = await import('etcd3')
+  const raw = new Etcd3({ hosts: `http://${etcd.endpoint}` })
+  t.teardown(() => raw.close())
+  for (let i = 0; i < 40; i++) await s.create(`/snap/${String(i).padStart(2, '0')}`, 'v0')
+  // The writer changes the last key and adds keys after it: the pages a list reads last.
+  let writing = true
+  let wrote = 0
+  let started: () => void = () => undefined
+  const going = new Promise<void>((resolve) => (started = resolve))
+  const writer = (async () => {
+    for (let n = 0; writing; n++) {
+      await raw.put(n % 2 === 0 ? '/snap/39' : `/snap/z${n}`).value(`v${n + 1}`)
+      if (++wrote === 3) started()
+    }
+  })()
+  try {
+    await going
+    const before = wrote
+    const listed = await s.list('/snap/')
+    const at = await raw.getAll().prefix('/snap/').revision(String(listed.revision)).exec()
+    t.ok(listed.items.every((kv) => kv.revision <= listed.revision), 'no record is newer than the listing revision')
+    t.same(listed.items.map((kv) => [kv.key, kv.value]), at.kvs.map((kv) => [kv.key.toString(), kv.value.toString()]), `the records as etcd held them at revision ${listed.revision}`)
+    t.ok(wrote > before, `${wrote - before} writes landed while the list was paging`)
+  } finally {
+    writing = false
+    await writer
+  }
+})
+
 t.test('an unreachable etcd is unavailable within 5 s, naming the endpoint', async (t) => {
   // A port we just had and closed: nothing listens there.
   const port = await new Promise<number>((resolve) => {

@@ -1,0 +1,240 @@
+// IPAM at cluster scale on a private etcd: N Node resources and M allocations spread over their blocks, then
+// pod ADD/DEL from 20 agent processes at once (each one node's identity). Prints ADD p50/p99, datastore round
+// trips and writes per ADD beside Calico's count for the same allocation, CAS failures per ADD, the time of
+// `pintoctl ipam check` over the whole store and the agent's start-up reads, with the load average.
+// Run: npx tsc -p . && node dist/bench/ipam-scale.js [--nodes 5000] [--allocations 150000] [--agents 20] [--adds 200]
+import { type ChildProcess, spawn } from 'node:child_process'
+import { loadavg } from 'node:os'
+import { fileURLToPath } from 'node:url'
+import { Etcd3 } from 'etcd3'
+import { startEtcd } from '../test/harness/etcd.js'
+import { type DatastoreCounts, roundTrips, writes, zeroCounts } from '../config/datastore-counting.js'
+import { encodeResource, resourceKey } from '../config/resources/index.js'
+import type { Resource } from '../config/resources/index.js'
+import { type Cidr, formatCidr } from '../ipam/addr.js'
+import { blockAutoAssign, hostAffinity, newBlock } from '../ipam/block.js'
+import { HandleClaim } from '../ipam/handle-claim.js'
+import { blockCandidates, toPool } from '../ipam/pools.js'
+import { affinityKey, affinityRecord, blockKey, handleKey } from '../ipam/records.js'
+import type { ScaleWorkerArgs, ScaleWorkerLine } from './ipam-scale-worker.js'
+import { numberArg } from './args.js'
+
+const WORKER = fileURLToPath(new URL('./ipam-scale-worker.js', import.meta.url))
+const PINTOCTL = fileURLToPath(new URL('../../bin/pintoctl.js', import.meta.url))
+const NODES = numberArg('--nodes', 5000)
+const ALLOCATIONS = numberArg('--allocations', 150000)
+const AGENTS = numberArg('--agents', 20)
+const ADDS = numberArg('--adds', 200)
+/** Pods an agent holds before each ADD is followed by a DEL of its oldest: enough that each agent claims a second block. */
+const WINDOW = numberArg('--window', 40)
+const PATHS = (process.argv.includes('--path') ? [process.argv[process.argv.indexOf('--path') + 1]] : ['service', 'ipam']) as ScaleWorkerArgs['path'][]
+// 198.18.0.0/15 has 131,072 addresses, fewer than 150,000 pods: the pods are IPv6, in Calico's default /122 blocks.
+const POOL = { name: 'bench-v6', cidr: '2001:db8:1::/64', blockSize: 122 }
+const TXN_OPS = 128 // etcd's default --max-txn-ops
+
+const nodeName = (i: number): string => `node-${String(i).padStart(5, '0')}`
+const load = (): string => loadavg().map((l) => l.toFixed(1)).join(' ')
+
+function nodeResource(i: number): Resource {
+  const net = ['192.0.2', '198.51.100', '203.0.113'][i % 3] as string
+  return {
+    apiVersion: 'projectcalico.org/v3', kind: 'Node',
+    metadata: { name: nodeName(i), labels: { 'kubernetes.io/hostname': nodeName(i), rack: `r${i % 40}` } },
+    spec: { bgp: { ipv4Address: `${net}.${1 + (Math.floor(i / 3) % 254)}/24` } },
+  } as Resource
+}
+
+/**
+ * Writes what pinto's IPAM would have written for `allocations` pods spread evenly over `nodes` nodes: the Node
+ * resources, the pool, per node its confirmed affinities and blocks (the CIDRs its claims would pick first), and a
+ * handle per pod. Built with ipam/'s own record functions and put in etcd transactions of 128 keys, because
+ * 150,000 ADDs through the IPAM (two round trips each) would take most of the ten minutes the bench may run.
+ */
+async function preload(endpoint: string, nodes: number, allocations: number): Promise<number> {
+  const client = new Etcd3({ hosts: `http://${endpoint}` })
+  const pool = toPool(POOL)
+  const batch: { key: string; value: string }[] = []
+  const inFlight = new Set<Promise<unknown>>()
+  let keys = 0
+  const flush = async (): Promise<void> => {
+    const ops = batch.splice(0).map((kv) => ({ request_put: { key: Buffer.from(kv.key), value: Buffer.from(kv.value) } }))
+    keys += ops.length
+    const p = client.kv.txn({ success: ops })
+    inFlight.add(p)
+    void p.finally(() => inFlight.delete(p))
+    if (inFlight.size >= 8) await Promise.race(inFlight)
+  }
+  const put = async (key: string, value: string): Promise<void> => {
+    batch.push({ key, value })
+    if (batch.length >= TXN_OPS) await flush()
+  }
+  try {
+    await put(resourceKey('IPPool', POOL.name), encodeResource({ apiVersion: 'projectcalico.org/v3', kind: 'IPPool', metadata: { name: POOL.name }, spec: { cidr: POOL.cidr, blockSize: POOL.blockSize, nodeSelector: 'all()' } } as Resource))
+    const claimTime = new Date().toISOString()
+    let pod = 0
+    for (let n = 0; n < nodes; n++) {
+      const node = nodeName(n)
+      await put(resourceKey('Node', node), encodeResource(nodeResource(n)))
+      const mine = Math.floor(allocations / nodes) + (n < allocations % nodes ? 1 : 0)
+      const candidates = blockCandidates(pool, node)
+      for (let left = mine; left > 0;) {
+        const cidr = candidates.next().value as Cidr
+        const block = newBlock(cidr, hostAffinity(node), claimTime, Date.now() * 1000)
+        const handles: string[] = []
+        while (left > 0 && block.unallocated.length > 0) {
+          const handle = `k8s-pod-network.preload-${pod}`
+          blockAutoAssign(block, 1, handle, { node, namespace: 'preload', pod: `preload-${pod}` })
+          handles.push(handle)
+          left--
+          pod++
+        }
+        await put(affinityKey(node, cidr), JSON.stringify(affinityRecord(node, cidr, 'confirmed')))
+        await put(blockKey(cidr), JSON.stringify(block))
+        for (const h of handles) await put(handleKey(h), HandleClaim.createValue(h, { [formatCidr(cidr)]: 1 }))
+      }
+    }
+    if (batch.length > 0) await flush()
+    await Promise.all(inFlight)
+    return keys
+  } finally {
+    client.close()
+  }
+}
+
+interface Worker {
+  readonly child: ChildProcess
+  readonly lines: AsyncIterator<ScaleWorkerLine>
+  readonly exited: Promise<number | null>
+}
+
+const children = new Set<ChildProcess>()
+
+function startWorker(args: ScaleWorkerArgs): Worker {
+  const child = spawn(process.execPath, [WORKER, JSON.stringify(args)], { stdio: ['pipe', 'pipe', 'inherit'] })
+  children.add(child)
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => { children.delete(child); resolve(code) }))
+  async function* lines(): AsyncGenerator<ScaleWorkerLine> {
+    let buf = ''
+    for await (const chunk of child.stdout as AsyncIterable<Buffer>) {
+      buf += chunk.toString()
+      for (let i = buf.indexOf('\n'); i >= 0; i = buf.indexOf('\n')) {
+        yield JSON.parse(buf.slice(0, i)) as ScaleWorkerLine
+        buf = buf.slice(i + 1)
+      }
+    }
+    throw new Error(`worker ${args.node} exited ${await exited} before its report`)
+  }
+  return { child, lines: lines(), exited }
+}
+
+async function next<K extends ScaleWorkerLine['op']>(w: Worker, op: K): Promise<Extract<ScaleWorkerLine, { op: K }>> {
+  const r = await w.lines.next()
+  if (r.done === true || r.value.op !== op) throw new Error(`expected a ${op} line from a worker, got ${JSON.stringify(r.value)}`)
+  return r.value as Extract<ScaleWorkerLine, { op: K }>
+}
+
+const pct = (sorted: readonly number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN
+const ms = (v: number): string => `${v.toFixed(1)} ms`
+
+function perOp(c: DatastoreCounts, n: number): string {
+  const f = (v: number): string => (v / n).toFixed(2)
+  return `${f(roundTrips(c))} round trips (get ${f(c.get)}, list ${f(c.list)} returning ${f(c.listed)} records, create ${f(c.create)}, update ${f(c.update)}, delete ${f(c.delete)}), ${f(writes(c))} writes, ${f(c.casFailures)} CAS failures`
+}
+
+/** etcd's own account of its WAL fsyncs (count, seconds), from its Prometheus endpoint. */
+async function fsyncs(url: string): Promise<{ count: number; sum: number }> {
+  const text = await (await fetch(`${url}/metrics`)).text()
+  const v = (name: string): number => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN)
+  return { count: v('etcd_disk_wal_fsync_duration_seconds_count'), sum: v('etcd_disk_wal_fsync_duration_seconds_sum') }
+}
+
+/** Starts the agents, lets them read what they read at start, then runs their ADD/DEL cycles at once. */
+async function runAgents(endpoint: string, url: string, path: ScaleWorkerArgs['path'], startup: boolean): Promise<void> {
+  // One after the other: twenty Node.js processes loading at once on two shared cores miss etcd's connect deadline.
+  const workers: Worker[] = []
+  const starts: Extract<ScaleWorkerLine, { op: 'startup' }>[] = []
+  for (let i = 0; i < AGENTS; i++) {
+    const w = startWorker({ store: `etcd://${endpoint}`, node: nodeName(Math.floor((i * NODES) / AGENTS)), id: `${path}-a${i}`, adds: ADDS, window: WINDOW, num4: 0, num6: 1, path, startup })
+    workers.push(w)
+    starts.push(await next(w, 'startup'))
+  }
+  const startMs = starts.map((s) => s.ms).sort((a, b) => a - b)
+  const s0 = starts[0]
+  const f0 = await fsyncs(url)
+  const t0 = performance.now()
+  for (const w of workers) w.child.stdin?.end('go\n')
+  const done = await Promise.all(workers.map((w) => next(w, 'done')))
+  const wall = performance.now() - t0
+  const f1 = await fsyncs(url)
+  await Promise.all(workers.map((w) => w.exited))
+  const adds = done.flatMap((d) => d.add).sort((a, b) => a - b)
+  const dels = done.flatMap((d) => d.del).sort((a, b) => a - b)
+  const sum = (pick: (d: (typeof done)[number]) => DatastoreCounts): DatastoreCounts => {
+    const out = zeroCounts()
+    for (const d of done) for (const k of Object.keys(out) as (keyof DatastoreCounts)[]) out[k] += pick(d)[k]
+    return out
+  }
+  const errors = done.flatMap((d) => d.errors)
+  const label = path === 'service' ? "agent IPAM service (IpamService.assign/release, the socket's and CNI channel's path, no socket)" : 'IPAM part (Ipam.autoAssign/releaseByHandle alone)'
+  console.log(`\n${label}: ${AGENTS} agents x ${ADDS} ADDs (a DEL of the oldest once ${WINDOW} are held), in ${(wall / 1000).toFixed(1)} s, load ${load()}`)
+  if (startup && s0 !== undefined) {
+    console.log(`  agent start-up reads (ClusterState list + watch, its affinities), one agent at a time: p50 ${ms(pct(startMs, 50))}, max ${ms(startMs[startMs.length - 1] ?? NaN)}; ${s0.resources} resources, ${s0.blocks} blocks, ${s0.affinities} affinities in ${roundTrips(s0.counts)} round trips returning ${s0.counts.listed} records`)
+  }
+  console.log(`  ADD p50 ${ms(pct(adds, 50))}  p99 ${ms(pct(adds, 99))}  max ${ms(adds[adds.length - 1] ?? NaN)}   (target p99 < 100 ms)${errors.length > 0 ? `   ${errors.length} errors, first: ${errors[0]}` : ''}`)
+  console.log(`  ADD: ${perOp(sum((d) => d.addCounts), adds.length)}`)
+  console.log(`  etcd meanwhile: ${f1.count - f0.count} WAL fsyncs, mean ${ms((1000 * (f1.sum - f0.sum)) / (f1.count - f0.count))} each (every write waits for one)`)
+  console.log(`  DEL p50 ${ms(pct(dels, 50))}  p99 ${ms(pct(dels, 99))}; ${perOp(sum((d) => d.delCounts), dels.length)}`)
+}
+
+function run(cmd: string, args: readonly string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; out: string; ms: number }> {
+  const t0 = performance.now()
+  const child = spawn(cmd, args, { env, stdio: ['ignore', 'pipe', 'pipe'] })
+  children.add(child)
+  let out = ''
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()))
+  child.stderr.on('data', (d: Buffer) => (out += d.toString()))
+  return new Promise((resolve) => child.once('exit', (code) => { children.delete(child); resolve({ code, out, ms: performance.now() - t0 }) }))
+}
+
+let stopEtcd: (() => Promise<void>) | undefined
+
+async function main(): Promise<void> {
+  const etcd = await startEtcd()
+  stopEtcd = () => etcd.stop()
+  try {
+    console.log(`IPAM at scale on etcd (private etcd ${etcd.endpoint}): ${NODES} nodes, ${ALLOCATIONS} allocations in pool ${POOL.cidr} /${POOL.blockSize} blocks; load ${load()}`)
+    let t0 = performance.now()
+    const keys = await preload(etcd.endpoint, NODES, ALLOCATIONS)
+    console.log(`preload: ${keys} keys (Node resources, affinities, blocks, handles as ipam/ writes them) in ${((performance.now() - t0) / 1000).toFixed(1)} s, written directly in etcd transactions`)
+
+    const env = { ...process.env, PINTO_DATASTORE: `etcd://${etcd.endpoint}` }
+    const nodes = Array.from({ length: NODES }, (_, i) => nodeName(i)).join(',')
+    t0 = performance.now()
+    const check = await run(process.execPath, [PINTOCTL, 'ipam', 'check', `--nodes=${nodes}`], env)
+    const summary = check.out.split('\n').filter((l) => /Found|IPAM handles|Allocated IPs|complete|Error|error/.test(l)).map((l) => l.trim()).join('; ')
+    console.log(`pintoctl ipam check --nodes=<all ${NODES}>: ${(check.ms / 1000).toFixed(1)} s (target < 30 s), exit ${check.code}: ${summary.slice(0, 400)}`)
+
+    for (const [i, path] of PATHS.entries()) await runAgents(etcd.endpoint, etcd.url, path, i === 0)
+
+    console.log('\nCalico (libcalico-go/lib/ipam, read from its code) for the same ADD, one address from an affine block with room:')
+    console.log('  10 round trips, 2 writes: get IPAMConfig, list IPReservations, get Node, list IPPools, list the host\'s affinities,')
+    console.log('  get the affinity, get the block, get the handle, create the handle, update the block (CAS).')
+    console.log('  DEL: 6 round trips, 2 writes: get handle, get IPAMConfig, get block, update block, get handle, delete handle.')
+    console.log('  A new block claim adds a list of every block, then create affinity, create block, update affinity.')
+  } finally {
+    for (const c of children) c.kill('SIGKILL')
+    await etcd.stop()
+  }
+}
+
+for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(sig, () => {
+    for (const c of children) c.kill('SIGKILL')
+    void (stopEtcd?.() ?? Promise.resolve()).finally(() => process.exit(130))
+  })
+}
+
+main().catch((err: unknown) => {
+  console.error(err)
+  process.exitCode = 1
+})

@@ -1,0 +1,82 @@
+// What a pod's ADD and DEL cost the datastore once a node has a block with room: the ADD is the handle's
+// create and the block's CAS write, the DEL one read of the handle and two writes, with nothing listed.
+// The counts are the contract at scale: neither may grow with the number of blocks, handles or nodes.
+import t from 'tap'
+import { CountingDatastore, diffCounts, roundTrips } from '../../config/datastore-counting.js'
+import { formatCidr } from '../../ipam/addr.js'
+import { Ipam } from '../../ipam/ipam.js'
+import { blockCandidates, toPool } from '../../ipam/pools.js'
+import { embeddedStore } from './stores.js'
+
+t.test('ADD from the last block is 2 writes and no read; DEL is 1 read and 2 writes', async (t) => {
+  const { store: inner } = await embeddedStore(t)
+  const store = new CountingDatastore(inner)
+  const ipam = new Ipam(store, { pools: [{ name: 'v4', cidr: '198.18.0.0/24', blockSize: 26 }] })
+  // Other nodes' blocks and pods, which neither call may read.
+  for (let n = 0; n < 3; n++) for (let i = 0; i < 5; i++) await ipam.autoAssign({ handle: `other-${n}-${i}`, node: `other${n}`, num4: 1 })
+  await ipam.autoAssign({ handle: 'warm', node: 'n1', num4: 1 })
+
+  let before = store.counts()
+  const r = await ipam.autoAssign({ handle: 'pod', node: 'n1', num4: 1 })
+  const add = diffCounts(store.counts(), before)
+  t.equal(r.ipv4.length, 1)
+  t.same({ roundTrips: roundTrips(add), writes: add.create + add.update, reads: add.get + add.list }, { roundTrips: 2, writes: 2, reads: 0 }, `ADD: ${JSON.stringify(add)}`)
+
+  before = store.counts()
+  const rel = await ipam.releaseByHandle('pod')
+  const del = diffCounts(store.counts(), before)
+  t.same(rel.released.map((a) => a.address), [r.ipv4[0]!.address])
+  t.same({ roundTrips: roundTrips(del), reads: del.get, lists: del.list, writes: del.update + del.delete }, { roundTrips: 3, reads: 1, lists: 0, writes: 2 }, `DEL: ${JSON.stringify(del)}`)
+
+  // The next ADD on the node still goes straight to its block: the DEL kept the cached copy current.
+  before = store.counts()
+  await ipam.autoAssign({ handle: 'pod2', node: 'n1', num4: 1 })
+  const again = diffCounts(store.counts(), before)
+  t.equal(roundTrips(again), 2, `ADD after DEL: ${JSON.stringify(again)}`)
+  t.equal(again.casFailures, 0)
+})
+
+t.test('a DEL through a stale cached block conflicts once and then releases from a fresh read', async (t) => {
+  const { store: inner } = await embeddedStore(t)
+  const store = new CountingDatastore(inner)
+  const pools = [{ name: 'v4', cidr: '198.18.0.0/24', blockSize: 26 }]
+  const a = new Ipam(store, { pools })
+  const b = new Ipam(store, { pools })
+  const mine = await a.autoAssign({ handle: 'pod-a', node: 'n1', num4: 1 })
+  // Another process of the same node writes the block: a's cached copy is stale now.
+  const theirs = await b.autoAssign({ handle: 'pod-b', node: 'n1', num4: 1 })
+  const before = store.counts()
+  const rel = await a.releaseByHandle('pod-a')
+  const d = diffCounts(store.counts(), before)
+  t.same(rel.released.map((x) => x.address), [mine.ipv4[0]!.address])
+  t.equal(d.casFailures, 1, 'the stale copy was refused by the CAS write')
+  t.same((await b.handleAddresses('pod-b')).map((x) => x.address), [theirs.ipv4[0]!.address], "the other process's address is untouched")
+})
+
+t.test('a block claim probes its candidates by key and lists no blocks while the pool has room', async (t) => {
+  const { store: inner } = await embeddedStore(t)
+  const store = new CountingDatastore(inner)
+  const ipam = new Ipam(store, { pools: [{ name: 'v4', cidr: '198.18.0.0/20', blockSize: 26 }] })
+  for (let n = 0; n < 30; n++) await ipam.autoAssign({ handle: `other-${n}`, node: `other${n}`, num4: 1 })
+  const before = store.counts()
+  const r = await ipam.autoAssign({ handle: 'first-pod', node: 'fresh', num4: 1 })
+  const d = diffCounts(store.counts(), before)
+  t.equal(r.ipv4.length, 1)
+  t.ok(d.listed < 30, `the claim listed ${d.listed} records (${d.list} lists) with 30 blocks in the store`)
+})
+
+t.test('a claim whose probed candidates are all taken lists the blocks and finds the last free one', async (t) => {
+  const { store: inner } = await embeddedStore(t)
+  const store = new CountingDatastore(inner)
+  const spec = { name: 'v4', cidr: '198.18.0.0/26', blockSize: 30 }
+  const ipam = new Ipam(store, { pools: [spec], config: { strictAffinity: true } })
+  // 16 blocks of 4: other nodes claim all but the one 'late' would try last.
+  const order = [...blockCandidates(toPool(spec), 'late')]
+  for (const [i, cidr] of order.slice(0, 15).entries()) t.ok(await ipam.claimBlock(`other${i}`, cidr))
+  const before = store.counts()
+  const r = await ipam.autoAssign({ handle: 'last', node: 'late', num4: 1 })
+  const d = diffCounts(store.counts(), before)
+  t.equal(r.ipv4[0]?.block, formatCidr(order[15]!), 'the one block left')
+  t.ok(d.listed >= 15, `past the probes the claim listed the blocks (${d.listed} records)`)
+  await t.rejects(ipam.autoAssign({ handle: 'none-left', node: 'later', num4: 1 }), { code: 'exhausted' }, 'then the pool is full')
+})

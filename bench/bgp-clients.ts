@@ -130,6 +130,7 @@ function checkComplete(s: Session, wasComplete: boolean): void {
 // ---- sessions --------------------------------------------------------------------------------
 const queue: Session[] = []
 let connecting = 0
+let up = 0
 const limit = args.connecting ?? 64
 
 function open(s: Session): void {
@@ -156,6 +157,7 @@ function open(s: Session): void {
       if (msg.type === 'open') socket.write(encodeMessage(KEEPALIVE, opts))
       else if (msg.type === 'keepalive' && !s.established) {
         s.established = true
+        if (++up === sessions.length) say({ event: 'up', at: now() })
         connecting--
         next()
         announce(s, ownRoutes(plan, s.client), false)
@@ -216,3 +218,4 @@ createInterface({ input: process.stdin }).on('line', (line) => {
 }).on('close', () => process.exit(0))
 process.on('SIGTERM', () => process.exit(0))
 say({ event: 'ready', sessions: sessions.length })
+if (process.env['BENCH_PROGRESS'] !== undefined) setInterval(() => process.stderr.write(`up ${up} connecting ${connecting} queued ${queue.length}\n`), 1000).unref()

@@ -32,6 +32,8 @@ const NODE_BIN = join(HERE, '..', '..', 'bin', 'pinto-node.js')
 const N = numberArg('--clients', 500)
 const CHANGES = numberArg('--changes', 50)
 const PROCESSES = numberArg('--processes', Math.min(4, Math.ceil(N / 1250)))
+/** Sessions each client process has in Connect/OpenSent at once. */
+const CONNECTING = numberArg('--connecting', 256)
 const WITH_NODE = numberArg('--node', 1) === 1
 const onlyAt = process.argv.indexOf('--only')
 const ONLY = onlyAt >= 0 ? process.argv[onlyAt + 1] : undefined
@@ -40,6 +42,9 @@ const CLIENT_NODE = { name: 'client-node', address: '192.0.2.10' }
 const DEADLINE_MS = Math.max(120_000, N * 60)
 const plan: Plan = makePlan(N, Math.ceil(CHANGES / 2))
 const HZ = 100
+/** --prof DIR: the pinto reflectors write V8 CPU profiles there when they stop. */
+const profAt = process.argv.indexOf('--prof')
+const PROF = profAt >= 0 ? [`--cpu-prof`, `--cpu-prof-dir=${process.argv[profAt + 1]}`] : []
 
 function procStat(pid: number): { cpu: number; hwmMb: number; rssMb: number } {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
@@ -82,7 +87,7 @@ class Clients {
   constructor(topo: Topology, ns: string, servers: readonly string[]) {
     const per = Math.ceil(N / PROCESSES)
     for (let p = 0; p < PROCESSES; p++) {
-      const spec = { clients: N, from: p * per, to: Math.min(N, (p + 1) * per), servers, asn: 64512, spares: plan.spares }
+      const spec = { clients: N, from: p * per, to: Math.min(N, (p + 1) * per), servers, asn: 64512, spares: plan.spares, connecting: CONNECTING }
       const child = topo.spawn(ns, NOFILE[0]!, [...NOFILE.slice(1), process.execPath, CLIENTS_JS, JSON.stringify(spec)], { stdin: 'pipe', stdout: 'pipe', stderr: 'inherit', buffer: false })
       const log: ClientEvent[] = []
       this.events.push(log)
@@ -135,6 +140,10 @@ interface Agent {
 
 interface PhaseResult {
   coldSeconds: number[]
+  /** Until every session was Established. */
+  upSeconds: number
+  /** CPU seconds of the client processes, for the whole phase. */
+  clientCpu: number
   changeMs: number[]
   bytesPerChange: number[]
   reflectors: { cpu: number; hwmMb: number; rssMb: number }[]
@@ -150,6 +159,8 @@ async function runClients(topo: Topology, ns: string, pids: readonly number[], a
     const going = await clients.each('clients going', (e) => e.event === 'going')
     const t0 = going.map((e) => BigInt(e.at as string)).reduce((a, b) => (a < b ? a : b))
     const coldSeconds: number[] = []
+    const up = await clients.each('every session Established', (e) => e.event === 'up')
+    const upSeconds = Math.max(...up.map((e) => ms(BigInt(e.at as string) - t0))) / 1000
     for (let s = 0; s < servers.length; s++) {
       const done = await clients.each(`every client holding all ${plan.routes} routes from ${servers[s]}`, (e) => e.event === 'complete' && e.server === s)
       coldSeconds.push(Math.max(...done.map((e) => ms(BigInt(e.at as string) - t0))) / 1000)
@@ -174,7 +185,8 @@ async function runClients(topo: Topology, ns: string, pids: readonly number[], a
       bytesPerChange.push(after.reduce((n, b, s) => n + b - before[s]!, 0))
       before = after
     }
-    return { coldSeconds, changeMs, bytesPerChange, reflectors: pids.map(procStat) }
+    const clientCpu = clients.procs.reduce((n, c) => n + procStat(c.pid!).cpu, 0)
+    return { coldSeconds, upSeconds, clientCpu, changeMs, bytesPerChange, reflectors: pids.map(procStat) }
   } finally {
     await clients.stop()
   }
@@ -202,7 +214,7 @@ async function pintoPhase(topo: Topology, rr: NetNode, clientNs: NetNode | undef
       PINTO_DATAPLANE: dataplane,
       PINTO_LOG_LEVEL: 'warn',
     }
-    const child = topo.spawn(ns, NOFILE[0]!, [...NOFILE.slice(1), process.execPath, ...AGENT_NODE_FLAGS, NODE_BIN], { env: { ...process.env, ...env }, stdout: 'inherit', stderr: 'inherit' })
+    const child = topo.spawn(ns, NOFILE[0]!, [...NOFILE.slice(1), process.execPath, ...AGENT_NODE_FLAGS, ...(dataplane === 'none' ? PROF : []), NODE_BIN], { env: { ...process.env, ...env }, stdout: 'inherit', stderr: 'inherit' })
     const api = env.PINTO_API_SOCKET
     await waitFor(() => {
       if (child.exitCode !== undefined && child.exitCode !== null) throw new Error(`${name}: pinto-node exited ${child.exitCode}`)
@@ -276,10 +288,12 @@ async function birdPhase(topo: Topology, rr: NetNode): Promise<PhaseResult> {
 
 function rows(label: string, r: PhaseResult): string[][] {
   return [
-    [`${label}: cold start, every client holds all ${plan.routes} routes`, r.coldSeconds.map((s) => `${s.toFixed(2)} s`).join(' / ')],
+    [`${label}: cold start, every client holds all ${plan.routes} routes (rr1 / rr2)`, r.coldSeconds.map((s) => `${s.toFixed(2)} s`).join(' / ')],
+    [`${label}: cold start, every session Established`, `${r.upSeconds.toFixed(2)} s`],
     [`${label}: one /26 change at all ${N} clients (both sessions), p50 / p99 of ${r.changeMs.length}`, `${pct(r.changeMs, 50).toFixed(1)} / ${pct(r.changeMs, 99).toFixed(1)} ms`],
     [`${label}: UPDATE bytes to the clients per change (both reflectors)`, `${pct(r.bytesPerChange, 50)}`],
     ...r.reflectors.map((x, k) => [`${label}: ${REFLECTORS[k]!.name} VmHWM, CPU (utime+stime)`, `${x.hwmMb.toFixed(1)} MB, ${x.cpu.toFixed(1)} s`]),
+    [`${label}: the client processes' CPU`, `${r.clientCpu.toFixed(1)} s`],
   ]
 }
 

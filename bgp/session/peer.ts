@@ -848,6 +848,8 @@ export class BgpPeer {
     const out = this.adjOut
     const session = this.state.session
     if (!s || !out || !session || this.state.name !== 'Established') return
+    // Corked: one writev per pull, not a syscall per UPDATE (a reflector's client gets one small UPDATE per originator).
+    s.cork()
     while (s.writableLength < HIGH_WATER && out.pending > 0) {
       for (const batch of out.take(PULL)) {
         for (const bytes of packUpdates(batch, session.tx)) {
@@ -856,6 +858,7 @@ export class BgpPeer {
         }
       }
     }
+    s.uncork()
     if (out.pending === 0 && this.deps.holdEndOfRib?.() !== true) {
       // The initial table (or a refresh) is out: say so, once per family (RFC 4724 §2, RFC 7313).
       for (const f of session.families) {

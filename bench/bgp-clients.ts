@@ -1,7 +1,7 @@
 // bench/bgp-clients: many minimal iBGP clients in one process, for the reflection bench. Not a BGP
 // speaker: no RIB, no policy; it frames with pinto's codec and only reads the NLRI of what it receives.
 //   node dist/bench/bgp-clients.js '{"clients":5000,"from":0,"to":1250,"servers":["192.0.2.1"],"asn":64512,"spares":25}'
-// Client i (of the plan in reflect-plan.ts) connects from its 127.1.x.y address to every server once
+// Client i (of the plan in reflect-plan.ts) connects from its address (reflect-plan) to every server once
 // "go" arrives on stdin, announces its blocks and borrowed /32s once Established, and keeps one bit per
 // route per session. Events are JSON lines on stdout, times in ns of the monotonic clock (shared by
 // every process): "complete" when every session here to a server holds every route, "sent"/"reached"

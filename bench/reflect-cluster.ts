@@ -4,7 +4,7 @@
 // client as Calico's confd renders it. Pure: text and objects out; the bench writes and runs them.
 
 import type { Resource } from '../config/resources/index.js'
-import { clientAddress, formatIpv4, POOL_CIDR, type Plan } from './reflect-plan.js'
+import { clientAddress, formatIpv4, NODES_CIDR, POOL_CIDR, type Plan } from './reflect-plan.js'
 
 export const CLUSTER_AS = 64512
 export const CLUSTER_ID = '244.0.0.1'
@@ -26,7 +26,7 @@ export function clusterResources(plan: Plan, extraNodes: readonly { name: string
     out.push({ apiVersion: v3, kind: 'Node', metadata: { name: r.name, labels: { 'route-reflector': 'true' } }, spec: { bgp: { ipv4Address: `${r.address}/24`, routeReflectorClusterID: CLUSTER_ID } } })
   }
   for (let i = 0; i < plan.clients; i++) {
-    out.push({ apiVersion: v3, kind: 'Node', metadata: { name: `node-${i}` }, spec: { bgp: { ipv4Address: `${formatIpv4(clientAddress(i))}/8` } } })
+    out.push({ apiVersion: v3, kind: 'Node', metadata: { name: `node-${i}` }, spec: { bgp: { ipv4Address: `${formatIpv4(clientAddress(i))}/${NODES_CIDR.split('/')[1]}` } } })
   }
   for (const n of extraNodes) out.push({ apiVersion: v3, kind: 'Node', metadata: { name: n.name }, spec: { bgp: { ipv4Address: `${n.address}/24` } } })
   return out
@@ -43,8 +43,8 @@ export function birdConfig(plan: Plan, k: number, dir: string, extraClients: rea
     `log "${dir}/bird.log" { warning, error, fatal };`,
     `router id ${me.address};`,
     'protocol device { scan time 60; }',
-    // Next hops of iBGP routes resolve recursively: the clients' 127.1.x.y addresses through lo.
-    'protocol static { ipv4; route 127.0.0.0/8 via "lo"; }',
+    // Next hops of iBGP routes resolve recursively: the clients' addresses through lo.
+    `protocol static { ipv4; route ${NODES_CIDR} via "lo"; }`,
     'template bgp rrc {',
     `  local ${me.address} as ${CLUSTER_AS};`,
     '  strict bind yes;',

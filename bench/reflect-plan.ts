@@ -7,11 +7,14 @@ export const POOL_CIDR = '100.64.0.0/10'
 export const POOL_BASE = ((100 << 24) | (64 << 16)) >>> 0
 export const BLOCK_BITS = 26
 const BLOCK_SIZE = 1 << (32 - BLOCK_BITS)
-export const MAX_CLIENTS = 250 * 64
+export const MAX_CLIENTS = 250 * 512
+/** The simulated nodes' addresses (RFC 2544's benchmarking range), on the bench namespace's lo: every address in it is local there. */
+export const NODES_CIDR = '198.18.0.0/15'
+const NODES_BASE = ((198 << 24) | (18 << 16)) >>> 0
 
-/** Client i's node address: 127.1.X.Y, Y in 1..250 (no .0 or .255), inside the bench's own namespace. */
+/** Client i's node address: 198.18.0.1 on, the last octet in 1..250 (no .0 or .255). */
 export function clientAddress(i: number): number {
-  return ((127 << 24) | ((1 + Math.floor(i / 16000)) << 16) | (Math.floor((i % 16000) / 250) << 8) | ((i % 250) + 1)) >>> 0
+  return (NODES_BASE + Math.floor(i / 250) * 256 + (i % 250) + 1) >>> 0
 }
 
 export function formatIpv4(n: number): string {

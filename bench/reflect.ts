@@ -23,7 +23,7 @@ import { encodeResource, resourceKey } from '../config/resources/index.js'
 import { AGENT_NODE_FLAGS } from '../agent/node-flags.js'
 import { table } from '../agent/demo/tables.js'
 import { numberArg } from './args.js'
-import { makePlan, spareOwner, type Plan } from './reflect-plan.js'
+import { makePlan, NODES_CIDR, spareOwner, type Plan } from './reflect-plan.js'
 import { birdConfig, clusterResources, REFLECTORS } from './reflect-cluster.js'
 
 const HERE = fileURLToPath(new URL('.', import.meta.url))
@@ -39,7 +39,7 @@ const onlyAt = process.argv.indexOf('--only')
 const ONLY = onlyAt >= 0 ? process.argv[onlyAt + 1] : undefined
 const NOFILE = ['prlimit', `--nofile=${4 * N + 4096}:${4 * N + 4096}`, '--']
 const CLIENT_NODE = { name: 'client-node', address: '192.0.2.10' }
-const DEADLINE_MS = Math.max(120_000, N * 60)
+const DEADLINE_MS = numberArg('--deadline', Math.max(120, N / 20)) * 1000
 const plan: Plan = makePlan(N, Math.ceil(CHANGES / 2))
 const HZ = 100
 /** --prof DIR: the pinto reflectors write V8 CPU profiles there when they stop. */
@@ -238,7 +238,7 @@ async function pintoPhase(topo: Topology, rr: NetNode, clientNs: NetNode | undef
 
 async function kernelRoutes(ns: string): Promise<number> {
   const out = String((await execa('ip', ['-n', ns, 'route', 'show', 'proto', '87'])).stdout)
-  return out === '' ? 0 : out.split('\n').length
+  return out === '' ? 0 : out.split('\n').filter((l) => !/^\s/.test(l)).length
 }
 
 async function nodeFigures(pid: number, clientNs: NetNode): Promise<string[][]> {
@@ -307,6 +307,10 @@ async function main(): Promise<void> {
     // Thousands of sessions connect at once: queues as a loaded reflector host would have them.
     for (const kv of ['net.core.somaxconn=65535', 'net.ipv4.tcp_max_syn_backlog=65535']) await topo.exec(rr.ns, 'sysctl', ['-q', '-w', kv])
     const clientNs = WITH_NODE && ONLY !== 'bird' ? await topo.addNode({ name: 'node', v4: `${CLIENT_NODE.address}/24` }) : undefined
+    // The simulated nodes' addresses are all local in the bench namespace (an address with its prefix on
+    // lo), and on the fabric for the client node, so felix programs them as it would any node address.
+    await execa('ip', ['-n', rr.ns, 'addr', 'add', NODES_CIDR, 'dev', 'lo'])
+    if (clientNs) await execa('ip', ['-n', clientNs.ns, 'route', 'add', NODES_CIDR, 'dev', 'eth0'])
     process.stdout.write(`reflect: ${N} simulated nodes (${plan.blocks} /26 blocks, ${plan.borrowed.length} borrowed /32s) in ${PROCESSES} processes, 2 reflectors; load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}\n`)
     const out: string[][] = []
     if (ONLY !== 'bird') {

@@ -191,6 +191,7 @@ export class PeerRibOut implements AdjRibOut {
         ...(g.route.nextHop.length > 0 ? { nextHop: g.route.nextHop } : {}),
         announce: g.announce,
         withdraw: [],
+        encoded: g.route.encoded,
       })
     }
     return batches

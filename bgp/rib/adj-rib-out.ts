@@ -52,6 +52,13 @@ export function newExportCache(): ExportCache {
   return [new WeakMap(), new WeakMap()]
 }
 
+/** Prefixes that go out with one attribute set. */
+interface Group {
+  readonly route: OutRoute
+  readonly afi: number
+  readonly announce: Prefix[]
+}
+
 export class PeerRibOut implements AdjRibOut {
   /** Membership of the queue; its order is `order` from `head` on. */
   private readonly queue = new IndexSet()
@@ -145,7 +152,9 @@ export class PeerRibOut implements AdjRibOut {
 
   take(maxPrefixes: number): OutBatch[] {
     const withdraw: [Prefix[], Prefix[]] = [[], []]
-    const groups = new Map<string, { route: OutRoute; afi: number; announce: Prefix[] }>()
+    const groups = new Map<string, Group>()
+    // By result object first: shared export results repeat across prefixes, and the key string is long.
+    const byRoute = new Map<OutRoute, Group>()
     let taken = 0
     const order = this.order
     while (taken < maxPrefixes && this.head < order.length) {
@@ -167,9 +176,13 @@ export class PeerRibOut implements AdjRibOut {
         this.held.add(d)
         this.rib.hold(d)
       }
-      const gk = `${prefix.afi}${out.key}`
-      let g = groups.get(gk)
-      if (g === undefined) groups.set(gk, (g = { route: out, afi: prefix.afi, announce: [] }))
+      let g = byRoute.get(out)
+      if (g === undefined) {
+        const gk = `${prefix.afi}${out.key}`
+        g = groups.get(gk)
+        if (g === undefined) groups.set(gk, (g = { route: out, afi: prefix.afi, announce: [] }))
+        byRoute.set(out, g)
+      }
       g.announce.push(prefix)
     }
     if (this.head === order.length) {

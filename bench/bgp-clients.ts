@@ -131,6 +131,7 @@ function checkComplete(s: Session, wasComplete: boolean): void {
 const queue: Session[] = []
 let connecting = 0
 let up = 0
+let retries = 0
 const limit = args.connecting ?? 64
 
 function open(s: Session): void {
@@ -168,14 +169,25 @@ function open(s: Session): void {
     }
     checkComplete(s, wasComplete)
   })
-  socket.on('error', (e) => {
-    say({ event: 'error', client: local, server: args.servers[s.server], message: e.message })
-    process.exit(1)
-  })
-  socket.on('close', () => {
-    say({ event: 'error', client: local, server: args.servers[s.server], message: 'connection closed' })
-    process.exit(1)
-  })
+  let failed = false
+  const fail = (message: string): void => {
+    if (failed) return
+    failed = true
+    if (s.established) {
+      say({ event: 'error', client: local, server: args.servers[s.server], message })
+      process.exit(1)
+    }
+    // Not yet Established (a reflector still starting its protocols resets some): try again, as a
+    // speaker's ConnectRetry timer would.
+    retries++
+    connecting--
+    setTimeout(() => {
+      queue.unshift(s)
+      next()
+    }, 1000)
+  }
+  socket.on('error', (e) => fail(e.message))
+  socket.on('close', () => fail('connection closed'))
 }
 
 function next(): void {
@@ -205,7 +217,7 @@ createInterface({ input: process.stdin }).on('line', (line) => {
     say({ event: 'going', at: now() })
     next()
   } else if (cmd.cmd === 'counters') {
-    say({ event: 'counters', updateBytes, prefixesIn, established: sessions.filter((s) => s.established).length })
+    say({ event: 'counters', updateBytes, prefixesIn, retries, established: sessions.filter((s) => s.established).length })
   } else if (cmd.cmd === 'change') {
     const r = spareRoute(cmd.spare)
     startWatch(cmd.id, r, cmd.op === 'announce', cmd.owner)

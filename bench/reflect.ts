@@ -83,6 +83,7 @@ class Clients {
   readonly procs: ResultPromise[] = []
   private readonly events: ClientEvent[][] = []
   private failure: string | undefined
+  private stopping = false
 
   constructor(topo: Topology, ns: string, servers: readonly string[]) {
     const per = Math.ceil(N / PROCESSES)
@@ -97,6 +98,9 @@ class Clients {
         log.push(ev)
       })
       this.procs.push(child)
+      void child.then((r) => {
+        if (!this.stopping) this.failure ??= `client process ${p} exited (${r.exitCode ?? r.signal})`
+      })
     }
   }
 
@@ -106,26 +110,31 @@ class Clients {
 
   /** One event per process matching `match`, taken from the logs. */
   async each(what: string, match: (e: ClientEvent) => boolean, timeoutMs = DEADLINE_MS): Promise<ClientEvent[]> {
-    return waitFor(() => {
-      if (this.failure !== undefined) throw new Error(`clients: ${this.failure}`)
+    const got = await waitFor(() => {
+      if (this.failure !== undefined) return this.failure
       const found = this.events.map((log) => log.findIndex(match))
       if (found.some((i) => i < 0)) return undefined
       return found.map((i, p) => this.events[p]!.splice(i, 1)[0]!)
     }, { timeoutMs, intervalMs: 5, what })
+    if (typeof got === 'string') throw new Error(`clients: ${got}`)
+    return got
   }
 
   async any(what: string, match: (e: ClientEvent) => boolean): Promise<ClientEvent> {
-    return waitFor(() => {
-      if (this.failure !== undefined) throw new Error(`clients: ${this.failure}`)
+    const got = await waitFor((): ClientEvent | string | undefined => {
+      if (this.failure !== undefined) return this.failure
       for (const log of this.events) {
         const i = log.findIndex(match)
         if (i >= 0) return log.splice(i, 1)[0]!
       }
       return undefined
     }, { timeoutMs: DEADLINE_MS, intervalMs: 5, what })
+    if (typeof got === 'string') throw new Error(`clients: ${got}`)
+    return got
   }
 
   async stop(): Promise<void> {
+    this.stopping = true
     for (const c of this.procs) c.kill('SIGTERM')
     await Promise.all(this.procs)
   }
@@ -315,13 +324,16 @@ async function main(): Promise<void> {
     const out: string[][] = []
     if (ONLY !== 'bird') {
       const p = await pintoPhase(topo, rr, clientNs)
-      out.push(...rows('pinto', p.result))
-      if (p.node) out.push(...p.node.map(([a, b, c]) => [`client pinto-node with dataplane: ${a}`, `${b} ${c}`.trim()]))
+      const mine = [...rows('pinto', p.result), ...(p.node ?? []).map(([a, b, c]) => [`client pinto-node with dataplane: ${a}`, `${b} ${c}`.trim()])]
+      process.stdout.write(table(['measure', 'value'], mine) + `load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}\n`)
+      out.push(...mine)
     }
     if (ONLY !== 'pinto') {
-      out.push(...rows('BIRD 2', await birdPhase(topo, rr)))
+      const bird = rows('BIRD 2', await birdPhase(topo, rr))
+      process.stdout.write(table(['measure', 'value'], bird) + `load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}\n`)
+      out.push(...bird)
     }
-    process.stdout.write(table(['measure', 'value'], out))
+    if (ONLY === undefined) process.stdout.write(table(['measure', 'value'], out))
     process.stdout.write(`load average at the end ${loadavg().map((l) => l.toFixed(2)).join(' ')} (2 cores shared)\n`)
   } finally {
     await topo.destroy()

@@ -48,6 +48,8 @@ export class BgpSpeaker {
   /** Recent FSM transitions per configured peer. */
   readonly transitions = new TransitionLog()
   private readonly peers = new Map<string, BgpPeer>()
+  /** Peer name by address, for incoming connections: a reflector has thousands of peers. */
+  private readonly byAddress = new Map<string, string>()
   private readonly servers: Server[] = []
   /** Listeners whose TTL is 255 already, for GTSM peers. */
   private readonly maxTtl = new Set<Server>()
@@ -128,11 +130,11 @@ export class BgpSpeaker {
 
   private onConnection(socket: Socket): void {
     const remote = (socket.remoteAddress ?? '').replace(/^::ffff:/, '')
-    for (const peer of this.peers.values()) {
-      if (peer.address === remote) {
-        peer.acceptConnection(socket)
-        return
-      }
+    const name = this.byAddress.get(remote)
+    const peer = name === undefined ? undefined : this.peers.get(name)
+    if (peer !== undefined) {
+      peer.acceptConnection(socket)
+      return
     }
     this.log.info({ remote }, 'connection from an address that is not a configured peer: refused')
     socket.destroy()
@@ -173,6 +175,18 @@ export class BgpSpeaker {
     return window > 0 && this.clock.now() - this.startedAt < window * 1000
   }
 
+  /** Drops `name`'s address from the index; another peer with that address (if any) takes it. */
+  private forgetAddress(name: string, address: string): void {
+    if (this.byAddress.get(address) !== name) return
+    this.byAddress.delete(address)
+    for (const [other, p] of this.peers) {
+      if (p.address === address) {
+        this.byAddress.set(address, other)
+        return
+      }
+    }
+  }
+
   addPeer(config: PeerConfig): void {
     if (this.peers.has(config.name)) throw new Error(`peer ${config.name} exists already`)
     const resolved = resolvePeerConfig(config, this.opts.asn)
@@ -189,6 +203,7 @@ export class BgpSpeaker {
       onTransition: (t) => this.transitions.record({ peer: config.name, ...t }),
     })
     this.peers.set(config.name, peer)
+    if (!this.byAddress.has(peer.address)) this.byAddress.set(peer.address, config.name)
     this.keyListeners(peer)
     peer.start()
   }
@@ -199,6 +214,7 @@ export class BgpSpeaker {
     peer.stop({ notification: notification(ErrorCode.CEASE, CeaseSubcode.PEER_DECONFIGURED), reason: message })
     this.keyListeners(peer, true)
     this.peers.delete(name)
+    this.forgetAddress(name, peer.address)
     this.transitions.forget(name)
     this.log.info({ peer: name }, message)
     return true
@@ -227,6 +243,7 @@ export class BgpSpeaker {
         current.stop({ notification: notification(ErrorCode.CEASE, CeaseSubcode.OTHER_CONFIGURATION_CHANGE), reason: 'configuration changed: the session starts again with it' })
         this.keyListeners(current, true)
         this.peers.delete(config.name)
+        this.forgetAddress(config.name, current.address)
         this.addPeer(config)
         summary.reset.push(config.name)
       } else if (prev.importPolicy !== next.importPolicy || prev.exportPolicy !== next.exportPolicy || prev.maxPrefixes !== next.maxPrefixes || prev.kind !== next.kind) {

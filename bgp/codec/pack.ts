@@ -19,6 +19,31 @@ export interface UpdateBatch {
   readonly nextHop?: readonly string[]
   readonly announce?: readonly Prefix[]
   readonly withdraw?: readonly Prefix[]
+  /**
+   * A memo the caller keeps beside `attributes` (which it must then never change): the encoded set, by
+   * AS width, filled on first use. An Adj-RIB-Out's export results are shared by many peers, so the set
+   * is encoded once, not once per peer.
+   */
+  readonly encoded?: EncodedAttributes
+}
+
+export interface EncodedAttributes {
+  as4?: Buffer
+  as2?: Buffer
+}
+
+function encodedAttributes(attributes: PathAttributes, opts: CodecOptions, memo: EncodedAttributes | undefined): Buffer {
+  const kept = opts.as4 ? memo?.as4 : memo?.as2
+  if (kept !== undefined) return kept
+  const w = new Writer(256)
+  // RFC 6793 §4.2.2: toward a 2-octet speaker a 4-octet AS goes out as AS_TRANS, the real path beside it in AS4_PATH.
+  encodeAttributes(w, opts.as4 ? attributes : forTwoOctetPeer(attributes), opts)
+  const bytes = w.buf.subarray(0, w.pos)
+  if (memo === undefined) return bytes
+  const own = Buffer.from(bytes)
+  if (opts.as4) memo.as4 = own
+  else memo.as2 = own
+  return own
 }
 
 function header(buf: Buffer, length: number): void {
@@ -95,10 +120,7 @@ export function packUpdates(batch: UpdateBatch, opts: CodecOptions): Buffer[] {
 
   if (announce.length > 0) {
     if (batch.attributes === undefined) throw new RangeError('announcing prefixes needs attributes')
-    const w = new Writer(256)
-    // RFC 6793 §4.2.2: toward a 2-octet speaker a 4-octet AS goes out as AS_TRANS, the real path beside it in AS4_PATH.
-    encodeAttributes(w, opts.as4 ? batch.attributes : forTwoOctetPeer(batch.attributes), opts)
-    const attrs = w.buf.subarray(0, w.pos)
+    const attrs = encodedAttributes(batch.attributes, opts, batch.encoded)
     if (classic) {
       runs(announce, addPath, max - HEADER_LENGTH - 4 - attrs.length, (from, to, bytes) => {
         const buf = Buffer.allocUnsafe(HEADER_LENGTH + 4 + attrs.length + bytes)

@@ -27,12 +27,37 @@ export interface RibView {
   afi(d: number): 1 | 2
   indices(afi?: number): Iterable<number>
   interfaceOf(path: Path): string | undefined
+  /** Export results shared by every Adj-RIB-Out whose peer transform() treats alike (exportKey). */
+  exportCache(target: RibPeer): ExportCache
   /** This Adj-RIB-Out holds `d` (sent, not withdrawn): the RIB keeps its index for it. */
   hold(d: number): void
   unhold(d: number): void
 }
 
 const UNICAST = 1
+
+/**
+ * Export results for attribute sets the export policy left as they were, per family (AFI - 1): by
+ * interned set, then by source session. What transform() makes of them depends only on the target's
+ * exportKey, so thousands of reflector clients share one cache instead of one each.
+ */
+export type ExportCache = readonly [WeakMap<object, Map<object | null, OutRoute | null>>, WeakMap<object, Map<object | null, OutRoute | null>>]
+
+/** The target's fields transform() reads: peers with equal keys are sent the same attributes. */
+export function exportKey(target: RibPeer): string {
+  return `${target.type} ${target.localAsn} ${target.nextHopMode} ${target.localAddress} ${target.localAddress6 ?? ''}`
+}
+
+export function newExportCache(): ExportCache {
+  return [new WeakMap(), new WeakMap()]
+}
+
+/** Prefixes that go out with one attribute set. */
+interface Group {
+  readonly route: OutRoute
+  readonly afi: number
+  readonly announce: Prefix[]
+}
 
 export class PeerRibOut implements AdjRibOut {
   /** Membership of the queue; its order is `order` from `head` on. */
@@ -47,13 +72,15 @@ export class PeerRibOut implements AdjRibOut {
   /** What the peer holds. The RIB keeps a held destination's index (emptied or not) until it is released. */
   private readonly held = new IndexSet()
   private readonly listeners: (() => void)[] = []
-  /** Export results for unchanged (policy-passed) attribute sets, per source session and family. */
-  private readonly cache = [new WeakMap<object, Map<object | null, OutRoute | null>>(), new WeakMap<object, Map<object | null, OutRoute | null>>()]
+  /** Export results for unchanged (policy-passed) attribute sets, shared with peers of the same exportKey. */
+  private readonly cache: ExportCache
 
   constructor(
     readonly peer: RibPeer,
     private readonly rib: RibView,
-  ) {}
+  ) {
+    this.cache = rib.exportCache(peer)
+  }
 
   get pending(): number {
     return this.queue.size
@@ -125,7 +152,9 @@ export class PeerRibOut implements AdjRibOut {
 
   take(maxPrefixes: number): OutBatch[] {
     const withdraw: [Prefix[], Prefix[]] = [[], []]
-    const groups = new Map<string, { route: OutRoute; afi: number; announce: Prefix[] }>()
+    const groups = new Map<string, Group>()
+    // By result object first: shared export results repeat across prefixes, and the key string is long.
+    const byRoute = new Map<OutRoute, Group>()
     let taken = 0
     const order = this.order
     while (taken < maxPrefixes && this.head < order.length) {
@@ -147,9 +176,13 @@ export class PeerRibOut implements AdjRibOut {
         this.held.add(d)
         this.rib.hold(d)
       }
-      const gk = `${prefix.afi}${out.key}`
-      let g = groups.get(gk)
-      if (g === undefined) groups.set(gk, (g = { route: out, afi: prefix.afi, announce: [] }))
+      let g = byRoute.get(out)
+      if (g === undefined) {
+        const gk = `${prefix.afi}${out.key}`
+        g = groups.get(gk)
+        if (g === undefined) groups.set(gk, (g = { route: out, afi: prefix.afi, announce: [] }))
+        byRoute.set(out, g)
+      }
       g.announce.push(prefix)
     }
     if (this.head === order.length) {
@@ -171,6 +204,7 @@ export class PeerRibOut implements AdjRibOut {
         ...(g.route.nextHop.length > 0 ? { nextHop: g.route.nextHop } : {}),
         announce: g.announce,
         withdraw: [],
+        encoded: g.route.encoded,
       })
     }
     return batches

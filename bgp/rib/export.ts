@@ -7,6 +7,7 @@ import { prependAsns } from '../policy/match.js'
 import { attributesKey } from '../codec/intern.js'
 import type { MutablePathAttributes, PathAttributes } from '../codec/attributes.js'
 import type { Path, RibPeer, RouteContext } from './types.js'
+import type { EncodedAttributes } from '../codec/pack.js'
 
 export interface ExportContext {
   /** Set when this speaker reflects routes. */
@@ -22,6 +23,8 @@ export interface OutRoute {
   /** MP_REACH next hop(s); empty for IPv4 unicast, whose next hop is the NEXT_HOP attribute. */
   readonly nextHop: readonly string[]
   readonly key: string
+  /** Filled by packUpdates the first time the attributes are encoded (this result never changes). */
+  readonly encoded: EncodedAttributes
 }
 
 const UNICAST = 1
@@ -101,7 +104,7 @@ export function transform(path: Path, attrs: PathAttributes, target: RibPeer, ct
     delete out.nextHop
     nextHop = [hop]
   }
-  return { attributes: out, nextHop, key: attributesKey(out, nextHop) }
+  return { attributes: out, nextHop, key: attributesKey(out, nextHop), encoded: {} }
 }
 
 /** The policy context of a path: learned from a peer, or ours (with the interface it names). */

@@ -10,7 +10,7 @@ import { parseIpv4 } from '../codec/ip.js'
 import type { PathAttributes } from '../codec/attributes.js'
 import { ipv4Prefix, ipv4PrefixList, type Ipv4Prefixes, type Prefix } from '../codec/nlri.js'
 import { decide, DEFAULT_LOCAL_PREF, REASONS, type DecisionContext } from './best-path.js'
-import { PeerRibOut, type RibView } from './adj-rib-out.js'
+import { exportKey, newExportCache, PeerRibOut, type ExportCache, type RibView } from './adj-rib-out.js'
 import { AFI_SHIFT, COMPACT, DIRTY, DestinationTable, MULTIPATH, REASON_MASK, STALE, UNSETTLED, type PathSource } from './table.js'
 import { validateReceived, type LocalIdentity, type Refusal } from './validate.js'
 import { mayExport, mayExportFrom, type ExportContext } from './export.js'
@@ -155,6 +155,8 @@ export class Rib implements RibView {
   private readonly multipath: boolean
   private readonly listeners = new Set<(changes: readonly LocRibChange[]) => void>()
   private readonly outs = new Map<number, PeerRibOut>()
+  /** Export results by exportKey: a few keys (iBGP clients, each eBGP AS), not one per peer. */
+  private readonly exportCaches = new Map<string, ExportCache>()
   /** The same Adj-RIB-Outs as an array: flush() walks it once per changed prefix. */
   private outList: PeerRibOut[] = []
   private readonly counters = new Map<number, Counters>()
@@ -918,6 +920,13 @@ export class Rib implements RibView {
   }
 
   // RibView, for the Adj-RIB-Outs.
+
+  exportCache(target: RibPeer): ExportCache {
+    const key = exportKey(target)
+    let c = this.exportCaches.get(key)
+    if (c === undefined) this.exportCaches.set(key, (c = newExportCache()))
+    return c
+  }
 
   isLive(d: number): boolean {
     return this.table.isLive(d)

@@ -2,6 +2,7 @@
 // (paths learned from a peer, End-of-RIB, the peer going down) and what the RIB hands back (Loc-RIB
 // changes for the agent and felix, pending UPDATE batches per peer). Pure data and interfaces only.
 
+import type { EncodedAttributes } from '../codec/pack.js'
 import type { Prefix } from '../codec/nlri.js'
 import type { PathAttributes } from '../codec/attributes.js'
 import type { InternedAttributes } from '../codec/intern.js'
@@ -86,6 +87,8 @@ export interface OutBatch {
   readonly nextHop?: readonly string[]
   readonly announce: readonly Prefix[]
   readonly withdraw: readonly Prefix[]
+  /** The encoded attributes, kept with the (shared, unchanging) export result they come from. */
+  readonly encoded?: EncodedAttributes
 }
 
 export interface AdjRibOut {

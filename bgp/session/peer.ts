@@ -112,7 +112,7 @@ export class BgpPeer {
     this.sender = new UpdateSender({
       log: deps.log,
       counters: this.counters,
-      wire: { queued: () => this.transport.queued, write: (bytes) => this.write(bytes), send: (m) => this.sendControl(m) },
+      wire: { queued: () => this.transport.queued, write: (bytes) => this.write(bytes), send: (m) => this.sendControl(m), corked: (fill) => this.transport.corked(fill) },
       ...(deps.holdEndOfRib ? { holdEndOfRib: deps.holdEndOfRib } : {}),
     })
   }

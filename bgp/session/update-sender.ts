@@ -19,6 +19,8 @@ export interface SenderWire {
   queued(): number | undefined
   write(bytes: Uint8Array): void
   send(message: BgpMessage): void
+  /** Runs `fill` so that its writes go out together (a reflector's client gets one small UPDATE per originator). */
+  corked(fill: () => void): void
 }
 
 export interface SenderDeps {
@@ -89,16 +91,18 @@ export class UpdateSender {
     if (!out || !session) return
     let queued = wire.queued()
     if (queued === undefined) return
-    while (queued < HIGH_WATER && out.pending > 0) {
-      for (const batch of out.take(PULL)) {
-        for (const bytes of packUpdates(batch, session.tx)) {
-          wire.write(bytes)
-          this.deps.counters.updatesOut++
+    wire.corked(() => {
+      while (queued !== undefined && queued < HIGH_WATER && out.pending > 0) {
+        for (const batch of out.take(PULL)) {
+          for (const bytes of packUpdates(batch, session.tx)) {
+            wire.write(bytes)
+            this.deps.counters.updatesOut++
+          }
         }
+        queued = wire.queued()
       }
-      queued = wire.queued()
-      if (queued === undefined) return
-    }
+    })
+    if (queued === undefined) return
     if (out.pending === 0 && this.deps.holdEndOfRib?.() !== true) {
       for (const f of session.families) {
         if (!this.eorSent.has(f)) {

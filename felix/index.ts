@@ -11,3 +11,5 @@ export { ExecaRunner, RecordingRunner, CommandError, type ProcessRunner, type Ru
 export * from './devices.js'
 export { syncVtepEntries } from './vtep-entries.js'
 export { renderNatRuleset, applyNat, NAT_TABLE } from './nat.js'
+export { DesiredTable, type DesiredRoutes, type HopSource, type OwnRoutes } from './desired-table.js'
+export { LearnedRoutes } from './learned-routes.js'

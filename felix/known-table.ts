@@ -25,7 +25,12 @@ export class KnownTable implements Iterable<readonly [string, KernelRoute]> {
   }
 
   get(key: string): KernelRoute | undefined {
-    return this.held.has(key) ? this.otherRoutes.get(key) : (this.ours.get(key) ?? this.otherRoutes.get(key))
+    return this.at(key, this.held.has(key) ? undefined : this.ours.get(key))
+  }
+
+  /** What the kernel holds at `key` when felix's route there is `ours` (another protocol's may hold the key). */
+  at(key: string, ours: KernelRoute | undefined): KernelRoute | undefined {
+    return this.held.has(key) ? this.otherRoutes.get(key) : (ours ?? this.otherRoutes.get(key))
   }
 
   *[Symbol.iterator](): Iterator<readonly [string, KernelRoute]> {

@@ -99,17 +99,18 @@ export class RouteDeltaTracker {
   }
 
   /**
-   * The diff of only the keys in `keys` (those whose desired route changed since the table was last
-   * written), against `known`, the table as felix knows it; the veth routes of other protocols in `others`
-   * are judged as diff() judges them. The rest of the table is taken to be as it was.
+   * The diff of only the keys in `changed` (those whose desired route changed since the table was last
+   * written, each with felix's route it held then, or null), against `known`, which says what the kernel
+   * holds at a key given felix's route there (another protocol's route may hold it); the veth routes of
+   * other protocols in `others` are judged as diff() judges them. The rest is taken to be as it was.
    */
-  diffKeys(desired: KeyedRoutes, known: KeyedRoutes, keys: Iterable<string>, others: Iterable<readonly [string, KernelRoute]>, now: number, workloads?: ReadonlySet<string>): DiffResult {
+  diffKeys(desired: KeyedRoutes, known: { at(key: string, ours: KernelRoute | undefined): KernelRoute | undefined }, changed: ReadonlyMap<string, KernelRoute | null>, others: Iterable<readonly [string, KernelRoute]>, now: number, workloads?: ReadonlySet<string>): DiffResult {
     const ops: RouteOp[] = []
     const conflicts: RouteConflict[] = []
     const protocol = this.opts.protocol
-    for (const key of keys) {
+    for (const [key, held] of changed) {
       const want = desired.get(key)
-      const a = known.get(key)
+      const a = known.at(key, held ?? undefined)
       if (a === undefined) {
         if (want !== undefined) ops.push({ op: 'replace', route: want, key, reason: 'missing' })
       } else if (a.protocol === protocol) {

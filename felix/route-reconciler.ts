@@ -510,7 +510,7 @@ export class RouteReconciler {
     // Taken at every apply: a full diff covers what changed as well.
     const changed = this.desired.takeChanged?.()
     const incremental = !read && changed !== undefined
-    const first = incremental ? this.tracker.diffKeys(this.desired, known, changed.keys(), known.others(), this.now(), this.workloads) : this.tracker.diff(this.desired, known, this.now(), this.workloads)
+    const first = incremental ? this.tracker.diffKeys(this.desired, known, changed, known.others(), this.now(), this.workloads) : this.tracker.diff(this.desired, known, this.now(), this.workloads)
     const readMs = performance.now() - t0
     const written = this.desired.asWritten?.() ?? this.desired
     const after = (ops: readonly RouteOp[]): KnownTable => (incremental ? known.writtenKeys(written, ops, first.conflicts, changed.keys()) : known.written(written, ops, first.conflicts))

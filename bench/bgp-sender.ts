@@ -4,8 +4,8 @@
 // prints {"event":"established","at":ms} then writes every UPDATE and End-of-RIB as fast as the socket
 // takes them, printing {"event":"sent","at":ms}. Keeps the session up with keepalives until killed.
 
-import { connect } from 'node:net'
-import { Afi, Framer, KEEPALIVE, Safi, codecOptions, decodeMessage, encodeMessage, endOfRibUpdate, ipv4Prefix, makeOpen, packUpdates, parseIpv4, type Prefix } from '../bgp/codec/index.js'
+import { Afi, Safi, codecOptions, encodeMessage, endOfRibUpdate, ipv4Prefix, packUpdates, parseIpv4, type Prefix } from '../bgp/codec/index.js'
+import { openSenderSession, say, writeAll } from './sender-session.js'
 
 interface Args {
   readonly peer: string
@@ -37,46 +37,8 @@ for (let i = 0; i < args.count; i += perSet) {
 }
 updates.push(encodeMessage(endOfRibUpdate(Afi.IPV4, Safi.UNICAST), opts))
 const bytes = updates.reduce((n, b) => n + b.length, 0)
-const say = (o: Record<string, unknown>): void => void process.stdout.write(JSON.stringify(o) + '\n')
 say({ event: 'encoded', updates: updates.length, bytes })
 
-const open = makeOpen({
-  asn: args.asn,
-  holdTime: 240,
-  bgpId: args.local,
-  capabilities: [{ kind: 'multiprotocol', afi: Afi.IPV4, safi: Safi.UNICAST }, { kind: 'four-octet-as', asn: args.asn }, { kind: 'route-refresh' }],
+openSenderSession({ peer: args.peer, local: args.local, routerId: args.local, asn: args.asn, afi: Afi.IPV4, ...(args.port !== undefined ? { port: args.port } : {}) }, opts, Date.now, (socket) => {
+  void writeAll(socket, updates).then(() => say({ event: 'sent', at: Date.now() }))
 })
-const socket = connect({ host: args.peer, port: args.port ?? 179, localAddress: args.local })
-socket.setNoDelay(true)
-const framer = new Framer()
-let established = false
-socket.on('connect', () => socket.write(encodeMessage(open, codecOptions())))
-socket.on('data', (chunk: Buffer) => {
-  for (const frame of framer.push(chunk)) {
-    const msg = decodeMessage(frame, opts)
-    if (msg.type === 'notification') {
-      say({ event: 'notification', code: msg.code, subcode: msg.subcode })
-      process.exit(1)
-    }
-    if (msg.type === 'open') socket.write(encodeMessage(KEEPALIVE, opts))
-    if (msg.type === 'keepalive' && !established) {
-      established = true
-      say({ event: 'established', at: Date.now() })
-      void send()
-    }
-  }
-})
-socket.on('error', (e) => {
-  say({ event: 'error', message: e.message })
-  process.exit(1)
-})
-socket.on('close', () => process.exit(0))
-setInterval(() => socket.write(encodeMessage(KEEPALIVE, opts)), 30_000).unref()
-
-async function send(): Promise<void> {
-  for (const u of updates) {
-    if (!socket.write(u)) await new Promise((r) => socket.once('drain', r))
-  }
-  say({ event: 'sent', at: Date.now() })
-}
-process.on('SIGTERM', () => process.exit(0))

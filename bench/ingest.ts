@@ -1,5 +1,7 @@
-// bench/ingest: one sender (bench/bgp-sender, pre-encoded UPDATEs) hands N IPv4 /32s over iBGP to pinto
-// (the runner, its own process) and then, in the same run, to BIRD 2, each in its own namespace. Prints
+// bench/ingest, speaker only: one sender (bench/bgp-sender, pre-encoded UPDATEs) hands N IPv4 /32s over
+// iBGP to pinto's BGP speaker alone (test/interop's runner, its own process: no dataplane, nothing listening
+// to the Loc-RIB; bench/node-path measures pinto-node as a node runs it) and then, in the same run, to
+// BIRD 2 (no kernel protocol), each in its own namespace. A part's figures, not the product's. Prints
 // per receiver the seconds from Established to the full table, peak RSS (VmHWM) and bytes per prefix;
 // then the same table from a second peer once the first one's session and routes are gone, to show what
 // of pinto's time is its code's first run.
@@ -130,7 +132,7 @@ if (!(Number.isInteger(ROUNDS) && ROUNDS > 0)) throw new Error(`INGEST_ROUNDS: $
 
 const sizes = process.argv.slice(2).map(Number)
 for (const n of sizes.length > 0 ? sizes : [100_000, 1_000_000]) {
-  console.log(`ingest ${n} IPv4 /32s over iBGP, Established -> all in the receiver's table; ${ROUNDS} round(s), each a fresh pinto process and a fresh BIRD:`)
+  console.log(`ingest ${n} IPv4 /32s over iBGP, speaker only (pinto's speaker without its dataplane; BIRD without a kernel protocol), Established -> all in the receiver's table; ${ROUNDS} round(s), each a fresh pinto process and a fresh BIRD:`)
   const ps: Result[] = []
   const bs: Result[] = []
   for (let round = 1; round <= ROUNDS; round++) {

@@ -288,7 +288,7 @@ export class PintoNode {
       uptimeSeconds: () => Math.floor((Date.now() - this.startedAt) / 1000),
       bgp: speakerReads(this.speaker),
       ipam: ipamReads(this.ipamService.ipam),
-      ...(dataplane ? { fib: { routes: () => dataplane.routes(), stats: () => this.applyLog.stats() } } : {}),
+      ...(dataplane ? { fib: { routes: () => dataplane.routes(), count: () => dataplane.desired.count(), stats: () => this.applyLog.stats() } } : {}),
       datastore: this.store,
       ...(this.bfd ? { bfd: this.bfd } : {}),
       readiness: {

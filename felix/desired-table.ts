@@ -38,6 +38,12 @@ export interface DesiredRoutes extends OwnRoutes {
 const MAX_PROBLEMS = 100
 const EMPTY_CHANGES: ReadonlyMap<string, KernelRoute | null> = new Map()
 
+/** An IPv4 `addr/len` as address * 64 + length. */
+function dst4Key(dst: string): number {
+  const slash = dst.indexOf('/')
+  return (parseIpv4(dst.slice(0, slash)) ?? 0) * 64 + Number(dst.slice(slash + 1))
+}
+
 function bigintOf(addr: Uint8Array): bigint {
   let v = 0n
   for (let i = 0; i < 16; i++) v = (v << 8n) | BigInt(addr[i]!)
@@ -211,6 +217,23 @@ export class DesiredTable implements DesiredRoutes {
     }
   }
 
+  /** How many routes a walk yields, worked out from numbers (no route is made but where a fixed one may shadow it). */
+  count(): number {
+    let n = this.fixed.size
+    const fixed4 = new Set<number>()
+    for (const r of this.fixed.values()) if (r.family === 4) fixed4.add(r.dst4 !== undefined ? r.dst4 * 64 + (r.dstLen ?? 32) : dst4Key(r.dst))
+    for (const e of this.learned.entries()) {
+      if (e.family === 6 || fixed4.has(e.addr4 * 64 + e.len)) {
+        const r = this.renderEntry(e)
+        if (r !== undefined && !this.fixed.has(routeKey(r))) n++
+        continue
+      }
+      const pool = this.ctx.poolForIpv4(e.addr4, e.len)
+      if (this.hopsFor(e.combo, pool, 4, () => `${formatIpv4(e.addr4)}/${e.len}`) !== null) n++
+    }
+    return n
+  }
+
   *values(): IterableIterator<KernelRoute> {
     for (const [, r] of this) yield r
   }
@@ -223,7 +246,7 @@ export class DesiredTable implements DesiredRoutes {
   private render(family: 4 | 6, addr4: number, addr6: Uint8Array | undefined, len: number, combo: number): KernelRoute | undefined {
     const pool = family === 4 ? this.ctx.poolForIpv4(addr4, len) : this.poolFor6(addr6!, len)
     const dst = family === 4 ? `${formatIpv4(addr4)}/${len}` : `${formatIpv6(addr6!)}/${len}`
-    const hops = this.hopsFor(combo, pool, family, dst)
+    const hops = this.hopsFor(combo, pool, family, () => dst)
     if (hops === null) return undefined
     const metric = this.learned.metric(combo) ?? defaultMetric(family)
     const { table, protocol } = this.ctx
@@ -244,10 +267,11 @@ export class DesiredTable implements DesiredRoutes {
   }
 
   /** The kernel hops of a combo in a pool, sorted, shared by every route with both; null when none. */
-  private hopsFor(combo: number, pool: PoolMatch, family: Family, dst: string): readonly NextHop[] | null {
+  private hopsFor(combo: number, pool: PoolMatch, family: Family, dstOf: () => string): readonly NextHop[] | null {
     const key = combo * 4096 + pool.index + 1
     const known = this.hopCache.get(key)
     if (known !== undefined) return known
+    const dst = dstOf()
     const hops: NextHop[] = []
     for (const id of this.learned.hops(combo)) {
       const nh = this.hopSource.hop(id)

@@ -196,6 +196,7 @@ t.test('differential: after random changes the table equals a full render of the
     const want = fullRender(model, ps, localBlocks)
     const got = new Map([...d].map(([k, r]) => [k, plainRoute(r)]))
     t.same([...got].sort(), [...want].map(([k, r]) => [k, plainRoute(r)]).sort(), `seed ${seed}: the table equals the full render`)
+    t.equal(d.count(), want.size, `seed ${seed}: count() without a walk`)
     for (const [k, r] of want) t.equal(d.get(k) && plainRoute(d.get(k)!), plainRoute(r), `seed ${seed}: ${k} found by key`)
     for (const [k] of d.takeChanged()) {
       const now = d.get(k)

@@ -556,7 +556,9 @@ export class RouteReconciler {
     if (errors.length > 20) this.log.warn({ more: errors.length - 20 }, 'more routes not programmed')
     if (errors.length > 0) this.schedule(this.retryMs)
     else if (read && failures.size === 0) await this.sweepNexthops(this.known ?? known)
-    if (quiet) {
+    // After a write of changes alone (a table arriving as deltas, in large batches), what the monitor missed
+    // meanwhile waits for the periodic resync: a read after each batch would walk the whole table each time.
+    if (quiet && !incremental) {
       this.wantRead = true
       this.schedule(QUIET_VERIFY_MS)
     }

@@ -618,7 +618,10 @@ export class PintoNode {
   // ---- origination and dataplane ---------------------------------------------------------------
 
   private async syncOrigination(): Promise<void> {
+    const before = this.origination.blocks
     this.origination = originationFor(this.settings.nodeName, this.cluster.blocks())
+    // A new or released block of ours is a blackhole route to write or remove now, as it is announced.
+    if (JSON.stringify(before) !== JSON.stringify(this.origination.blocks)) this.dataplaneJob.trigger()
     const config = this.bgpConfig()
     let rules: CommunityRule[] = []
     try {

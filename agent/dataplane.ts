@@ -6,6 +6,7 @@
 import type { Logger } from 'pino'
 import type { RouteSocket } from '../felix/route-socket.js'
 import {
+  DesiredTable,
   ExecaRunner,
   RouteReconciler,
   VXLAN_DEVICE,
@@ -18,7 +19,8 @@ import {
   renderDesired,
   syncVtepEntries,
   writePodMtu,
-  type DesiredState,
+  type HopSource,
+  type LearnedNextHop,
   type LearnedRoute,
   type ProcessRunner,
   type RemoteVtep,
@@ -26,9 +28,14 @@ import {
   type ApplyResult,
 } from '../felix/index.js'
 import type { IPPool, Node } from '../config/resources/index.js'
-import { formatPrefix } from '../bgp/codec/nlri.js'
+import { formatPrefix, ipv6Prefix, parsePrefix, type Prefix } from '../bgp/codec/nlri.js'
 import { kernelMetricOf } from '../bgp/policy/index.js'
 import type { Rib } from '../bgp/rib/rib.js'
+import { DELTA_LOCAL, DELTA_WITHDRAWN, type LocRibDeltas, type NextHopTable } from '../bgp/rib/loc-rib-delta.js'
+import type { Path } from '../bgp/rib/types.js'
+import { insideAny } from './advertisements.js'
+import { preferAffineNodes, type NextHop } from './block-owners.js'
+import type { AffinityConflict } from './refusals.js'
 
 export interface DataplaneInputs {
   readonly nodeName: string
@@ -42,32 +49,161 @@ export interface DataplaneInputs {
   /** This node's own tunnel endpoints, when encapsulation is on. */
   readonly vxlan?: { readonly address: string; readonly mac: string }
   readonly ipipAddress?: string
+  /** Static routes felix programs beside the learned ones (a peer's reachableBy). */
+  readonly staticRoutes: readonly LearnedRoute[]
 }
 
-/** Learned routes from the Loc-RIB: best paths from peers (ours are not routed to ourselves). */
-export function learnedRoutes(rib: Rib, nodes: readonly Node[]): LearnedRoute[] {
-  const byAddress = new Map<string, string>()
-  for (const n of nodes) {
-    const a4 = n.spec.bgp?.ipv4Address?.split('/')[0]
-    const a6 = n.spec.bgp?.ipv6Address?.split('/')[0]
-    if (a4) byAddress.set(a4, n.metadata.name)
-    if (a6) byAddress.set(a6, n.metadata.name)
-  }
-  const out: LearnedRoute[] = []
-  for (const [prefix, best] of rib.locRib()) {
-    if (best.path.peer === undefined) continue
-    const hops = new Map<string, { address: string; nodeName?: string }>()
-    for (const p of best.multipath.length > 0 ? best.multipath : [best.path]) {
-      const address = p.attrs.nextHop[0] ?? p.attrs.attrs.nextHop
-      if (address === undefined) continue
-      const nodeName = byAddress.get(address)
-      hops.set(address, nodeName ? { address, nodeName } : { address })
+/** What decides which learned routes felix programs, besides the Loc-RIB itself. */
+export interface ProgramRules {
+  /** This node: its own blocks never come from BGP. */
+  readonly me: string
+  /** Service ranges other nodes originate: kube-proxy owns them (Calico's rejectcidrs). */
+  readonly services: readonly string[]
+  /** Block CIDR (canonical) -> the node holding its affinity: a block goes to that node when it announces it. */
+  readonly owners: ReadonlyMap<string, string>
+  /** Prefixes (canonical) felix routes statically instead (a peer's reachableBy). */
+  readonly fixed: readonly string[]
+  /** Node address -> node name, for the next hops of owned blocks. */
+  readonly nodeOfAddress: ReadonlyMap<string, string>
+}
+
+const NO_RULES: ProgramRules = { me: '', services: [], owners: new Map(), fixed: [], nodeOfAddress: new Map() }
+/** An IPv4 prefix as one number (address * 64 + length), a Map key without a string. */
+const key4 = (addr: number, len: number): number => addr * 64 + len
+
+/**
+ * The Loc-RIB's deltas into felix's desired table: each changed destination becomes a set or a delete of
+ * one learned route (best paths from peers, their next hops by id, LOCAL_PREF as the kernel metric), after
+ * the rules above. Blocks with an affine owner (a few) are worked out together from their paths, as
+ * preferAffineNodes says; everything else takes numbers only.
+ */
+export class LearnedFeed {
+  private rules = NO_RULES
+  private rulesKey = ''
+  private services4: { readonly net: number; readonly len: number }[] = []
+  private isService6: (p: Prefix) => boolean = () => false
+  private readonly owned4 = new Set<number>()
+  private readonly owned6 = new Set<string>()
+  private readonly fixed4 = new Set<number>()
+  private readonly fixed6 = new Set<string>()
+  private readonly hops: number[] = []
+
+  constructor(
+    private readonly rib: Rib,
+    private readonly desired: DesiredTable,
+    private readonly onConflicts: (conflicts: readonly AffinityConflict[]) => void,
+  ) {}
+
+  /** New rules: when they differ, every learned route is worked out again (a streaming walk of the Loc-RIB). */
+  setRules(rules: ProgramRules): void {
+    const key = JSON.stringify([rules.me, rules.services, [...rules.owners], rules.fixed, [...rules.nodeOfAddress]])
+    if (key === this.rulesKey) return
+    this.rulesKey = key
+    this.rules = rules
+    this.services4 = []
+    const v6: string[] = []
+    for (const c of rules.services) {
+      const p = parsePrefix(c)
+      if (p.afi === 1) this.services4.push({ net: p.addr, len: p.len })
+      else v6.push(c)
     }
-    // A BGPFilter setPriority (or a Calico node's priority) is the kernel route's metric.
-    const metric = kernelMetricOf(best.path.attrs.attrs.localPref)
-    if (hops.size > 0) out.push({ prefix: formatPrefix(prefix), nextHops: [...hops.values()], ...(metric !== undefined ? { metric } : {}) })
+    this.isService6 = insideAny(v6)
+    this.owned4.clear()
+    this.owned6.clear()
+    for (const block of rules.owners.keys()) this.addTo(block, this.owned4, this.owned6)
+    this.fixed4.clear()
+    this.fixed6.clear()
+    for (const f of rules.fixed) this.addTo(f, this.fixed4, this.fixed6)
+    this.reseed()
   }
-  return out
+
+  private addTo(text: string, v4: Set<number>, v6: Set<string>): void {
+    const p = parsePrefix(text)
+    if (p.afi === 1) v4.add(key4(p.addr, p.len))
+    else v6.add(formatPrefix(p))
+  }
+
+  /** Every learned route from the Loc-RIB again (start-up, new rules). */
+  reseed(): void {
+    this.rib.walkLocRib((batch) => this.apply(batch, false))
+    this.resolveOwned()
+  }
+
+  /** One flush's changes (read during the call only, as the RIB reuses the batch). */
+  apply(batch: LocRibDeltas, owned = true): void {
+    let ownedChanged = false
+    const d = this.desired
+    for (let i = 0; i < batch.count; i++) {
+      const family = batch.family(i)
+      const len = batch.len(i)
+      const addr4 = family === 4 ? batch.ipv4(i) : 0
+      const addr6 = family === 6 ? batch.ipv6(i) : undefined
+      const text = family === 6 ? formatPrefix(ipv6Prefix(addr6!, len)) : undefined
+      if (family === 4 ? this.owned4.has(key4(addr4, len)) : this.owned6.has(text!)) {
+        ownedChanged = true
+        continue
+      }
+      const n = batch.hopCount(i)
+      if ((batch.flags(i) & (DELTA_WITHDRAWN | DELTA_LOCAL)) !== 0 || n === 0 || this.excluded(family, addr4, len, text)) {
+        d.delete(family, addr4, addr6, len)
+        continue
+      }
+      const hops = this.hops
+      hops.length = n
+      for (let k = 0; k < n; k++) hops[k] = batch.hop(i, k)
+      // A BGPFilter setPriority (or a Calico node's priority) is the kernel route's metric.
+      d.set(family, addr4, addr6, len, hops, kernelMetricOf(batch.localPref(i)))
+    }
+    if (owned && ownedChanged) this.resolveOwned()
+  }
+
+  private excluded(family: 4 | 6, addr4: number, len: number, text: string | undefined): boolean {
+    if (family === 6) return this.fixed6.has(text!) || this.isService6(parsePrefix(text!))
+    if (this.fixed4.has(key4(addr4, len))) return true
+    for (const s of this.services4) if (len >= s.len && (s.len === 0 || addr4 >>> (32 - s.len) === s.net >>> (32 - s.len))) return true
+    return false
+  }
+
+  /** The blocks with an affine owner: their routes and the conflicts, from every path the RIB holds for them. */
+  private resolveOwned(): void {
+    const { owners, me, nodeOfAddress } = this.rules
+    if (owners.size === 0) return
+    const hopOf = (p: Path): NextHop | undefined => {
+      const address = p.attrs.nextHop[0] ?? p.attrs.attrs.nextHop
+      if (address === undefined) return undefined
+      const nodeName = nodeOfAddress.get(address)
+      return nodeName !== undefined ? { address, nodeName } : { address }
+    }
+    const learned: LearnedRoute[] = []
+    for (const block of owners.keys()) {
+      const prefix = parsePrefix(block)
+      const best = this.rib.best(prefix)
+      if (best === undefined || best.path.peer === undefined) continue
+      const text = prefix.afi === 1 ? undefined : formatPrefix(prefix)
+      if (this.excluded(prefix.afi === 1 ? 4 : 6, prefix.afi === 1 ? prefix.addr : 0, prefix.len, text)) continue
+      const hops = new Map<string, NextHop>()
+      for (const p of best.multipath.length > 0 ? best.multipath : [best.path]) {
+        const h = hopOf(p)
+        if (h !== undefined) hops.set(h.address, h)
+      }
+      const metric = kernelMetricOf(best.path.attrs.attrs.localPref)
+      if (hops.size > 0) learned.push({ prefix: block, nextHops: [...hops.values()], ...(metric !== undefined ? { metric } : {}) })
+    }
+    const announcers = (prefix: string): NextHop[] => this.rib.paths(parsePrefix(prefix)).flatMap((p) => (p.peer === undefined ? [] : [hopOf(p)].filter((h): h is NextHop => h !== undefined)))
+    const { routes, conflicts } = preferAffineNodes(learned, owners, announcers, me)
+    this.onConflicts(conflicts)
+    const programmed = new Map(routes.map((r) => [r.prefix, r]))
+    for (const block of owners.keys()) {
+      const p = parsePrefix(block)
+      const family = p.afi === 1 ? 4 : 6
+      const addr4 = p.afi === 1 ? p.addr : 0
+      const addr6 = p.afi === 2 ? p.addr : undefined
+      const r = programmed.get(block)
+      const ids = r?.nextHops.map((h) => this.rib.nextHops.idOf(h.address)).filter((id) => id >= 0) ?? []
+      if (r === undefined || ids.length === 0) this.desired.delete(family, addr4, addr6, p.len)
+      else this.desired.set(family, addr4, addr6, p.len, ids, r.metric)
+    }
+  }
 }
 
 export function remoteVteps(nodes: readonly Node[], me: string): RemoteVtep[] {
@@ -82,17 +218,39 @@ export function remoteVteps(nodes: readonly Node[], me: string): RemoteVtep[] {
   return out
 }
 
+/** Next-hop ids of the Loc-RIB's table as felix's learned next hops, with the node each address is. */
+function hopSource(nextHops: NextHopTable, nodes: readonly Node[]): HopSource {
+  const byAddress = new Map<string, string>()
+  for (const n of nodes) {
+    for (const a of [n.spec.bgp?.ipv4Address, n.spec.bgp?.ipv6Address]) if (a) byAddress.set(a.split('/')[0]!, n.metadata.name)
+  }
+  const made: (LearnedNextHop | undefined)[] = []
+  return {
+    hop(id) {
+      if (id < 0 || id >= nextHops.size) return undefined
+      let h = made[id]
+      if (h === undefined) {
+        const address = nextHops.text(id)
+        const nodeName = byAddress.get(address)
+        made[id] = h = nodeName !== undefined ? { address, nodeName } : { address }
+      }
+      return h
+    },
+  }
+}
+
 export class Dataplane {
   private readonly runner: ProcessRunner
   private readonly reconciler: RouteReconciler
+  /** The routes felix wants in the kernel, kept from the Loc-RIB's deltas (see LearnedFeed). */
+  readonly desired: DesiredTable
   /** What the last render could not use (a pool or route it had to skip), for the log and the API. */
   problems: string[] = []
   private hostMtu: number | undefined
   private lastNat = ''
   private devicesKey = ''
+  private contextKey = ''
   private started = false
-
-  private current: ReadonlyMap<string, KernelRoute> = new Map()
 
   constructor(
     private readonly opts: {
@@ -100,6 +258,8 @@ export class Dataplane {
       resyncSeconds: number
       mtuFile: string
       log: Logger
+      /** The next hops the learned routes name by id. */
+      nextHops: NextHopTable
       runner?: ProcessRunner
       /** felix's rtnetlink socket for writing routes; without one, `ip -batch`. */
       routeSocket?: RouteSocket
@@ -108,6 +268,7 @@ export class Dataplane {
     },
   ) {
     this.runner = opts.runner ?? new ExecaRunner()
+    this.desired = new DesiredTable({ protocol: opts.protocol })
     this.reconciler = new RouteReconciler({
       runner: this.runner,
       protocol: opts.protocol,
@@ -118,8 +279,12 @@ export class Dataplane {
     })
   }
 
-  /** Renders and applies; cheap to call often (the reconciler coalesces overlapping runs). */
-  async update(inputs: DataplaneInputs, learned: readonly LearnedRoute[]): Promise<void> {
+  /**
+   * Takes a new view of the cluster (pools, nodes, local blocks, pods, static routes) and applies: a pool,
+   * encapsulation or node change re-renders every route and resyncs with the kernel; anything else writes
+   * only what changed. Cheap to call often (the reconciler coalesces overlapping runs).
+   */
+  async update(inputs: DataplaneInputs): Promise<void> {
     const ctx = { runner: this.runner }
     const vxlanOn = inputs.pools.some((p) => (p.spec.vxlanMode ?? 'Never') !== 'Never')
     const ipipOn = inputs.pools.some((p) => (p.spec.ipipMode ?? 'Never') !== 'Never')
@@ -148,9 +313,9 @@ export class Dataplane {
       }
       this.devicesKey = devicesKey
     }
-    const state: DesiredState = {
+    const state = {
       pools: inputs.pools,
-      routes: learned,
+      routes: inputs.staticRoutes,
       localBlocks: inputs.localBlocks,
       vteps: remoteVteps(inputs.nodes, inputs.nodeName),
       localNode: {
@@ -159,34 +324,51 @@ export class Dataplane {
         ...(inputs.ipv6Address ? { ipv6Address: inputs.ipv6Address } : {}),
         parentInterface: inputs.parentInterface,
       },
-      workloads: inputs.workloads.map((address) => ({ address })),
     }
+    const nodeAddresses = inputs.nodes.map((n) => [n.metadata.name, n.spec.bgp?.ipv4Address, n.spec.bgp?.ipv6Address])
+    const contextKey = JSON.stringify([inputs.pools.map((p) => p.spec), state.vteps, state.localNode, nodeAddresses])
+    const contextChanged = contextKey !== this.contextKey
+    if (contextChanged) {
+      this.desired.setContext(state, hopSource(this.opts.nextHops, inputs.nodes))
+      this.contextKey = contextKey
+    }
+    // The static routes and blackholes are few: rendered whole each time, and they win over learned routes.
     const rendered = renderDesired(state, { protocol: this.opts.protocol })
-    this.problems = rendered.problems.map((p) => `${p.path}: ${p.message}`)
+    this.desired.setFixed(rendered.routes)
+    const own = rendered.problems.filter((p) => p.path.startsWith('routes') || p.path.startsWith('localBlocks'))
+    this.problems = [...this.desired.problems(), ...own].map((p) => `${p.path}: ${p.message}`)
     if (vxlanOn) await syncVtepEntries(ctx, VXLAN_DEVICE, rendered.neighbours, rendered.fdb)
     const nat = JSON.stringify(inputs.pools.map((p) => [p.spec.cidr, p.spec.natOutgoing, p.spec.disabled]))
     if (nat !== this.lastNat) {
       await applyNat(ctx, inputs.pools).catch((err: Error) => this.opts.log.warn({ err: err.message }, 'natOutgoing rules not applied'))
       this.lastNat = nat
     }
-    this.reconciler.setDesired(rendered.routes, new Set(inputs.workloads))
-    this.current = rendered.routes
+    this.reconciler.setDesired(this.desired, new Set(inputs.workloads))
+    await this.run(() => (!this.started ? this.reconciler.start() : contextChanged ? this.reconciler.resync() : this.reconciler.apply()))
+    this.started = true
+  }
+
+  /** Writes what the learned routes changed since the last write; nothing before the first update(). */
+  async applyChanges(): Promise<void> {
+    if (this.started) await this.run(() => this.reconciler.apply())
+  }
+
+  private async run(apply: () => Promise<ApplyResult>): Promise<void> {
     const t0 = performance.now()
     let result: ApplyResult
     try {
-      result = this.started ? await this.reconciler.apply() : await this.reconciler.start()
+      result = await apply()
     } catch (err) {
       this.opts.onApply?.(err as Error, (performance.now() - t0) / 1000)
       throw err
     }
-    this.started = true
     this.opts.onApply?.(result, (performance.now() - t0) / 1000)
     if (result.errors.length > 0) this.opts.log.warn({ errors: result.errors.slice(0, 5).map((e) => e.message) }, `${result.errors.length} routes failed; retrying`)
   }
 
-  /** The routes felix keeps in the kernel, as last applied. */
+  /** The routes felix keeps in the kernel (its desired set), each rendered as it is read. */
   routes(): Iterable<KernelRoute> {
-    return this.current.values()
+    return this.desired.values()
   }
 
   /** Stops watching; every route stays in the kernel. */

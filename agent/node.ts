@@ -11,16 +11,15 @@ import { BgpSpeaker } from '../bgp/speaker.js'
 import { formatPrefix, parsePrefix } from '../bgp/codec/nlri.js'
 import { ACCEPT_ALL, compileBgpFilters } from '../bgp/policy/index.js'
 import { compilePoolGuard, guardPoolPrefixes } from '../bgp/policy/pool-guard.js'
-import { compileCommunityRules, communitiesFor, exportAllowList, insideAny, serviceCidrs, type CommunityRule } from './advertisements.js'
+import { compileCommunityRules, communitiesFor, exportAllowList, serviceCidrs, type CommunityRule } from './advertisements.js'
 import { AnnouncementRefusals, registerAnnouncementMetrics } from './refusals.js'
-import { preferAffineNodes } from './block-owners.js'
 import type { Policy } from '../bgp/rib/types.js'
 import type { PeerConfig } from '../bgp/session/peer-config.js'
 import { DatastoreError, type Datastore } from '../config/datastore.js'
 import { openDatastore } from '../config/datastore-open.js'
 import { MonitoredDatastore } from './datastore-health.js'
 import { effectiveBGPConfiguration, encodeResource, decodeResource, resourceKey, type BGPFilter, type IPPool, type Node } from '../config/resources/index.js'
-import { ExecaRunner, type ProcessRunner } from '../felix/index.js'
+import { ExecaRunner, type LearnedRoute, type ProcessRunner } from '../felix/index.js'
 import { RouteSocket } from '../felix/route-socket.js'
 import { IpamService } from './ipam-service.js'
 import { CniService } from './cni-service.js'
@@ -33,7 +32,7 @@ import { NodeBfd } from './bfd-sessions.js'
 import { registerBfdMetrics } from './bfd-metrics.js'
 import { parseBfdAnnotation } from './bfd-annotation.js'
 import { originationFor, type Origination } from './origination.js'
-import { Dataplane, learnedRoutes } from './dataplane.js'
+import { Dataplane, LearnedFeed, type ProgramRules } from './dataplane.js'
 import { detectAddress, type DetectedAddress } from './autodetect.js'
 import type { AgentSettings } from './settings.js'
 import { blockCidr, ordinalAddress, type AllocationBlock } from '../ipam/block.js'
@@ -84,6 +83,8 @@ export class PintoNode {
   cniService: CniService | undefined
   ipamRepair: NodeIpamRepair | undefined
   dataplane: Dataplane | undefined
+  /** The Loc-RIB's deltas into the dataplane's desired table. */
+  private feed: LearnedFeed | undefined
   private readonly runner: ProcessRunner
   /** Commands run in this process's own namespace (no runner handed in), so a route socket may be opened. */
   private readonly ownNamespace: boolean
@@ -109,8 +110,10 @@ export class PintoNode {
   private readonly peersJob: Coalescer
   private readonly originJob: Coalescer
   private readonly dataplaneJob: Coalescer
+  /** Writes what the Loc-RIB's deltas changed in felix's desired routes. */
+  private readonly fibJob: Coalescer
   /** Static routes to BGP peers with reachableBy, for felix. */
-  private peerRoutes: ReturnType<typeof learnedRoutes> = []
+  private peerRoutes: LearnedRoute[] = []
   private readonly unsubscribe: (() => void)[] = []
   readonly startedAt = Date.now()
   private api: ApiListeners | undefined
@@ -131,6 +134,9 @@ export class PintoNode {
     this.peersJob = new Coalescer(() => this.syncPeers(), fail('peer update'))
     this.originJob = new Coalescer(() => this.syncOrigination(), fail('origination'))
     this.dataplaneJob = new Coalescer(() => this.syncDataplane(), fail('dataplane update'))
+    this.fibJob = new Coalescer(async () => {
+      if (this.dataplaneSynced) await this.dataplane?.applyChanges()
+    }, fail('route update'))
     this.secrets = new BgpSecrets(settings.secretsDir)
   }
 
@@ -220,8 +226,18 @@ export class PintoNode {
         mtuFile: s.mtuFile,
         log: this.log.child({ component: 'felix' }),
         runner: this.runner,
+        nextHops: this.speaker.rib.nextHops,
         onApply: (result, seconds) => this.applyLog.record(result, seconds),
       })
+      const feed = new LearnedFeed(this.speaker.rib, this.dataplane.desired, (conflicts) => this.refusals.setAffinityConflicts(conflicts))
+      this.feed = feed
+      feed.reseed()
+      this.unsubscribe.push(
+        this.speaker.rib.subscribeDeltas((deltas) => {
+          feed.apply(deltas)
+          this.fibJob.trigger()
+        }),
+      )
     }
     await this.startApi()
     this.unsubscribe.push(
@@ -244,7 +260,6 @@ export class PintoNode {
           this.dataplaneJob.trigger()
         }, 1000)
       }),
-      this.speaker.onLocRibChange(() => this.dataplaneJob.trigger()),
     )
     this.peersJob.trigger()
     this.originJob.trigger()
@@ -273,7 +288,7 @@ export class PintoNode {
       uptimeSeconds: () => Math.floor((Date.now() - this.startedAt) / 1000),
       bgp: speakerReads(this.speaker),
       ipam: ipamReads(this.ipamService.ipam),
-      ...(dataplane ? { fib: { routes: () => dataplane.routes(), stats: () => this.applyLog.stats() } } : {}),
+      ...(dataplane ? { fib: { routes: () => dataplane.routes(), count: () => dataplane.desired.count(), stats: () => this.applyLog.stats() } } : {}),
       datastore: this.store,
       ...(this.bfd ? { bfd: this.bfd } : {}),
       readiness: {
@@ -307,6 +322,7 @@ export class PintoNode {
     await this.peersJob.idle()
     await this.originJob.idle()
     await this.dataplaneJob.idle()
+    await this.fibJob.idle()
   }
 
   /** Graceful (default): sessions closed without NOTIFICATION, kernel routes left, restart marker kept. */
@@ -602,7 +618,10 @@ export class PintoNode {
   // ---- origination and dataplane ---------------------------------------------------------------
 
   private async syncOrigination(): Promise<void> {
+    const before = this.origination.blocks
     this.origination = originationFor(this.settings.nodeName, this.cluster.blocks())
+    // A new or released block of ours is a blackhole route to write or remove now, as it is announced.
+    if (JSON.stringify(before) !== JSON.stringify(this.origination.blocks)) this.dataplaneJob.trigger()
     const config = this.bgpConfig()
     let rules: CommunityRule[] = []
     try {
@@ -687,51 +706,37 @@ export class PintoNode {
       this.log.info({ waitedMs: waited, peersSynced: synced }, synced ? 'BGP tables in: programming the kernel' : 'not every peer sent its table in time: programming the kernel anyway')
     }
     const nodes = this.cluster.list('Node')
-    await this.dataplane.update(
-      {
-        nodeName: this.settings.nodeName,
-        ipv4Address: this.v4 ? `${this.v4.address}/${this.v4.prefixLength}` : undefined,
-        ipv6Address: this.v6 ? `${this.v6.address}/${this.v6.prefixLength}` : undefined,
-        parentInterface: this.v4?.interface ?? this.v6?.interface ?? 'eth0',
-        pools: this.cluster.list('IPPool'),
-        nodes,
-        localBlocks: this.origination.blocks,
-        workloads: this.workloads(),
-        ...(this.vxlan ? { vxlan: this.vxlan } : {}),
-        ...(this.ipipAddress ? { ipipAddress: this.ipipAddress } : {}),
-      },
-      this.routesToProgram(nodes),
-    )
+    this.feed?.setRules(this.programRules(nodes))
+    await this.dataplane.update({
+      nodeName: this.settings.nodeName,
+      ipv4Address: this.v4 ? `${this.v4.address}/${this.v4.prefixLength}` : undefined,
+      ipv6Address: this.v6 ? `${this.v6.address}/${this.v6.prefixLength}` : undefined,
+      parentInterface: this.v4?.interface ?? this.v6?.interface ?? 'eth0',
+      pools: this.cluster.list('IPPool'),
+      nodes,
+      localBlocks: this.origination.blocks,
+      workloads: this.workloads(),
+      ...(this.vxlan ? { vxlan: this.vxlan } : {}),
+      ...(this.ipipAddress ? { ipipAddress: this.ipipAddress } : {}),
+      staticRoutes: this.peerRoutes,
+    })
   }
 
   /**
-   * Learned routes felix programs: service ranges other nodes originate are never programmed (kube-proxy
-   * owns service addresses, as Calico's rejectcidrs), and a block goes to the node holding its affinity.
+   * Which learned routes felix programs: service ranges other nodes originate never (kube-proxy owns
+   * service addresses, as Calico's rejectcidrs); a block goes to the node holding its affinity; a peer's
+   * reachableBy route wins over anything learned for the same /32.
    */
-  private routesToProgram(nodes: readonly Node[]): ReturnType<typeof learnedRoutes> {
-    const isService = insideAny(serviceCidrs(this.bgpConfig()))
-    const learned = learnedRoutes(this.speaker.rib, nodes).filter((r) => !isService(parsePrefix(r.prefix)))
-    const byAddress = new Map<string, string>()
+  private programRules(nodes: readonly Node[]): ProgramRules {
+    const nodeOfAddress = new Map<string, string>()
     for (const n of nodes) {
-      for (const a of [n.spec.bgp?.ipv4Address, n.spec.bgp?.ipv6Address]) if (a !== undefined) byAddress.set(a.split('/')[0]!, n.metadata.name)
+      for (const a of [n.spec.bgp?.ipv4Address, n.spec.bgp?.ipv6Address]) if (a !== undefined) nodeOfAddress.set(a.split('/')[0]!, n.metadata.name)
     }
     const owners = new Map<string, string>()
     for (const b of this.cluster.blocks()) {
       if (b.affinity?.startsWith('host:')) owners.set(formatPrefix(parsePrefix(b.cidr)), b.affinity.slice(5))
     }
-    const announcers = (prefix: string): { address: string; nodeName?: string }[] =>
-      this.speaker.rib.paths(parsePrefix(prefix)).flatMap((p) => {
-        if (p.peer === undefined) return []
-        const address = p.attrs.nextHop[0] ?? p.attrs.attrs.nextHop
-        if (address === undefined) return []
-        const nodeName = byAddress.get(address)
-        return [nodeName !== undefined ? { address, nodeName } : { address }]
-      })
-    const { routes, conflicts } = preferAffineNodes(learned, owners, announcers, this.settings.nodeName)
-    this.refusals.setAffinityConflicts(conflicts)
-    // A peer's reachableBy route wins over anything learned for the same /32.
-    const fixed = new Set(this.peerRoutes.map((r) => r.prefix))
-    return [...routes.filter((r) => !fixed.has(r.prefix)), ...this.peerRoutes]
+    return { me: this.settings.nodeName, services: serviceCidrs(this.bgpConfig()), owners, fixed: this.peerRoutes.map((r) => r.prefix), nodeOfAddress }
   }
 
   /** What the REST API and metrics read. */

@@ -2,7 +2,8 @@
 // VTEP entries. Import from here, not from the files. Nothing here starts on import.
 
 export * from './desired-state.js'
-export { renderDesired, workloadAddresses, TUNL_DEVICE, VXLAN_DEVICE, type RenderOptions, type RenderedState, type RenderProblem, type NeighbourEntry, type FdbEntry } from './render-routes.js'
+export { renderDesired, workloadAddresses, localBlockRoutes, TUNL_DEVICE, VXLAN_DEVICE, type RenderOptions, type RenderedState, type RenderProblem, type NeighbourEntry, type FdbEntry } from './render-routes.js'
+export { RenderContext } from './render-context.js'
 export { DEFAULT_ROUTE_PROTOCOL, MAIN_TABLE, routeKey, type KernelRoute, type NextHop, type Family } from './kernel-route.js'
 export { RouteDeltaTracker, type RouteOp, type DiffResult, type RouteConflict } from './route-diff.js'
 export { RouteReconciler, type RouteReconcilerOptions, type ApplyResult, type RouteError } from './route-reconciler.js'
@@ -10,3 +11,5 @@ export { ExecaRunner, RecordingRunner, CommandError, type ProcessRunner, type Ru
 export * from './devices.js'
 export { syncVtepEntries } from './vtep-entries.js'
 export { renderNatRuleset, applyNat, NAT_TABLE } from './nat.js'
+export { DesiredTable, type DesiredRoutes, type HopSource, type OwnRoutes } from './desired-table.js'
+export { LearnedRoutes } from './learned-routes.js'

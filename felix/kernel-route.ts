@@ -24,6 +24,9 @@ export interface KernelRoute {
   readonly nexthops: readonly NextHop[]
   /** The kernel nexthop object the route uses, when read from a kernel that has one for it. */
   readonly nhid?: number
+  /** `dst`'s IPv4 network as an unsigned number and its length, when the renderer had them as numbers. */
+  readonly dst4?: number
+  readonly dstLen?: number
 }
 
 /** Calico's is 80 (notes/calico.md §3.2); pinto takes an unassigned number so both can share a host. */

@@ -4,13 +4,14 @@
 
 import { routeKey, type KernelRoute } from './kernel-route.js'
 import type { RouteConflict, RouteOp } from './route-diff.js'
+import type { OwnRoutes } from './desired-table.js'
 
 export class KnownTable implements Iterable<readonly [string, KernelRoute]> {
   private constructor(
     /** felix's routes by key. */
-    private readonly ours: ReadonlyMap<string, KernelRoute>,
+    private readonly ours: OwnRoutes,
     /** Every other protocol's routes by key. */
-    private readonly others: ReadonlyMap<string, KernelRoute>,
+    private readonly otherRoutes: ReadonlyMap<string, KernelRoute>,
     /** Keys where `ours` has a route the kernel does not: another protocol's route holds the key. */
     private readonly held: ReadonlySet<string>,
   ) {}
@@ -24,30 +25,59 @@ export class KnownTable implements Iterable<readonly [string, KernelRoute]> {
   }
 
   get(key: string): KernelRoute | undefined {
-    return this.held.has(key) ? this.others.get(key) : (this.ours.get(key) ?? this.others.get(key))
+    return this.at(key, this.held.has(key) ? undefined : this.ours.get(key))
+  }
+
+  /** What the kernel holds at `key` when felix's route there is `ours` (another protocol's may hold the key). */
+  at(key: string, ours: KernelRoute | undefined): KernelRoute | undefined {
+    return this.held.has(key) ? this.otherRoutes.get(key) : (ours ?? this.otherRoutes.get(key))
   }
 
   *[Symbol.iterator](): Iterator<readonly [string, KernelRoute]> {
     for (const e of this.ours) if (!this.held.has(e[0])) yield e
-    for (const e of this.others) if (this.held.has(e[0]) || !this.ours.has(e[0])) yield e
+    for (const e of this.otherRoutes) if (this.held.has(e[0]) || !this.ours.has(e[0])) yield e
   }
 
   *values(): Generator<KernelRoute> {
     for (const [, r] of this) yield r
   }
 
+  /** Every other protocol's route (those of pods' veths among them). */
+  others(): Iterable<readonly [string, KernelRoute]> {
+    return this.otherRoutes
+  }
+
   /**
    * The table once `ops` (the diff of `desired` against this table) are all written: felix's routes are then
    * exactly `desired` but for the keys another protocol holds (`conflicts`); the others lose what was deleted.
    */
-  written(desired: ReadonlyMap<string, KernelRoute>, ops: readonly RouteOp[], conflicts: readonly RouteConflict[]): KnownTable {
-    let others = this.others
+  written(desired: OwnRoutes, ops: readonly RouteOp[], conflicts: readonly RouteConflict[]): KnownTable {
+    return new KnownTable(desired, this.othersAfter(ops), new Set(conflicts.map((c) => routeKey(c.desired))))
+  }
+
+  /**
+   * The same after a diff of only `keys` (RouteDeltaTracker.diffKeys): the keys another protocol held stay
+   * held unless among `keys`, where `conflicts` says anew.
+   */
+  writtenKeys(desired: OwnRoutes, ops: readonly RouteOp[], conflicts: readonly RouteConflict[], keys: Iterable<string>): KnownTable {
+    let held = this.held
+    if (held.size > 0 || conflicts.length > 0) {
+      const next = new Set(held)
+      for (const k of keys) next.delete(k)
+      for (const c of conflicts) next.add(routeKey(c.desired))
+      held = next
+    }
+    return new KnownTable(desired, this.othersAfter(ops), held)
+  }
+
+  private othersAfter(ops: readonly RouteOp[]): ReadonlyMap<string, KernelRoute> {
+    let others = this.otherRoutes
     for (const o of ops) {
       // Only a route of another protocol that was itself deleted (a gone pod's veth route) leaves `others`.
       if (o.op !== 'delete' || others.get(o.key) !== o.route) continue
-      if (others === this.others) others = new Map(others)
+      if (others === this.otherRoutes) others = new Map(others)
       ;(others as Map<string, KernelRoute>).delete(o.key)
     }
-    return new KnownTable(desired, others, new Set(conflicts.map((c) => routeKey(c.desired))))
+    return others
   }
 }

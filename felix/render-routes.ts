@@ -2,39 +2,13 @@
 // per pool mode (no-encap, IPIP, VXLAN, CrossSubnet), with ECMP and local blackholes. Bad input never throws:
 // the offending route is skipped and a problem naming its field path is returned, so the rest still renders.
 
-import { cidrContainsIP, formatCIDR, formatIP, parseCIDR, parseIP, type CIDR, type IPAddr, type IPPool } from '../config/resources/index.js'
-import type { DesiredState, LearnedNextHop, RemoteVtep } from './desired-state.js'
-import { compareNextHops, defaultMetric, MAIN_TABLE, routeKey, DEFAULT_ROUTE_PROTOCOL, type Family, type KernelRoute, type NextHop } from './kernel-route.js'
+import { formatCIDR, parseCIDR, parseIP, formatIP } from '../config/resources/index.js'
+import type { DesiredState } from './desired-state.js'
+import { compareNextHops, defaultMetric, routeKey, type Family, type KernelRoute, type NextHop } from './kernel-route.js'
 import { formatIpv4, parseIpv4 as parseIpv4Number } from '../bgp/codec/ip.js'
+import { RenderContext, type FdbEntry, type NeighbourEntry, type PoolMatch, type RenderOptions, type RenderProblem } from './render-context.js'
 
-export const TUNL_DEVICE = 'tunl0'
-export const VXLAN_DEVICE = 'vxlan.pinto'
-
-export interface RenderOptions {
-  readonly table?: number
-  readonly protocol?: number
-  readonly tunlDevice?: string
-  readonly vxlanDevice?: string
-}
-
-export interface NeighbourEntry {
-  readonly dev: string
-  readonly address: string
-  readonly mac: string
-}
-
-export interface FdbEntry {
-  readonly dev: string
-  readonly mac: string
-  /** The remote node's IP: the outer destination of frames for this MAC. */
-  readonly dst: string
-}
-
-export interface RenderProblem {
-  /** Field path into the DesiredState, e.g. `routes[3].nextHops[0].address`. */
-  readonly path: string
-  readonly message: string
-}
+export { TUNL_DEVICE, VXLAN_DEVICE, type RenderOptions, type NeighbourEntry, type FdbEntry, type RenderProblem } from './render-context.js'
 
 export interface RenderedState {
   /** By routeKey(). */
@@ -42,43 +16,6 @@ export interface RenderedState {
   readonly neighbours: NeighbourEntry[]
   readonly fdb: FdbEntry[]
   readonly problems: RenderProblem[]
-}
-
-type Encap = 'none' | 'ipip' | 'vxlan'
-
-interface PoolView {
-  readonly cidr: CIDR
-  readonly encap: Encap
-  readonly crossSubnet: boolean
-}
-
-const MAC_RE = /^[0-9a-f]{2}(:[0-9a-f]{2}){5}$/
-
-function poolView(pool: IPPool, index: number, problems: RenderProblem[]): PoolView | undefined {
-  const path = `pools[${index}]`
-  const cidr = parseCIDR(pool.spec.cidr)
-  if (typeof cidr === 'string') {
-    problems.push({ path: `${path}.spec.cidr`, message: cidr })
-    return undefined
-  }
-  const vx = pool.spec.vxlanMode ?? 'Never'
-  const ipip = pool.spec.ipipMode ?? 'Never'
-  let encap: Encap = 'none'
-  let mode = 'Never'
-  if (vx !== 'Never') {
-    encap = 'vxlan'
-    mode = vx
-    if (ipip !== 'Never') problems.push({ path: `${path}.spec.ipipMode`, message: 'both ipipMode and vxlanMode are set; using VXLAN' })
-  } else if (ipip !== 'Never') {
-    encap = 'ipip'
-    mode = ipip
-  }
-  if (encap !== 'none' && cidr.version === 6) {
-    // Calico has no IPIP for IPv6, and pinto's vxlan.pinto carries IPv4 only.
-    problems.push({ path: `${path}.spec.${encap === 'vxlan' ? 'vxlanMode' : 'ipipMode'}`, message: `${encap} is IPv4-only; IPv6 pool ${formatCIDR(cidr)} is routed without encapsulation` })
-    encap = 'none'
-  }
-  return { cidr, encap, crossSubnet: mode === 'CrossSubnet' }
 }
 
 /**
@@ -100,143 +37,34 @@ function fastIpv4Prefix(text: string): { addr: number; len: number } | undefined
   return { addr, len }
 }
 
-/** The most specific pool containing `c`, if any. */
-function poolFor(pools: readonly PoolView[], c: CIDR): PoolView | undefined {
-  let best: PoolView | undefined
-  for (const p of pools) {
-    if (p.cidr.version !== c.version || p.cidr.prefixLength > c.prefixLength) continue
-    if (!cidrContainsIP(p.cidr, { version: c.version, value: c.network })) continue
-    if (best === undefined || p.cidr.prefixLength > best.cidr.prefixLength) best = p
-  }
-  return best
-}
-
-function subnetOf(addr: string | undefined, field: string, problems: RenderProblem[]): CIDR | undefined {
-  if (addr === undefined) return undefined
-  const c = parseCIDR(addr)
-  if (typeof c === 'string') {
-    problems.push({ path: field, message: c })
-    return undefined
-  }
-  return c
-}
-
 export function renderDesired(state: DesiredState, opts: RenderOptions = {}): RenderedState {
-  const table = opts.table ?? MAIN_TABLE
-  const protocol = opts.protocol ?? DEFAULT_ROUTE_PROTOCOL
-  const tunl = opts.tunlDevice ?? TUNL_DEVICE
-  const vxlan = opts.vxlanDevice ?? VXLAN_DEVICE
-  const parent = state.localNode.parentInterface
-  const problems: RenderProblem[] = []
+  const ctx = new RenderContext(state, opts)
+  const { table, protocol, problems } = ctx
   const routes = new Map<string, KernelRoute>()
-
-  const pools: PoolView[] = []
-  state.pools.forEach((p, i) => {
-    const v = poolView(p, i, problems)
-    if (v !== undefined) pools.push(v)
-  })
-  const subnets: Record<Family, CIDR | undefined> = {
-    4: subnetOf(state.localNode.ipv4Address, 'localNode.ipv4Address', problems),
-    6: subnetOf(state.localNode.ipv6Address, 'localNode.ipv6Address', problems),
-  }
-
-  // VTEPs by node name and by node IP: a next hop may come with either.
-  const vtepByName = new Map<string, RemoteVtep>()
-  const vtepByAddr = new Map<string, RemoteVtep>()
-  const neighbours: NeighbourEntry[] = []
-  const fdb: FdbEntry[] = []
-  const anyVxlan = pools.some((p) => p.encap === 'vxlan')
-  state.vteps.forEach((v, i) => {
-    const path = `vteps[${i}]`
-    const mac = v.mac.toLowerCase()
-    const tunnel = parseIP(v.tunnelAddress)
-    const node = parseIP(v.nodeAddress)
-    if (!MAC_RE.test(mac)) return problems.push({ path: `${path}.mac`, message: `${JSON.stringify(v.mac)} is not a MAC address (xx:xx:xx:xx:xx:xx)` })
-    if (tunnel?.version !== 4) return problems.push({ path: `${path}.tunnelAddress`, message: `${JSON.stringify(v.tunnelAddress)} is not an IPv4 address` })
-    if (node?.version !== 4) return problems.push({ path: `${path}.nodeAddress`, message: `${JSON.stringify(v.nodeAddress)} is not an IPv4 address` })
-    const canon: RemoteVtep = { nodeName: v.nodeName, nodeAddress: formatIP(4, node.value), tunnelAddress: formatIP(4, tunnel.value), mac }
-    vtepByName.set(v.nodeName, canon)
-    vtepByAddr.set(canon.nodeAddress, canon)
-    if (anyVxlan) {
-      neighbours.push({ dev: vxlan, address: canon.tunnelAddress, mac })
-      fdb.push({ dev: vxlan, mac, dst: canon.nodeAddress })
-    }
-    return undefined
-  })
-
   // Problem paths name the route and hop by index; they are made only for a problem (this runs per route).
   const hopPath = (i: number, j: number): string => `routes[${i}].nextHops[${j}].address`
-  const hopFor = (nh: LearnedNextHop, ip: IPAddr, pool: PoolView | undefined, i: number, j: number): NextHop | undefined => {
-    const address = formatIP(ip.version, ip.value)
-    const encap = pool?.encap ?? 'none'
-    const subnet = subnets[ip.version]
-    const sameSubnet = subnet !== undefined && cidrContainsIP(subnet, ip)
-    if (encap === 'none') return { gateway: address, dev: parent, onlink: false }
-    if (pool?.crossSubnet === true && sameSubnet) return { gateway: address, dev: parent, onlink: true }
-    if (encap === 'ipip') return { gateway: address, dev: tunl, onlink: true }
-    const vtep = (nh.nodeName !== undefined ? vtepByName.get(nh.nodeName) : undefined) ?? vtepByAddr.get(address)
-    if (vtep === undefined) {
-      problems.push({ path: hopPath(i, j), message: `no VTEP known for ${nh.nodeName ?? address}; next hop skipped until the node publishes one` })
-      return undefined
-    }
-    return { gateway: vtep.tunnelAddress, dev: vxlan, onlink: true }
-  }
-
-  // Next hops repeat across routes (a few nodes, many blocks): resolve each (address, node, pool) once.
-  const hopCache = new Map<string, { hop?: NextHop; ip?: IPAddr; problem?: string }>()
-  const resolveHop = (nh: LearnedNextHop, pool: PoolView | undefined, poolIndex: number, i: number, j: number): { hop?: NextHop; ip?: IPAddr; problem?: string } => {
-    const key = `${nh.address}\u0000${nh.nodeName ?? ''}\u0000${poolIndex}`
-    let r = hopCache.get(key)
-    if (r === undefined) {
-      const ip = parseIP(nh.address)
-      if (ip === undefined) r = { problem: `${JSON.stringify(nh.address)} is not an IP address` }
-      else {
-        // hopFor reports a missing VTEP itself: once per next hop, no longer once per route.
-        const hop = hopFor(nh, ip, pool, i, j)
-        r = hop !== undefined ? { hop, ip } : { ip }
-      }
-      hopCache.set(key, r)
-    }
-    return r
-  }
-  // IPv4 pools as numbers, for the fast path of canonical IPv4 prefixes (the common case: Loc-RIB text).
-  const v4Pools = pools.flatMap((p, index) => (p.cidr.version === 4 ? [{ p, index, net: Number(p.cidr.network), len: p.cidr.prefixLength }] : []))
-  const v4PoolFor = (addr: number, len: number): { p: PoolView; index: number } | undefined => {
-    let best: { p: PoolView; index: number; len: number } | undefined
-    for (const v of v4Pools) {
-      if (v.len > len) continue
-      const shift = 32 - v.len
-      if (v.len !== 0 && (addr >>> shift !== v.net >>> shift)) continue
-      if (best === undefined || v.len > best.len) best = v
-    }
-    return best
-  }
   const v4Metric = defaultMetric(4)
 
   state.routes.forEach((r, i) => {
     let version: Family
     let dst: string
-    let pool: PoolView | undefined
-    let poolIndex = -1
+    let pool: PoolMatch
     const fast = fastIpv4Prefix(r.prefix)
     if (fast !== undefined) {
       version = 4
       dst = r.prefix
-      const found = v4PoolFor(fast.addr, fast.len)
-      pool = found?.p
-      poolIndex = found?.index ?? -1
+      pool = ctx.poolForIpv4(fast.addr, fast.len)
     } else {
       const c = parseCIDR(r.prefix)
       if (typeof c === 'string') return problems.push({ path: `routes[${i}].prefix`, message: c })
       if (c.addr !== c.network) return problems.push({ path: `routes[${i}].prefix`, message: `${r.prefix} has host bits set (the network is ${formatCIDR(c)})` })
       version = c.version
       dst = formatCIDR(c)
-      pool = poolFor(pools, c)
-      poolIndex = pool === undefined ? -1 : pools.indexOf(pool)
+      pool = ctx.poolFor(c)
     }
     const hops: NextHop[] = []
     r.nextHops.forEach((nh, j) => {
-      const res = resolveHop(nh, pool, poolIndex, i, j)
+      const res = ctx.resolveHop(nh, pool, () => hopPath(i, j))
       if (res.problem !== undefined) return problems.push({ path: hopPath(i, j), message: res.problem })
       if (res.ip !== undefined && res.ip.version !== version) return problems.push({ path: hopPath(i, j), message: `IPv${res.ip.version} next hop for IPv${version} prefix ${r.prefix}` })
       const hop = res.hop
@@ -256,20 +84,29 @@ export function renderDesired(state: DesiredState, opts: RenderOptions = {}): Re
     return undefined
   })
 
-  state.localBlocks.forEach((b, i) => {
+  for (const [key, route] of localBlockRoutes(state.localBlocks, table, protocol, problems)) {
+    // Our own block learned back from a peer would loop; the blackhole is the truth for it.
+    if (routes.has(key)) problems.push({ path: route.path, message: `${route.route.dst} is a local block and also a learned route; the blackhole wins` })
+    routes.set(key, route.route)
+  }
+  return { routes, neighbours: ctx.neighbours, fdb: ctx.fdb, problems }
+}
+
+/**
+ * The blackhole route of each local block, by routeKey, with the field path naming its block. A /32 (/128)
+ * block gets none: its blackhole would shadow the CNI's pod route or a borrowed address (notes/calico.md §3.5).
+ */
+export function localBlockRoutes(blocks: readonly string[], table: number, protocol: number, problems: RenderProblem[]): Map<string, { readonly route: KernelRoute; readonly path: string }> {
+  const out = new Map<string, { readonly route: KernelRoute; readonly path: string }>()
+  blocks.forEach((b, i) => {
     const c = parseCIDR(b)
     if (typeof c === 'string') return problems.push({ path: `localBlocks[${i}]`, message: c })
-    // A /32 (/128) blackhole would shadow the CNI's pod route or a borrowed address (notes/calico.md §3.5).
     if (c.prefixLength === (c.version === 4 ? 32 : 128)) return undefined
     const route: KernelRoute = { family: c.version, table, dst: formatCIDR(c), tos: 0, metric: defaultMetric(c.version), type: 'blackhole', protocol, nexthops: [] }
-    const key = routeKey(route)
-    // Our own block learned back from a peer would loop; the blackhole is the truth for it.
-    if (routes.has(key)) problems.push({ path: `localBlocks[${i}]`, message: `${route.dst} is a local block and also a learned route; the blackhole wins` })
-    routes.set(key, route)
+    out.set(routeKey(route), { route, path: `localBlocks[${i}]` })
     return undefined
   })
-
-  return { routes, neighbours, fdb, problems }
+  return out
 }
 
 /** The canonical addresses of the known workloads, as the delta tracker compares them. */

@@ -32,6 +32,11 @@ export interface KeyedRoutes extends Iterable<readonly [string, KernelRoute]> {
   get(key: string): KernelRoute | undefined
 }
 
+/** Desired routes for a full diff: keyed, walkable, and counted (at least as many as a walk yields). */
+export interface SizedRoutes extends KeyedRoutes {
+  readonly size: number
+}
+
 export interface DeltaTrackerOptions {
   readonly protocol: number
   /** Interface-name prefix of pinto's pod veths. */
@@ -49,7 +54,7 @@ export class RouteDeltaTracker {
    * `workloads` undefined means the agent has not told felix which pods exist: every veth route is then
    * left alone, because deleting a pod's route on a guess would cut it off.
    */
-  diff(desired: ReadonlyMap<string, KernelRoute>, actual: readonly KernelRoute[] | KeyedRoutes, now: number, workloads?: ReadonlySet<string>): DiffResult {
+  diff(desired: SizedRoutes, actual: readonly KernelRoute[] | KeyedRoutes, now: number, workloads?: ReadonlySet<string>): DiffResult {
     const ops: RouteOp[] = []
     const conflicts: RouteConflict[] = []
     // Desired keys the table has. A fresh read may hold a key twice (`ip route append`), so its keys are
@@ -59,7 +64,7 @@ export class RouteDeltaTracker {
     let matched = 0
     const waiting = new Set<string>()
     let graceDeadline: number | undefined
-    const { protocol, vethPrefix, graceMs } = this.opts
+    const protocol = this.opts.protocol
 
     // Keyed entries are the table as felix knows it; an array is a fresh read.
     const entries: Iterable<readonly [string, KernelRoute]> = fresh ? keyed(actual as readonly KernelRoute[]) : (actual as KeyedRoutes)
@@ -80,14 +85,8 @@ export class RouteDeltaTracker {
         conflicts.push({ desired: want, holder: a })
         continue
       }
-      if (workloads === undefined || !isVethHostRoute(a, vethPrefix)) continue
-      const addr = a.dst.slice(0, a.dst.indexOf('/'))
-      if (workloads.has(addr)) continue
-      const first = this.firstSeen.get(key) ?? now
-      this.firstSeen.set(key, first)
-      waiting.add(key)
-      if (now - first >= graceMs) ops.push({ op: 'delete', route: a, key, reason: 'stale-workload' })
-      else graceDeadline = Math.min(graceDeadline ?? Infinity, first + graceMs)
+      const deadline = this.vethOp(key, a, now, workloads, waiting, ops)
+      if (deadline !== undefined) graceDeadline = Math.min(graceDeadline ?? Infinity, deadline)
     }
     for (const k of this.firstSeen.keys()) if (!waiting.has(k)) this.firstSeen.delete(k)
     if (present !== undefined) {
@@ -97,6 +96,55 @@ export class RouteDeltaTracker {
       for (const [key, want] of desired) if (table.get(key) === undefined) ops.push({ op: 'replace', route: want, key, reason: 'missing' })
     }
     return { ops, conflicts, graceDeadline }
+  }
+
+  /**
+   * The diff of only the keys in `changed` (those whose desired route changed since the table was last
+   * written, each with felix's route it held then, or null), against `known`, which says what the kernel
+   * holds at a key given felix's route there (another protocol's route may hold it); the veth routes of
+   * other protocols in `others` are judged as diff() judges them. The rest is taken to be as it was.
+   */
+  diffKeys(desired: KeyedRoutes, known: { at(key: string, ours: KernelRoute | undefined): KernelRoute | undefined }, changed: ReadonlyMap<string, KernelRoute | null>, others: Iterable<readonly [string, KernelRoute]>, now: number, workloads?: ReadonlySet<string>): DiffResult {
+    const ops: RouteOp[] = []
+    const conflicts: RouteConflict[] = []
+    const protocol = this.opts.protocol
+    for (const [key, held] of changed) {
+      const want = desired.get(key)
+      const a = known.at(key, held ?? undefined)
+      if (a === undefined) {
+        if (want !== undefined) ops.push({ op: 'replace', route: want, key, reason: 'missing' })
+      } else if (a.protocol === protocol) {
+        if (want === undefined) ops.push({ op: 'delete', route: a, key, reason: 'stale' })
+        else if (want !== a && !sameRoute(want, a)) ops.push({ op: 'replace', route: want, key, reason: 'changed' })
+      } else if (want !== undefined) conflicts.push({ desired: want, holder: a })
+    }
+    const waiting = new Set<string>()
+    let graceDeadline: number | undefined
+    for (const [key, a] of others) {
+      if (a.protocol === protocol || desired.get(key) !== undefined) continue
+      const deadline = this.vethOp(key, a, now, workloads, waiting, ops)
+      if (deadline !== undefined) graceDeadline = Math.min(graceDeadline ?? Infinity, deadline)
+    }
+    for (const k of this.firstSeen.keys()) if (!waiting.has(k)) this.firstSeen.delete(k)
+    return { ops, conflicts, graceDeadline }
+  }
+
+  /**
+   * Another protocol's route no desired route wants: a /32 on a pinto veth for no known pod is deleted once
+   * its grace period is over. Returns when that period ends while it lasts.
+   */
+  private vethOp(key: string, a: KernelRoute, now: number, workloads: ReadonlySet<string> | undefined, waiting: Set<string>, ops: RouteOp[]): number | undefined {
+    if (workloads === undefined || !isVethHostRoute(a, this.opts.vethPrefix)) return undefined
+    const addr = a.dst.slice(0, a.dst.indexOf('/'))
+    if (workloads.has(addr)) return undefined
+    const first = this.firstSeen.get(key) ?? now
+    this.firstSeen.set(key, first)
+    waiting.add(key)
+    if (now - first >= this.opts.graceMs) {
+      ops.push({ op: 'delete', route: a, key, reason: 'stale-workload' })
+      return undefined
+    }
+    return first + this.opts.graceMs
   }
 }
 

@@ -13,6 +13,7 @@ import { parseBatchErrors, RouteDeltaTracker, type RouteConflict, type RouteOp }
 import { isDeviceLine, monitorDeviceEvent, parseMonitorHopLine, parseMonitorLine, parseRouteJson, type MonitorEvent } from './route-parse.js'
 import { CommandError, type ProcessRunner, type RunResult, type WatchHandle } from './runner.js'
 import { NexthopRegistry, parseNexthopJson, parseNexthopMonitorLine } from './nexthops.js'
+import type { DesiredRoutes } from './desired-table.js'
 
 export interface RouteReconcilerOptions {
   readonly runner: ProcessRunner
@@ -103,7 +104,7 @@ export class RouteReconciler {
   private readonly log: Logger
   private readonly now: () => number
   private readonly tracker: RouteDeltaTracker
-  private desired: ReadonlyMap<string, KernelRoute> = new Map()
+  private desired: DesiredRoutes = new Map<string, KernelRoute>()
   private workloads: ReadonlySet<string> | undefined
   private running: Promise<ApplyResult> | undefined
   private queued: Promise<ApplyResult> | undefined
@@ -146,11 +147,21 @@ export class RouteReconciler {
     this.socket = opts.routeSocket
   }
 
-  /** Replaces the desired routes (from renderDesired) and the known pods; takes effect at the next apply(). */
-  setDesired(routes: ReadonlyMap<string, KernelRoute>, workloads?: ReadonlySet<string>): void {
-    for (const r of routes.values()) {
-      if (r.protocol !== this.protocol || r.table !== this.table) {
-        throw new Error(`setDesired: route ${r.dst} has table ${r.table} proto ${r.protocol}; this reconciler owns table ${this.table} proto ${this.protocol}`)
+  /**
+   * Replaces the desired routes and the known pods; takes effect at the next apply(). A Map (from
+   * renderDesired) is taken whole at each apply; a DesiredTable is kept, and an apply that needs no read
+   * writes only the keys it lists as changed.
+   */
+  setDesired(routes: DesiredRoutes, workloads?: ReadonlySet<string>): void {
+    const owner = routes instanceof Map ? undefined : (routes as { readonly table?: number; readonly protocol?: number })
+    if (owner !== undefined && (owner.table !== this.table || owner.protocol !== this.protocol)) {
+      throw new Error(`setDesired: the desired table renders table ${owner.table} proto ${owner.protocol}; this reconciler owns table ${this.table} proto ${this.protocol}`)
+    }
+    if (owner === undefined) {
+      for (const r of routes.values()) {
+        if (r.protocol !== this.protocol || r.table !== this.table) {
+          throw new Error(`setDesired: route ${r.dst} has table ${r.table} proto ${r.protocol}; this reconciler owns table ${this.table} proto ${this.protocol}`)
+        }
       }
     }
     this.desired = routes
@@ -313,8 +324,10 @@ export class RouteReconciler {
     return hop?.gateway === ev.gateway && (ev.dev === undefined || hop?.dev === ev.dev)
   }
 
-  private families(): Family[] {
+  private families(): readonly Family[] {
     if (this.opts.ipv6 === true) return [4, 6]
+    const known = this.desired.families?.()
+    if (known !== undefined) return known
     for (const r of this.desired.values()) if (r.family === 6) return [4, 6]
     return [4]
   }
@@ -494,19 +507,26 @@ export class RouteReconciler {
       this.known = KnownTable.read(await this.read(), this.protocol)
     }
     const known = this.known as KnownTable
-    const first = this.tracker.diff(this.desired, known, this.now(), this.workloads)
+    // Taken at every apply: a full diff covers what changed as well.
+    const changed = this.desired.takeChanged?.()
+    const incremental = !read && changed !== undefined
+    const first = incremental ? this.tracker.diffKeys(this.desired, known, changed, known.others(), this.now(), this.workloads) : this.tracker.diff(this.desired, known, this.now(), this.workloads)
     const readMs = performance.now() - t0
+    const written = this.desired.asWritten?.() ?? this.desired
+    const after = (ops: readonly RouteOp[]): KnownTable => (incremental ? known.writtenKeys(written, ops, first.conflicts, changed.keys()) : known.written(written, ops, first.conflicts))
     this.reportConflicts(first.conflicts)
     if (first.graceDeadline !== undefined) this.schedule(Math.max(0, first.graceDeadline - this.now()) + 10)
     else this.schedule(this.resyncMs)
     if (first.ops.length === 0) {
       this.errors.clear()
-      if (read) await this.sweepNexthops(known)
+      // What was read goes: the kernel holds what is desired, which the table says without a copy.
+      if (read || incremental) this.known = after(first.ops)
+      if (read) await this.sweepNexthops(this.known as KnownTable)
       return { ...NOTHING, conflicts: first.conflicts, readMs }
     }
     const t1 = performance.now()
     // Set before any of the write's echo can be read from the monitor; a failure sends felix back to the kernel.
-    this.known = known.written(this.desired, first.ops, first.conflicts)
+    this.known = after(first.ops)
     // A large write runs with the monitor stopped: `ip monitor` printing every route felix writes, and
     // felix reading each line, took the CPU its writers need (100k routes: 0.38 s without a monitor, 0.65 s
     // with). A read soon after the write stands in for what the monitor did not see meanwhile.
@@ -536,7 +556,9 @@ export class RouteReconciler {
     if (errors.length > 20) this.log.warn({ more: errors.length - 20 }, 'more routes not programmed')
     if (errors.length > 0) this.schedule(this.retryMs)
     else if (read && failures.size === 0) await this.sweepNexthops(this.known ?? known)
-    if (quiet) {
+    // After a write of changes alone (a table arriving as deltas, in large batches), what the monitor missed
+    // meanwhile waits for the periodic resync: a read after each batch would walk the whole table each time.
+    if (quiet && !incremental) {
       this.wantRead = true
       this.schedule(QUIET_VERIFY_MS)
     }

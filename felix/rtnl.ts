@@ -160,6 +160,17 @@ export class RtnlWriter {
     return true
   }
 
+  /** RTA_DST from the route's numeric address when it has one, else from `dst` up to `slash`. */
+  private attrDst(r: KernelRoute, slash: number): boolean {
+    if (r.dst4 === undefined || r.family !== 4) return this.attrAddress(RTA_DST, r.dst, slash < 0 ? r.dst.length : slash, r.family)
+    const at = this.length
+    this.view.setUint16(at, 8, true)
+    this.view.setUint16(at + 2, RTA_DST, true)
+    this.view.setUint32(at + 4, r.dst4, false)
+    this.length = at + 8
+    return true
+  }
+
   /** The prefix length of a canonical `addr/len`, or -1; `slash` is where the `/` is. */
   private static prefixLength(dst: string, slash: number, family: 4 | 6): number {
     const len = slash < 0 ? (family === 4 ? 32 : 128) : Number(dst.slice(slash + 1))
@@ -175,8 +186,8 @@ export class RtnlWriter {
   replace(r: KernelRoute, nhid: number | undefined, seq: number, link: LinkIndex): boolean {
     const type = RTN[r.type]
     if (type === undefined) return false
-    const slash = r.dst.indexOf('/')
-    const len = RtnlWriter.prefixLength(r.dst, slash, r.family)
+    const slash = r.dst4 !== undefined ? -1 : r.dst.indexOf('/')
+    const len = r.dst4 !== undefined ? (r.dstLen ?? 32) : RtnlWriter.prefixLength(r.dst, slash, r.family)
     if (len < 0) return false
     const hop = r.nexthops[0]
     let oif: number | undefined
@@ -189,7 +200,7 @@ export class RtnlWriter {
     // A route straight onto a device (no gateway, no object) is a link-scope route, as `ip` makes it.
     const scope = type === 1 && nhid === undefined && gateway === undefined ? RT_SCOPE_LINK : RT_SCOPE_UNIVERSE
     this.rtmsg(r.family === 4 ? AF_INET : AF_INET6, len, r.tos, r.table, r.protocol, scope, type, hop?.onlink === true && nhid === undefined ? RTNH_F_ONLINK : 0)
-    if (!this.attrAddress(RTA_DST, r.dst, slash < 0 ? r.dst.length : slash, r.family)) return this.abandon(at)
+    if (!this.attrDst(r, slash)) return this.abandon(at)
     this.attrU32(RTA_TABLE, r.table)
     if (r.metric !== defaultMetric(r.family)) this.attrU32(RTA_PRIORITY, r.metric)
     if (nhid !== undefined) this.attrU32(RTA_NH_ID, nhid)
@@ -204,8 +215,8 @@ export class RtnlWriter {
    * when that device's index is not known (it may be gone, taking the route with it): the caller uses `ip`.
    */
   delete(r: KernelRoute, seq: number, link: LinkIndex): boolean {
-    const slash = r.dst.indexOf('/')
-    const len = RtnlWriter.prefixLength(r.dst, slash, r.family)
+    const slash = r.dst4 !== undefined ? -1 : r.dst.indexOf('/')
+    const len = r.dst4 !== undefined ? (r.dstLen ?? 32) : RtnlWriter.prefixLength(r.dst, slash, r.family)
     if (len < 0) return false
     const [only] = r.nexthops
     let oif: number | undefined
@@ -213,7 +224,7 @@ export class RtnlWriter {
     const at = this.begin(RTM_DELROUTE, NLM_F_REQUEST, seq)
     // Scope NOWHERE matches any scope, type 0 any type: what `ip route delete` sends without a type word.
     this.rtmsg(r.family === 4 ? AF_INET : AF_INET6, len, r.tos, r.table, r.protocol, RT_SCOPE_NOWHERE, r.type === 'unicast' ? 0 : (RTN[r.type] ?? 0), 0)
-    if (!this.attrAddress(RTA_DST, r.dst, slash < 0 ? r.dst.length : slash, r.family)) return this.abandon(at)
+    if (!this.attrDst(r, slash)) return this.abandon(at)
     this.attrU32(RTA_TABLE, r.table)
     this.attrU32(RTA_PRIORITY, r.metric)
     if (oif !== undefined) this.attrU32(RTA_OIF, oif)

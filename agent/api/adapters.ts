@@ -2,7 +2,8 @@
 // of felix's applies. They only read (and count); nothing here changes routes, sessions or the store.
 
 import type { BgpSpeaker } from '../../bgp/speaker.js'
-import type { Prefix } from '../../bgp/codec/index.js'
+import { ipv4Prefix, ipv6Prefix, type Prefix } from '../../bgp/codec/index.js'
+import { DELTA_NEW, DELTA_WITHDRAWN } from '../../bgp/rib/loc-rib-delta.js'
 import { mayExport, routeContext, transform } from '../../bgp/rib/export.js'
 import type { ApplyResult } from '../../felix/route-reconciler.js'
 import type { Ipam } from '../../ipam/ipam.js'
@@ -25,17 +26,21 @@ export function speakerReads(speaker: BgpSpeaker): BgpReads {
   let sorted: SortedPrefixes | undefined = build()
   let pending: { readonly prefix: Prefix; readonly add: boolean }[] = []
   const SPLICE_LIMIT = 256
-  // For the lifetime of the speaker: the agent reads its RIB until it stops.
-  speaker.onLocRibChange((changes) => {
+  // For the lifetime of the speaker: the agent reads its RIB until it stops. The typed deltas, so that a
+  // table dump makes no Path object for this listener; a prefix object only for the few spliced in.
+  rib.subscribeDeltas((d) => {
     version++
     if (sorted === undefined) return
-    for (const c of changes) {
-      if (c.best === undefined) pending.push({ prefix: c.prefix, add: false })
-      else if (c.previous === undefined) pending.push({ prefix: c.prefix, add: true })
-    }
-    if (pending.length > SPLICE_LIMIT) {
-      sorted = undefined
-      pending = []
+    for (let i = 0; i < d.count; i++) {
+      const f = d.flags(i)
+      if ((f & (DELTA_WITHDRAWN | DELTA_NEW)) === 0) continue
+      if (pending.length >= SPLICE_LIMIT) {
+        sorted = undefined
+        pending = []
+        return
+      }
+      const prefix = d.family(i) === 4 ? ipv4Prefix(d.ipv4(i), d.len(i)) : ipv6Prefix(d.ipv6(i), d.len(i))
+      pending.push({ prefix, add: (f & DELTA_WITHDRAWN) === 0 })
     }
   })
   return {

@@ -73,6 +73,8 @@ export interface FibStats {
 export interface FibReads {
   /** The routes felix keeps in the kernel (its desired set, as last applied). */
   routes(): Iterable<KernelRoute>
+  /** How many routes routes() yields, when that is known without making them. */
+  count?(): number
   stats(): FibStats
 }
 

@@ -51,8 +51,8 @@ export const peersPlugin: FastifyPluginAsync<{ deps: ApiDeps }> = async (app, { 
       })
       let fib: number | null = null
       if (deps.fib !== undefined) {
-        fib = 0
-        for (const _ of deps.fib.routes()) fib++
+        fib = deps.fib.count?.() ?? 0
+        if (deps.fib.count === undefined) for (const _ of deps.fib.routes()) fib++
       }
       return {
         node: deps.node,

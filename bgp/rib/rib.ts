@@ -16,6 +16,7 @@ import { validateReceived, type LocalIdentity, type Refusal } from './validate.j
 import { mayExport, mayExportFrom, type ExportContext } from './export.js'
 import { ImportTable, reimportOp } from './import-table.js'
 import type { AdjRibOut, BestPath, FamilyKey, LocRibChange, Path, PeerSessionInfo, RibPeer, RouteContext } from './types.js'
+import { DELTA_LOCAL, DELTA_NEW, LocRibDeltas, NextHopTable } from './loc-rib-delta.js'
 
 export interface RibOptions {
   readonly localAsn: number
@@ -154,6 +155,10 @@ export class Rib implements RibView {
   readonly exportContext: ExportContext
   private readonly multipath: boolean
   private readonly listeners = new Set<(changes: readonly LocRibChange[]) => void>()
+  private readonly deltaListeners = new Set<(deltas: LocRibDeltas) => void>()
+  /** The next hops the Loc-RIB's deltas name by id. */
+  readonly nextHops = new NextHopTable()
+  private readonly deltas = new LocRibDeltas(this.nextHops)
   private readonly outs = new Map<number, PeerRibOut>()
   /** Export results by exportKey: a few keys (iBGP clients, each eBGP AS), not one per peer. */
   private readonly exportCaches = new Map<string, ExportCache>()
@@ -593,18 +598,69 @@ export class Rib implements RibView {
     const r = list.runs.length
     if (n === 0 && r === 0) return
     const changes: LocRibChange[] | undefined = this.listeners.size > 0 ? [] : undefined
-    if (r > 0) this.settleRuns(list.runs, r, changes)
-    if (n > 0) this.settleTouched(list, n, changes)
+    const deltas = this.deltaListeners.size > 0 ? this.deltas : undefined
+    if (r > 0) this.settleRuns(list.runs, r, changes, deltas)
+    if (n > 0) this.settleTouched(list, n, changes, deltas)
     // Listeners may touch destinations again: those go in after, for the next flush.
     list.dropFirst(n, r)
     if (changes !== undefined && changes.length > 0) for (const l of this.listeners) l(changes)
+    if (deltas !== undefined && deltas.count > 0) {
+      try {
+        for (const l of this.deltaListeners) l(deltas)
+      } finally {
+        deltas.reset()
+      }
+    }
+  }
+
+  /** The settled best of `d` as one delta entry (see loc-rib-delta.ts); `flags` adds DELTA_NEW. */
+  private noteDelta(out: LocRibDeltas, d: number, flags: number): void {
+    const t = this.table
+    const bits = t.bits[d]!
+    const afi = (bits >>> AFI_SHIFT) & 3
+    const family = afi === 1 ? 4 : 6
+    const addr4 = afi === 1 ? t.addr4[d]! >>> 0 : 0
+    const addr6 = afi === 1 ? undefined : (t.prefix(d).addr as Uint8Array)
+    const len = t.len(d)
+    if ((bits & COMPACT) !== 0) {
+      out.addOne(family, addr4, addr6, len, flags | (t.source.get(d)!.peer === undefined ? DELTA_LOCAL : 0), t.attrs.get(d))
+      return
+    }
+    const best = t.best.get(d)
+    if (best === undefined) return out.addOne(family, addr4, addr6, len, flags, undefined)
+    out.addMany(family, addr4, addr6, len, flags | (best.peer === undefined ? DELTA_LOCAL : 0), best.attrs, this.multipathOf(d) ?? [])
+  }
+
+  /** Calls `listener` with the Loc-RIB's changes of each flush as typed deltas, read during the call only. */
+  subscribeDeltas(listener: (deltas: LocRibDeltas) => void): () => void {
+    this.deltaListeners.add(listener)
+    return () => this.deltaListeners.delete(listener)
+  }
+
+  /**
+   * Every destination with a best path, as deltas in batches of up to `batch` entries (one buffer, reused
+   * from batch to batch): the streaming full walk, making no Path object for a compact destination.
+   */
+  walkLocRib(visit: (deltas: LocRibDeltas) => void, batch = 4096): void {
+    const out = new LocRibDeltas(this.nextHops)
+    for (const d of this.table.indices()) {
+      this.settle(d)
+      const bits = this.table.bits[d]!
+      if ((bits & COMPACT) === 0 && this.table.best.get(d) === undefined) continue
+      this.noteDelta(out, d, 0)
+      if (out.count >= batch) {
+        visit(out)
+        out.reset()
+      }
+    }
+    if (out.count > 0) visit(out)
   }
 
   /**
    * flush()'s loop, a method of its own: V8 optimizes a long loop while it runs, and code after the loop
    * that had never run then cost a deoptimization at the end of every long flush.
    */
-  private settleTouched(list: TouchedList, n: number, changes: LocRibChange[] | undefined): void {
+  private settleTouched(list: TouchedList, n: number, changes: LocRibChange[] | undefined, deltas: LocRibDeltas | undefined): void {
     const t = this.table
     const { dests, best: prevBest, attrs: prevAttrs, multi: prevMulti } = list
     const outs = this.outList
@@ -627,6 +683,7 @@ export class Rib implements RibView {
           const prefix = t.prefix(d)
           changes.push({ prefix, best: this.bestOf(d, prefix), previous: undefined })
         }
+        if (deltas !== undefined) this.noteDelta(deltas, d, DELTA_NEW)
         const s = t.source.get(d)!
         const f = (now >>> AFI_SHIFT) & 3
         if (s !== source || f !== afi) {
@@ -638,7 +695,7 @@ export class Rib implements RibView {
         for (let k = 0; k < outs.length; k++) if (mayTake[k] !== 0 || outs[k]!.size > 0) outs[k]!.offer(d)
         continue
       }
-      this.settleTouchedOne(d, before, prevAttrs[i], prevMulti[i], changes)
+      this.settleTouchedOne(d, before, prevAttrs[i], prevMulti[i], changes, deltas)
     }
   }
 
@@ -648,7 +705,7 @@ export class Rib implements RibView {
    * Adj-RIB-Outs that may take them offered them; no Adj-RIB-Out holds a new destination, so one that may
    * not take it has nothing to withdraw. Any other went on to change before the flush: the general way.
    */
-  private settleRuns(runs: readonly number[], r: number, changes: LocRibChange[] | undefined): void {
+  private settleRuns(runs: readonly number[], r: number, changes: LocRibChange[] | undefined, deltas: LocRibDeltas | undefined): void {
     const t = this.table
     const outs = this.outList
     // Whether each Adj-RIB-Out may take a compact path of the source in the AFI (the export rules that
@@ -662,7 +719,7 @@ export class Rib implements RibView {
       for (let d = runs[j]!; d < to; d++) {
         const now = t.bits[d]!
         if ((now & (COMPACT | MULTIPATH)) !== COMPACT) {
-          this.settleTouchedOne(d, undefined, undefined, undefined, changes)
+          this.settleTouchedOne(d, undefined, undefined, undefined, changes, deltas)
           continue
         }
         t.bits[d] = now & ~(DIRTY | UNSETTLED | REASON_MASK)
@@ -670,6 +727,7 @@ export class Rib implements RibView {
           const prefix = t.prefix(d)
           changes.push({ prefix, best: this.bestOf(d, prefix), previous: undefined })
         }
+        if (deltas !== undefined) this.noteDelta(deltas, d, DELTA_NEW)
         const s = t.source.ids[d]!
         const f = (now >>> AFI_SHIFT) & 3
         if (s !== sid || f !== afi) {
@@ -700,7 +758,7 @@ export class Rib implements RibView {
    * settleTouched() for any destination but a new compact one: a method of its own, so that the loops V8
    * compiles while a table dump streams in are only what the dump needs.
    */
-  private settleTouchedOne(d: number, before: Path | PathSource | undefined, beforeAttrs: InternedAttributes | undefined, beforeMulti: Path[] | undefined, changes: LocRibChange[] | undefined): void {
+  private settleTouchedOne(d: number, before: Path | PathSource | undefined, beforeAttrs: InternedAttributes | undefined, beforeMulti: Path[] | undefined, changes: LocRibChange[] | undefined, deltas: LocRibDeltas | undefined): void {
     const t = this.table
     this.settle(d)
     const bits = (t.bits[d]! &= ~DIRTY)
@@ -710,6 +768,7 @@ export class Rib implements RibView {
         const previous = beforeAttrs === undefined ? (before as Path | undefined) : newPath(prefix, before!.peer, before!.session, beforeAttrs)
         changes.push({ prefix, best: this.bestOf(d, prefix), previous })
       }
+      if (deltas !== undefined) this.noteDelta(deltas, d, before === undefined ? DELTA_NEW : 0)
       const outs = this.outList
       for (let k = 0; k < outs.length; k++) outs[k]!.offer(d)
     }

@@ -227,7 +227,8 @@ export class DestinationTable {
     return ((this.bits[d]! >>> AFI_SHIFT) & 3) as 1 | 2
   }
 
-  private len(d: number): number {
+  /** The prefix length. */
+  len(d: number): number {
     return (this.bits[d]! >>> LEN_SHIFT) & 0xff
   }
 

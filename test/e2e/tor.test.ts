@@ -1,5 +1,6 @@
 // eBGP to a BIRD top-of-rack router (AS 65000, cluster AS 64512, a global BGPPeer): BIRD learns exactly the
-// nodes' blocks (no pod /32s, no VXLAN tunnel addresses), and every node installs the route BIRD originates.
+// nodes' blocks (no pod /32s, no VXLAN tunnel addresses), and every node installs the route BIRD originates;
+// when BIRD withdraws it, it leaves every node's kernel, and it comes back when BIRD announces it again.
 
 import t from 'tap'
 import { birdInstalled } from '../../agent/demo/cluster.js'
@@ -31,5 +32,18 @@ t.test('BIRD top-of-rack over eBGP', { skip: bird ? false : 'bird2 is not instal
     const route = (await kernelRoutes(n.ns)).find((r) => r.prefix === TOR_PREFIX)
     t.equal(route?.via, `via ${TOR_ADDRESS} dev eth0`, `${n.name} installed ${TOR_PREFIX} via the router`)
     t.ok(covered(await kernelRoutes(n.ns), '203.0.113.1'), `${n.name} forwards 203.0.113.1`)
+  }
+
+  // The router withdraws its route (its static protocol off): one Loc-RIB delta per node, and the kernel follows.
+  const torRoute = async (ns: string): Promise<string | undefined> => (await kernelRoutes(ns)).find((r) => r.prefix === TOR_PREFIX)?.via
+  await tor.birdc('disable', 'torstatic')
+  for (const n of c.nodes) {
+    await waitFor(async () => ((await torRoute(n.ns)) === undefined ? true : undefined), { timeoutMs: 15_000, what: `${TOR_PREFIX} to leave ${n.name}'s kernel` })
+    t.pass(`${n.name}: ${TOR_PREFIX} left the kernel when BIRD withdrew it`)
+  }
+  await tor.birdc('enable', 'torstatic')
+  for (const n of c.nodes) {
+    const via = await waitFor(() => torRoute(n.ns), { timeoutMs: 15_000, what: `${TOR_PREFIX} back in ${n.name}'s kernel` })
+    t.equal(via, `via ${TOR_ADDRESS} dev eth0`, `${n.name}: ${TOR_PREFIX} is back when BIRD announces it again`)
   }
 })

@@ -1,0 +1,153 @@
+// The learned routes felix programs, by prefix, as numbers: each prefix holds one small id of an interned
+// (next-hop ids, metric) pair, so a million routes through a few nodes cost a Map entry each and no object
+// or string. Next hops are ids the caller gives (see DesiredTable's HopSource). Pure storage, no rendering.
+
+function v6Key(addr: Uint8Array, len: number): string {
+  let key = String.fromCharCode(len)
+  for (let i = 0; i < 16; i++) key += String.fromCharCode(addr[i]!)
+  return key
+}
+
+/** One learned route as iteration hands it over (the object is reused from one route to the next). */
+export interface LearnedEntry {
+  family: 4 | 6
+  /** IPv4 network address, unsigned (0 for IPv6). */
+  addr4: number
+  addr6: Uint8Array | undefined
+  len: number
+  /** The route's (next hops, metric) id: see hops() and metric(). */
+  combo: number
+}
+
+export class LearnedRoutes {
+  /** IPv4 by prefix length: network address (as int32, so a small integer key) -> combo. */
+  private readonly v4: (Map<number, number> | undefined)[] = new Array<undefined>(33).fill(undefined)
+  private readonly v6 = new Map<string, { readonly addr: Uint8Array; readonly len: number; combo: number }>()
+  private readonly comboHops: (readonly number[] | undefined)[] = []
+  private readonly comboMetric: (number | undefined)[] = []
+  private readonly comboRefs: number[] = []
+  private readonly comboByKey = new Map<string, number>()
+  /** The combo of one hop without a metric, by hop id: the common case takes no key string. */
+  private readonly single: (number | undefined)[] = []
+  private readonly freeCombos: number[] = []
+  private count = 0
+
+  get size(): number {
+    return this.count
+  }
+
+  /** Whether any IPv6 route is held. */
+  get hasIpv6(): boolean {
+    return this.v6.size > 0
+  }
+
+  hops(combo: number): readonly number[] {
+    return this.comboHops[combo]!
+  }
+
+  metric(combo: number): number | undefined {
+    return this.comboMetric[combo]
+  }
+
+  /** The combo of a prefix, or -1 when none is held. */
+  get(family: 4 | 6, addr4: number, addr6: Uint8Array | undefined, len: number): number {
+    if (family === 4) return this.v4[len]?.get(addr4 | 0) ?? -1
+    return this.v6.get(v6Key(addr6!, len))?.combo ?? -1
+  }
+
+  /** The combo of (hops, metric), made when new; `hops` is not kept (a sorted copy is). */
+  intern(hops: readonly number[], metric: number | undefined): number {
+    if (hops.length === 1 && metric === undefined) {
+      const known = this.single[hops[0]!]
+      if (known !== undefined) return known
+    }
+    const sorted = hops.length === 1 ? [hops[0]!] : [...hops].sort((a, b) => a - b)
+    const key = `${sorted.join(',')}|${metric ?? ''}`
+    let id = this.comboByKey.get(key)
+    if (id !== undefined) return id
+    id = this.freeCombos.pop() ?? this.comboHops.length
+    this.comboHops[id] = sorted
+    this.comboMetric[id] = metric
+    this.comboRefs[id] = 0
+    this.comboByKey.set(key, id)
+    if (sorted.length === 1 && metric === undefined) this.single[sorted[0]!] = id
+    return id
+  }
+
+  /** Sets a prefix's combo (from intern()); returns the one it had, or -1. */
+  set(family: 4 | 6, addr4: number, addr6: Uint8Array | undefined, len: number, combo: number): number {
+    let before = -1
+    if (family === 4) {
+      const m = (this.v4[len] ??= new Map())
+      const k = addr4 | 0
+      before = m.get(k) ?? -1
+      m.set(k, combo)
+    } else {
+      const k = v6Key(addr6!, len)
+      const e = this.v6.get(k)
+      if (e !== undefined) {
+        before = e.combo
+        e.combo = combo
+      } else this.v6.set(k, { addr: Uint8Array.from(addr6!), len, combo })
+    }
+    this.comboRefs[combo]!++
+    if (before < 0) this.count++
+    else this.unref(before)
+    return before
+  }
+
+  /** Removes a prefix; returns the combo it had, or -1. */
+  delete(family: 4 | 6, addr4: number, addr6: Uint8Array | undefined, len: number): number {
+    let before = -1
+    if (family === 4) {
+      const m = this.v4[len]
+      const k = addr4 | 0
+      before = m?.get(k) ?? -1
+      if (before >= 0) m!.delete(k)
+    } else {
+      const k = v6Key(addr6!, len)
+      before = this.v6.get(k)?.combo ?? -1
+      if (before >= 0) this.v6.delete(k)
+    }
+    if (before >= 0) {
+      this.count--
+      this.unref(before)
+    }
+    return before
+  }
+
+  /** Drops a combo's reference; a combo nobody holds is forgotten (its id may serve another). */
+  private unref(combo: number): void {
+    if (--this.comboRefs[combo]! > 0) return
+    const hops = this.comboHops[combo]!
+    const metric = this.comboMetric[combo]
+    this.comboByKey.delete(`${hops.join(',')}|${metric ?? ''}`)
+    if (hops.length === 1 && metric === undefined && this.single[hops[0]!] === combo) this.single[hops[0]!] = undefined
+    this.comboHops[combo] = undefined
+    this.comboMetric[combo] = undefined
+    this.freeCombos.push(combo)
+  }
+
+  /** Every route, IPv4 by length then IPv6; the entry object is reused. Changes meanwhile are not allowed. */
+  *entries(): IterableIterator<LearnedEntry> {
+    const e: LearnedEntry = { family: 4, addr4: 0, addr6: undefined, len: 0, combo: 0 }
+    for (let len = 0; len <= 32; len++) {
+      const m = this.v4[len]
+      if (m === undefined) continue
+      e.len = len
+      for (const [a, combo] of m) {
+        e.addr4 = a >>> 0
+        e.combo = combo
+        yield e
+      }
+    }
+    e.family = 6
+    e.addr4 = 0
+    for (const v of this.v6.values()) {
+      e.addr6 = v.addr
+      e.len = v.len
+      e.combo = v.combo
+      yield e
+    }
+  }
+}

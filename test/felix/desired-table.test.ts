@@ -9,24 +9,7 @@ import { DesiredTable, renderDesired, type DesiredState, type HopSource, type Ke
 import { replaceLine } from '../../felix/kernel-route.js'
 import { formatIpv4, formatIpv6 } from '../../bgp/codec/ip.js'
 import { Rng } from '../harness/random.js'
-
-function pool(name: string, cidr: string, spec: Partial<IPPool['spec']> = {}): IPPool {
-  return { apiVersion: 'projectcalico.org/v3', kind: 'IPPool', metadata: { name }, spec: { cidr, ...spec } }
-}
-
-const pools = [
-  pool('plain', '198.18.0.0/20'),
-  pool('ipip', '198.18.16.0/20', { ipipMode: 'Always' }),
-  pool('ipipx', '198.18.32.0/20', { ipipMode: 'CrossSubnet' }),
-  pool('vx', '198.18.48.0/20', { vxlanMode: 'Always' }),
-  pool('vxx', '198.18.64.0/20', { vxlanMode: 'CrossSubnet' }),
-  pool('v6', '2001:db8:1::/48'),
-]
-const vteps = [
-  { nodeName: 'b', nodeAddress: '192.0.2.12', tunnelAddress: '198.18.48.65', mac: '66:00:00:00:00:02' },
-  { nodeName: 'c', nodeAddress: '198.51.100.13', tunnelAddress: '198.18.48.129', mac: '66:00:00:00:00:03' },
-]
-const localNode = { name: 'a', ipv4Address: '192.0.2.11/24', ipv6Address: '2001:db8::11/64', parentInterface: 'eth0' }
+import { pool, pools, vteps, localNode } from './render-fixtures.js'
 
 /** Next hops by id: 0 = node b (same subnet), 1 = node c (across a router), 2 = a router, 3 = node b's IPv6. */
 const HOPS: LearnedNextHop[] = [{ nodeName: 'b', address: '192.0.2.12' }, { nodeName: 'c', address: '198.51.100.13' }, { address: '203.0.113.1' }, { nodeName: 'b', address: '2001:db8::12' }]

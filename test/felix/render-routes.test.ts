@@ -5,29 +5,14 @@ import t from 'tap'
 import type { IPPool } from '../../config/resources/index.js'
 import { renderDesired, type DesiredState, type LearnedRoute } from '../../felix/index.js'
 import { replaceLine } from '../../felix/kernel-route.js'
-
-function pool(name: string, cidr: string, spec: Partial<IPPool['spec']> = {}): IPPool {
-  return { apiVersion: 'projectcalico.org/v3', kind: 'IPPool', metadata: { name }, spec: { cidr, ...spec } }
-}
-
-const pools = [
-  pool('plain', '198.18.0.0/20'),
-  pool('ipip', '198.18.16.0/20', { ipipMode: 'Always' }),
-  pool('ipipx', '198.18.32.0/20', { ipipMode: 'CrossSubnet' }),
-  pool('vx', '198.18.48.0/20', { vxlanMode: 'Always' }),
-  pool('vxx', '198.18.64.0/20', { vxlanMode: 'CrossSubnet' }),
-  pool('v6', '2001:db8:1::/48'),
-]
+import { pool, pools, vteps, localNode } from './render-fixtures.js'
 
 const base: DesiredState = {
   pools,
   routes: [],
   localBlocks: [],
-  vteps: [
-    { nodeName: 'b', nodeAddress: '192.0.2.12', tunnelAddress: '198.18.48.65', mac: '66:00:00:00:00:02' },
-    { nodeName: 'c', nodeAddress: '198.51.100.13', tunnelAddress: '198.18.48.129', mac: '66:00:00:00:00:03' },
-  ],
-  localNode: { name: 'a', ipv4Address: '192.0.2.11/24', ipv6Address: '2001:db8::11/64', parentInterface: 'eth0' },
+  vteps,
+  localNode,
 }
 
 const B = { nodeName: 'b', address: '192.0.2.12' } // same subnet as us

@@ -2,7 +2,8 @@
 // per pool mode (no-encap, IPIP, VXLAN, CrossSubnet), with ECMP and local blackholes. Bad input never throws:
 // the offending route is skipped and a problem naming its field path is returned, so the rest still renders.
 
-import { cidrContainsIP, formatCIDR, formatIP, parseCIDR, parseIP, type CIDR, type IPAddr, type IPPool } from '../config/resources/index.js'
+import { AddrError, cidrContains, formatAddr, formatCidr, parseIfAddr, readAddr, readCidr, tryAddr, type Addr, type Cidr } from '../config/ip/index.js'
+import type { IPPool } from '../config/resources/index.js'
 import type { DesiredState, LearnedNextHop, RemoteVtep } from './desired-state.js'
 import { compareNextHops, defaultMetric, MAIN_TABLE, routeKey, DEFAULT_ROUTE_PROTOCOL, type Family, type KernelRoute, type NextHop } from './kernel-route.js'
 import { formatIpv4, parseIpv4 as parseIpv4Number } from '../bgp/codec/ip.js'
@@ -47,7 +48,7 @@ export interface RenderedState {
 type Encap = 'none' | 'ipip' | 'vxlan'
 
 interface PoolView {
-  readonly cidr: CIDR
+  readonly cidr: Cidr
   readonly encap: Encap
   readonly crossSubnet: boolean
 }
@@ -56,9 +57,9 @@ const MAC_RE = /^[0-9a-f]{2}(:[0-9a-f]{2}){5}$/
 
 function poolView(pool: IPPool, index: number, problems: RenderProblem[]): PoolView | undefined {
   const path = `pools[${index}]`
-  const cidr = parseCIDR(pool.spec.cidr)
-  if (typeof cidr === 'string') {
-    problems.push({ path: `${path}.spec.cidr`, message: cidr })
+  const cidr = tryAddr(() => parseIfAddr(pool.spec.cidr, `${path}.spec.cidr`).cidr)
+  if (cidr instanceof AddrError) {
+    problems.push({ path: cidr.field, message: cidr.reason })
     return undefined
   }
   const vx = pool.spec.vxlanMode ?? 'Never'
@@ -73,9 +74,9 @@ function poolView(pool: IPPool, index: number, problems: RenderProblem[]): PoolV
     encap = 'ipip'
     mode = ipip
   }
-  if (encap !== 'none' && cidr.version === 6) {
+  if (encap !== 'none' && cidr.family === 6) {
     // Calico has no IPIP for IPv6, and pinto's vxlan.pinto carries IPv4 only.
-    problems.push({ path: `${path}.spec.${encap === 'vxlan' ? 'vxlanMode' : 'ipipMode'}`, message: `${encap} is IPv4-only; IPv6 pool ${formatCIDR(cidr)} is routed without encapsulation` })
+    problems.push({ path: `${path}.spec.${encap === 'vxlan' ? 'vxlanMode' : 'ipipMode'}`, message: `${encap} is IPv4-only; IPv6 pool ${formatCidr(cidr)} is routed without encapsulation` })
     encap = 'none'
   }
   return { cidr, encap, crossSubnet: mode === 'CrossSubnet' }
@@ -101,24 +102,30 @@ function fastIpv4Prefix(text: string): { addr: number; len: number } | undefined
 }
 
 /** The most specific pool containing `c`, if any. */
-function poolFor(pools: readonly PoolView[], c: CIDR): PoolView | undefined {
+function poolFor(pools: readonly PoolView[], c: Cidr): PoolView | undefined {
   let best: PoolView | undefined
   for (const p of pools) {
-    if (p.cidr.version !== c.version || p.cidr.prefixLength > c.prefixLength) continue
-    if (!cidrContainsIP(p.cidr, { version: c.version, value: c.network })) continue
-    if (best === undefined || p.cidr.prefixLength > best.cidr.prefixLength) best = p
+    if (p.cidr.family !== c.family || p.cidr.prefix > c.prefix) continue
+    if (!cidrContains(p.cidr, c.family, c.base)) continue
+    if (best === undefined || p.cidr.prefix > best.cidr.prefix) best = p
   }
   return best
 }
 
-function subnetOf(addr: string | undefined, field: string, problems: RenderProblem[]): CIDR | undefined {
+function subnetOf(addr: string | undefined, field: string, problems: RenderProblem[]): Cidr | undefined {
   if (addr === undefined) return undefined
-  const c = parseCIDR(addr)
-  if (typeof c === 'string') {
-    problems.push({ path: field, message: c })
+  const c = tryAddr(() => parseIfAddr(addr, field).cidr)
+  if (c instanceof AddrError) {
+    problems.push({ path: field, message: c.reason })
     return undefined
   }
   return c
+}
+
+/** The address, or undefined when config/ip refuses the text. */
+function addrOf(text: string): Addr | undefined {
+  const a = tryAddr(() => readAddr(text))
+  return a instanceof AddrError ? undefined : a
 }
 
 export function renderDesired(state: DesiredState, opts: RenderOptions = {}): RenderedState {
@@ -135,7 +142,7 @@ export function renderDesired(state: DesiredState, opts: RenderOptions = {}): Re
     const v = poolView(p, i, problems)
     if (v !== undefined) pools.push(v)
   })
-  const subnets: Record<Family, CIDR | undefined> = {
+  const subnets: Record<Family, Cidr | undefined> = {
     4: subnetOf(state.localNode.ipv4Address, 'localNode.ipv4Address', problems),
     6: subnetOf(state.localNode.ipv6Address, 'localNode.ipv6Address', problems),
   }
@@ -149,12 +156,12 @@ export function renderDesired(state: DesiredState, opts: RenderOptions = {}): Re
   state.vteps.forEach((v, i) => {
     const path = `vteps[${i}]`
     const mac = v.mac.toLowerCase()
-    const tunnel = parseIP(v.tunnelAddress)
-    const node = parseIP(v.nodeAddress)
+    const tunnel = addrOf(v.tunnelAddress)
+    const node = addrOf(v.nodeAddress)
     if (!MAC_RE.test(mac)) return problems.push({ path: `${path}.mac`, message: `${JSON.stringify(v.mac)} is not a MAC address (xx:xx:xx:xx:xx:xx)` })
-    if (tunnel?.version !== 4) return problems.push({ path: `${path}.tunnelAddress`, message: `${JSON.stringify(v.tunnelAddress)} is not an IPv4 address` })
-    if (node?.version !== 4) return problems.push({ path: `${path}.nodeAddress`, message: `${JSON.stringify(v.nodeAddress)} is not an IPv4 address` })
-    const canon: RemoteVtep = { nodeName: v.nodeName, nodeAddress: formatIP(4, node.value), tunnelAddress: formatIP(4, tunnel.value), mac }
+    if (tunnel?.family !== 4) return problems.push({ path: `${path}.tunnelAddress`, message: `${JSON.stringify(v.tunnelAddress)} is not an IPv4 address` })
+    if (node?.family !== 4) return problems.push({ path: `${path}.nodeAddress`, message: `${JSON.stringify(v.nodeAddress)} is not an IPv4 address` })
+    const canon: RemoteVtep = { nodeName: v.nodeName, nodeAddress: formatAddr(4, node.value), tunnelAddress: formatAddr(4, tunnel.value), mac }
     vtepByName.set(v.nodeName, canon)
     vtepByAddr.set(canon.nodeAddress, canon)
     if (anyVxlan) {
@@ -166,11 +173,11 @@ export function renderDesired(state: DesiredState, opts: RenderOptions = {}): Re
 
   // Problem paths name the route and hop by index; they are made only for a problem (this runs per route).
   const hopPath = (i: number, j: number): string => `routes[${i}].nextHops[${j}].address`
-  const hopFor = (nh: LearnedNextHop, ip: IPAddr, pool: PoolView | undefined, i: number, j: number): NextHop | undefined => {
-    const address = formatIP(ip.version, ip.value)
+  const hopFor = (nh: LearnedNextHop, ip: Addr, pool: PoolView | undefined, i: number, j: number): NextHop | undefined => {
+    const address = formatAddr(ip.family, ip.value)
     const encap = pool?.encap ?? 'none'
-    const subnet = subnets[ip.version]
-    const sameSubnet = subnet !== undefined && cidrContainsIP(subnet, ip)
+    const subnet = subnets[ip.family]
+    const sameSubnet = subnet !== undefined && cidrContains(subnet, ip.family, ip.value)
     if (encap === 'none') return { gateway: address, dev: parent, onlink: false }
     if (pool?.crossSubnet === true && sameSubnet) return { gateway: address, dev: parent, onlink: true }
     if (encap === 'ipip') return { gateway: address, dev: tunl, onlink: true }
@@ -183,13 +190,13 @@ export function renderDesired(state: DesiredState, opts: RenderOptions = {}): Re
   }
 
   // Next hops repeat across routes (a few nodes, many blocks): resolve each (address, node, pool) once.
-  const hopCache = new Map<string, { hop?: NextHop; ip?: IPAddr; problem?: string }>()
-  const resolveHop = (nh: LearnedNextHop, pool: PoolView | undefined, poolIndex: number, i: number, j: number): { hop?: NextHop; ip?: IPAddr; problem?: string } => {
+  const hopCache = new Map<string, { hop?: NextHop; ip?: Addr; problem?: string }>()
+  const resolveHop = (nh: LearnedNextHop, pool: PoolView | undefined, poolIndex: number, i: number, j: number): { hop?: NextHop; ip?: Addr; problem?: string } => {
     const key = `${nh.address}\u0000${nh.nodeName ?? ''}\u0000${poolIndex}`
     let r = hopCache.get(key)
     if (r === undefined) {
-      const ip = parseIP(nh.address)
-      if (ip === undefined) r = { problem: `${JSON.stringify(nh.address)} is not an IP address` }
+      const ip = tryAddr(() => readAddr(nh.address))
+      if (ip instanceof AddrError) r = { problem: ip.reason }
       else {
         // hopFor reports a missing VTEP itself: once per next hop, no longer once per route.
         const hop = hopFor(nh, ip, pool, i, j)
@@ -200,7 +207,7 @@ export function renderDesired(state: DesiredState, opts: RenderOptions = {}): Re
     return r
   }
   // IPv4 pools as numbers, for the fast path of canonical IPv4 prefixes (the common case: Loc-RIB text).
-  const v4Pools = pools.flatMap((p, index) => (p.cidr.version === 4 ? [{ p, index, net: Number(p.cidr.network), len: p.cidr.prefixLength }] : []))
+  const v4Pools = pools.flatMap((p, index) => (p.cidr.family === 4 ? [{ p, index, net: Number(p.cidr.base), len: p.cidr.prefix }] : []))
   const v4PoolFor = (addr: number, len: number): { p: PoolView; index: number } | undefined => {
     let best: { p: PoolView; index: number; len: number } | undefined
     for (const v of v4Pools) {
@@ -226,11 +233,10 @@ export function renderDesired(state: DesiredState, opts: RenderOptions = {}): Re
       pool = found?.p
       poolIndex = found?.index ?? -1
     } else {
-      const c = parseCIDR(r.prefix)
-      if (typeof c === 'string') return problems.push({ path: `routes[${i}].prefix`, message: c })
-      if (c.addr !== c.network) return problems.push({ path: `routes[${i}].prefix`, message: `${r.prefix} has host bits set (the network is ${formatCIDR(c)})` })
-      version = c.version
-      dst = formatCIDR(c)
+      const c = tryAddr(() => readCidr(r.prefix, `routes[${i}].prefix`))
+      if (c instanceof AddrError) return problems.push({ path: c.field, message: c.reason })
+      version = c.family
+      dst = formatCidr(c)
       pool = poolFor(pools, c)
       poolIndex = pool === undefined ? -1 : pools.indexOf(pool)
     }
@@ -238,7 +244,7 @@ export function renderDesired(state: DesiredState, opts: RenderOptions = {}): Re
     r.nextHops.forEach((nh, j) => {
       const res = resolveHop(nh, pool, poolIndex, i, j)
       if (res.problem !== undefined) return problems.push({ path: hopPath(i, j), message: res.problem })
-      if (res.ip !== undefined && res.ip.version !== version) return problems.push({ path: hopPath(i, j), message: `IPv${res.ip.version} next hop for IPv${version} prefix ${r.prefix}` })
+      if (res.ip !== undefined && res.ip.family !== version) return problems.push({ path: hopPath(i, j), message: `IPv${res.ip.family} next hop for IPv${version} prefix ${r.prefix}` })
       const hop = res.hop
       if (hop === undefined) return undefined
       if (!hops.some((h) => h.gateway === hop.gateway && h.dev === hop.dev)) hops.push(hop)
@@ -257,11 +263,11 @@ export function renderDesired(state: DesiredState, opts: RenderOptions = {}): Re
   })
 
   state.localBlocks.forEach((b, i) => {
-    const c = parseCIDR(b)
-    if (typeof c === 'string') return problems.push({ path: `localBlocks[${i}]`, message: c })
+    const c = tryAddr(() => readCidr(b, `localBlocks[${i}]`))
+    if (c instanceof AddrError) return problems.push({ path: c.field, message: c.reason })
     // A /32 (/128) blackhole would shadow the CNI's pod route or a borrowed address (notes/calico.md §3.5).
-    if (c.prefixLength === (c.version === 4 ? 32 : 128)) return undefined
-    const route: KernelRoute = { family: c.version, table, dst: formatCIDR(c), tos: 0, metric: defaultMetric(c.version), type: 'blackhole', protocol, nexthops: [] }
+    if (c.prefix === (c.family === 4 ? 32 : 128)) return undefined
+    const route: KernelRoute = { family: c.family, table, dst: formatCidr(c), tos: 0, metric: defaultMetric(c.family), type: 'blackhole', protocol, nexthops: [] }
     const key = routeKey(route)
     // Our own block learned back from a peer would loop; the blackhole is the truth for it.
     if (routes.has(key)) problems.push({ path: `localBlocks[${i}]`, message: `${route.dst} is a local block and also a learned route; the blackhole wins` })
@@ -277,8 +283,8 @@ export function workloadAddresses(state: DesiredState): Set<string> | undefined 
   if (state.workloads === undefined) return undefined
   const out = new Set<string>()
   for (const w of state.workloads) {
-    const ip = parseIP(w.address)
-    if (ip !== undefined) out.add(formatIP(ip.version, ip.value))
+    const ip = addrOf(w.address)
+    if (ip !== undefined) out.add(formatAddr(ip.family, ip.value))
   }
   return out
 }

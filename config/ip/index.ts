@@ -3,5 +3,5 @@
 // (read.ts), and the arithmetic is on bigint (arith.ts). The BGP codec keeps its own numeric prefixes.
 
 export * from './arith.js'
-export { AddrError, parseAddr, parseCidr, parseIfAddr, type ParseOptions } from './parse.js'
+export { AddrError, parseAddr, parseCidr, parseIfAddr, tryAddr, type ParseOptions } from './parse.js'
 export { readAddr, readCidr } from './read.js'

@@ -17,6 +17,16 @@ export class AddrError extends Error {
   }
 }
 
+/** `parse()`'s value, or the AddrError it threw: for callers that collect problems instead of throwing. */
+export function tryAddr<T>(parse: () => T): T | AddrError {
+  try {
+    return parse()
+  } catch (e) {
+    if (e instanceof AddrError) return e
+    throw e
+  }
+}
+
 export interface ParseOptions {
   /** Only this family is accepted. */
   readonly family?: Family
@@ -27,7 +37,7 @@ export interface ParseOptions {
 const PREFIX_LENGTH = /^(0|[1-9][0-9]{0,2})$/
 
 /** Why `part` (the address in `whole`) is not an address, or its value. ip-num decides the grammar. */
-function addrOrReason(part: string, whole: string): Addr | string {
+function addrOrReason(part: string, whole: string, want: Family | undefined): Addr | string {
   const q = JSON.stringify(whole)
   const zone = part.indexOf('%')
   // ip-num takes a zone index ("fe80::1%eth0"); an address in a resource or a route has none.
@@ -37,7 +47,8 @@ function addrOrReason(part: string, whole: string): Addr | string {
   if (zeroed !== undefined) {
     return `${q} has an octet with a leading zero (${zeroed}), which some parsers read as octal; write ${Number.parseInt(zeroed, 10)}`
   }
-  const notAddr = part === whole ? `${q} is not an IPv4 or IPv6 address` : `${q}: ${JSON.stringify(part)} is not an IPv4 or IPv6 address`
+  const kind = want === undefined ? 'an IPv4 or IPv6' : `an IPv${want}`
+  const notAddr = part === whole ? `${q} is not ${kind} address` : `${q}: ${JSON.stringify(part)} is not ${kind} address`
   try {
     return part.includes(':') ? { family: 6, value: IPv6.fromString(part).value } : { family: 4, value: IPv4.fromString(part).value }
   } catch {
@@ -51,7 +62,7 @@ function wrongFamily(text: string, want: Family, noun: 'address' | 'network'): s
 
 /** One address: `192.0.2.1`, `2001:db8::1`, `::ffff:192.0.2.1` (IPv6, IPv4-mapped). */
 export function parseAddr(text: string, field = 'address', opts: Pick<ParseOptions, 'family'> = {}): Addr {
-  const a = addrOrReason(text, text)
+  const a = addrOrReason(text, text, opts.family)
   if (typeof a === 'string') throw new AddrError(field, a)
   if (opts.family !== undefined && a.family !== opts.family) throw new AddrError(field, wrongFamily(text, opts.family, 'address'))
   return a
@@ -62,7 +73,7 @@ function splitCidr(text: string, field: string, opts: ParseOptions, noun: 'addre
   const q = JSON.stringify(text)
   const slash = text.indexOf('/')
   if (slash < 0 && opts.bare !== true) throw new AddrError(field, `${q} is not a CIDR (expected <address>/<prefix length>)`)
-  const a = addrOrReason(slash < 0 ? text : text.slice(0, slash), text)
+  const a = addrOrReason(slash < 0 ? text : text.slice(0, slash), text, opts.family)
   if (typeof a === 'string') throw new AddrError(field, a)
   if (opts.family !== undefined && a.family !== opts.family) throw new AddrError(field, wrongFamily(text, opts.family, noun))
   const bits = familyBits(a.family)
@@ -82,7 +93,7 @@ function splitCidr(text: string, field: string, opts: ParseOptions, noun: 'addre
 export function parseCidr(text: string, field = 'cidr', opts: ParseOptions = {}): Cidr {
   const { addr, prefix, network } = splitCidr(text, field, opts, 'network')
   const cidr: Cidr = { family: addr.family, base: network, prefix }
-  if (network !== addr.value) throw new AddrError(field, `${JSON.stringify(text)} has host bits set (network is ${formatCidr(cidr)})`)
+  if (network !== addr.value) throw new AddrError(field, `${JSON.stringify(text)} has host bits set (the network is ${formatCidr(cidr)})`)
   return cidr
 }
 

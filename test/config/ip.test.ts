@@ -118,9 +118,9 @@ t.test('CIDRs: networks at every edge length', async (t) => {
 
 t.test('CIDRs: refused, naming the field', async (t) => {
   const cases: [string, string, { family?: 4 | 6; bare?: boolean }?][] = [
-    ['10.0.0.1/8', 'spec.cidr: "10.0.0.1/8" has host bits set (network is 10.0.0.0/8)'],
-    ['2001:db8::1/64', 'spec.cidr: "2001:db8::1/64" has host bits set (network is 2001:db8::/64)'],
-    ['0.0.0.1/0', 'spec.cidr: "0.0.0.1/0" has host bits set (network is 0.0.0.0/0)'],
+    ['10.0.0.1/8', 'spec.cidr: "10.0.0.1/8" has host bits set (the network is 10.0.0.0/8)'],
+    ['2001:db8::1/64', 'spec.cidr: "2001:db8::1/64" has host bits set (the network is 2001:db8::/64)'],
+    ['0.0.0.1/0', 'spec.cidr: "0.0.0.1/0" has host bits set (the network is 0.0.0.0/0)'],
     ['198.18.0.0', 'spec.cidr: "198.18.0.0" is not a CIDR (expected <address>/<prefix length>)'],
     ['198.18.0.0/33', 'spec.cidr: "198.18.0.0/33" has an invalid prefix length (0-32 for IPv4)'],
     ['2001:db8::/129', 'spec.cidr: "2001:db8::/129" has an invalid prefix length (0-128 for IPv6)'],

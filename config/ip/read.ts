@@ -2,24 +2,18 @@
 // the RIB), where it is parsed in loops: canonical text takes the codec's numeric scanners (a tenth of
 // ip-num's cost); anything else goes to parse.ts, so results and errors are exactly parseAddr's and parseCidr's.
 
-import { formatIpv4, formatIpv6, parseIpv4, parseIpv6 } from '../../bgp/codec/ip.js'
+import { formatIpv4, formatIpv6, ipv6BytesValue, parseIpv4, parseIpv6 } from '../../bgp/codec/ip.js'
 import type { Addr, Cidr } from './arith.js'
 import { parseAddr, parseCidr } from './parse.js'
 
 const PREFIX_LENGTH = /^(0|[1-9][0-9]{0,2})$/
-
-function bytesValue(bytes: Uint8Array): bigint {
-  let v = 0n
-  for (let i = 0; i < 16; i += 4) v = (v << 32n) | BigInt((((bytes[i] ?? 0) << 24) | ((bytes[i + 1] ?? 0) << 16) | ((bytes[i + 2] ?? 0) << 8) | (bytes[i + 3] ?? 0)) >>> 0)
-  return v
-}
 
 /** The value of canonical address text (what formatAddr writes), or undefined for any other text. */
 function canonicalAddr(text: string, end: number): Addr | undefined {
   const addrText = end === text.length ? text : text.slice(0, end)
   if (addrText.includes(':')) {
     const bytes = parseIpv6(addrText)
-    return bytes !== undefined && formatIpv6(bytes) === addrText ? { family: 6, value: bytesValue(bytes) } : undefined
+    return bytes !== undefined && formatIpv6(bytes) === addrText ? { family: 6, value: ipv6BytesValue(bytes) } : undefined
   }
   const n = parseIpv4(addrText)
   return n !== undefined && formatIpv4(n) === addrText ? { family: 4, value: BigInt(n) } : undefined

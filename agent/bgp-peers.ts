@@ -5,7 +5,7 @@
 
 import type { BGPConfigurationSpec, BGPPeer, Node } from '../config/resources/index.js'
 import { parseDuration, parseSelector, peerEndpoint } from '../config/resources/index.js'
-import { parseIpv4, parseIpv6 } from '../bgp/codec/ip.js'
+import { AddrError, readAddr, tryAddr } from '../config/ip/index.js'
 import type { PasswordRef } from './bgp-secrets.js'
 import type { BfdParameters } from '../bgp/bfd/fsm.js'
 import { parseBfdAnnotation } from './bfd-annotation.js'
@@ -66,14 +66,9 @@ function nodeAsn(node: Node, config: BGPConfigurationSpec): number {
 
 /** The numerically higher address opens the connection; the other waits (Calico's mesh, so GR is never aborted by a race). */
 export function higherAddress(a: string, b: string): boolean {
-  const a4 = parseIpv4(a)
-  const b4 = parseIpv4(b)
-  if (a4 !== undefined && b4 !== undefined) return a4 > b4
-  const a6 = parseIpv6(a)
-  const b6 = parseIpv6(b)
-  if (a6 && b6) {
-    for (let i = 0; i < 16; i++) if (a6[i] !== b6[i]) return a6[i]! > b6[i]!
-  }
+  const x = tryAddr(() => readAddr(a))
+  const y = tryAddr(() => readAddr(b))
+  if (!(x instanceof AddrError) && !(y instanceof AddrError) && x.family === y.family) return x.value > y.value
   return a > b
 }
 
@@ -170,7 +165,7 @@ export function desiredPeers(view: ClusterView): { peers: DesiredPeer[]; problem
       const endpoint = peerEndpoint(peer, view.config.listenPort ?? 179)
       if (endpoint) {
         if (out.has(endpoint.ip)) continue
-        const v6 = parseIpv4(endpoint.ip) === undefined
+        const v6 = endpoint.ip.includes(':')
         const local = v6 ? my6 : my4
         out.set(endpoint.ip, {
           name: `peer-${peer.metadata.name}${v6 ? '-6' : ''}`,

@@ -4,7 +4,7 @@
 
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client'
 import { blockCidr, affinityNode } from '../ipam/block.js'
-import { cidrContains, cidrSize } from '../ipam/addr.js'
+import { cidrContains, cidrSize } from '../config/ip/index.js'
 import type { AllocationBlock } from '../ipam/block.js'
 import type { Pool } from '../ipam/pools.js'
 import type { ApiDeps } from './api/deps.js'

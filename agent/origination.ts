@@ -4,7 +4,7 @@
 
 import type { AllocationBlock } from '../ipam/block.js'
 import { blockCidr, hostAffinity, ordinalAddress } from '../ipam/block.js'
-import { formatCidr } from '../ipam/addr.js'
+import { formatCidr } from '../config/ip/index.js'
 
 export interface Origination {
   /** Blocks this node owns ("198.18.0.0/26"): advertised, and blackholed locally. */

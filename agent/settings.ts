@@ -5,7 +5,7 @@ import { hostname } from 'node:os'
 import { DEFAULT_DATASTORE, parseDatastoreSpec } from '../config/datastore-open.js'
 import { checkEtcdTlsFiles, DatastoreSettingError, etcdTlsFilesFromEnv, type EtcdTlsFiles } from '../config/etcd-tls.js'
 import { parseASNumber } from '../config/resources/index.js'
-import { parseIpv4, parseIpv6 } from '../bgp/codec/ip.js'
+import { AddrError, formatAddr, parseAddr, parseCidr, parseIfAddr, tryAddr } from '../config/ip/index.js'
 import { DEFAULT_MTU_FILE, DEFAULT_SOCKET } from '../cni/config.js'
 import { parseListen } from './api/listen.js'
 
@@ -111,15 +111,14 @@ export function parseAddressMethod(name: string, value: string | undefined, v6: 
   }
   if (v.startsWith('can-reach=')) {
     const dest = v.slice('can-reach='.length)
-    if ((v6 ? parseIpv6(dest) : parseIpv4(dest)) === undefined) throw new SettingsError(name, `can-reach=${dest}: not an IPv${v6 ? 6 : 4} address`)
-    return { kind: 'can-reach', destination: dest }
+    const a = tryAddr(() => parseAddr(dest, name, { family: v6 ? 6 : 4 }))
+    if (a instanceof AddrError) throw new SettingsError(name, `can-reach: ${a.reason}`)
+    return { kind: 'can-reach', destination: formatAddr(a.family, a.value) }
   }
-  const m = /^([^/]+)\/(\d+)$/.exec(v)
-  if (m) {
-    const [, addr, len] = m as unknown as [string, string, string]
-    const ok = v6 ? parseIpv6(addr) !== undefined : parseIpv4(addr) !== undefined
-    if (!ok || Number(len) > (v6 ? 128 : 32)) throw new SettingsError(name, `${JSON.stringify(v)} is not an IPv${v6 ? 6 : 4} address with a prefix length`)
-    return { kind: 'explicit', address: addr, prefixLength: Number(len) }
+  if (v.includes('/')) {
+    const a = tryAddr(() => parseIfAddr(v, name, { family: v6 ? 6 : 4 }))
+    if (a instanceof AddrError) throw new SettingsError(name, `${a.reason} (expected <address>/<prefix length>)`)
+    return { kind: 'explicit', address: formatAddr(a.addr.family, a.addr.value), prefixLength: a.cidr.prefix }
   }
   throw new SettingsError(name, `${JSON.stringify(v)}: expected autodetect, first-found, none, interface=<regex>, can-reach=<addr> or <addr>/<len>`)
 }
@@ -133,9 +132,8 @@ function hostPort(name: string, value: string): { host: string; port: number } {
 }
 
 function cidr(name: string, value: string, v6: boolean): string {
-  const m = /^([^/]+)\/(\d+)$/.exec(value)
-  const ok = m && (v6 ? parseIpv6(m[1]!) : parseIpv4(m[1]!)) !== undefined && Number(m[2]) <= (v6 ? 128 : 32)
-  if (!ok) throw new SettingsError(name, `${JSON.stringify(value)} is not an IPv${v6 ? 6 : 4} CIDR`)
+  const c = tryAddr(() => parseCidr(value, name, { family: v6 ? 6 : 4 }))
+  if (c instanceof AddrError) throw new SettingsError(name, c.reason)
   return value
 }
 

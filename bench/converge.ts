@@ -7,7 +7,7 @@
 
 import { execa, type ResultPromise } from 'execa'
 import { DemoCluster, type DemoNode } from '../agent/demo/cluster.js'
-import { cidrContains, parseAddr, parseCidr } from '../ipam/addr.js'
+import { cidrContains, parseAddr, readCidr } from '../config/ip/index.js'
 import { table } from '../agent/demo/tables.js'
 import { numberArg } from './args.js'
 
@@ -48,7 +48,7 @@ class RouteWatch {
   coveredAt(address: string): number | undefined {
     const a = parseAddr(address)
     let best: number | undefined
-    for (const [p, at] of this.seen) if (cidrContains(parseCidr(p), a.family, a.value) && (best === undefined || at < best)) best = at
+    for (const [p, at] of this.seen) if (cidrContains(readCidr(p), a.family, a.value) && (best === undefined || at < best)) best = at
     return best
   }
   stop(): void {

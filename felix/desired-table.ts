@@ -5,7 +5,7 @@
 // of context re-renders everything and is followed by a full resync against the kernel. Pure.
 
 import { formatIpv4, formatIpv6, parseIpv4, parseIpv6 } from '../bgp/codec/ip.js'
-import type { CIDR } from '../config/resources/index.js'
+import type { Cidr } from '../config/ip/index.js'
 import type { DesiredState, LearnedNextHop } from './desired-state.js'
 import { compareNextHops, defaultMetric, routeKey, type Family, type KernelRoute, type NextHop } from './kernel-route.js'
 import { LearnedRoutes, type LearnedEntry } from './learned-routes.js'
@@ -260,7 +260,7 @@ export class DesiredTable implements DesiredRoutes {
     let m = this.v6Pool.get(key)
     if (m === undefined) {
       const v = bigintOf(addr6)
-      const c: CIDR = { version: 6, addr: v, network: v, prefixLength: len }
+      const c: Cidr = { family: 6, base: v, prefix: len }
       this.v6Pool.set(key, (m = this.ctx.poolFor(c)))
     }
     return m
@@ -286,8 +286,8 @@ export class DesiredTable implements DesiredRoutes {
         this.problem(path(), res.problem)
         continue
       }
-      if (res.ip !== undefined && res.ip.version !== family) {
-        this.problem(path(), `IPv${res.ip.version} next hop for IPv${family} prefix ${dst}`)
+      if (res.ip !== undefined && res.ip.family !== family) {
+        this.problem(path(), `IPv${res.ip.family} next hop for IPv${family} prefix ${dst}`)
         continue
       }
       const hop = res.hop

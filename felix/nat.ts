@@ -2,7 +2,8 @@
 // anywhere outside all pools. The ruleset text is rendered purely and loaded atomically with `nft -f -`;
 // no other table is ever read or touched.
 
-import { formatCIDR, parseCIDR, type IPPool } from '../config/resources/index.js'
+import { formatCidr, parseIfAddr } from '../config/ip/index.js'
+import type { IPPool } from '../config/resources/index.js'
 import { runChecked, type ProcessRunner } from './runner.js'
 
 export const NAT_TABLE = 'pinto'
@@ -21,10 +22,9 @@ export function renderNatRuleset(pools: readonly IPPool[], table = NAT_TABLE): s
   const all: Record<4 | 6, string[]> = { 4: [], 6: [] }
   const masq: Record<4 | 6, string[]> = { 4: [], 6: [] }
   pools.forEach((p, i) => {
-    const c = parseCIDR(p.spec.cidr)
-    if (typeof c === 'string') throw new Error(`pools[${i}].spec.cidr: ${c}`)
-    all[c.version].push(formatCIDR(c))
-    if (p.spec.natOutgoing === true) masq[c.version].push(formatCIDR(c))
+    const c = parseIfAddr(p.spec.cidr, `pools[${i}].spec.cidr`).cidr
+    all[c.family].push(formatCidr(c))
+    if (p.spec.natOutgoing === true) masq[c.family].push(formatCidr(c))
   })
   const reset = `table inet ${table}\ndelete table inet ${table}\n`
   if (masq[4].length === 0 && masq[6].length === 0) return reset

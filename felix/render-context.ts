@@ -3,7 +3,8 @@
 // Built once per pool/encapsulation/node change and shared by the full render and the incremental
 // desired table. Pure; bad input becomes a problem naming its field, never an exception.
 
-import { cidrContainsIP, formatCIDR, formatIP, parseCIDR, parseIP, type CIDR, type IPAddr, type IPPool } from '../config/resources/index.js'
+import { AddrError, cidrContains, formatAddr, formatCidr, parseIfAddr, readAddr, tryAddr, type Addr, type Cidr } from '../config/ip/index.js'
+import type { IPPool } from '../config/resources/index.js'
 import type { DesiredState, LearnedNextHop, RemoteVtep } from './desired-state.js'
 import { DEFAULT_ROUTE_PROTOCOL, MAIN_TABLE, type Family, type NextHop } from './kernel-route.js'
 
@@ -39,7 +40,7 @@ export interface RenderProblem {
 type Encap = 'none' | 'ipip' | 'vxlan'
 
 export interface PoolView {
-  readonly cidr: CIDR
+  readonly cidr: Cidr
   readonly encap: Encap
   readonly crossSubnet: boolean
 }
@@ -53,7 +54,7 @@ export interface PoolMatch {
 /** One next hop resolved for a pool: the kernel hop, or why there is none. */
 export interface ResolvedHop {
   readonly hop?: NextHop
-  readonly ip?: IPAddr
+  readonly ip?: Addr
   readonly problem?: string
 }
 
@@ -62,9 +63,9 @@ const NO_POOL: PoolMatch = { pool: undefined, index: -1 }
 
 function poolView(pool: IPPool, index: number, problems: RenderProblem[]): PoolView | undefined {
   const path = `pools[${index}]`
-  const cidr = parseCIDR(pool.spec.cidr)
-  if (typeof cidr === 'string') {
-    problems.push({ path: `${path}.spec.cidr`, message: cidr })
+  const cidr = tryAddr(() => parseIfAddr(pool.spec.cidr, `${path}.spec.cidr`).cidr)
+  if (cidr instanceof AddrError) {
+    problems.push({ path: cidr.field, message: cidr.reason })
     return undefined
   }
   const vx = pool.spec.vxlanMode ?? 'Never'
@@ -79,22 +80,28 @@ function poolView(pool: IPPool, index: number, problems: RenderProblem[]): PoolV
     encap = 'ipip'
     mode = ipip
   }
-  if (encap !== 'none' && cidr.version === 6) {
+  if (encap !== 'none' && cidr.family === 6) {
     // Calico has no IPIP for IPv6, and pinto's vxlan.pinto carries IPv4 only.
-    problems.push({ path: `${path}.spec.${encap === 'vxlan' ? 'vxlanMode' : 'ipipMode'}`, message: `${encap} is IPv4-only; IPv6 pool ${formatCIDR(cidr)} is routed without encapsulation` })
+    problems.push({ path: `${path}.spec.${encap === 'vxlan' ? 'vxlanMode' : 'ipipMode'}`, message: `${encap} is IPv4-only; IPv6 pool ${formatCidr(cidr)} is routed without encapsulation` })
     encap = 'none'
   }
   return { cidr, encap, crossSubnet: mode === 'CrossSubnet' }
 }
 
-function subnetOf(addr: string | undefined, field: string, problems: RenderProblem[]): CIDR | undefined {
+function subnetOf(addr: string | undefined, field: string, problems: RenderProblem[]): Cidr | undefined {
   if (addr === undefined) return undefined
-  const c = parseCIDR(addr)
-  if (typeof c === 'string') {
-    problems.push({ path: field, message: c })
+  const c = tryAddr(() => parseIfAddr(addr, field).cidr)
+  if (c instanceof AddrError) {
+    problems.push({ path: field, message: c.reason })
     return undefined
   }
   return c
+}
+
+/** The address, or undefined when config/ip refuses the text. */
+export function addrOf(text: string): Addr | undefined {
+  const a = tryAddr(() => readAddr(text))
+  return a instanceof AddrError ? undefined : a
 }
 
 export class RenderContext {
@@ -109,7 +116,7 @@ export class RenderContext {
   private readonly parent: string
   private readonly pools: PoolView[] = []
   private readonly v4Pools: { readonly match: PoolMatch; readonly net: number; readonly len: number }[] = []
-  private readonly subnets: Record<Family, CIDR | undefined>
+  private readonly subnets: Record<Family, Cidr | undefined>
   // VTEPs by node name and by node IP: a next hop may come with either.
   private readonly vtepByName = new Map<string, RemoteVtep>()
   private readonly vtepByAddr = new Map<string, RemoteVtep>()
@@ -128,7 +135,7 @@ export class RenderContext {
       if (v !== undefined) this.pools.push(v)
     })
     this.pools.forEach((p, index) => {
-      if (p.cidr.version === 4) this.v4Pools.push({ match: { pool: p, index }, net: Number(p.cidr.network), len: p.cidr.prefixLength })
+      if (p.cidr.family === 4) this.v4Pools.push({ match: { pool: p, index }, net: Number(p.cidr.base), len: p.cidr.prefix })
     })
     this.subnets = {
       4: subnetOf(state.localNode.ipv4Address, 'localNode.ipv4Address', problems),
@@ -138,12 +145,12 @@ export class RenderContext {
     state.vteps.forEach((v, i) => {
       const path = `vteps[${i}]`
       const mac = v.mac.toLowerCase()
-      const tunnel = parseIP(v.tunnelAddress)
-      const node = parseIP(v.nodeAddress)
+      const tunnel = addrOf(v.tunnelAddress)
+      const node = addrOf(v.nodeAddress)
       if (!MAC_RE.test(mac)) return problems.push({ path: `${path}.mac`, message: `${JSON.stringify(v.mac)} is not a MAC address (xx:xx:xx:xx:xx:xx)` })
-      if (tunnel?.version !== 4) return problems.push({ path: `${path}.tunnelAddress`, message: `${JSON.stringify(v.tunnelAddress)} is not an IPv4 address` })
-      if (node?.version !== 4) return problems.push({ path: `${path}.nodeAddress`, message: `${JSON.stringify(v.nodeAddress)} is not an IPv4 address` })
-      const canon: RemoteVtep = { nodeName: v.nodeName, nodeAddress: formatIP(4, node.value), tunnelAddress: formatIP(4, tunnel.value), mac }
+      if (tunnel?.family !== 4) return problems.push({ path: `${path}.tunnelAddress`, message: `${JSON.stringify(v.tunnelAddress)} is not an IPv4 address` })
+      if (node?.family !== 4) return problems.push({ path: `${path}.nodeAddress`, message: `${JSON.stringify(v.nodeAddress)} is not an IPv4 address` })
+      const canon: RemoteVtep = { nodeName: v.nodeName, nodeAddress: formatAddr(4, node.value), tunnelAddress: formatAddr(4, tunnel.value), mac }
       this.vtepByName.set(v.nodeName, canon)
       this.vtepByAddr.set(canon.nodeAddress, canon)
       if (anyVxlan) {
@@ -167,12 +174,12 @@ export class RenderContext {
   }
 
   /** The most specific pool containing `c`. */
-  poolFor(c: CIDR): PoolMatch {
+  poolFor(c: Cidr): PoolMatch {
     let best: PoolView | undefined
     for (const p of this.pools) {
-      if (p.cidr.version !== c.version || p.cidr.prefixLength > c.prefixLength) continue
-      if (!cidrContainsIP(p.cidr, { version: c.version, value: c.network })) continue
-      if (best === undefined || p.cidr.prefixLength > best.cidr.prefixLength) best = p
+      if (p.cidr.family !== c.family || p.cidr.prefix > c.prefix) continue
+      if (!cidrContains(p.cidr, c.family, c.base)) continue
+      if (best === undefined || p.cidr.prefix > best.cidr.prefix) best = p
     }
     return best === undefined ? NO_POOL : { pool: best, index: this.pools.indexOf(best) }
   }
@@ -185,8 +192,8 @@ export class RenderContext {
     const key = `${nh.address}\u0000${nh.nodeName ?? ''}\u0000${m.index}`
     let r = this.hopCache.get(key)
     if (r === undefined) {
-      const ip = parseIP(nh.address)
-      if (ip === undefined) r = { problem: `${JSON.stringify(nh.address)} is not an IP address` }
+      const ip = tryAddr(() => readAddr(nh.address))
+      if (ip instanceof AddrError) r = { problem: ip.reason }
       else {
         const hop = this.hopFor(nh, ip, m.pool, path)
         r = hop !== undefined ? { hop, ip } : { ip }
@@ -196,11 +203,11 @@ export class RenderContext {
     return r
   }
 
-  private hopFor(nh: LearnedNextHop, ip: IPAddr, pool: PoolView | undefined, path: () => string): NextHop | undefined {
-    const address = formatIP(ip.version, ip.value)
+  private hopFor(nh: LearnedNextHop, ip: Addr, pool: PoolView | undefined, path: () => string): NextHop | undefined {
+    const address = formatAddr(ip.family, ip.value)
     const encap = pool?.encap ?? 'none'
-    const subnet = this.subnets[ip.version]
-    const sameSubnet = subnet !== undefined && cidrContainsIP(subnet, ip)
+    const subnet = this.subnets[ip.family]
+    const sameSubnet = subnet !== undefined && cidrContains(subnet, ip.family, ip.value)
     if (encap === 'none') return { gateway: address, dev: this.parent, onlink: false }
     if (pool?.crossSubnet === true && sameSubnet) return { gateway: address, dev: this.parent, onlink: true }
     if (encap === 'ipip') return { gateway: address, dev: this.tunl, onlink: true }

@@ -2,11 +2,11 @@
 // per pool mode (no-encap, IPIP, VXLAN, CrossSubnet), with ECMP and local blackholes. Bad input never throws:
 // the offending route is skipped and a problem naming its field path is returned, so the rest still renders.
 
-import { formatCIDR, parseCIDR, parseIP, formatIP } from '../config/resources/index.js'
+import { AddrError, formatAddr, formatCidr, readCidr, tryAddr } from '../config/ip/index.js'
 import type { DesiredState } from './desired-state.js'
 import { compareNextHops, defaultMetric, routeKey, type Family, type KernelRoute, type NextHop } from './kernel-route.js'
 import { formatIpv4, parseIpv4 as parseIpv4Number } from '../bgp/codec/ip.js'
-import { RenderContext, type FdbEntry, type NeighbourEntry, type PoolMatch, type RenderOptions, type RenderProblem } from './render-context.js'
+import { RenderContext, addrOf, type FdbEntry, type NeighbourEntry, type PoolMatch, type RenderOptions, type RenderProblem } from './render-context.js'
 
 export { TUNL_DEVICE, VXLAN_DEVICE, type RenderOptions, type NeighbourEntry, type FdbEntry, type RenderProblem } from './render-context.js'
 
@@ -55,18 +55,17 @@ export function renderDesired(state: DesiredState, opts: RenderOptions = {}): Re
       dst = r.prefix
       pool = ctx.poolForIpv4(fast.addr, fast.len)
     } else {
-      const c = parseCIDR(r.prefix)
-      if (typeof c === 'string') return problems.push({ path: `routes[${i}].prefix`, message: c })
-      if (c.addr !== c.network) return problems.push({ path: `routes[${i}].prefix`, message: `${r.prefix} has host bits set (the network is ${formatCIDR(c)})` })
-      version = c.version
-      dst = formatCIDR(c)
+      const c = tryAddr(() => readCidr(r.prefix, `routes[${i}].prefix`))
+      if (c instanceof AddrError) return problems.push({ path: c.field, message: c.reason })
+      version = c.family
+      dst = formatCidr(c)
       pool = ctx.poolFor(c)
     }
     const hops: NextHop[] = []
     r.nextHops.forEach((nh, j) => {
       const res = ctx.resolveHop(nh, pool, () => hopPath(i, j))
       if (res.problem !== undefined) return problems.push({ path: hopPath(i, j), message: res.problem })
-      if (res.ip !== undefined && res.ip.version !== version) return problems.push({ path: hopPath(i, j), message: `IPv${res.ip.version} next hop for IPv${version} prefix ${r.prefix}` })
+      if (res.ip !== undefined && res.ip.family !== version) return problems.push({ path: hopPath(i, j), message: `IPv${res.ip.family} next hop for IPv${version} prefix ${r.prefix}` })
       const hop = res.hop
       if (hop === undefined) return undefined
       if (!hops.some((h) => h.gateway === hop.gateway && h.dev === hop.dev)) hops.push(hop)
@@ -99,10 +98,10 @@ export function renderDesired(state: DesiredState, opts: RenderOptions = {}): Re
 export function localBlockRoutes(blocks: readonly string[], table: number, protocol: number, problems: RenderProblem[]): Map<string, { readonly route: KernelRoute; readonly path: string }> {
   const out = new Map<string, { readonly route: KernelRoute; readonly path: string }>()
   blocks.forEach((b, i) => {
-    const c = parseCIDR(b)
-    if (typeof c === 'string') return problems.push({ path: `localBlocks[${i}]`, message: c })
-    if (c.prefixLength === (c.version === 4 ? 32 : 128)) return undefined
-    const route: KernelRoute = { family: c.version, table, dst: formatCIDR(c), tos: 0, metric: defaultMetric(c.version), type: 'blackhole', protocol, nexthops: [] }
+    const c = tryAddr(() => readCidr(b, `localBlocks[${i}]`))
+    if (c instanceof AddrError) return problems.push({ path: c.field, message: c.reason })
+    if (c.prefix === (c.family === 4 ? 32 : 128)) return undefined
+    const route: KernelRoute = { family: c.family, table, dst: formatCidr(c), tos: 0, metric: defaultMetric(c.family), type: 'blackhole', protocol, nexthops: [] }
     out.set(routeKey(route), { route, path: `localBlocks[${i}]` })
     return undefined
   })
@@ -114,8 +113,8 @@ export function workloadAddresses(state: DesiredState): Set<string> | undefined 
   if (state.workloads === undefined) return undefined
   const out = new Set<string>()
   for (const w of state.workloads) {
-    const ip = parseIP(w.address)
-    if (ip !== undefined) out.add(formatIP(ip.version, ip.value))
+    const ip = addrOf(w.address)
+    if (ip !== undefined) out.add(formatAddr(ip.family, ip.value))
   }
   return out
 }

@@ -2,7 +2,7 @@
 // attributes and per-address sequence numbers (Calico's AllocationBlock). Pure: functions mutate the
 // record they are given (always a freshly decoded copy) and never touch the datastore or a clock.
 
-import { type Cidr, type Family, cidrContains, cidrSize, formatAddr, formatCidr, parseCidr } from './addr.js'
+import { type Cidr, type Family, cidrContains, cidrSize, formatAddr, formatCidr, readCidr } from '../config/ip/index.js'
 
 export interface AllocationAttribute {
   readonly handleId: string | null
@@ -63,7 +63,7 @@ export function newBlock(cidr: Cidr, affinity: string | null, claimTime: string,
 }
 
 export function blockCidr(block: AllocationBlock): Cidr {
-  return parseCidr(block.cidr, 'block.cidr')
+  return readCidr(block.cidr, 'block.cidr')
 }
 
 export function ordinalAddress(cidr: Cidr, ordinal: number): string {

@@ -2,7 +2,7 @@
 // that disagree, and blocks or affinities of deleted nodes; repair fixes them through the Ipam's CAS paths.
 // Check only reads. Repair re-validates through sequence numbers and revisions, so a stale report never frees a reused address.
 
-import { formatCidr, parseCidr } from './addr.js'
+import { formatCidr, readCidr } from '../config/ip/index.js'
 import { type AllocationBlock, affinityNode, blockCidr, blockProblems, ordinalAddress } from './block.js'
 import { type Ipam, sameCounts } from './ipam.js'
 import { AFFINITIES_PREFIX, BLOCKS_PREFIX, HANDLES_PREFIX, decodeAffinity, decodeBlock, decodeHandle, handleKey } from './records.js'
@@ -130,7 +130,7 @@ export async function checkIpam(ipam: Ipam, input: CheckInput = {}): Promise<Che
 
 function formatCidrText(text: string): string {
   try {
-    return formatCidr(parseCidr(text, 'cidr'))
+    return formatCidr(readCidr(text, 'cidr'))
   } catch {
     return text
   }
@@ -172,11 +172,11 @@ export async function repairIpam(ipam: Ipam, report: CheckReport): Promise<Repai
             })
             break
           case 'affinity-without-block':
-            await ipam.releaseAffinity(p.node, parseCidr(p.block, 'block'), true)
+            await ipam.releaseAffinity(p.node, readCidr(p.block, 'block'), true)
             break
           case 'block-without-affinity':
             // The block names its owner, the owner lost the record: claiming again recreates the affinity idempotently.
-            if (!(await ipam.claimBlock(p.node, parseCidr(p.block, 'block')))) throw new Error('block is affine to another node now')
+            if (!(await ipam.claimBlock(p.node, readCidr(p.block, 'block')))) throw new Error('block is affine to another node now')
             break
           case 'affinity-of-deleted-node':
           case 'block-of-deleted-node':
@@ -200,5 +200,5 @@ export async function repairIpam(ipam: Ipam, report: CheckReport): Promise<Repai
 
 /** A block still naming a dead node (its affinity record already gone) is made unaffine, or deleted when empty. */
 async function releaseOrphanBlock(ipam: Ipam, p: { block: string; node: string }): Promise<void> {
-  await ipam.disownBlock(p.node, parseCidr(p.block, 'block'), false)
+  await ipam.disownBlock(p.node, readCidr(p.block, 'block'), false)
 }

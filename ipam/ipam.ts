@@ -7,7 +7,7 @@ import {
   type AddressRelease, type AutoAssignRequest, type AutoAssignResult, type IpamAddress, type IpamConfig, type IpamOptions, type ReleaseResult,
   DEFAULT_IPAM_CONFIG, IpamError, toIpamAddress,
 } from './ipam-types.js'
-import { type Cidr, type Family, formatCidr, parseAddr, parseCidr } from './addr.js'
+import { type Cidr, type Family, formatCidr, parseAddr, parseCidr, readCidr } from '../config/ip/index.js'
 import {
   type AllocationBlock, type IsReserved, type ReleaseRequest, type ReleaseSkip,
   addressOrdinal, blockAssign, blockAutoAssign, blockCidr, blockIsEmpty, blockOrdinalsOf, blockRelease, blockReleaseByHandle,
@@ -42,7 +42,7 @@ export class Ipam {
     this.maxRetries = options.maxRetries ?? 10
     this.now = options.now ?? (() => new Date())
     this.reserved = (options.reservations ?? []).map((r, i) =>
-      r.includes('/') ? parseCidr(r, `reservations[${i}]`) : (({ family, value }) => ({ family, base: value, prefix: family === 4 ? 32 : 128 }))(parseAddr(r, `reservations[${i}]`)),
+      parseCidr(r, `reservations[${i}]`, { bare: true }),
     )
   }
 
@@ -82,7 +82,7 @@ export class Ipam {
     if (kv === undefined) return { kv, addrs: [] }
     const out: IpamAddress[] = []
     for (const cidrText of Object.keys(decodeHandle(kv.key, kv.value).blocks)) {
-      const cidr = parseCidr(cidrText, `${kv.key}.blocks`)
+      const cidr = readCidr(cidrText, `${kv.key}.blocks`)
       const b = await this.readBlock(blockKey(cidr))
       if (b === undefined) continue
       for (const ord of blockOrdinalsOf(b.block, handle)) {
@@ -184,7 +184,7 @@ export class Ipam {
     // 1. Blocks this node owns (confirmed affinities only: pending is a claim in flight).
     const affine = (await this.affinities(req.node)).filter((a) => a.state === 'confirmed')
     for (const a of affine) {
-      const cidr = parseCidr(a.cidr, 'affinity.cidr')
+      const cidr = readCidr(a.cidr, 'affinity.cidr')
       if (got.length >= num) break
       if (eligible.some((p) => poolBlockOf(p, family, cidr.base) !== undefined)) await take(cidr, req.node)
     }
@@ -264,7 +264,7 @@ export class Ipam {
    * only past them is every block listed: a claim must not read the whole cluster's blocks in the common case.
    */
   private async claimNewBlock(node: string, family: Family, eligible: readonly Pool[]): Promise<Cidr | 'limit' | 'none'> {
-    const mine = (await this.affinities(node)).filter((a) => a.state !== 'pendingDeletion' && parseCidr(a.cidr, 'affinity.cidr').family === family)
+    const mine = (await this.affinities(node)).filter((a) => a.state !== 'pendingDeletion' && readCidr(a.cidr, 'affinity.cidr').family === family)
     if (mine.length >= this.config.maxBlocksPerHost) return 'limit'
     let existing: Set<string> | undefined
     for (const pool of eligible) {
@@ -426,7 +426,7 @@ export class Ipam {
     if (kv === undefined) return { released: [], skipped: [] }
     const released: { address: string; handle: string | null }[] = []
     for (const cidrText of Object.keys(decodeHandle(kv.key, kv.value).blocks)) {
-      released.push(...(await this.releaseInBlock(parseCidr(cidrText, 'handle.blocks'), (b) => blockReleaseByHandle(b, handle), false)).released)
+      released.push(...(await this.releaseInBlock(readCidr(cidrText, 'handle.blocks'), (b) => blockReleaseByHandle(b, handle), false)).released)
     }
     await this.retry(`delete handle ${handle}`, async () => {
       const cur = kv ?? (await this.store.get(key))
@@ -512,7 +512,7 @@ export class Ipam {
   async releaseHostAffinities(node: string): Promise<number> {
     checkSegment('node', node)
     const affs = await this.affinities(node)
-    for (const a of affs) await this.releaseAffinity(node, parseCidr(a.cidr, 'affinity.cidr'), false)
+    for (const a of affs) await this.releaseAffinity(node, readCidr(a.cidr, 'affinity.cidr'), false)
     return affs.length
   }
 }

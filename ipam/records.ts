@@ -1,7 +1,7 @@
 // The IPAM records as stored under /pinto/ipam/ (blocks, affinities, handles): key layout, the affinity
 // state machine, and decoding that names the key and field of anything malformed. Pure: no datastore calls.
 
-import { type Cidr, cidrName, formatCidr, parseCidr } from './addr.js'
+import { type Cidr, cidrName, formatCidr, readCidr } from '../config/ip/index.js'
 import type { AllocationBlock } from './block.js'
 
 export const IPAM_PREFIX = '/pinto/ipam/'
@@ -84,7 +84,7 @@ export function decodeBlock(key: string, text: string): AllocationBlock {
   const o = parseJson(key, text)
   const cidr = need<string>(key, o, 'cidr', isStr, 'a CIDR string')
   try {
-    parseCidr(cidr, 'cidr')
+    readCidr(cidr, 'cidr')
   } catch (err) {
     throw new IpamRecordError(key, 'cidr', (err as Error).message)
   }

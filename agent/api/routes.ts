@@ -2,7 +2,8 @@
 // filtered by peer and prefix, served in pages ordered by prefix with an opaque cursor (paginate.ts).
 
 import type { FastifyPluginAsync } from 'fastify'
-import { parsePrefix, type Prefix } from '../../bgp/codec/index.js'
+import { ipv4Prefix, ipv6Prefix, ipv6ValueBytes, parsePrefix, type Prefix } from '../../bgp/codec/index.js'
+import { AddrError, parseCidr, tryAddr } from '../../config/ip/index.js'
 import type { ApiDeps } from './deps.js'
 import { ApiError, errorSchema } from './errors.js'
 import { decodeCursor, prefixWithin, selectPage, SortedPrefixes, type Page, type RowKey } from './paginate.js'
@@ -21,12 +22,11 @@ interface RoutesQuery {
   cursor?: string
 }
 
+/** The `prefix` filter: a network (host bits clear) or a bare address, validated like a resource's CIDR. */
 function parseFilterPrefix(text: string): Prefix {
-  try {
-    return parsePrefix(text)
-  } catch (err) {
-    throw new ApiError('invalid-parameter', `query parameter prefix: ${(err as Error).message}`, 'prefix')
-  }
+  const c = tryAddr(() => parseCidr(text, 'prefix', { bare: true }))
+  if (c instanceof AddrError) throw new ApiError('invalid-parameter', `query parameter prefix: ${c.reason}`, 'prefix')
+  return c.family === 4 ? ipv4Prefix(Number(c.base), c.prefix) : ipv6Prefix(ipv6ValueBytes(c.base), c.prefix)
 }
 
 /** The Loc-RIB sorted as of one version: reused by every page until the RIB changes. */

@@ -6,7 +6,7 @@ import type { BestPath, Path } from '../../bgp/rib/types.js'
 import type { PeerStatus } from '../../bgp/session/peer.js'
 import type { KernelRoute } from '../../felix/kernel-route.js'
 import { affinityNode, blockCidr, blockInUse, ordinalAddress, type AllocationBlock } from '../../ipam/block.js'
-import { cidrContains, formatCidr } from '../../ipam/addr.js'
+import { cidrContains, formatCidr } from '../../config/ip/index.js'
 import type { Pool } from '../../ipam/pools.js'
 import type { AdvertisedRoute } from './deps.js'
 

@@ -3,7 +3,7 @@
 // pod-to-pod ping matrix. Reads only; it changes nothing in the cluster.
 
 import { execa } from 'execa'
-import { cidrContains, parseAddr, parseCidr } from '../../ipam/addr.js'
+import { cidrContains, parseAddr, readCidr } from '../../config/ip/index.js'
 import { API_PORT, type DemoCluster, type DemoNode, type DemoPod } from './cluster.js'
 
 export const ROUTE_PROTOCOL = 87
@@ -39,7 +39,7 @@ export async function kernelRoutes(ns: string, protocol = ROUTE_PROTOCOL): Promi
 /** Is `address` inside a forwarding (not blackhole) route of `routes`? */
 export function covered(routes: readonly KernelRouteRow[], address: string): boolean {
   const a = parseAddr(address)
-  return routes.some((r) => r.type === 'unicast' && cidrContains(parseCidr(r.prefix), a.family, a.value))
+  return routes.some((r) => r.type === 'unicast' && cidrContains(readCidr(r.prefix), a.family, a.value))
 }
 
 export interface PeerRow {

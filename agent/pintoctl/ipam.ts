@@ -4,7 +4,7 @@
 import { readFileSync, writeFileSync } from 'node:fs'
 import type { Datastore } from '../../config/datastore.js'
 import { openDatastoreFromEnv } from '../../config/datastore-open.js'
-import { cidrContains, cidrSize, formatCidr, parseAddr } from '../../ipam/addr.js'
+import { cidrContains, cidrSize, formatCidr, parseAddr } from '../../config/ip/index.js'
 import { type AllocationBlock, affinityNode, blockCidr, blockInUse, ordinalAddress } from '../../ipam/block.js'
 import { checkIpam, describeProblem, repairIpam } from '../../ipam/check.js'
 import { Ipam } from '../../ipam/ipam.js'

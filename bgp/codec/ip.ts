@@ -66,11 +66,23 @@ export function formatIpv6(bytes: Uint8Array, offset = 0): string {
   return `${hex.slice(0, bestStart).join(':')}::${hex.slice(bestStart + bestLen).join(':')}`
 }
 
-/** RFC 5952 text of an IPv6 address held as a 128-bit bigint (the IPAM's and resources' form). */
-export function formatIpv6Value(value: bigint): string {
+/** The 16 bytes of an IPv6 address held as a 128-bit bigint (config/ip's form). */
+export function ipv6ValueBytes(value: bigint): Uint8Array {
   const bytes = new Uint8Array(16)
   for (let i = 15, v = value; i >= 0; i--, v >>= 8n) bytes[i] = Number(v & 0xffn)
-  return formatIpv6(bytes)
+  return bytes
+}
+
+/** The 128-bit bigint of an IPv6 address's 16 bytes. */
+export function ipv6BytesValue(bytes: Uint8Array): bigint {
+  let v = 0n
+  for (let i = 0; i < 16; i += 4) v = (v << 32n) | BigInt((((bytes[i] ?? 0) << 24) | ((bytes[i + 1] ?? 0) << 16) | ((bytes[i + 2] ?? 0) << 8) | (bytes[i + 3] ?? 0)) >>> 0)
+  return v
+}
+
+/** RFC 5952 text of an IPv6 address held as a 128-bit bigint. */
+export function formatIpv6Value(value: bigint): string {
+  return formatIpv6(ipv6ValueBytes(value))
 }
 
 /** Parses IPv6 text (with `::` and an optional dotted IPv4 tail); undefined when malformed. */

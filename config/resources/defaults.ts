@@ -2,7 +2,7 @@
 // and readers call withDefaults() (or the effective-config helpers) to see the values in force.
 // Pure: returns new objects, never mutates its argument.
 
-import { parseCIDR } from './ip.js'
+import { parseIfAddr } from '../ip/index.js'
 import { parsePeerIP } from './scalars.js'
 import type { BGPConfiguration, BGPConfigurationSpec, BGPPeer, IPAMConfig, IPPool, Resource } from './types.js'
 import { API_VERSION } from './types.js'
@@ -36,8 +36,14 @@ export function withDefaults<R extends Resource>(resource: R): R {
       r.spec = fill(r.spec, { sourceAddress: 'UseNodeIP', reversePeering: 'Auto' })
       break
     case 'IPPool': {
-      const c = parseCIDR(r.spec.cidr, true)
-      const v6 = typeof c === 'object' && c.version === 6
+      // The family decides the default; a CIDR that does not parse is validation's to report.
+      const v6 = (() => {
+        try {
+          return parseIfAddr(r.spec.cidr, 'spec.cidr', { bare: true }).addr.family === 6
+        } catch {
+          return false
+        }
+      })()
       r.spec = fill(r.spec, {
         blockSize: v6 ? DEFAULT_BLOCK_SIZE_V6 : DEFAULT_BLOCK_SIZE_V4,
         ipipMode: 'Never',

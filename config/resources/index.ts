@@ -39,6 +39,5 @@ export {
   resolveKind,
 } from './store-keys.js'
 export { parseASNumber, parsePeerIP, MAX_AS_NUMBER, type PeerAddress } from './scalars.js'
-export { parseCIDR, parseIP, formatCIDR, formatIP, cidrsOverlap, cidrContainsIP, type CIDR, type IPAddr, type IPVersion } from './ip.js'
 export { parseSelector, evaluate, SelectorError, type Selector, type SelectorNode, type Labels } from '../selector.js'
 export { parseDuration, formatDuration, DurationError } from '../duration.js'

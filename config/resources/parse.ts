@@ -4,10 +4,10 @@
 
 import { LineCounter, parseAllDocuments, type Document } from 'yaml'
 import { Problems, ResourceError, ResourceErrors, formatPath, type PathSegment } from './errors.js'
-import { cidrsOverlap, parseCIDR, type CIDR } from './ip.js'
+import { cidrsOverlap, parseIfAddr, type Cidr } from '../ip/index.js'
 import { isPlainObject, readField, suggest } from './schema.js'
 import { METADATA, SPEC_SCHEMAS, STATUS_SCHEMAS } from './schema-kinds.js'
-import { describeValue } from './scalars.js'
+import { describeValue, parsedOrUndefined } from './scalars.js'
 import { API_VERSION, RESOURCE_KINDS, type IPPool, type Resource, type ResourceKind } from './types.js'
 import { validateResource } from './validate.js'
 
@@ -176,15 +176,16 @@ function crossCheckPartial(r: Resource, base: PathSegment[], problems: Problems,
 /** Rules across one document set: a kind/name given twice, and IPPools that overlap each other. */
 function checkSet(found: readonly { resource: Resource; path: PathSegment[] }[], problems: Problems): void {
   const seen = new Map<string, PathSegment[]>()
-  const pools: { pool: IPPool; cidr: CIDR; path: PathSegment[] }[] = []
+  const pools: { pool: IPPool; cidr: Cidr; path: PathSegment[] }[] = []
   for (const { resource, path } of found) {
     const id = `${resource.kind}/${resource.metadata.name}`
     const first = seen.get(id)
     if (first !== undefined) problems.add([...path, 'metadata', 'name'], `${id} is already defined at ${formatPath(first)}`)
     else seen.set(id, path)
     if (resource.kind !== 'IPPool') continue
-    const mine = parseCIDR(resource.spec.cidr, true)
-    if (typeof mine === 'string') continue
+    // A pool CIDR with host bits is reported by its own check; its overlaps are still found.
+    const mine = parsedOrUndefined(() => parseIfAddr(resource.spec.cidr, 'spec.cidr', { bare: true }).cidr)
+    if (mine === undefined) continue
     for (const other of pools) {
       if (cidrsOverlap(mine, other.cidr)) {
         problems.add([...path, 'spec', 'cidr'], `${resource.spec.cidr} overlaps IPPool ${JSON.stringify(other.pool.metadata.name)} (${other.pool.spec.cidr}) at ${formatPath(other.path)}`)

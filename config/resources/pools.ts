@@ -2,7 +2,8 @@
 // Pure: callers (pintoctl apply, the IPAM) pass the current pools in; nothing is read from a store here.
 
 import { ResourceError, Problems, formatPath } from './errors.js'
-import { cidrsOverlap, parseCIDR } from './ip.js'
+import { AddrError, cidrsOverlap, parseIfAddr, tryAddr, type Cidr } from '../ip/index.js'
+import { parsedOrUndefined } from './scalars.js'
 import type { IPPool } from './types.js'
 
 /**
@@ -10,13 +11,15 @@ import type { IPPool } from './types.js'
  * being replaced and is skipped). Paths are relative to the pool: `spec.cidr`.
  */
 export function checkPoolOverlap(pool: IPPool, existing: readonly IPPool[]): ResourceError[] {
-  const mine = parseCIDR(pool.spec.cidr, true)
-  if (typeof mine === 'string') return [new ResourceError('spec.cidr', mine)]
+  // Host bits are the pool's own validation's to report; the network they name is what overlaps.
+  const loose = (text: string): Cidr => parseIfAddr(text, 'spec.cidr', { bare: true }).cidr
+  const mine = tryAddr(() => loose(pool.spec.cidr))
+  if (mine instanceof AddrError) return [new ResourceError('spec.cidr', mine.reason)]
   const problems = new Problems()
   for (const other of existing) {
     if (other.metadata.name === pool.metadata.name) continue
-    const theirs = parseCIDR(other.spec.cidr, true)
-    if (typeof theirs === 'object' && cidrsOverlap(mine, theirs)) {
+    const theirs = parsedOrUndefined(() => loose(other.spec.cidr))
+    if (theirs !== undefined && cidrsOverlap(mine, theirs)) {
       problems.add(['spec', 'cidr'], `${pool.spec.cidr} overlaps IPPool ${JSON.stringify(other.metadata.name)} (${other.spec.cidr})`)
     }
   }

@@ -2,7 +2,7 @@
 // label keys and values, peer "ip:port", MAC and interface names. Each check returns a reason string
 // (the caller adds the field path) or undefined; nothing here knows which field uses which format.
 
-import { parseIP, parseIPv4, type IPAddr } from './ip.js'
+import { AddrError, parseAddr, tryAddr, type Addr, type Family } from '../ip/index.js'
 
 export const MAX_AS_NUMBER = 4294967295
 
@@ -81,7 +81,7 @@ export function checkLabelValue(value: string): string | undefined {
 }
 
 export interface PeerAddress {
-  readonly ip: IPAddr
+  readonly ip: Addr
   readonly ipText: string
   /** Undefined when the peerIP carries no port: the peer's listenPort (default 179) applies. */
   readonly port: number | undefined
@@ -96,24 +96,34 @@ export function parsePeerIP(text: string): PeerAddress | string {
   const v4 = /^([0-9.]+):([0-9]+)$/.exec(text)
   if (v6 !== null) [, ipText = '', portText] = v6
   else if (v4 !== null) [, ipText = '', portText] = v4
-  const ip = parseIP(ipText)
-  if (ip === undefined || (v6 !== null && ip.version !== 6)) return bad
+  let ip: Addr
+  try {
+    ip = parseAddr(ipText, 'peerIP', v6 !== null ? { family: 6 } : {})
+  } catch (e) {
+    if (!(e instanceof AddrError)) throw e
+    return ipText === text ? `${bad}: ${e.reason}` : bad
+  }
   if (portText === undefined) return { ip, ipText, port: undefined }
   const port = Number(portText)
   if (!/^[0-9]{1,5}$/.test(portText) || port < 1 || port > 65535) return `${JSON.stringify(text)} has an invalid port (1-65535)`
   return { ip, ipText, port }
 }
 
-export function checkIPv4(text: string): string | undefined {
-  return parseIPv4(text) === undefined ? `${JSON.stringify(text)} is not an IPv4 address` : undefined
+/** The reason config/ip gave for refusing a value, or undefined when `parse` took it; the caller adds the path. */
+export function addrReason(parse: () => unknown): string | undefined {
+  const r = tryAddr(parse)
+  return r instanceof AddrError ? r.reason : undefined
 }
 
-export function checkIP(text: string): string | undefined {
-  return parseIP(text) === undefined ? `${JSON.stringify(text)} is not an IP address` : undefined
+/** `parse()`'s value, or undefined when config/ip refused it (the field's own check reports why). */
+export function parsedOrUndefined<T>(parse: () => T): T | undefined {
+  const r = tryAddr(parse)
+  return r instanceof AddrError ? undefined : r
 }
 
-export function checkIPv6(text: string): string | undefined {
-  return parseIP(text)?.version === 6 ? undefined : `${JSON.stringify(text)} is not an IPv6 address`
+/** An address, of `family` when given. */
+export function checkIP(text: string, family?: Family): string | undefined {
+  return addrReason(() => parseAddr(text, 'value', family !== undefined ? { family } : {}))
 }
 
 export function checkMAC(text: string): string | undefined {

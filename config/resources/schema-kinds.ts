@@ -4,8 +4,8 @@
 
 import { parseDuration, DurationError } from '../duration.js'
 import { parseSelector, SelectorError } from '../selector.js'
-import { parseCIDR } from './ip.js'
-import { checkCommunity, checkIP, checkIPv4, checkInterfaceGlob, checkMAC, checkName, parsePeerIP } from './scalars.js'
+import { parseCidr, parseIfAddr } from '../ip/index.js'
+import { addrReason, checkCommunity, checkIP, checkInterfaceGlob, checkMAC, checkName, parsePeerIP } from './scalars.js'
 import type { Field, ObjectField } from './schema.js'
 import type { ResourceKind } from './types.js'
 
@@ -38,24 +38,16 @@ export function checkDuration(text: string): string | undefined {
 }
 
 /** A network written as Calico's `net` validator wants it: strictly masked, or a bare address. */
-function network(version?: 4 | 6): (v: string) => string | undefined {
-  return (v) => {
-    const c = parseCIDR(v, true)
-    if (typeof c === 'string') return c
-    if (version !== undefined && c.version !== version) return `${JSON.stringify(v)} is not an IPv${version} network`
-    if (c.addr !== c.network) return `${JSON.stringify(v)} has host bits set (not a network address)`
-    return undefined
-  }
+function network(family?: 4 | 6): (v: string) => string | undefined {
+  return (v) => addrReason(() => parseCidr(v, 'value', { bare: true, ...(family !== undefined ? { family } : {}) }))
 }
 
 /** An address with its subnet length, "addr/len" (host bits expected), or a bare address. */
-function addressWithPrefix(version: 4 | 6): (v: string) => string | undefined {
-  return (v) => {
-    const c = parseCIDR(v, true)
-    if (typeof c === 'string') return c
-    return c.version === version ? undefined : `${JSON.stringify(v)} is not an IPv${version} address`
-  }
+function addressWithPrefix(family: 4 | 6): (v: string) => string | undefined {
+  return (v) => addrReason(() => parseIfAddr(v, 'value', { bare: true, family }))
 }
+
+const ipv4 = (v: string): string | undefined => checkIP(v, 4)
 
 const name = str(checkName)
 const selector = str(checkSelector)
@@ -115,7 +107,7 @@ const BGP_PEER = obj(
     keepaliveTime: duration,
     numAllowedLocalASNumbers: int(0, 2147483647),
     ttlSecurity: int(0, 255),
-    reachableBy: str(checkIP),
+    reachableBy: str((v) => checkIP(v)),
     filters: list(name),
     reversePeering: oneOf('Auto', 'Manual'),
   },
@@ -164,10 +156,10 @@ const NODE = obj(
       asNumber: asn,
       ipv4Address: str(addressWithPrefix(4)),
       ipv6Address: str(addressWithPrefix(6)),
-      ipv4IPIPTunnelAddr: str(checkIPv4),
-      routeReflectorClusterID: str(checkIPv4),
+      ipv4IPIPTunnelAddr: str(ipv4),
+      routeReflectorClusterID: str(ipv4),
     }),
-    ipv4VXLANTunnelAddr: str(checkIPv4),
+    ipv4VXLANTunnelAddr: str(ipv4),
     vxlanTunnelMACAddr: str(checkMAC),
     addresses: list(obj({ address: str(), type: oneOf('CalicoNodeIP', 'InternalIP', 'ExternalIP') }, ['address'])),
     orchRefs: list(obj({ nodeName: str(), orchestrator: str() }, ['orchestrator'])),

@@ -2,12 +2,14 @@
 // validator.go struct rules, its calicoctl client rules (default-only BGPConfiguration fields) and the
 // IPAM config rules of ipam.go. Pure: takes a resource, records problems at field paths.
 
-import { cidrsOverlap, formatCIDR, IPV4_LINK_LOCAL, IPV6_LINK_LOCAL, parseCIDR, parseIP, type CIDR } from './ip.js'
+import { AddrError, cidrsOverlap, parseAddr, parseCidr, parseIfAddr, tryAddr, type Cidr } from '../ip/index.js'
 import type { PathSegment, Problems } from './errors.js'
-import { checkCommunity, checkName, parsePeerIP } from './scalars.js'
+import { checkCommunity, checkName, parsedOrUndefined, parsePeerIP } from './scalars.js'
 import type { BGPConfiguration, BGPFilter, BGPFilterRule, BGPPeer, IPAMConfig, IPPool, Node, Resource } from './types.js'
 
 type Path = readonly PathSegment[]
+
+const LINK_LOCAL: Readonly<Record<4 | 6, Cidr>> = { 4: parseCidr('169.254.0.0/16'), 6: parseCidr('fe80::/10') }
 
 export const BLOCK_SIZE_RANGE: Readonly<Record<4 | 6, readonly [number, number]>> = { 4: [20, 32], 6: [116, 128] }
 
@@ -89,10 +91,10 @@ function validateBGPPeer(r: BGPPeer, base: Path, problems: Problems): void {
     problems.add(at('keepOriginalNextHop'), 'keepOriginalNextHop is deprecated and must not be true when nextHopMode is set')
   }
   if (s.reachableBy !== undefined) {
-    const gw = parseIP(s.reachableBy)
+    const gw = parsedOrUndefined(() => parseAddr(s.reachableBy ?? '', 'spec.reachableBy'))
     const peer = s.peerIP !== undefined ? parsePeerIP(s.peerIP) : undefined
     if (s.peerIP === undefined) problems.add(at('reachableBy'), 'reachableBy needs peerIP')
-    else if (gw !== undefined && typeof peer === 'object' && gw.version !== peer.ip.version) {
+    else if (gw !== undefined && typeof peer === 'object' && gw.family !== peer.ip.family) {
       problems.add(at('reachableBy'), 'reachableBy and peerIP are of different address families')
     }
   }
@@ -113,11 +115,11 @@ function validateFilterRule(rule: BGPFilterRule, at: Path, problems: Problems): 
     // Calico's validator takes these, but the BIRD it renders them for cannot run them: a range
     // {lo,hi} with lo > hi fails the whole BIRD configuration, and `net = [set]` fails every route
     // that reaches the rule at run time. Refused here instead, naming the field.
-    const c = parseCIDR(rule.cidr, true)
-    if (typeof c === 'object') {
-      const lo = Math.max(c.prefixLength, pl.min ?? 0)
-      const hi = Math.min(c.version === 4 ? 32 : 128, pl.max ?? 128)
-      if (lo > hi) problems.add([...at, 'prefixLength'], `the range {${lo},${hi}} (cidr /${c.prefixLength}, min ${pl.min ?? '-'}, max ${pl.max ?? '-'}) matches no prefix length; BIRD refuses it`)
+    const c = parsedOrUndefined(() => parseIfAddr(rule.cidr ?? '', 'cidr', { bare: true }).cidr)
+    if (c !== undefined) {
+      const lo = Math.max(c.prefix, pl.min ?? 0)
+      const hi = Math.min(c.family === 4 ? 32 : 128, pl.max ?? 128)
+      if (lo > hi) problems.add([...at, 'prefixLength'], `the range {${lo},${hi}} (cidr /${c.prefix}, min ${pl.min ?? '-'}, max ${pl.max ?? '-'}) matches no prefix length; BIRD refuses it`)
     }
     if (rule.matchOperator === 'Equal' || rule.matchOperator === 'NotEqual') {
       problems.add([...at, 'prefixLength'], `prefixLength needs matchOperator In or NotIn, not ${rule.matchOperator}`)
@@ -141,33 +143,29 @@ function validateNode(r: Node, base: Path, problems: Problems): void {
 }
 
 /** Parses a pool's CIDR and checks it like Calico's validateIPPoolSpec; returns it when usable. */
-export function validateIPPool(r: IPPool, base: Path, problems: Problems): CIDR | undefined {
+export function validateIPPool(r: IPPool, base: Path, problems: Problems): Cidr | undefined {
   const s = r.spec
   const at = (...p: PathSegment[]): PathSegment[] => [...base, 'spec', ...p]
   if (s.cidr === undefined) return undefined // already reported as required
-  const c = parseCIDR(s.cidr, true)
-  if (typeof c === 'string') {
-    problems.add(at('cidr'), c)
-    return undefined
+  const strict = tryAddr(() => parseCidr(s.cidr ?? '', 'spec.cidr', { bare: true }))
+  if (strict instanceof AddrError) problems.add(at('cidr'), strict.reason)
+  // Host bits set: the rest is still checked against the network it names.
+  const c = strict instanceof AddrError ? parsedOrUndefined(() => parseIfAddr(s.cidr ?? '', 'spec.cidr', { bare: true }).cidr) : strict
+  if (c === undefined) return undefined
+  if (cidrsOverlap(c, LINK_LOCAL[c.family])) {
+    problems.add(at('cidr'), `IP pool range overlaps with the IPv${c.family} link-local range ${c.family === 4 ? '169.254.0.0/16' : 'fe80::/10'}`)
   }
-  if (c.addr !== c.network) {
-    problems.add(at('cidr'), `IP pool CIDR ${s.cidr} is not strictly masked (host bits set); did you mean ${formatCIDR(c)}?`)
-  }
-  const linkLocal = c.version === 4 ? IPV4_LINK_LOCAL : IPV6_LINK_LOCAL
-  if (cidrsOverlap(c, linkLocal)) {
-    problems.add(at('cidr'), `IP pool range overlaps with the IPv${c.version} link-local range ${c.version === 4 ? '169.254.0.0/16' : 'fe80::/10'}`)
-  }
-  const [lo, hi] = BLOCK_SIZE_RANGE[c.version]
-  const blockSize = s.blockSize ?? (c.version === 4 ? 26 : 122)
+  const [lo, hi] = BLOCK_SIZE_RANGE[c.family]
+  const blockSize = s.blockSize ?? (c.family === 4 ? 26 : 122)
   if (s.blockSize !== undefined && (s.blockSize < lo || s.blockSize > hi)) {
-    problems.add(at('blockSize'), `blockSize ${s.blockSize} is out of range ${lo}-${hi} for an IPv${c.version} pool`)
-  } else if (s.disabled !== true && c.prefixLength > blockSize) {
+    problems.add(at('blockSize'), `blockSize ${s.blockSize} is out of range ${lo}-${hi} for an IPv${c.family} pool`)
+  } else if (s.disabled !== true && c.prefix > blockSize) {
     // Calico skips this for disabled pools: they are never cut into blocks.
-    problems.add(at('cidr'), `IP pool /${c.prefixLength} is smaller than its blocks (/${blockSize}); it must be at least as large as a block`)
+    problems.add(at('cidr'), `IP pool /${c.prefix} is smaller than its blocks (/${blockSize}); it must be at least as large as a block`)
   }
   const ipip = s.ipipMode !== undefined && s.ipipMode !== 'Never'
   const vxlan = s.vxlanMode !== undefined && s.vxlanMode !== 'Never'
-  if (c.version === 6 && ipip) problems.add(at('ipipMode'), 'ipipMode other than Never is not supported on an IPv6 pool')
+  if (c.family === 6 && ipip) problems.add(at('ipipMode'), 'ipipMode other than Never is not supported on an IPv6 pool')
   if (ipip && vxlan) problems.add(at('ipipMode'), 'ipipMode and vxlanMode cannot both be enabled')
   const uses = s.allowedUses ?? []
   if (uses.includes('LoadBalancer')) {

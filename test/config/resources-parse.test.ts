@@ -368,8 +368,8 @@ t.test('parseResources throws ResourceErrors with all faults and the source', as
     t.ok(e instanceof ResourceErrors)
     const errs = (e as ResourceErrors).errors
     t.same(errs.map((x) => x.path), ['documents[0].spec.cidr', 'documents[0].spec.ipipMode', 'documents[1].spec.ipipMode'])
-    t.match((e as Error).message, /^3 errors:\n {2}pools\.yaml: documents\[0\]\.spec\.cidr \(line 4\): IP pool CIDR 198\.18\.0\.1\/16 is not strictly masked/)
-    t.match((e as Error).message, /did you mean 198\.18\.0\.0\/16\?/)
+    t.match((e as Error).message, /^3 errors:\n {2}pools\.yaml: documents\[0\]\.spec\.cidr \(line 4\): "198\.18\.0\.1\/16" has host bits set/)
+    t.match((e as Error).message, /\(the network is 198\.18\.0\.0\/16\)/)
     t.match((e as Error).message, /pools\.yaml: documents\[1\]\.spec\.ipipMode \(line 9\): "Sometimes" is not one of Never, Always, CrossSubnet/)
   }
 })

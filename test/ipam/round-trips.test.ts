@@ -3,7 +3,7 @@
 // The counts are the contract at scale: neither may grow with the number of blocks, handles or nodes.
 import t from 'tap'
 import { CountingDatastore, diffCounts, roundTrips } from '../../config/datastore-counting.js'
-import { formatCidr } from '../../ipam/addr.js'
+import { formatCidr } from '../../config/ip/index.js'
 import { Ipam } from '../../ipam/ipam.js'
 import { blockCandidates, toPool } from '../../ipam/pools.js'
 import { embeddedStore } from './stores.js'

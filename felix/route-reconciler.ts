@@ -7,6 +7,7 @@
 import pino, { type Logger } from 'pino'
 import { defaultMetric, DEFAULT_ROUTE_PROTOCOL, hopText, MAIN_TABLE, routeKey, type Family, type KernelRoute, type NextHop } from './kernel-route.js'
 import { KnownTable } from './known-table.js'
+import { PendingEchoes } from './pending-echoes.js'
 import { BatchDealer, type BatchPlan, type BatchWriter } from './batch-dealer.js'
 import type { RouteSocket } from './route-socket.js'
 import { parseBatchErrors, RouteDeltaTracker, type RouteConflict, type RouteOp } from './route-diff.js'
@@ -92,6 +93,22 @@ const QUIET_VERIFY_MS = 1_000
 
 const NOTHING: ApplyResult = { planned: 0, errors: [], conflicts: [], readMs: 0, writeMs: 0 }
 
+/**
+ * Whether monitor event `ev` (with a multipath route's `hops`, as hopText) shows exactly route `k` under
+ * its key, or its absence when `k` is undefined.
+ */
+function showsRoute(ev: MonitorEvent, hops: readonly string[] | undefined, k: KernelRoute | undefined): boolean {
+  if (ev.deleted) return k === undefined
+  if (k === undefined || k.protocol !== ev.protocol || k.type !== ev.type) return false
+  if (hops !== undefined) {
+    const want = k.nexthops.map(hopText).sort()
+    return want.length > 1 && want.join(',') === [...hops].sort().join(',')
+  }
+  if (k.nexthops.length > 1) return false
+  const [hop] = k.nexthops
+  return hop?.gateway === ev.gateway && (ev.dev === undefined || hop?.dev === ev.dev)
+}
+
 export class RouteReconciler {
   private readonly runner: ProcessRunner
   private readonly netns: string | undefined
@@ -118,6 +135,8 @@ export class RouteReconciler {
    * monitor and any write failure go back to the kernel. Undefined when unknown.
    */
   private known: KnownTable | undefined
+  /** Felix's own writes whose monitor lines have not come yet. */
+  private readonly echoes = new PendingEchoes()
   private wantRead = false
   /** felix's nexthop objects; undefined when the kernel has none (before 5.3) or they are turned off. */
   private nexthops: NexthopRegistry | undefined
@@ -311,17 +330,10 @@ export class RouteReconciler {
    * `hops` are a multipath route's hops (as hopText) from its continuation lines.
    */
   private isEcho(ev: MonitorEvent, key: string, hops: readonly string[] | undefined): boolean {
-    if (this.known === undefined) return false
-    const k = this.known.get(key)
-    if (ev.deleted) return k === undefined
-    if (k === undefined || k.protocol !== ev.protocol || k.type !== ev.type) return false
-    if (hops !== undefined) {
-      const want = k.nexthops.map(hopText).sort()
-      return want.length > 1 && want.join(',') === [...hops].sort().join(',')
-    }
-    if (k.nexthops.length > 1) return false
-    const [hop] = k.nexthops
-    return hop?.gateway === ev.gateway && (ev.dev === undefined || hop?.dev === ev.dev)
+    // The oldest pending write of the key first: a route written twice in quick succession echoes its
+    // first write after the known table already holds the second.
+    if (this.echoes.take(key, (r) => showsRoute(ev, hops, r))) return true
+    return this.known !== undefined && showsRoute(ev, hops, this.known.get(key))
   }
 
   private families(): readonly Family[] {
@@ -531,6 +543,7 @@ export class RouteReconciler {
     // felix reading each line, took the CPU its writers need (100k routes: 0.38 s without a monitor, 0.65 s
     // with). A read soon after the write stands in for what the monitor did not see meanwhile.
     const quiet = first.ops.length >= QUIET_MIN_OPS && (await this.pauseMonitor())
+    if (!quiet) this.echoes.note(first.ops)
     const failures = await this.write(first.ops, true)
       .catch((err: unknown) => {
         this.known = undefined
@@ -546,6 +559,7 @@ export class RouteReconciler {
       // what still differs; the second pass is per route, each line independent of the others.
       this.log.info({ failed: failures.size, of: first.ops.length }, 'batch had failures; resyncing once')
       const second = this.tracker.diff(this.desired, await this.read(), this.now(), this.workloads)
+      this.echoes.note(second.ops)
       const retry = await this.write(second.ops, false)
       errors = [...retry].map(([i, message]) => ({ op: second.ops[i] as RouteOp, message }))
     }

@@ -42,7 +42,8 @@ export function preferAffineNodes(
     }
     const affine = check(r.prefix, owner, announcers(r.prefix))
     if (owner === me) continue
-    if (affine.length > 0) out.push({ prefix: r.prefix, nextHops: affine })
+    // The route keeps its metric (a BGPFilter priority): only the next hops narrow to the affine node's.
+    if (affine.length > 0) out.push({ ...r, nextHops: affine })
     // The affine node does not announce it: the others' paths are all there is.
     else out.push(r)
   }

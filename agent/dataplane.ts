@@ -29,6 +29,7 @@ import {
 } from '../felix/index.js'
 import type { IPPool, Node } from '../config/resources/index.js'
 import { formatPrefix, ipv6Prefix, parsePrefix, type Prefix } from '../bgp/codec/nlri.js'
+import { formatIpv4 } from '../bgp/codec/ip.js'
 import { kernelMetricOf } from '../bgp/policy/index.js'
 import type { Rib } from '../bgp/rib/rib.js'
 import { DELTA_LOCAL, DELTA_WITHDRAWN, type LocRibDeltas, type NextHopTable } from '../bgp/rib/loc-rib-delta.js'
@@ -79,6 +80,7 @@ const key4 = (addr: number, len: number): number => addr * 64 + len
  */
 export class LearnedFeed {
   private rules = NO_RULES
+  /** The rules but the owners, which change as blocks are claimed and are compared block by block. */
   private rulesKey = ''
   private services4: { readonly net: number; readonly len: number }[] = []
   private isService6: (p: Prefix) => boolean = () => false
@@ -87,6 +89,8 @@ export class LearnedFeed {
   private readonly fixed4 = new Set<number>()
   private readonly fixed6 = new Set<string>()
   private readonly hops: number[] = []
+  /** Affinity conflicts by block, kept per block so one block's change re-resolves that block alone. */
+  private readonly conflicts = new Map<string, AffinityConflict>()
 
   constructor(
     private readonly rib: Rib,
@@ -94,27 +98,38 @@ export class LearnedFeed {
     private readonly onConflicts: (conflicts: readonly AffinityConflict[]) => void,
   ) {}
 
-  /** New rules: when they differ, every learned route is worked out again (a streaming walk of the Loc-RIB). */
+  /**
+   * New rules. A change of services, static routes or node addresses works out every learned route again
+   * (a streaming walk of the Loc-RIB); a change of block owners (a block claimed or released somewhere in
+   * the cluster) re-resolves the blocks whose owner changed, nothing else.
+   */
   setRules(rules: ProgramRules): void {
-    const key = JSON.stringify([rules.me, rules.services, [...rules.owners], rules.fixed, [...rules.nodeOfAddress]])
-    if (key === this.rulesKey) return
-    this.rulesKey = key
+    const key = JSON.stringify([rules.me, rules.services, rules.fixed, [...rules.nodeOfAddress]])
+    const before = this.rules.owners
     this.rules = rules
-    this.services4 = []
-    const v6: string[] = []
-    for (const c of rules.services) {
-      const p = parsePrefix(c)
-      if (p.afi === 1) this.services4.push({ net: p.addr, len: p.len })
-      else v6.push(c)
-    }
-    this.isService6 = insideAny(v6)
     this.owned4.clear()
     this.owned6.clear()
     for (const block of rules.owners.keys()) this.addTo(block, this.owned4, this.owned6)
-    this.fixed4.clear()
-    this.fixed6.clear()
-    for (const f of rules.fixed) this.addTo(f, this.fixed4, this.fixed6)
-    this.reseed()
+    if (key !== this.rulesKey) {
+      this.rulesKey = key
+      this.services4 = []
+      const v6: string[] = []
+      for (const c of rules.services) {
+        const p = parsePrefix(c)
+        if (p.afi === 1) this.services4.push({ net: p.addr, len: p.len })
+        else v6.push(c)
+      }
+      this.isService6 = insideAny(v6)
+      this.fixed4.clear()
+      this.fixed6.clear()
+      for (const f of rules.fixed) this.addTo(f, this.fixed4, this.fixed6)
+      this.reseed()
+      return
+    }
+    const changed: string[] = []
+    for (const [block, owner] of rules.owners) if (before.get(block) !== owner) changed.push(block)
+    for (const block of before.keys()) if (!rules.owners.has(block)) changed.push(block)
+    if (changed.length > 0) this.resolveBlocks(changed)
   }
 
   private addTo(text: string, v4: Set<number>, v6: Set<string>): void {
@@ -126,12 +141,13 @@ export class LearnedFeed {
   /** Every learned route from the Loc-RIB again (start-up, new rules). */
   reseed(): void {
     this.rib.walkLocRib((batch) => this.apply(batch, false))
-    this.resolveOwned()
+    this.conflicts.clear()
+    this.resolveBlocks([...this.rules.owners.keys()])
   }
 
   /** One flush's changes (read during the call only, as the RIB reuses the batch). */
   apply(batch: LocRibDeltas, owned = true): void {
-    let ownedChanged = false
+    let touched: string[] | undefined
     const d = this.desired
     for (let i = 0; i < batch.count; i++) {
       const family = batch.family(i)
@@ -140,7 +156,7 @@ export class LearnedFeed {
       const addr6 = family === 6 ? batch.ipv6(i) : undefined
       const text = family === 6 ? formatPrefix(ipv6Prefix(addr6!, len)) : undefined
       if (family === 4 ? this.owned4.has(key4(addr4, len)) : this.owned6.has(text!)) {
-        ownedChanged = true
+        if (owned) (touched ??= []).push(text ?? `${formatIpv4(addr4)}/${len}`)
         continue
       }
       const n = batch.hopCount(i)
@@ -154,7 +170,7 @@ export class LearnedFeed {
       // A BGPFilter setPriority (or a Calico node's priority) is the kernel route's metric.
       d.set(family, addr4, addr6, len, hops, kernelMetricOf(batch.localPref(i)))
     }
-    if (owned && ownedChanged) this.resolveOwned()
+    if (touched !== undefined) this.resolveBlocks(touched)
   }
 
   private excluded(family: 4 | 6, addr4: number, len: number, text: string | undefined): boolean {
@@ -164,10 +180,12 @@ export class LearnedFeed {
     return false
   }
 
-  /** The blocks with an affine owner: their routes and the conflicts, from every path the RIB holds for them. */
-  private resolveOwned(): void {
+  /**
+   * The routes of `blocks` (canonical CIDRs) from every path the RIB holds for them: an owned block as
+   * preferAffineNodes says (and its conflict, if any), a block no longer owned as any other learned route.
+   */
+  private resolveBlocks(blocks: readonly string[]): void {
     const { owners, me, nodeOfAddress } = this.rules
-    if (owners.size === 0) return
     const hopOf = (p: Path): NextHop | undefined => {
       const address = p.attrs.nextHop[0] ?? p.attrs.attrs.nextHop
       if (address === undefined) return undefined
@@ -175,7 +193,11 @@ export class LearnedFeed {
       return nodeName !== undefined ? { address, nodeName } : { address }
     }
     const learned: LearnedRoute[] = []
-    for (const block of owners.keys()) {
+    const mine = new Map<string, string>()
+    for (const block of blocks) {
+      const owner = owners.get(block)
+      if (owner !== undefined) mine.set(block, owner)
+      this.conflicts.delete(block)
       const prefix = parsePrefix(block)
       const best = this.rib.best(prefix)
       if (best === undefined || best.path.peer === undefined) continue
@@ -190,10 +212,11 @@ export class LearnedFeed {
       if (hops.size > 0) learned.push({ prefix: block, nextHops: [...hops.values()], ...(metric !== undefined ? { metric } : {}) })
     }
     const announcers = (prefix: string): NextHop[] => this.rib.paths(parsePrefix(prefix)).flatMap((p) => (p.peer === undefined ? [] : [hopOf(p)].filter((h): h is NextHop => h !== undefined)))
-    const { routes, conflicts } = preferAffineNodes(learned, owners, announcers, me)
-    this.onConflicts(conflicts)
+    const { routes, conflicts } = preferAffineNodes(learned, mine, announcers, me)
+    for (const c of conflicts) this.conflicts.set(c.block, c)
+    this.onConflicts([...this.conflicts.values()])
     const programmed = new Map(routes.map((r) => [r.prefix, r]))
-    for (const block of owners.keys()) {
+    for (const block of blocks) {
       const p = parsePrefix(block)
       const family = p.afi === 1 ? 4 : 6
       const addr4 = p.afi === 1 ? p.addr : 0

@@ -47,3 +47,9 @@ t.test('our own block announced by another node is flagged even when it is not a
   t.same(conflicts, [{ block: '198.18.0.128/26', affineNode: 'me', announcedBy: ['b'] }])
   t.same(preferAffineNodes([], owners, () => [], 'me').conflicts, [], 'nobody else announces it: no conflict')
 })
+
+t.test("the affine node's route keeps the learned route's metric (a BGPFilter priority)", async (t) => {
+  const owners = new Map([['198.18.0.0/26', 'a']])
+  const { routes } = preferAffineNodes([{ prefix: '198.18.0.0/26', nextHops: [B, A], metric: 1100 }], owners, () => [A, B], 'me')
+  t.same(routes, [{ prefix: '198.18.0.0/26', nextHops: [A], metric: 1100 }])
+})

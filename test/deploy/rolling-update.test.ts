@@ -56,8 +56,10 @@ function addLoop(c: DemoCluster, n: DemoNode): { stop(): Promise<{ execs: AddRec
       } catch (err) {
         if (!(err instanceof AddFailed)) throw err
         execs.push({ start, end: Date.now(), code: cniCode(err.message), message: err.message })
+        // Retried every 25 ms, as a kubelet would sooner or later: install-cni's writes take under 100 ms,
+        // and the next assertion wants an ADD inside them, so the gap between two ADDs must be shorter.
         for (;;) {
-          await new Promise((r) => setTimeout(r, 100))
+          await new Promise((r) => setTimeout(r, 25))
           const s = Date.now()
           const r = await c.cni(n, 'ADD', err.pod)
           const code = r.code === 0 ? 0 : cniCode(r.stdout)

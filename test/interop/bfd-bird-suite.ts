@@ -19,7 +19,11 @@ export async function birdBfdSuite(t: Test, family: 'ipv4' | 'ipv6', route: stri
   }, { bfd: { intervalMs: 100, multiplier: 3 } })
   const p = await startBfdPinto(t, topo, np, nb, BIRD_AS, route, family)
   await p.upAgain('start')
-  const s = (await p.bfd())!
+  // Just Up, BIRD may still be sending at its Down rate (1 s) until its Poll Sequence to 100 ms is done.
+  const s = await waitFor(async () => {
+    const b = await p.bfd()
+    return b !== undefined && b.detectTimeMs === 300 ? b : undefined
+  }, { timeoutMs: 5_000, what: 'the BFD intervals agreed at 100 ms × 3' }).catch(async () => (await p.bfd())!)
   t.equal(s.txIntervalMs, 100, 'sending every 100 ms')
   t.equal(s.detectTimeMs, 300, 'detecting in 3 × 100 ms')
   const sessions = await waitFor(async () => {

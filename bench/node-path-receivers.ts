@@ -14,6 +14,7 @@ import { stopPid, waitPidFile } from '../test/harness/pid.js'
 import { waitFor } from '../test/harness/wait.js'
 import { unixGet } from '../test/agent/agent-process.js'
 import { runPintoctl } from '../test/agent/pintoctl-run.js'
+import { AGENT_NODE_FLAGS } from '../agent/node-flags.js'
 
 export const RECEIVER_AS = 64512
 /** The route protocol number pinto-node tags its kernel routes with (PINTO_ROUTE_PROTOCOL's default). */
@@ -44,14 +45,6 @@ export interface PeerSpec {
 
 const BIN = fileURLToPath(new URL('../../bin/pinto-node.js', import.meta.url))
 
-/** The node flags of bin/pinto-node.js's #! line (`#!/usr/bin/env -S node FLAGS`), as the image runs it. */
-function shebangFlags(): string[] {
-  const first = readFileSync(BIN, 'utf8').split('\n', 1)[0] ?? ''
-  const words = first.replace(/^#!\s*/, '').split(/\s+/)
-  const at = words.indexOf('node')
-  return at < 0 ? [] : words.slice(at + 1).filter((w) => w !== '')
-}
-
 export async function startPintoNode(topo: Topology, node: NetNode, peer: PeerSpec): Promise<Receiver> {
   const dir = await topo.tempDir('pinto')
   const store = join(dir, 'store')
@@ -77,7 +70,7 @@ export async function startPintoNode(topo: Topology, node: NetNode, peer: PeerSp
     ...(node.v4 !== undefined ? { PINTO_IP: `${node.v4}/24` } : {}),
     ...(node.v6 !== undefined ? { PINTO_IP6: `${node.v6}/64` } : {}),
   }
-  const child: ResultPromise = topo.spawn(node.ns, process.execPath, [...shebangFlags(), BIN], {
+  const child: ResultPromise = topo.spawn(node.ns, process.execPath, [...AGENT_NODE_FLAGS, BIN], {
     env,
     stdout: { file: join(dir, 'stdout.log') },
     stderr: { file: join(dir, 'stderr.log') },

@@ -201,18 +201,27 @@ export function stepBfd(s: BfdState, e: BfdEvent): BfdStep {
   }
 }
 
+function sameRemote(s: BfdState, p: BfdControlPacket): boolean {
+  return s.remoteDiscr === p.myDiscriminator && s.remoteSession === p.state && s.remoteDemand === p.demand &&
+    s.remoteMinRxUs === p.requiredMinRxInterval && s.remoteDesiredMinTxUs === p.desiredMinTxInterval &&
+    s.remoteDetectMult === p.detectMult && s.remoteDiag === p.diag
+}
+
 /** §6.8.6, from "bfd.RemoteDiscr = My Discriminator" on; the codec made the checks before it. */
 function receive(s0: BfdState, p: BfdControlPacket): BfdStep {
-  let s: BfdState = {
-    ...s0,
-    remoteDiscr: p.myDiscriminator,
-    remoteSession: p.state,
-    remoteDemand: p.demand,
-    remoteMinRxUs: p.requiredMinRxInterval,
-    remoteDesiredMinTxUs: p.desiredMinTxInterval,
-    remoteDetectMult: p.detectMult,
-    remoteDiag: p.diag,
-  }
+  // An Up session receives the same packet ten times a second: then the state object stays the same one.
+  let s: BfdState = sameRemote(s0, p)
+    ? s0
+    : {
+        ...s0,
+        remoteDiscr: p.myDiscriminator,
+        remoteSession: p.state,
+        remoteDemand: p.demand,
+        remoteMinRxUs: p.requiredMinRxInterval,
+        remoteDesiredMinTxUs: p.desiredMinTxInterval,
+        remoteDetectMult: p.detectMult,
+        remoteDiag: p.diag,
+      }
   const actions: BfdAction[] = []
   // A Final ends our Poll Sequence: the intervals we advertised are now the ones in use.
   if (p.final && s.polling) s = { ...s, polling: false, txInUseUs: s.desiredMinTxUs, rxInUseUs: s.requiredMinRxUs }

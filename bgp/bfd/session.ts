@@ -244,9 +244,9 @@ export class BfdSession {
       this.txIntervalUsNow = 0
       return
     }
+    if (this.txDue !== Infinity && us === this.txIntervalUsNow) return
     const now = this.deps.clock.now()
     const due = now + jitteredUs(us, detectMult, this.deps.random()) / 1000
-    if (this.txDue !== Infinity && us === this.txIntervalUsNow) return
     this.txIntervalUsNow = us
     if (this.txDue !== Infinity && this.txDue <= due) return
     this.txEarliest = now + (us * EARLIEST_FRACTION) / 1000

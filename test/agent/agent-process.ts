@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { waitFor } from '../harness/wait.js'
+import { AGENT_NODE_FLAGS } from '../../agent/node-flags.js'
 
 const NODE_BIN = fileURLToPath(new URL('../../../bin/pinto-node.js', import.meta.url))
 
@@ -53,11 +54,11 @@ export function unixGet(socketPath: string, path: string, timeoutMs = 5000): Pro
   })
 }
 
-/** Starts pinto-node in namespace `ns` (PINTO_DATAPLANE=none unless env says otherwise). */
+/** Starts pinto-node in namespace `ns` with the image's V8 flags (PINTO_DATAPLANE=none unless env says otherwise). */
 export function startAgent(t: Teardown, ns: string, env: Readonly<Record<string, string>>): AgentProcess {
   const dir = mkdtempSync(join(tmpdir(), 'pinto-agent-'))
   const apiSocket = join(dir, 'api.sock')
-  const child = spawn('ip', ['netns', 'exec', ns, process.execPath, NODE_BIN], {
+  const child = spawn('ip', ['netns', 'exec', ns, process.execPath, ...AGENT_NODE_FLAGS, NODE_BIN], {
     env: {
       ...process.env,
       PINTO_NODENAME: 'n1',

@@ -4,10 +4,14 @@
 // It decodes nothing and knows no session.
 
 import { ipv4Bytes, parseIpv6 } from '../codec/ip.js'
-import { attachSocketFilter, closeFd, lastReceiveTime, openPolledUdp, receiveDatagram, ttlFilter } from '../session/socket-options.js'
+import { DatagramBatch } from '../session/datagram-batch.js'
+import { attachSocketFilter, closeFd, openPolledUdp, ttlFilter } from '../session/socket-options.js'
 
-/** Datagrams read per drain at most, so a flood cannot hold the event loop. */
+/** Datagrams read per drain at most, so a flood cannot hold the event loop: BATCH per system call. */
 const DRAIN_LIMIT = 512
+const BATCH = 32
+/** A BFD Control packet is 24 bytes, 26 + auth at most; anything longer is cut and then refused. */
+const DATAGRAM_MAX = 512
 
 /** The address of a peer as the receiver reports senders: its bytes in hex. */
 export function peerKey(address: string): string {
@@ -21,16 +25,15 @@ export type DatagramHandler = (payload: Buffer, fromKey: string, receiver: Polle
 
 export class PolledReceiver {
   private fd: number | undefined
-  private readonly buf = Buffer.alloc(2048)
-  private readonly from = Buffer.alloc(28)
-  private readonly fromLength = Buffer.alloc(4)
-  private readonly stamp = Buffer.alloc(16)
+  private readonly batch: DatagramBatch
+  private from: Buffer = Buffer.alloc(28)
 
   constructor(readonly family: 'ipv4' | 'ipv6', port: number) {
     const what = `BFD ${family} receive socket`
     const fd = openPolledUdp(family === 'ipv4' ? 4 : 6, family === 'ipv4' ? '0.0.0.0' : '::', port, what)
     try {
       attachSocketFilter(fd, ttlFilter(family, 255), `${what}: SO_ATTACH_FILTER (TTL 255 only)`)
+      this.batch = new DatagramBatch(fd, BATCH, DATAGRAM_MAX)
     } catch (err) {
       closeFd(fd)
       throw err
@@ -40,18 +43,20 @@ export class PolledReceiver {
 
   /** Reads what is queued; `now` stands in for an arrival time the kernel does not give. Returns the count. */
   drain(now: number, onDatagram: DatagramHandler): number {
-    const fd = this.fd
-    if (fd === undefined) return 0
     let n = 0
-    for (; n < DRAIN_LIMIT; n++) {
-      const length = receiveDatagram(fd, this.buf, this.from, this.fromLength)
-      if (length < 0) break
-      const stamp = lastReceiveTime(fd, this.stamp)
-      // Kernel time and the clock agree to well under a millisecond; a stamp from the future or long
-      // ago (no stamp yet, a clock step) is not trusted.
-      const at = stamp !== undefined && stamp <= now && stamp > now - 1000 ? stamp : now
-      const key = this.family === 'ipv4' ? this.from.toString('hex', 4, 8) : this.from.toString('hex', 8, 24)
-      onDatagram(this.buf.subarray(0, length), key, this, at)
+    while (this.fd !== undefined && n < DRAIN_LIMIT) {
+      const got = this.batch.read()
+      for (let i = 0; i < got; i++) {
+        const stamp = this.batch.arrival(i)
+        // Kernel time and the clock agree to well under a millisecond; a stamp from the future or long
+        // ago (a clock step) is not trusted.
+        const at = stamp !== undefined && stamp <= now && stamp > now - 1000 ? stamp : now
+        this.from = this.batch.sender(i)
+        const key = this.family === 'ipv4' ? this.from.toString('hex', 4, 8) : this.from.toString('hex', 8, 24)
+        onDatagram(this.batch.payload(i), key, this, at)
+      }
+      n += got
+      if (got < BATCH) break
     }
     return n
   }

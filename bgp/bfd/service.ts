@@ -17,6 +17,8 @@ export interface BfdServiceOptions {
   readonly clock?: Clock
   /** Receive port; 3784 unless a test needs another. */
   readonly port?: number
+  /** The peers' receive port; 3784 unless a test runs both ends in one namespace. */
+  readonly peerPort?: number
   readonly random?: () => number
 }
 
@@ -52,10 +54,13 @@ export class BfdService {
   private timer: unknown
   private timerAt = Infinity
   private ticking = false
+  private tickDraw = 0
+  private readonly random: () => number
 
   constructor(private readonly opts: BfdServiceOptions) {
     this.log = opts.logger.child({ component: 'bfd' })
     this.clock = opts.clock ?? systemClock
+    this.random = opts.random ?? Math.random
   }
 
   onChange(listener: BfdListener): () => void {
@@ -91,11 +96,14 @@ export class BfdService {
       const session = new BfdSession(spec, discr, {
         clock: this.clock,
         log: this.log.child({ bfd: spec.name, peer: spec.peerAddress }),
-        random: this.opts.random ?? Math.random,
+        // Within a tick every session draws the same jitter, so the sessions that send together stay
+        // together and the tick runs once per (jittered) interval, not at the earliest of N draws.
+        random: () => (this.ticking ? this.tickDraw : this.random()),
         onChange: (s, change) => {
           for (const l of this.listeners) l(s.status(), change)
         },
         reschedule: () => this.plan(),
+        peerPort: this.opts.peerPort ?? BFD_CONTROL_PORT,
       })
       this.sessions.set(spec.name, session)
       this.peerKeys.set(session, peerKey(spec.peerAddress))
@@ -171,6 +179,7 @@ export class BfdService {
   private tick(): void {
     this.ticks++
     this.ticking = true
+    this.tickDraw = this.random()
     try {
       const now = this.clock.now()
       for (const r of this.receivers.values()) {

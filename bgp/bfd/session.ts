@@ -7,7 +7,7 @@
 import { EADDRINUSE, SocketOptionError, closeFd, connectUdp, errnoText, openPolledUdp, sendDatagram } from '../session/socket-options.js'
 import type { Logger } from 'pino'
 import type { Clock } from '../session/clock.js'
-import { BFD_CONTROL_PORT, BFD_SOURCE_PORT_MAX, BFD_SOURCE_PORT_MIN, describeDiag, encodeControl, type BfdControlPacket, type BfdStateName } from './codec.js'
+import { BFD_SOURCE_PORT_MAX, BFD_SOURCE_PORT_MIN, describeDiag, encodeControl, type BfdControlPacket, type BfdStateName } from './codec.js'
 import { controlPacket, detectTimeUs, initialBfdState, jitteredUs, stepBfd, txIntervalUs, type BfdAction, type BfdEvent, type BfdParameters, type BfdState } from './fsm.js'
 
 export interface BfdSessionSpec {
@@ -63,6 +63,8 @@ export interface BfdSessionDeps {
   readonly onChange: (session: BfdSession, change: BfdChange) => void
   /** The session's next deadline may have moved earlier: the service re-plans its tick. */
   readonly reschedule: () => void
+  /** The peer's control port: 3784 (RFC 5881 §4). */
+  readonly peerPort: number
 }
 
 /** §6.8.7: a periodic packet goes out no sooner than 75 % of the interval after the one before. */
@@ -110,7 +112,7 @@ export class BfdSession {
 
   /** Binds the transmit socket and starts sending (slowly, §6.8.3, until Up). */
   async start(): Promise<void> {
-    const { fd, port } = bindSource(this.spec)
+    const { fd, port } = bindSource(this.spec, this.deps.peerPort)
     this.socket = fd
     this.sourcePort = port
     if (this.closed) return this.close()
@@ -279,7 +281,7 @@ function sameControl(a: BfdControlPacket, b: BfdControlPacket): boolean {
  * peer's control port (RFC 5881 §4, §5). Datagrams sent to the source port are not BFD and are never
  * read; the kernel drops them when the small queue is full.
  */
-function bindSource(spec: BfdSessionSpec): { fd: number; port: number } {
+function bindSource(spec: BfdSessionSpec, peerPort: number): { fd: number; port: number } {
   const span = BFD_SOURCE_PORT_MAX - BFD_SOURCE_PORT_MIN + 1
   const first = BFD_SOURCE_PORT_MIN + Math.floor(Math.random() * span)
   const family = spec.family === 'ipv6' ? 6 : 4
@@ -296,7 +298,7 @@ function bindSource(spec: BfdSessionSpec): { fd: number; port: number } {
       break
     }
     try {
-      connectUdp(fd, family, spec.peerAddress, BFD_CONTROL_PORT, what)
+      connectUdp(fd, family, spec.peerAddress, peerPort, what)
       return { fd, port }
     } catch (err) {
       closeFd(fd)

@@ -41,8 +41,8 @@ interface Libc {
   bind(fd: number, address: Buffer, length: number): number
   close(fd: number): number
   attachFilter(fd: number, program: readonly SockFilterInstruction[]): number
-  recvfrom(fd: number, buf: Buffer, length: number, flags: number, from: Buffer, fromLength: Buffer): number
-  ioctl(fd: number, request: number, arg: Buffer): number
+  recvmmsg(fd: number, vec: Buffer, vlen: number, flags: number): number
+  address(buf: Buffer): bigint
   connect(fd: number, address: Buffer, length: number): number
   send(fd: number, buf: Buffer, length: number, flags: number): number
   strerror(errno: number): string
@@ -61,6 +61,7 @@ function load(): Libc {
         struct(name: string, fields: Record<string, unknown>): unknown
         pointer(type: unknown): unknown
         sizeof(type: unknown): number
+        address(value: unknown): bigint
       }
       const lib = koffi.load('libc.so.6')
       const set = lib.func('int setsockopt(int fd, int level, int name, const void *value, uint32_t length)')
@@ -74,9 +75,8 @@ function load(): Libc {
       const socket = lib.func('int socket(int domain, int type, int protocol)')
       const bind = lib.func('int bind(int fd, const void *address, uint32_t length)')
       const close = lib.func('int close(int fd)')
-      const recvfrom = lib.func('intptr_t recvfrom(int fd, void *buf, size_t length, int flags, void *from, void *fromLength)')
-      // ioctl(2) is variadic in C; the one argument it is given here travels in a register either way.
-      const ioctl = lib.func('ioctl', 'int', ['int', 'unsigned long', 'void *'])
+      // The timeout argument is NULL (a number 0 passes as a null pointer): the socket is non-blocking.
+      const recvmmsg = lib.func('int recvmmsg(int fd, void *vec, unsigned int vlen, int flags, intptr_t timeout)')
       const connect = lib.func('int connect(int fd, const void *address, uint32_t length)')
       const send = lib.func('intptr_t send(int fd, const void *buf, size_t length, int flags)')
       libc = {
@@ -84,8 +84,8 @@ function load(): Libc {
         socket: (domain, type, protocol) => socket(domain, type, protocol) as number,
         bind: (fd, address, length) => bind(fd, address, length) as number,
         close: (fd) => close(fd) as number,
-        recvfrom: (fd, buf, length, flags, from, fromLength) => recvfrom(fd, buf, length, flags, from, fromLength) as number,
-        ioctl: (fd, request, arg) => ioctl(fd, request, arg) as number,
+        recvmmsg: (fd, vec, vlen, flags) => recvmmsg(fd, vec, vlen, flags, 0) as number,
+        address: (buf) => koffi.address(buf),
         connect: (fd, address, length) => connect(fd, address, length) as number,
         send: (fd, buf, length, flags) => send(fd, buf, length, flags) as number,
         attachFilter: (fd, program) => setFprog(fd, SOL.socket, OPT.soAttachFilter, { len: program.length, filter: program }, fprogSize) as number,
@@ -309,12 +309,10 @@ const EINTR = 4
 const MSG_DONTWAIT = 0x40
 /** EADDRINUSE: bind(2) found the address and port taken. */
 export const EADDRINUSE = 98
-/** SIOCGSTAMPNS (include/uapi/asm-generic/sockios.h, 64-bit time_t): the last datagram's arrival. */
-const SIOCGSTAMPNS = 0x8907
 
 /**
  * A non-blocking UDP socket bound to `address`:`port`, outside libuv: nothing wakes the event loop
- * when a datagram arrives, the owner reads the queue with receiveDatagram when it chooses. An IPv6
+ * when a datagram arrives, the owner reads the queue with receiveMessages when it chooses. An IPv6
  * socket is IPv6-only.
  */
 export function openPolledUdp(family: 4 | 6, address: string, port: number, what: string): number {
@@ -339,25 +337,26 @@ export function openPolledUdp(family: 4 | 6, address: string, port: number, what
 }
 
 /**
- * One queued datagram into `into` (its sender's sockaddr into `from`, 28 bytes hold either family):
- * the byte count, or -1 when the queue is empty. Other failures throw.
+ * recvmmsg(2) with MSG_DONTWAIT on `fd` into the mmsghdr array `vec` (laid out by datagram-batch.ts):
+ * how many datagrams were read, 0 when the queue is empty. Other failures throw.
  */
-export function receiveDatagram(fd: number, into: Buffer, from: Buffer, fromLength: Buffer): number {
+export function receiveMessages(fd: number, vec: Buffer, vlen: number): number {
   const c = load()
   for (;;) {
-    fromLength.writeUInt32LE(from.length, 0)
-    const n = c.recvfrom(fd, into, into.length, 0, from, fromLength)
+    const n = c.recvmmsg(fd, vec, vlen, MSG_DONTWAIT)
     if (n >= 0) return n
     const e = c.errno()
-    if (e === EAGAIN) return -1
-    if (e !== EINTR) throw new SocketOptionError('recvfrom', e, c.strerror(e))
+    if (e === EAGAIN) return 0
+    if (e !== EINTR) throw new SocketOptionError('recvmmsg', e, c.strerror(e))
   }
 }
 
-/** When the datagram last read from `fd` arrived (ms since the epoch, kernel time), if the kernel says. */
-export function lastReceiveTime(fd: number, scratch: Buffer): number | undefined {
-  if (load().ioctl(fd, SIOCGSTAMPNS, scratch) !== 0) return undefined
-  return Number(scratch.readBigInt64LE(0)) * 1000 + Number(scratch.readBigInt64LE(8)) / 1e6
+/**
+ * Where `buf`'s bytes are in memory, for pointers written into structures the kernel reads. The caller
+ * keeps `buf` alive as long as the pointers are used; a Buffer's bytes live outside the moving heap.
+ */
+export function bufferAddress(buf: Buffer): bigint {
+  return load().address(buf)
 }
 
 /** TTL (hop limit) 255 on what `fd` sends and `fd` connected to `address`:`port`. */

@@ -1,12 +1,12 @@
-// BFD failover: pinto-node (kernel dataplane) peering over eBGP with FRR top-of-rack routers (zebra, bgpd
-// and bfdd, each in its own namespace). With BFD at 100 ms × 3 on 4 sessions it cuts the first router's
+// BFD failover: pinto-node (kernel dataplane) peering over eBGP with top-of-rack routers, each in its own
+// namespace: FRR (zebra, bgpd and bfdd), or BIRD 2 (`protocol bfd`, `bfd on`) with --router bird. With BFD at 100 ms × 3 on 4 sessions it cuts the first router's
 // link silently (an nftables drop there) --cuts times and prints p50/p99 of cut → the router's route gone
 // from pinto's kernel (seen by `ip monitor route`); then pinto-node's idle CPU (user and system time from
 // /proc/PID/stat) over --windows windows of --idle seconds after --settle seconds, with the 4 sessions and
 // then, as the anchor in the same run, with BFD off; then, BFD off with keepalive 3 s / hold 9 s, the cuts
 // again for --hold-cuts (fewer: each waits out the hold time).
 // The settle time lets the tick's code be compiled first: an agent runs for days, not its first minute.
-// Run (root): npx tsc -p . && node scripts/bundle.js && node dist/bench/bfd-failover.js [--cuts 20] [--hold-cuts 3] [--idle 10] [--windows 5] [--settle 60]
+// Run (root): npx tsc -p . && node scripts/bundle.js && node dist/bench/bfd-failover.js [--cuts 20] [--hold-cuts 3] [--idle 10] [--windows 5] [--settle 60] [--router frr|bird]
 
 import { readFileSync } from 'node:fs'
 import { loadavg } from 'node:os'
@@ -14,6 +14,7 @@ import { join } from 'node:path'
 import { execa, type ResultPromise } from 'execa'
 import { createTopology, type Topology } from '../test/harness/netns.js'
 import { startFrr, type FrrDaemon } from '../test/harness/frr.js'
+import { startBird, type BirdDaemon } from '../test/harness/bird.js'
 import { cutLink, startBfdd } from '../test/harness/bfdd.js'
 import { waitFor } from '../test/harness/wait.js'
 import { startAgent, type AgentProcess } from '../test/agent/agent-process.js'
@@ -27,6 +28,12 @@ const HOLD_CUTS = numberArg('--hold-cuts', 3)
 const IDLE_SECONDS = numberArg('--idle', 10)
 const WINDOWS = numberArg('--windows', 5)
 const SETTLE_SECONDS = numberArg('--settle', 60)
+const ROUTER = ((): 'frr' | 'bird' => {
+  const i = process.argv.indexOf('--router')
+  const v = i < 0 ? 'frr' : process.argv[i + 1]
+  if (v !== 'frr' && v !== 'bird') throw new Error(`--router: expected frr or bird, got ${JSON.stringify(v)}`)
+  return v
+})()
 /** The issue's bound for 4 sessions at 100 ms: pinto-node within 1 % of one core. */
 const IDLE_TARGET = 0.01
 const ROUTERS = 4
@@ -107,7 +114,7 @@ function idleRows(what: string, ws: readonly IdleWindow[]): string[] {
   return [what, percent(Math.min(...totals)), percent(med(totals)), percent(med(ws.map((w) => w.user))), percent(med(ws.map((w) => w.system))), totals.map((x) => (x * 100).toFixed(2)).join(' ')]
 }
 
-async function cuts(agent: AgentProcess, ns: string, router: FrrDaemon, pintoAddr: string, prefix: string, n: number, bfd: boolean): Promise<number[]> {
+async function cuts(agent: AgentProcess, ns: string, router: FrrDaemon | BirdDaemon, pintoAddr: string, prefix: string, n: number, bfd: boolean): Promise<number[]> {
   const out: number[] = []
   const peerUp = async (): Promise<boolean> => {
     const peers = ((await agent.get('/v1/peers')).body as { peers: { name: string; state: string }[] }).peers
@@ -132,14 +139,19 @@ async function cuts(agent: AgentProcess, ns: string, router: FrrDaemon, pintoAdd
 async function main(): Promise<void> {
   const topo: Topology = await createTopology(td)
   const np = await topo.addNode({ name: 'pinto', v4: '192.0.2.1/24' })
-  const routers: FrrDaemon[] = []
+  const routers: (FrrDaemon | BirdDaemon)[] = []
   for (let i = 0; i < ROUTERS; i++) {
     const n = await topo.addNode({ name: `tor${i}`, v4: `192.0.2.${10 + i}/24` })
-    const frr = await startFrr(topo, n, {
+    const spec = {
       routerId: n.v4!, as: 65001 + i, holdTime: 9,
-      neighbors: [{ name: 'pinto', address: np.v4!, as: PINTO_AS, families: ['ipv4'] }],
+      neighbors: [{ name: 'pinto', address: np.v4!, as: PINTO_AS, families: ['ipv4' as const] }],
       originate: [{ prefix: `203.0.113.${i * 64}/26` }],
-    }, { zebra: true })
+    }
+    if (ROUTER === 'bird') {
+      routers.push(await startBird(topo, n, spec, { bfd: { intervalMs: 100, multiplier: 3 } }))
+      continue
+    }
+    const frr = await startFrr(topo, n, spec, { zebra: true })
     await startBfdd(topo, frr, [{ address: np.v4!, localAddress: n.v4!, intervalMs: 100, multiplier: 3 }], [np.v4!])
     routers.push(frr)
   }
@@ -161,7 +173,9 @@ async function main(): Promise<void> {
 
   // The same node with no BFD session at all, for what the sessions add. tor0's router stops BFD too, so
   // its hold time is what notices the cuts after.
-  await routers[0]!.vtysh('configure terminal', `router bgp ${routers[0]!.spec.as}`, `no neighbor ${np.v4} bfd`)
+  // BIRD keeps `bfd on`: pinto's AdminDown as it stops leaves BIRD's BGP session alone (RFC 5882 §3.2).
+  const tor0 = routers[0]!
+  if (tor0.kind === 'frr') await tor0.vtysh('configure terminal', `router bgp ${tor0.spec.as}`, `no neighbor ${np.v4} bfd`)
   await apply(store, routers.map((r, i) => peerResource(i, r.node.v4!, false)))
   await waitFor(async () => (await sessions()).length === 0, { timeoutMs: 10_000, what: 'BFD off everywhere' })
   process.stdout.write(`  idle without BFD: ${WINDOWS} × ${IDLE_SECONDS} s after ${SETTLE_SECONDS} s\n`)
@@ -170,7 +184,7 @@ async function main(): Promise<void> {
   const holdTimes = await cuts(agent, np.ns, routers[0]!, np.v4!, '203.0.113.0/26', HOLD_CUTS, false)
 
   const row = (what: string, xs: number[]): string[] => [what, String(xs.length), pct(xs, 50).toFixed(0), pct(xs, 99).toFixed(0), Math.max(...xs).toFixed(0)]
-  process.stdout.write('\ncut -> route through that router gone from pinto-node\'s kernel (ms)\n')
+  process.stdout.write(`\ncut -> route through that router (${ROUTER === 'bird' ? 'BIRD 2' : 'FRR'}) gone from pinto-node's kernel (ms)\n`)
   process.stdout.write(table(['path', 'cuts', 'p50', 'p99', 'max'], [row('BFD 100 ms x 3 (detect 300 ms)', bfdTimes), row('BGP hold time 9 s (keepalive 3 s)', holdTimes)]))
   const loads = [...cpu, ...baseline].map((w) => w.load)
   process.stdout.write(`\npinto-node idle CPU, ${ROUTERS} BGP sessions, % of one core, ${WINDOWS} windows of ${IDLE_SECONDS} s (load average ${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)}, 2 cores)\n`)

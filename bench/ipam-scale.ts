@@ -15,7 +15,7 @@ import { type Cidr, formatCidr } from '../config/ip/index.js'
 import { blockAutoAssign, hostAffinity, newBlock } from '../ipam/block.js'
 import { HandleClaim } from '../ipam/handle-claim.js'
 import { blockCandidates, toPool } from '../ipam/pools.js'
-import { affinityKey, affinityRecord, blockKey, handleKey } from '../ipam/records.js'
+import { BLOCKS_PREFIX, affinityKey, affinityRecord, blockKey, handleKey } from '../ipam/records.js'
 import type { ScaleWorkerArgs, ScaleWorkerLine } from './ipam-scale-worker.js'
 import { numberArg } from './args.js'
 
@@ -186,6 +186,38 @@ async function runAgents(endpoint: string, url: string, path: ScaleWorkerArgs['p
   console.log(`  DEL p50 ${ms(pct(dels, 50))}  p99 ${ms(pct(dels, 99))}; ${perOp(sum((d) => d.delCounts), dels.length)}`)
 }
 
+/**
+ * etcd alone doing an ADD's two writes, back to back, from `clients` clients at once: create a key that is
+ * absent (the handle), then compare-and-swap a value the size of a real block (the block). What any IPAM
+ * that writes a handle and a block pays on this etcd at this size; the keys are removed after.
+ */
+async function etcdFloor(endpoint: string, clients: number, rounds: number): Promise<number[]> {
+  const admin = new Etcd3({ hosts: `http://${endpoint}` })
+  const sample = await admin.getAll().prefix(BLOCKS_PREFIX).limit(1).strings()
+  const value = Object.values(sample)[0] ?? 'x'.repeat(4096)
+  const cs = Array.from({ length: clients }, () => new Etcd3({ hosts: `http://${endpoint}` }))
+  const times: number[] = []
+  try {
+    await Promise.all(cs.map(async (c, ci) => {
+      const block = `/pinto-bench-floor/block-${ci}`
+      let rev = Number((await c.put(block).value(value).exec()).header.revision)
+      for (let i = 0; i < rounds; i++) {
+        const t0 = performance.now()
+        const handle = `/pinto-bench-floor/handle-${ci}-${i}`
+        await c.if(handle, 'Create', '==', 0).then(c.put(handle).value('{}')).commit()
+        const r = await c.if(block, 'Mod', '==', rev).then(c.put(block).value(value)).commit()
+        if (!r.succeeded) throw new Error(`etcd floor: the block CAS of client ${ci} failed`)
+        rev = Number(r.header.revision)
+        times.push(performance.now() - t0)
+      }
+    }))
+  } finally {
+    await admin.delete().prefix('/pinto-bench-floor/').exec()
+    for (const c of [admin, ...cs]) c.close()
+  }
+  return times.sort((a, b) => a - b)
+}
+
 function run(cmd: string, args: readonly string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; out: string; ms: number }> {
   const t0 = performance.now()
   const child = spawn(cmd, args, { env, stdio: ['ignore', 'pipe', 'pipe'] })
@@ -213,6 +245,11 @@ async function main(): Promise<void> {
     const check = await run(process.execPath, [PINTOCTL, 'ipam', 'check', `--nodes=${nodes}`], env)
     const summary = check.out.split('\n').filter((l) => /Found|IPAM handles|Allocated IPs|complete|Error|error/.test(l)).map((l) => l.trim()).join('; ')
     console.log(`pintoctl ipam check --nodes=<all ${NODES}>: ${(check.ms / 1000).toFixed(1)} s (target < 30 s), exit ${check.code}: ${summary.slice(0, 400)}`)
+
+    for (const n of [...new Set([1, AGENTS])]) {
+      const f = await etcdFloor(etcd.endpoint, n, Math.max(50, Math.ceil(ADDS / 2)))
+      console.log(`etcd alone, an ADD's two writes back to back (create the handle, CAS a block-sized value), ${n} client${n === 1 ? '' : 's'} at once: p50 ${ms(pct(f, 50))}  p99 ${ms(pct(f, 99))}, load ${load()}`)
+    }
 
     for (const [i, path] of PATHS.entries()) await runAgents(etcd.endpoint, etcd.url, path, i === 0)
 

@@ -195,7 +195,10 @@ export class AdjRibIn {
 
   /** Stores a path and counts it; `attrs` stays the caller's reference. */
   private setPath(source: PathSource, p: Prefix, attrs: InternedAttributes, c: Counters): void {
-    this.count(c, p.afi, this.table.setPath(source, p, attrs))
+    const done = this.table.setPath(source, p, attrs)
+    // A new path, the common case, counted here: a table dump's first prefixes run in the interpreter.
+    if (done === PATH_ADDED) c.accepted++
+    else if (done !== 0) this.count(c, p.afi, done)
   }
 
   private removePath(peerId: number, p: Prefix, c: Counters): void {

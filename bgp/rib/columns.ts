@@ -21,7 +21,8 @@ export const COMPACT = 1 << 10
 export const STALE = 1 << 11
 /** The AFI (1 or 2) sits at bits >>> AFI_SHIFT & 3. */
 export const AFI_SHIFT = 12
-const LEN_SHIFT = 14
+/** The prefix length sits at bits >>> LEN_SHIFT & 0xff. */
+export const LEN_SHIFT = 14
 /**
  * Set while the destination has a multipath set (ECMP), which destinations.ts keeps in a map of its own: few
  * destinations ever have one.

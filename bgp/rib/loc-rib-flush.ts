@@ -2,7 +2,8 @@
 // change listeners, as typed deltas for delta listeners, and offered to the Adj-RIB-Outs; and the
 // streaming walk of the whole Loc-RIB as deltas. It reads the destination table and changes no path.
 
-import type { BestChangeSink, Destinations, PreviousBest } from './destinations.js'
+import type { InternedAttributes } from '../codec/intern.js'
+import type { BestChangeSink, Destinations, PathSource, PreviousBest } from './destinations.js'
 import { DELTA_LOCAL, DELTA_NEW, LocRibDeltas, type NextHopTable } from './loc-rib-delta.js'
 import type { RibOuts } from './rib-outs.js'
 import type { LocRibChange } from './types.js'
@@ -51,6 +52,20 @@ export class LocRibFlush implements BestChangeSink {
         deltas.reset()
       }
     }
+  }
+
+  added(d: number, afi: 1 | 2, addr4: number, len: number, source: PathSource, attrs: InternedAttributes): void {
+    const changes = this.changes
+    if (changes !== undefined) {
+      const prefix = this.table.prefix(d)
+      changes.push({ prefix, best: this.table.best(d, prefix), previous: undefined })
+    }
+    const deltas = this.pending
+    if (deltas !== undefined) {
+      const flags = DELTA_NEW | (source.peer === undefined ? DELTA_LOCAL : 0)
+      deltas.addOne(afi === 1 ? 4 : 6, addr4, afi === 1 ? undefined : this.table.ipv6(d), len, flags, attrs)
+    }
+    this.outs.offerFrom(d, source.peer, afi)
   }
 
   bestChanged(d: number, previous: PreviousBest): void {

@@ -3,7 +3,7 @@
 // It reads the destination table and never changes a path; what a peer is sent is adj-rib-out.ts's.
 
 import { exportKey, newExportCache, PeerRibOut, type ExportCache, type RibView } from './adj-rib-out.js'
-import type { Destinations, PathSource } from './destinations.js'
+import type { Destinations } from './destinations.js'
 import { mayExportFrom, type ExportContext } from './export.js'
 import type { InternedAttributes } from '../codec/intern.js'
 import type { Prefix } from '../codec/nlri.js'
@@ -60,22 +60,24 @@ export class RibOuts implements RibView {
    * a table dump's changes share one: that is worked out once per run of them.
    */
   offer(d: number): void {
-    const outs = this.list
     const src = this.table.bestSource(d)
-    if (src === undefined) {
-      for (let k = 0; k < outs.length; k++) if (outs[k]!.size > 0) outs[k]!.offer(d)
-      return
-    }
-    const afi = this.table.afi(d)
-    if (src.peer !== this.mayTakePeer || afi !== this.mayTakeAfi) this.mayTakeFrom(src, afi)
+    if (src !== undefined) return this.offerFrom(d, src.peer, this.table.afi(d))
+    const outs = this.list
+    for (let k = 0; k < outs.length; k++) if (outs[k]!.size > 0) outs[k]!.offer(d)
+  }
+
+  /** offer() for a destination whose settled best came from `peer` (undefined: ours), in `afi`. */
+  offerFrom(d: number, peer: RibPeer | undefined, afi: number): void {
+    const outs = this.list
+    if (peer !== this.mayTakePeer || afi !== this.mayTakeAfi) this.mayTakeFrom(peer, afi)
     const mayTake = this.mayTake
     for (let k = 0; k < outs.length; k++) if (mayTake[k] !== 0 || outs[k]!.size > 0) outs[k]!.offer(d)
   }
 
-  private mayTakeFrom(src: PathSource, afi: number): void {
+  private mayTakeFrom(peer: RibPeer | undefined, afi: number): void {
     const outs = this.list
-    for (let k = 0; k < outs.length; k++) this.mayTake[k] = mayExportFrom(afi, src.peer, outs[k]!.peer, this.exportContext) ? 1 : 0
-    this.mayTakePeer = src.peer
+    for (let k = 0; k < outs.length; k++) this.mayTake[k] = mayExportFrom(afi, peer, outs[k]!.peer, this.exportContext) ? 1 : 0
+    this.mayTakePeer = peer
     this.mayTakeAfi = afi
   }
 

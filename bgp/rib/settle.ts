@@ -5,14 +5,19 @@
 
 import type { InternedAttributes } from '../codec/intern.js'
 import type { Prefix } from '../codec/nlri.js'
-import { COMPACT, DIRTY, MULTIPATH, REASON_MASK, UNSETTLED, type DestinationColumns, type PathSource } from './columns.js'
+import { AFI_SHIFT, COMPACT, DIRTY, LEN_SHIFT, MULTIPATH, REASON_MASK, UNSETTLED, type DestinationColumns, type PathSource } from './columns.js'
 import type { Path } from './types.js'
 
 /** Told by a flush of each destination whose best path changed. */
 export interface BestChangeSink {
   /**
-   * `d`'s settled best path (none: the table's best(d) is undefined) is not the one it had at the last
-   * flush, `previous` (read during the call only).
+   * `d` had no best path at the last flush, and now has one path, from `source` with `attrs`: its best
+   * (a table dump's every prefix). Its family, IPv4 address (0 for IPv6) and length come with it.
+   */
+  added(d: number, afi: 1 | 2, addr4: number, len: number, source: PathSource, attrs: InternedAttributes): void
+  /**
+   * Any other change: `d`'s settled best path (none: the table's best(d) is undefined) is not the one it
+   * had at the last flush, `previous` (read during the call only).
    */
   bestChanged(d: number, previous: PreviousBest): void
 }
@@ -171,17 +176,26 @@ export class Changes {
    */
   private settleRuns(runs: readonly number[], r: number, sink: BestChangeSink): void {
     const t = this.t
-    const none = this.previous.set(undefined, undefined)
+    const { bits, addr4 } = t
+    const sources = t.source
+    // A dump's prefixes share one source: read once per run of them.
+    let sid = 0
+    let source: PathSource | undefined
     for (let j = 0; j < r; j += 2) {
       const to = runs[j + 1]!
       for (let d = runs[j]!; d < to; d++) {
-        const now = t.bits[d]!
+        const now = bits[d]!
         if ((now & (COMPACT | MULTIPATH)) !== COMPACT) {
           this.settleOne(d, undefined, undefined, undefined, sink)
           continue
         }
-        t.bits[d] = now & ~(DIRTY | UNSETTLED | REASON_MASK)
-        sink.bestChanged(d, none)
+        bits[d] = now & ~(DIRTY | UNSETTLED | REASON_MASK)
+        if (sources.ids[d] !== sid) {
+          sid = sources.ids[d]!
+          source = sources.get(d)
+        }
+        // Runs are IPv4 (Destinations.addRun).
+        sink.added(d, 1, addr4[d]! >>> 0, (now >>> LEN_SHIFT) & 0xff, source!, t.attrs.get(d)!)
       }
     }
   }
@@ -200,7 +214,8 @@ export class Changes {
       if (before === undefined && (now & (COMPACT | MULTIPATH)) === COMPACT) {
         // No path before, one compact path now: what settle() does for it, and the best has changed.
         t.bits[d] = now & ~(DIRTY | UNSETTLED | REASON_MASK)
-        sink.bestChanged(d, this.previous.set(undefined, undefined))
+        const afi = ((now >>> AFI_SHIFT) & 3) as 1 | 2
+        sink.added(d, afi, afi === 1 ? t.addr4[d]! >>> 0 : 0, (now >>> LEN_SHIFT) & 0xff, t.source.get(d)!, t.attrs.get(d)!)
         continue
       }
       this.settleOne(d, before, prevAttrs[i], prevMulti[i], sink)

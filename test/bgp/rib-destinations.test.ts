@@ -9,7 +9,8 @@ import t from 'tap'
 import { AttributeInterner, type InternedAttributes } from '../../bgp/codec/intern.js'
 import { formatPrefix, ipv4Prefix, parsePrefix, type Prefix } from '../../bgp/index.js'
 import { decide, REASONS, type DecisionContext } from '../../bgp/rib/best-path.js'
-import { Destinations, PATH_ADDED, PATH_REMOVED, PATH_WAS_STALE, type PathSource, type PreviousBest } from '../../bgp/rib/destinations.js'
+import { Destinations, PATH_ADDED, PATH_REMOVED, PATH_WAS_STALE, type PathSource } from '../../bgp/rib/destinations.js'
+import { PreviousBest } from '../../bgp/rib/settle.js'
 import type { Path, PeerSessionInfo, RibPeer } from '../../bgp/rib/index.js'
 import { LOCAL_AS, attrs, peer } from './rib-helpers.js'
 import { Rng } from '../harness/random.js'
@@ -120,6 +121,13 @@ t.test('the destination table against a Map of prefix to paths, operation by ope
     const sink = {
       step: 0,
       seen: new Set<string>(),
+      added(d: number, afi: 1 | 2, addr4: number, len: number, source: PathSource, a: InternedAttributes): void {
+        const prefix = table.prefix(d)
+        same([afi, afi === 1 ? addr4 : 0, len], [prefix.afi, prefix.afi === 1 ? prefix.addr : 0, prefix.len], `${where(this.step)}: ${keyOf(prefix)} added as itself`)
+        const only = table.paths(d)
+        same(only.length === 1 && only[0]!.peer === source.peer && only[0]!.session === source.session && only[0]!.attrs === a, true, `${where(this.step)}: ${keyOf(prefix)} added with its only path`)
+        this.bestChanged(d, new PreviousBest())
+      },
       bestChanged(d: number, previous: PreviousBest): void {
         const prefix = table.prefix(d)
         const key = keyOf(prefix)

@@ -1,7 +1,6 @@
-// The Adj-RIB-In side of the RIB: each UPDATE section a peer sends is validated, refused by RFC 8212 or
-// passed through the import policy, and what is left stored in the destination table; per peer, what it
-// sent and what was accepted is counted, its import table kept, and its paths go or turn stale (RFC 4724)
-// when its session ends. It decides no best path and tells no listener: that is the flush's.
+// The Adj-RIB-In side: each section a peer sends is validated, refused (RFC 8212) or passed through the
+// import policy into the destination table; per peer it counts, keeps the import table, and drops or marks
+// stale its paths when the session ends (RFC 4724). It decides no best path and tells no listener.
 
 import { familyKey } from '../codec/constants.js'
 import type { AttributeInterner, InternedAttributes } from '../codec/intern.js'

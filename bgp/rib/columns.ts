@@ -1,7 +1,6 @@
-// The storage under the destination table (destinations.ts): a destination is an index, and its flags,
-// address, compact path (source and attribute ids) and path objects live in columns, found by prefix
-// through one Ipv4Index per IPv4 length and a Map for IPv6. Only destinations.ts reads or writes these
-// columns and flags; nothing here decides, counts or knows about peers beyond a path's source.
+// The storage under the destination table: a destination is an index; its flags, address, compact path
+// (source and attribute ids) and path objects live in columns, found through one Ipv4Index per IPv4 length
+// and a Map for IPv6. Only destinations.ts and settle.ts read these; nothing here decides or counts.
 
 import { ipv4Prefix, ipv6Prefix, type Prefix } from '../codec/nlri.js'
 import type { InternedAttributes } from '../codec/intern.js'

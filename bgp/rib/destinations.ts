@@ -1,7 +1,6 @@
-// The destination table: every prefix the RIB holds, its paths (GoBGP's known path list), its best path
-// as last decided, and which destinations changed since the last flush. Its methods are the only way in:
-// how a path is stored (compact columns or a Path object), the flags, the ids and the reference counts on
-// attribute sets stay here. It applies no policy, keeps no counters and knows no Adj-RIB-Out beyond hold().
+// The destination table: every prefix held, its paths (GoBGP's known path list), its best as last decided
+// and what changed since the last flush. Its methods are the only way in: storage, flags, ids and reference
+// counts on attribute sets stay inside. It applies no policy, keeps no counters, knows no Adj-RIB-Out.
 
 import type { AttributeInterner, InternedAttributes } from '../codec/intern.js'
 import type { Ipv4Prefixes, Prefix } from '../codec/nlri.js'
@@ -11,14 +10,13 @@ import { Changes, type BestChangeSink } from './settle.js'
 import type { BestPath, Path, PeerSessionInfo, RibPeer } from './types.js'
 
 export type { PathSource } from './columns.js'
+export type { BestChangeSink, PreviousBest } from './settle.js'
 
 /** What setPath() and removePath() did, as flags, for the caller's counters. */
 export const PATH_ADDED = 1
 export const PATH_REMOVED = 2
 /** The path replaced or removed was stale (graceful restart). */
 export const PATH_WAS_STALE = 4
-
-export type { BestChangeSink, PreviousBest } from './settle.js'
 
 /** A stored path, as an object literal so that V8 pretenures it. */
 function newPath(prefix: Prefix, peer: RibPeer | undefined, session: PeerSessionInfo | undefined, attrs: InternedAttributes, stale = false): Path {

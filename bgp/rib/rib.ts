@@ -1,7 +1,6 @@
-// The speaker's RIB, as the sessions and the agent see it: peers' sections go in (adj-rib-in.ts), our
-// own routes are originated here, flush() decides the changed best paths and hands them to listeners and
-// Adj-RIB-Outs (loc-rib-flush.ts, rib-outs.ts), and the Loc-RIB is read back. Pure and synchronous: no
-// sockets, no clocks. How paths are stored is destinations.ts's and never read here.
+// The speaker's RIB as sessions and the agent see it: sections in (adj-rib-in.ts), our own routes, flush()
+// to listeners and Adj-RIB-Outs (loc-rib-flush.ts, rib-outs.ts), reads of the Loc-RIB. Pure and
+// synchronous: no sockets, no clocks; how paths are stored is destinations.ts's and never read here.
 
 import { AttributeInterner } from '../codec/intern.js'
 import { parseIpv4 } from '../codec/ip.js'

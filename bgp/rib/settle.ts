@@ -1,7 +1,6 @@
-// What changed since the last flush and how it settles: each touched destination with its best path as
-// it stood at that flush, the runs of destinations a dump made since, and the loop that decides them again
-// and reports those whose best path changed. Part of the destination table (destinations.ts), which alone
-// calls it; it applies no policy and knows no listener or Adj-RIB-Out, only a BestChangeSink.
+// The destinations changed since the last flush, each with its best as it stood then, and the loop that
+// decides them again and reports each whose best changed to a BestChangeSink. Part of the destination
+// table, which alone calls it; it applies no policy and knows no listener or Adj-RIB-Out.
 
 import type { InternedAttributes } from '../codec/intern.js'
 import type { Prefix } from '../codec/nlri.js'

@@ -195,7 +195,7 @@ export class DestinationColumns {
   /** Not COMPACT: the best path as last settled. */
   readonly best = new Column<Path>()
   /** How many Adj-RIB-Outs hold the destination: an emptied one keeps its index until none does. */
-  private holders = new Uint16Array(1024)
+  holders = new Uint16Array(1024)
   /** Indices used so far; free ones below it wait in `free`. */
   private end = 0
   private readonly free: number[] = []
@@ -352,6 +352,11 @@ export class DestinationColumns {
   /** An Adj-RIB-Out now holds `d`. */
   hold(d: number): void {
     this.holders[d]!++
+  }
+
+  /** Whether an Adj-RIB-Out holds `d`. */
+  isHeld(d: number): boolean {
+    return this.holders[d] !== 0
   }
 
   /** An Adj-RIB-Out no longer holds `d`: true when none does. */

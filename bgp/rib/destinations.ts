@@ -5,7 +5,7 @@
 import type { AttributeInterner, InternedAttributes } from '../codec/intern.js'
 import type { Ipv4Prefixes, Prefix } from '../codec/nlri.js'
 import { decide, REASONS, type DecisionContext } from './best-path.js'
-import { COMPACT, DestinationColumns, MULTIPATH, REASON_MASK, STALE, UNSETTLED, type PathSource } from './columns.js'
+import { COMPACT, DestinationColumns, LEN_SHIFT, MULTIPATH, REASON_MASK, STALE, UNSETTLED, type PathSource } from './columns.js'
 import { Changes, type BestChangeSink } from './settle.js'
 import type { BestPath, Path, PeerSessionInfo, RibPeer } from './types.js'
 
@@ -77,7 +77,7 @@ export class Destinations {
   }
 
   len(d: number): number {
-    return this.t.len(d)
+    return (this.t.bits[d]! >>> LEN_SHIFT) & 0xff
   }
 
   /** The IPv4 network address, unsigned. */

@@ -40,6 +40,7 @@ export class LocRibFlush implements BestChangeSink {
     if (!this.table.changed) return
     const changes = (this.changes = this.listeners.size > 0 ? [] : undefined)
     const deltas = (this.pending = this.deltaListeners.size > 0 ? this.deltas : undefined)
+    this.outs.beginFlush()
     this.table.settleChanged(this)
     this.changes = undefined
     this.pending = undefined
@@ -54,7 +55,7 @@ export class LocRibFlush implements BestChangeSink {
     }
   }
 
-  added(d: number, afi: 1 | 2, addr4: number, len: number, source: PathSource, attrs: InternedAttributes): void {
+  added(d: number, afi: 1 | 2, addr4: number, len: number, source: PathSource, attrs: InternedAttributes, held: boolean): void {
     const changes = this.changes
     if (changes !== undefined) {
       const prefix = this.table.prefix(d)
@@ -65,7 +66,25 @@ export class LocRibFlush implements BestChangeSink {
       const flags = DELTA_NEW | (source.peer === undefined ? DELTA_LOCAL : 0)
       deltas.addOne(afi === 1 ? 4 : 6, addr4, afi === 1 ? undefined : this.table.ipv6(d), len, flags, attrs)
     }
-    this.outs.offerFrom(d, source.peer, afi)
+    if (held) this.outs.offerFrom(d, source.peer, afi)
+    else this.outs.offerNew(d, source.peer, afi)
+  }
+
+  addedRun(from: number, to: number, source: PathSource, attrs: InternedAttributes): void {
+    const t = this.table
+    const changes = this.changes
+    if (changes !== undefined) {
+      for (let d = from; d < to; d++) {
+        const prefix = t.prefix(d)
+        changes.push({ prefix, best: t.best(d, prefix), previous: undefined })
+      }
+    }
+    const deltas = this.pending
+    if (deltas !== undefined) {
+      const flags = DELTA_NEW | (source.peer === undefined ? DELTA_LOCAL : 0)
+      for (let d = from; d < to; d++) deltas.addOne(4, t.ipv4(d), undefined, t.len(d), flags, attrs)
+    }
+    this.outs.offerNewRun(from, to, source.peer, 1)
   }
 
   bestChanged(d: number, previous: PreviousBest): void {

@@ -48,6 +48,15 @@ export class RibOuts implements RibView {
     this.changed()
   }
 
+  /**
+   * A flush begins: the first change it offers works out again which Adj-RIB-Outs may take a path from its
+   * source. Done per flush so that the branch which does it is taken in every flush, and V8's optimized
+   * flush loop never meets it for the first time (a new peer's dump would throw that code away).
+   */
+  beginFlush(): void {
+    this.mayTakePeer = NO_PEER
+  }
+
   private changed(): void {
     this.list = [...this.byPeer.values()]
     this.mayTake = new Uint8Array(this.list.length)
@@ -72,6 +81,25 @@ export class RibOuts implements RibView {
     if (peer !== this.mayTakePeer || afi !== this.mayTakeAfi) this.mayTakeFrom(peer, afi)
     const mayTake = this.mayTake
     for (let k = 0; k < outs.length; k++) if (mayTake[k] !== 0 || outs[k]!.size > 0) outs[k]!.offer(d)
+  }
+
+  /** offerFrom() for a destination no Adj-RIB-Out holds: only those that may take it are offered it. */
+  offerNew(d: number, peer: RibPeer | undefined, afi: number): void {
+    const outs = this.list
+    if (peer !== this.mayTakePeer || afi !== this.mayTakeAfi) this.mayTakeFrom(peer, afi)
+    const mayTake = this.mayTake
+    for (let k = 0; k < outs.length; k++) if (mayTake[k] !== 0) outs[k]!.offer(d)
+  }
+
+  /** offerNew() for destinations [from, to), all from `peer` in `afi`. */
+  offerNewRun(from: number, to: number, peer: RibPeer | undefined, afi: number): void {
+    const outs = this.list
+    if (peer !== this.mayTakePeer || afi !== this.mayTakeAfi) this.mayTakeFrom(peer, afi)
+    for (let k = 0; k < outs.length; k++) {
+      if (this.mayTake[k] === 0) continue
+      const out = outs[k]!
+      for (let d = from; d < to; d++) out.offer(d)
+    }
   }
 
   private mayTakeFrom(peer: RibPeer | undefined, afi: number): void {

@@ -11,9 +11,15 @@ import type { Path } from './types.js'
 export interface BestChangeSink {
   /**
    * `d` had no best path at the last flush, and now has one path, from `source` with `attrs`: its best
-   * (a table dump's every prefix). Its family, IPv4 address (0 for IPv6) and length come with it.
+   * (a table dump's every prefix). Its family, IPv4 address (0 for IPv6) and length come with it, and
+   * whether an Adj-RIB-Out holds it (one that may not take it may have to withdraw it).
    */
-  added(d: number, afi: 1 | 2, addr4: number, len: number, source: PathSource, attrs: InternedAttributes): void
+  added(d: number, afi: 1 | 2, addr4: number, len: number, source: PathSource, attrs: InternedAttributes, held: boolean): void
+  /**
+   * Destinations [from, to) are new since the last flush and held by no Adj-RIB-Out, and each has one
+   * path, from `source` with `attrs`, as its best: a table dump's new IPv4 prefixes, told in one call.
+   */
+  addedRun(from: number, to: number, source: PathSource, attrs: InternedAttributes): void
   /**
    * Any other change: `d`'s settled best path (none: the table's best(d) is undefined) is not the one it
    * had at the last flush, `previous` (read during the call only).
@@ -170,33 +176,40 @@ export class Changes {
 
   /**
    * The runs of new destinations (the first `r` bounds of `runs`): those still holding the one compact
-   * path their section gave them (a dump's every prefix) need only their flags cleared. Any other went on
-   * to change before the flush: the general way.
+   * path their section gave them (a dump's every prefix) need only their flags cleared, and go to the sink
+   * in stretches that share a source and an attribute set. Any other went on to change before the flush
+   * (or an Adj-RIB-Out attached since holds it): the general way. No call per destination on the common
+   * path, since a dump's first prefixes run in the interpreter.
    */
   private settleRuns(runs: readonly number[], r: number, sink: BestChangeSink): void {
     const t = this.t
-    const { bits, addr4 } = t
-    const sources = t.source
-    // A dump's prefixes share one source: read once per run of them.
-    let sid = 0
-    let source: PathSource | undefined
+    const { bits, holders } = t
+    const sources = t.source.ids
+    const attrs = t.attrs.ids
     for (let j = 0; j < r; j += 2) {
       const to = runs[j + 1]!
-      for (let d = runs[j]!; d < to; d++) {
+      let from = runs[j]!
+      for (let d = from; d < to; d++) {
         const now = bits[d]!
-        if ((now & (COMPACT | MULTIPATH)) !== COMPACT) {
+        if ((now & (COMPACT | MULTIPATH)) !== COMPACT || holders[d] !== 0) {
+          this.addedRun(from, d, sink)
           this.settleOne(d, undefined, undefined, undefined, sink)
+          from = d + 1
           continue
         }
-        bits[d] = now & ~(DIRTY | UNSETTLED | REASON_MASK)
-        if (sources.ids[d] !== sid) {
-          sid = sources.ids[d]!
-          source = sources.get(d)
+        if (sources[d] !== sources[from] || attrs[d] !== attrs[from]) {
+          this.addedRun(from, d, sink)
+          from = d
         }
-        // Runs are IPv4 (Destinations.addRun).
-        sink.added(d, 1, addr4[d]! >>> 0, (now >>> LEN_SHIFT) & 0xff, source!, t.attrs.get(d)!)
+        bits[d] = now & ~(DIRTY | UNSETTLED | REASON_MASK)
       }
+      this.addedRun(from, to, sink)
     }
+  }
+
+  /** Destinations [from, to) of a run, settled, with one source and attribute set: to the sink. */
+  private addedRun(from: number, to: number, sink: BestChangeSink): void {
+    if (from < to) sink.addedRun(from, to, this.t.source.get(from)!, this.t.attrs.get(from)!)
   }
 
   /**
@@ -214,7 +227,7 @@ export class Changes {
         // No path before, one compact path now: what settle() does for it, and the best has changed.
         t.bits[d] = now & ~(DIRTY | UNSETTLED | REASON_MASK)
         const afi = ((now >>> AFI_SHIFT) & 3) as 1 | 2
-        sink.added(d, afi, afi === 1 ? t.addr4[d]! >>> 0 : 0, (now >>> LEN_SHIFT) & 0xff, t.source.get(d)!, t.attrs.get(d)!)
+        sink.added(d, afi, afi === 1 ? t.addr4[d]! >>> 0 : 0, (now >>> LEN_SHIFT) & 0xff, t.source.get(d)!, t.attrs.get(d)!, t.isHeld(d))
         continue
       }
       this.settleOne(d, before, prevAttrs[i], prevMulti[i], sink)

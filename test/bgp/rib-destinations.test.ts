@@ -121,12 +121,19 @@ t.test('the destination table against a Map of prefix to paths, operation by ope
     const sink = {
       step: 0,
       seen: new Set<string>(),
-      added(d: number, afi: 1 | 2, addr4: number, len: number, source: PathSource, a: InternedAttributes): void {
+      added(d: number, afi: 1 | 2, addr4: number, len: number, source: PathSource, a: InternedAttributes, held: boolean): void {
         const prefix = table.prefix(d)
+        same(held, (holds.get(keyOf(prefix)) ?? 0) > 0, `${where(this.step)}: ${keyOf(prefix)} held`)
         same([afi, afi === 1 ? addr4 : 0, len], [prefix.afi, prefix.afi === 1 ? prefix.addr : 0, prefix.len], `${where(this.step)}: ${keyOf(prefix)} added as itself`)
         const only = table.paths(d)
         same(only.length === 1 && only[0]!.peer === source.peer && only[0]!.session === source.session && only[0]!.attrs === a, true, `${where(this.step)}: ${keyOf(prefix)} added with its only path`)
         this.bestChanged(d, new PreviousBest())
+      },
+      addedRun(from: number, to: number, source: PathSource, a: InternedAttributes): void {
+        for (let d = from; d < to; d++) {
+          const prefix = table.prefix(d)
+          this.added(d, prefix.afi, prefix.afi === 1 ? prefix.addr : 0, prefix.len, source, a, false)
+        }
       },
       bestChanged(d: number, previous: PreviousBest): void {
         const prefix = table.prefix(d)

@@ -64,8 +64,8 @@ export class PeerRibOut implements AdjRibOut {
   private readonly queue = new IndexSet()
   /**
    * The queue in order. take() walks an array from a head index: iterating a Set from its start after
-   * deleting from its front skips every deleted slot again on each call (V8 compacts lazily), which cost
-   * a full-table Adj-RIB-Out most of its time.
+   * deleting from its front skips every deleted slot again on each call (V8 compacts lazily), so each
+   * take() of a full table would cost more than the last.
    */
   private order: number[] = []
   private head = 0

@@ -1,8 +1,6 @@
-// A peer's routes as received, after validation and before import policy (BIRD's `import table`), kept
-// for a session without route refresh so that an import-policy change can re-run import over them. It
-// holds prefixes and interned attribute sets only; it decides nothing and never touches the Loc-RIB.
-// IPv4 prefixes without a path id (a table dump's every prefix) are columns: an address, a length and an
-// attribute set's id, found through one Ipv4Index per length. Others (IPv6, add-path ids) are few: a Map.
+// A peer's routes as received, after validation and before import policy (BIRD's `import table`), so an
+// import-policy change can re-run import for a session without route refresh. Prefixes and interned sets
+// only (IPv4 without path id as columns, others in a Map); it decides nothing and never touches the Loc-RIB.
 
 import { attributesEqual, type AttributeInterner, type InternedAttributes } from '../codec/intern.js'
 import type { PathAttributes } from '../codec/attributes.js'

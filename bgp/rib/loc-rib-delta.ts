@@ -1,7 +1,6 @@
-// The Loc-RIB's changes as typed numbers, for the dataplane: per changed destination its family, network
-// address (IPv4 as a number, IPv6 as 16 bytes), length, the best path's next hops (ids into an interned
-// next-hop table), LOCAL_PREF and flags. Filled by the RIB's flush and by its streaming walk; no Path
-// objects, no prefix text. Pure: it knows no policy and no kernel.
+// The Loc-RIB's changes as typed numbers for the dataplane: per changed destination its family, address,
+// length, next hops (ids into an interned next-hop table), LOCAL_PREF and flags, filled by the flush and the
+// streaming walk. No Path objects, no prefix text; it knows no policy and no kernel.
 
 import { parseIpv4, parseIpv6 } from '../codec/ip.js'
 import type { InternedAttributes } from '../codec/intern.js'

@@ -1,14 +1,12 @@
-// A hash map from unsigned 32-bit numbers to small non-negative integers (a table's destination
-// indices), by open addressing with linear probing in one typed array. The IPv4 tables hold a full
-// Internet table (a million keys): a JS Map spends most of an ingest rehashing and allocating entries;
-// this holds 8 bytes per slot and nothing the garbage collector has to trace.
+// Number maps and sets for the RIB's tables: the IPv4 index (network address to destination index, by
+// open addressing in one typed array, for a full Internet table of a million keys with nothing the
+// garbage collector has to trace) and a bit set of indices. No policy, no paths: numbers only.
 
 /**
  * A zeroed typed array of `n` elements, written through once. A new array's memory is mapped page by page
  * at first touch, and when that touch is a read (a hash probe, a bit test) the kernel maps the shared
- * zero page and the first write then faults again to copy it: two faults a page instead of one. Here a
- * fault costs microseconds, and the IPv4 index map of a 100k-prefix dump took 2,050 of them to grow to
- * 4 MB; written first, 1,026, and the dump's RIB time fell by about a fifth.
+ * zero page and the first write then faults again to copy it: written first, each page faults once, not
+ * twice.
  */
 export function touchedArray<T extends Int32Array | Uint32Array | Uint16Array>(ctor: new (n: number) => T, n: number): T {
   const a = new ctor(n)
@@ -23,10 +21,10 @@ const GROUP_MASK = (1 << GROUP_BITS) - 1
 /**
  * The home slot of `key` in a table of 2^(32 - shift) slots (at least 16). Eight neighbouring keys (a /29's
  * worth of /32s, eight consecutive /24s) keep their order inside one bucket, and the bucket is
- * Fibonacci-hashed from the rest of the key: the top bits of (key >>> 3) × 2^32/φ. A peer sends its table in prefix order, so consecutive
- * inserts land in the same cache lines: 1M consecutive /32s went in ~40 % faster than with every key
- * hashed on its own. The bucket is hashed from the top bits of the product, not the low ones: those
- * depend only on the key's low bits, and keys with a common stride would share a few buckets.
+ * Fibonacci-hashed from the rest of the key: the top bits of (key >>> 3) × 2^32/φ. A peer sends its table
+ * in prefix order, so consecutive inserts land in the same cache lines. The bucket is hashed from the top
+ * bits of the product, not the low ones: those depend only on the key's low bits, and keys with a common
+ * stride would share a few buckets.
  */
 export const homeSlot = (key: number, shift: number): number => ((Math.imul(key >>> GROUP_BITS, 0x9e3779b1) >>> (shift + GROUP_BITS)) << GROUP_BITS) | (key & GROUP_MASK)
 
@@ -37,9 +35,8 @@ export interface AddressColumn {
 
 /**
  * The destinations of one IPv4 prefix length, by network address. A slot holds only a destination index
- * + 1 (0 marks an empty slot); the key is read back from the table's address column. Holding keys beside
- * the values took twice the memory: 16 MB of slots for a full table, and for a 100k table the last growth
- * alone mapped 4 MB (a millisecond and a half of page faults here) to hold 2k more prefixes.
+ * + 1 (0 marks an empty slot); the key is read back from the table's address column, so a slot is 4
+ * bytes, not 8 with the key beside it.
  */
 export class Ipv4Index {
   private slots: Int32Array
@@ -165,8 +162,8 @@ export class Ipv4Index {
   /** Every destination, in slot order. */
   values(): number[] {
     const out: number[] = []
-    // An emptied map keeps its size: after a peer's whole table went, listing the destinations (as a
-    // new session's Adj-RIB-Out does) scanned megabytes of empty slots, ~3.6 ms for a 100k table.
+    // An emptied map keeps its size: after a peer's whole table went, a listing (a new session's
+    // Adj-RIB-Out) would scan megabytes of empty slots.
     if (this.count === 0) return out
     const slots = this.slots
     for (let i = 0; i < slots.length; i++) if (slots[i] !== 0) out.push(slots[i]! - 1)
@@ -175,9 +172,9 @@ export class Ipv4Index {
 }
 
 /**
- * A set of small non-negative integers (a table's destination indices) as one bit each. An Adj-RIB-Out
- * holding a full table kept two JS Sets of a million numbers: tens of megabytes of hash table that grew by
- * copying and that every collection had to trace. Iterates in increasing order.
+ * A set of small non-negative integers (a table's destination indices) as one bit each: an Adj-RIB-Out
+ * holding a full table keeps 128 KB per million, nothing for the collector to trace, instead of two JS
+ * Sets of a million numbers. Iterates in increasing order.
  */
 export class IndexSet {
   private words = touchedArray(Uint32Array, 32)

@@ -1,11 +1,6 @@
-// Per-prefix storage as columns: a destination is an index, and what the RIB keeps of it lives in typed
-// arrays (flags, IPv4 address) and a few arrays of references to shared objects. The common case, one
-// path per prefix from one session (a full table from one peer), takes no object of its own: the path is
-// its session's source and its interned attribute set, as two numbers in typed columns. Paths in any other
-// case (several for a prefix, add-path ids, our own routes) are objects. Destinations are found by
-// prefix through one index per IPv4 prefix length (holding only destination indices, the keys read back
-// from the address column) and a Map for IPv6.
-// No policy, no I/O.
+// The storage under the destination table: a destination is an index; its flags, address, compact path
+// (source and attribute ids) and path objects live in columns, found through one Ipv4Index per IPv4 length
+// and a Map for IPv6. Only destinations.ts and settle.ts read these; nothing here decides or counts.
 
 import { ipv4Prefix, ipv6Prefix, type Prefix } from '../codec/nlri.js'
 import type { InternedAttributes } from '../codec/intern.js'
@@ -25,9 +20,10 @@ export const COMPACT = 1 << 10
 export const STALE = 1 << 11
 /** The AFI (1 or 2) sits at bits >>> AFI_SHIFT & 3. */
 export const AFI_SHIFT = 12
-const LEN_SHIFT = 14
+/** The prefix length sits at bits >>> LEN_SHIFT & 0xff. */
+export const LEN_SHIFT = 14
 /**
- * Set while the destination has a multipath set (ECMP), which the RIB keeps in a map of its own: few
+ * Set while the destination has a multipath set (ECMP), which destinations.ts keeps in a map of its own: few
  * destinations ever have one.
  */
 export const MULTIPATH = 1 << 22
@@ -69,17 +65,15 @@ const PAGE_MASK = PAGE_SIZE - 1
  * A column of references by destination index, in pages of 32,768 (256 KB, so V8 makes each in its
  * large-object space instead of copying it out of the young generation), each made when a value first
  * goes into its range: a column that stays empty for a full table (the path objects of compact
- * destinations) costs nothing, not even a place for the collector to scan. It never grows by copying:
- * growing four plain arrays as a full table arrived (by push, or by doubling) copied and collected so
- * much that it took most of the ingest's time; pages of 4,096 still cost 1M prefixes ~0.29 s
- * in-process against ~0.25 s.
+ * destinations) costs nothing, not even a place for the collector to scan. It never grows by copying,
+ * so a table arriving does not copy and collect the references it already holds.
  */
 class Column<T> {
   /** Room for 2M destinations before the list itself grows. */
   private readonly pages: ((T | undefined)[] | undefined)[] = new Array<undefined>(64).fill(undefined)
 
-  // Reads past the end of `pages` are checked, not left to yield undefined: optimized code that read past
-  // the end was thrown away, a deoptimization each time a loop over the table reached a new page.
+  // Reads past the end of `pages` are checked, not left to yield undefined: V8 deoptimizes code that
+  // reads out of bounds.
   get(d: number): T | undefined {
     const p = d >>> PAGE_BITS
     const page = p < this.pages.length ? this.pages[p] : undefined
@@ -98,9 +92,9 @@ class Column<T> {
 
   private newPage(p: number): (T | undefined)[] {
     while (this.pages.length <= p) this.pages.push(undefined)
-    // Holes read as undefined; filling 32,768 slots first cost more than the reads save. One store of
-    // undefined gives the page the element kind that references need before the first reference goes
-    // in, so every page has one shape (a page that changed kind at its first store deoptimized set()).
+    // Holes read as undefined, so the page is not filled first. One store of undefined gives the page the
+    // element kind references need before the first reference goes in: every page has one shape, and
+    // set() stays monomorphic.
     const page = new Array<T | undefined>(PAGE_SIZE)
     page[0] = undefined
     this.pages[p] = page
@@ -115,10 +109,9 @@ export interface AttributeIds {
 
 /**
  * A compact path's attribute set by destination, as the interner's id for it: 4 bytes, and nothing for the
- * collector to trace. As references (8 bytes each, in pages of the old generation) every store of a set
- * still young was remembered, and the first scavenge of a 100k dump spent ~2 ms visiting them. The RIB
- * holds a reference for each destination (InternedAttributes.refs), so an id here is never given to
- * another set while it is stored.
+ * collector to trace or remember (a reference to a young set stored in an old page would be). The
+ * destination table holds a reference for each destination (InternedAttributes.refs), so an id here is
+ * never given to another set while it is stored.
  */
 class AttributeColumn {
   ids = new Int32Array(1024)
@@ -185,7 +178,8 @@ class SourceColumn {
   }
 }
 
-export class DestinationTable {
+/** The columns of every destination, by index; the meaning of their contents is destinations.ts's. */
+export class DestinationColumns {
   /** Flags, AFI and length (see above); 0 for a free index. */
   bits = new Int32Array(1024)
   /** The IPv4 network address (as int32); the IPv4 indices read their keys back from here. */
@@ -201,7 +195,7 @@ export class DestinationTable {
   /** Not COMPACT: the best path as last settled. */
   readonly best = new Column<Path>()
   /** How many Adj-RIB-Outs hold the destination: an emptied one keeps its index until none does. */
-  private holders = new Uint16Array(1024)
+  holders = new Uint16Array(1024)
   /** Indices used so far; free ones below it wait in `free`. */
   private end = 0
   private readonly free: number[] = []
@@ -230,6 +224,11 @@ export class DestinationTable {
   /** The prefix length. */
   len(d: number): number {
     return (this.bits[d]! >>> LEN_SHIFT) & 0xff
+  }
+
+  /** The IPv6 network address of an IPv6 destination. */
+  ipv6(d: number): Uint8Array {
+    return this.addr6.get(d)!
   }
 
   /** The prefix (path id 0) as a new object. */
@@ -276,11 +275,10 @@ export class DestinationTable {
    * (appendOnly): each new network takes the next index, so the section's new destinations are [used
    * before, used after), repeats within the section finding theirs. The positions in the section of the
    * networks held before go into `held`, for the caller to take the general way. One loop here rather than
-   * obtainIpv4 per network: a dump's first several thousand prefixes run before V8 has compiled anything,
-   * and there every call costs.
+   * obtainIpv4 per network: a dump's first prefixes run in the interpreter, where every call costs.
    */
   obtainIpv4Run(addrs: Int32Array, lens: Uint8Array, count: number, held: number[]): void {
-    // Grown before the loop, not in it: a branch first taken in optimized code throws that code away.
+    // Grown before the loop, not in it: a branch first taken in optimized code deoptimizes it.
     while (this.end + count > this.bits.length) this.grow()
     const bits = this.bits
     const addr4 = this.addr4
@@ -354,6 +352,11 @@ export class DestinationTable {
   /** An Adj-RIB-Out now holds `d`. */
   hold(d: number): void {
     this.holders[d]!++
+  }
+
+  /** Whether an Adj-RIB-Out holds `d`. */
+  isHeld(d: number): boolean {
+    return this.holders[d] !== 0
   }
 
   /** An Adj-RIB-Out no longer holds `d`: true when none does. */

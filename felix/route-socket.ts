@@ -6,7 +6,9 @@
 // others are answered only when they fail.
 
 import { getSystemErrorMap } from 'node:util'
+import type { Family, KernelRoute } from './kernel-route.js'
 import { NLMSG_ERROR, RTM_NEWLINK, RtnlWriter, readReplies, type Reply } from './rtnl.js'
+import { linkDumpReader, linkDumpRequest, routeDumpReader, routeDumpRequest, type DumpReader } from './rtnl-routes.js'
 
 interface RawSocket {
   send(msg: Uint8Array, options?: { port?: number }, callback?: (error?: Error) => void): void
@@ -23,6 +25,8 @@ interface RawSocket {
  */
 const CHUNK = 200
 const ANSWER_TIMEOUT_MS = 10_000
+/** A dump read again because the table changed under it (NLM_F_DUMP_INTR) gives up after this many tries. */
+const DUMP_TRIES = 5
 
 /** The text of a negative errno from the kernel, e.g. "ENETUNREACH (network is unreachable)". */
 export function errnoText(error: number): string {
@@ -37,6 +41,9 @@ export class RouteSocket {
   private readonly failed = new Map<number, number>()
   private broken: Error | undefined
   private readonly writer = new RtnlWriter()
+  /** The dump under way (a netlink socket runs one at a time): its seq, reader and promise's ends. */
+  private dumping: { seq: number; reader: DumpReader; timer: NodeJS.Timeout; resolve: () => void; reject: (e: Error) => void } | undefined
+  private dumps: Promise<unknown> = Promise.resolve()
 
   private constructor(private readonly raw: RawSocket) {
     raw.on('message', (msg) => this.onMessage(msg))
@@ -80,6 +87,18 @@ export class RouteSocket {
   }
 
   private onMessage(msg: Buffer): void {
+    // A dump's datagrams hold its messages only: the first one's seq says whose they are.
+    const d = this.dumping
+    if (d !== undefined && msg.length >= 12 && msg.readUInt32LE(8) === d.seq) {
+      try {
+        d.timer.refresh()
+        if (!d.reader.feed(msg)) return
+        d.resolve()
+      } catch (err) {
+        d.reject(err as Error)
+      }
+      return
+    }
     let replies: Reply[]
     try {
       replies = readReplies(msg)
@@ -100,6 +119,7 @@ export class RouteSocket {
     this.broken ??= err
     for (const w of this.waiting.values()) w.reject(err)
     this.waiting.clear()
+    this.dumping?.reject(err)
   }
 
   private answer(seq: number): Promise<Reply> {
@@ -124,6 +144,68 @@ export class RouteSocket {
 
   private send(msg: Uint8Array): Promise<void> {
     return new Promise((resolve, reject) => this.raw.send(msg, {}, (err) => (err === undefined ? resolve() : reject(err))))
+  }
+
+  /** Runs one dump to its NLMSG_DONE; dumps wait for each other (the kernel answers EBUSY otherwise). */
+  private dump(request: (seq: number) => Uint8Array, reader: DumpReader): Promise<void> {
+    const run = async (): Promise<void> => {
+      if (this.broken !== undefined) throw this.broken
+      const seq = this.reserve(1)
+      const done = new Promise<void>((resolve, reject) => {
+        const end = (): void => {
+          clearTimeout(timer)
+          this.dumping = undefined
+        }
+        const timer = setTimeout(() => reject(new Error(`netlink: dump ${seq} stalled: no datagram within ${ANSWER_TIMEOUT_MS} ms`)), ANSWER_TIMEOUT_MS)
+        this.dumping = {
+          seq,
+          reader,
+          timer,
+          resolve: () => {
+            end()
+            resolve()
+          },
+          reject: (e) => {
+            end()
+            reject(e)
+          },
+        }
+      })
+      await this.send(request(seq))
+      await done
+    }
+    const p = this.dumps.then(run, run)
+    this.dumps = p.catch(() => undefined)
+    return p
+  }
+
+  /** Runs a dump again while the kernel marks it interrupted (the table changed meanwhile). */
+  private async consistent<T extends { reader: DumpReader }>(what: string, make: () => T, request: (seq: number) => Uint8Array): Promise<T> {
+    for (let i = 1; ; i++) {
+      const out = make()
+      await this.dump(request, out.reader)
+      if (!out.reader.interrupted) return out
+      if (i === DUMP_TRIES) throw new Error(`netlink: the ${what} dump was interrupted ${i} times in a row (it kept changing)`)
+    }
+  }
+
+  /**
+   * The routes of `table` in each family (RTM_GETROUTE dumps, after an RTM_GETLINK dump for the device
+   * names): the values parseRouteJson makes of `ip -N -json route show`. A route through a device the
+   * link dump did not have (made in between) has both dumps read again, once.
+   */
+  async readTable(families: readonly Family[], table: number): Promise<KernelRoute[]> {
+    for (let pass = 0; ; pass++) {
+      const { links } = await this.consistent('link', linkDumpReader, linkDumpRequest)
+      const out: KernelRoute[] = []
+      let unknown = 0
+      for (const f of families) {
+        const r = await this.consistent(`IPv${f} route`, () => routeDumpReader(f, table, links), (seq) => routeDumpRequest(f, table, seq))
+        unknown += r.unknownLinks()
+        for (const x of r.routes) out.push(x)
+      }
+      if (unknown === 0 || pass === 1) return out
+    }
   }
 
   /** Device indexes by name, asked of the kernel; a device it does not know is left out. */

@@ -14,6 +14,7 @@ interface RawSocket {
   send(msg: Uint8Array, options?: { port?: number }, callback?: (error?: Error) => void): void
   on(event: 'message', listener: (msg: Buffer) => void): unknown
   on(event: 'error', listener: (err: Error) => void): unknown
+  on(event: 'truncatedMessage', listener: (msg: Buffer, info: { truncated?: number }) => void): unknown
   close(): void
   unref(): void
 }
@@ -25,6 +26,13 @@ interface RawSocket {
  */
 const CHUNK = 200
 const ANSWER_TIMEOUT_MS = 10_000
+/**
+ * Bytes each receive takes (one datagram). The kernel sizes a dump's datagrams by the reads it has seen, up
+ * to 32 KB: the addon's default (peek, then read exactly the datagram) keeps them at ~4 KB, ~50 routes
+ * each, and a dump of 100k routes then costs 2000 datagrams instead of 250. Nothing the kernel sends this
+ * socket is larger; a datagram that did not fit would fail the socket (felix goes back to `ip`).
+ */
+const RECEIVE_BYTES = 1 << 15
 /** A dump read again because the table changed under it (NLM_F_DUMP_INTR) gives up after this many tries. */
 const DUMP_TRIES = 5
 
@@ -48,6 +56,8 @@ export class RouteSocket {
   private constructor(private readonly raw: RawSocket) {
     raw.on('message', (msg) => this.onMessage(msg))
     raw.on('error', (err) => this.fail(err))
+    // Part of an answer lost: which writes or routes it told of is unknown.
+    raw.on('truncatedMessage', (_msg, info) => this.fail(new Error(`netlink: a datagram of ${info.truncated ?? '?'} bytes did not fit the ${RECEIVE_BYTES}-byte receive buffer`)))
     // Open or not, the socket never keeps the agent's process alive on its own.
     raw.unref()
   }
@@ -58,7 +68,7 @@ export class RouteSocket {
       const mod = (await import('netlink/dist/raw.js')) as { default?: { RawNetlinkSocket: new (protocol: number, options?: object) => RawSocket }; RawNetlinkSocket?: new (protocol: number, options?: object) => RawSocket }
       const Raw = mod.RawNetlinkSocket ?? mod.default?.RawNetlinkSocket
       if (Raw === undefined) return new Error('the netlink package has no RawNetlinkSocket')
-      return new RouteSocket(new Raw(0 /* NETLINK_ROUTE */, {}))
+      return new RouteSocket(new Raw(0 /* NETLINK_ROUTE */, { messagePeeking: false, msgBufferSize: RECEIVE_BYTES }))
     } catch (err) {
       return err instanceof Error ? err : new Error(String(err))
     }

@@ -150,12 +150,16 @@ export function routeDumpReader(family: Family, table: number, links: ReadonlyMa
 /** One dump's route messages, read one at a time into `routes` (state in fields: no closure per route). */
 class RouteMessages {
   readonly routes: KernelRoute[] = []
-  /** Hops through a device index `links` lacks. */
+  /** Hops made through a device index `links` lacks (each counted once). */
   unknownLinks = 0
   private readonly af: number
   private readonly alen: number
+  /** Gateway texts by address: routes share a few gateways. */
   private readonly v4Text = new Map<number, string>()
-  private readonly hops = new Map<string, NextHop>()
+  /** Hops, by device index and onlink (index * 2 + onlink), then gateway text ('' for none). */
+  private readonly hops = new Map<number, Map<string, NextHop>>()
+  /** The one-hop lists of single-path routes, by hop: shared, as the hops are. */
+  private readonly single = new Map<NextHop, readonly NextHop[]>()
   private view: DataView = new DataView(new ArrayBuffer(0))
   private buf: Uint8Array = new Uint8Array(0)
   private d = 0
@@ -194,7 +198,7 @@ class RouteMessages {
       const len = view.getUint16(a, true)
       if (len < 4 || a + len > end) throw this.error(a, `attribute length ${len} with ${end - a} bytes left in its message`)
       const type = view.getUint16(a + 2, true) & NLA_TYPE_MASK
-      if (type === RTA_DST) dst = this.address(a, len, 'RTA_DST')
+      if (type === RTA_DST) dst = this.address(a, len, 'RTA_DST', false)
       else if (type === RTA_GATEWAY) gateway = this.address(a, len, 'RTA_GATEWAY')
       else if (type === RTA_VIA) gateway = this.via(a, len)
       else if (type === RTA_OIF) oif = this.u32(a, len, 'RTA_OIF')
@@ -209,15 +213,22 @@ class RouteMessages {
     }
     if (t !== this.table) return
     const type = RTN_TYPE[buf[m + 7] as number] ?? 'other'
-    let nexthops: NextHop[]
+    let nexthops: readonly NextHop[]
     if (multipath >= 0) nexthops = this.multipathHops(multipath, multipathEnd)
     // IPv6 shows these on `lo`, as parseRouteJson knows: not part of the route's identity.
     else if (type === 'blackhole' || type === 'unreachable' || type === 'prohibit') nexthops = []
-    else nexthops = [this.hop(gateway, oif, (flags & RTNH_F_ONLINK) !== 0)]
+    else {
+      const h = this.hop(gateway, oif, (flags & RTNH_F_ONLINK) !== 0)
+      let one = this.single.get(h)
+      if (one === undefined) this.single.set(h, (one = [h]))
+      nexthops = one
+    }
     const family = this.family
     const prefix = dst ?? (family === 4 ? '0.0.0.0' : '::')
-    const r: KernelRoute = { family, table: t, dst: `${prefix}/${buf[m + 1] as number}`, tos: buf[m + 3] as number, metric, type, protocol: buf[m + 5] as number, nexthops }
-    this.routes.push(nhid !== undefined ? { ...r, nhid } : r)
+    const tos = buf[m + 3] as number
+    const protocol = buf[m + 5] as number
+    const text = `${prefix}/${buf[m + 1] as number}`
+    this.routes.push(nhid !== undefined ? { family, table: t, dst: text, tos, metric, type, protocol, nexthops, nhid } : { family, table: t, dst: text, tos, metric, type, protocol, nexthops })
   }
 
   private u32(a: number, len: number, name: string): number {
@@ -225,9 +236,10 @@ class RouteMessages {
     return this.view.getUint32(a + 4, true)
   }
 
-  private address(a: number, len: number, name: string): string {
+  /** An address attribute of the route's family; `cached` for gateways (a destination is seen once). */
+  private address(a: number, len: number, name: string, cached = true): string {
     if (len - 4 < this.alen) throw this.error(a, `${name} of ${len - 4} bytes, expected ${this.alen}`)
-    return this.addressText(a + 4, this.family)
+    return cached ? this.addressText(a + 4, this.family) : this.family === 4 ? formatIpv4(this.view.getUint32(a + 4, false)) : formatIpv6(this.buf, a + 4)
   }
 
   /** RTA_VIA: a gateway of either family (an IPv4 route through an IPv6 neighbour). */
@@ -268,17 +280,19 @@ class RouteMessages {
   }
 
   private hop(gateway: string | undefined, oif: number, onlink: boolean): NextHop {
-    let dev = oif === 0 ? undefined : this.links.get(oif)
-    if (oif !== 0 && dev === undefined) {
-      this.unknownLinks++
-      dev = `if${oif}`
-    }
-    const key = `${gateway ?? ''}@${dev ?? ''}${onlink ? '!' : ''}`
-    let h = this.hops.get(key)
+    const slot = oif * 2 + (onlink ? 1 : 0)
+    let byGateway = this.hops.get(slot)
+    if (byGateway === undefined) this.hops.set(slot, (byGateway = new Map()))
+    let h = byGateway.get(gateway ?? '')
     if (h === undefined) {
+      let dev = oif === 0 ? undefined : this.links.get(oif)
+      if (oif !== 0 && dev === undefined) {
+        this.unknownLinks++
+        dev = `if${oif}`
+      }
       // The shapes parseRouteJson makes: no key for an absent gateway or device.
       h = gateway !== undefined && dev !== undefined ? { gateway, dev, onlink } : dev !== undefined ? { dev, onlink } : gateway !== undefined ? { gateway, onlink } : { onlink }
-      this.hops.set(key, h)
+      byGateway.set(gateway ?? '', h)
     }
     return h
   }

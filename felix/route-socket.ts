@@ -166,7 +166,8 @@ export class RouteSocket {
           clearTimeout(timer)
           this.dumping = undefined
         }
-        const timer = setTimeout(() => reject(new Error(`netlink: dump ${seq} stalled: no datagram within ${ANSWER_TIMEOUT_MS} ms`)), ANSWER_TIMEOUT_MS)
+        // A dump the kernel stopped answering may still be running on the socket: the socket is given up.
+        const timer = setTimeout(() => this.fail(new Error(`netlink: dump ${seq} stalled: no datagram within ${ANSWER_TIMEOUT_MS} ms`)), ANSWER_TIMEOUT_MS)
         this.dumping = {
           seq,
           reader,
@@ -181,7 +182,11 @@ export class RouteSocket {
           },
         }
       })
-      await this.send(request(seq))
+      try {
+        await this.send(request(seq))
+      } catch (err) {
+        this.dumping?.reject(err as Error)
+      }
       await done
     }
     const p = this.dumps.then(run, run)

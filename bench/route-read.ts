@@ -42,7 +42,7 @@ async function main(): Promise<void> {
       }
     }
     console.log(`bench/route-read: ${n} routes in table main (+ the namespace's own), median of ${runs} runs each, interleaved; load average ${loadavg().map((l) => l.toFixed(1)).join(' ')} on ${cpus().length} CPUs`)
-    console.log('method   routes   cold ms   warm ms   reader VmHWM +MB (before→after)   ip peak RSS MB')
+    console.log('method    routes   cold ms   warm ms   reader VmHWM +MB (before→after)   ip peak RSS MB')
     for (const method of ['ip', 'netlink'] as const) {
       const fs = figures[method]
       const mb = (kb: number): string => (kb / 1024).toFixed(0)
@@ -50,7 +50,7 @@ async function main(): Promise<void> {
       const after = median(fs.map((f) => f.hwmAfterKB))
       const row = [
         method.padEnd(8),
-        String(fs[0]?.routes).padStart(6),
+        String(fs[0]?.routes).padStart(7),
         median(fs.map((f) => f.coldMs)).toFixed(0).padStart(9),
         median(fs.map((f) => f.warmMs)).toFixed(0).padStart(9),
         `${mb(median(fs.map((f) => f.hwmAfterKB - f.hwmBeforeKB))).padStart(6)} (${mb(before)}→${mb(after)})`.padEnd(33),

@@ -112,7 +112,6 @@ export class DumpReader {
     }
     return false
   }
-
 }
 
 /** Device names by index from an RTM_GETLINK dump. */

@@ -59,10 +59,18 @@ function str(o: Json, field: string, path: string): string | undefined {
   return v
 }
 
+function viaHost(v: unknown, path: string): string | undefined {
+  if (v === undefined) return undefined
+  const host = typeof v === 'object' && v !== null ? (v as Json)['host'] : undefined
+  if (typeof host !== 'string') throw new RouteParseError(path, `expected {family, host}, got ${JSON.stringify(v)}`)
+  return host
+}
+
 function hopOf(o: Json, path: string): NextHop {
   const flags = o['flags']
   if (flags !== undefined && !Array.isArray(flags)) throw new RouteParseError(`${path}.flags`, 'expected an array')
-  const gateway = str(o, 'gateway', path)
+  // A gateway of the other family (`via inet6 ...`: RTA_VIA) comes as an object.
+  const gateway = str(o, 'gateway', path) ?? viaHost(o['via'], `${path}.via`)
   const dev = str(o, 'dev', path)
   const onlink = Array.isArray(flags) && flags.includes('onlink')
   // Plain literals rather than spreads: this runs for every route of a full table on each resync.
@@ -94,7 +102,8 @@ export function parseRouteJson(text: string, family: Family, table: number): Ker
     const dst = str(r, 'dst', path)
     if (dst === undefined) throw new RouteParseError(`${path}.dst`, 'missing')
     const typeText = str(r, 'type', path) ?? 'unicast'
-    const protoText = str(r, 'protocol', path) ?? '0'
+    // ip leaves out the protocol of a route made without one (boot), and only that.
+    const protoText = str(r, 'protocol', path) ?? '3'
     const protocol = parseProtocol(protoText)
     if (protocol === undefined) throw new RouteParseError(`${path}.protocol`, `unknown protocol ${JSON.stringify(protoText)} (run ip with -N)`)
     const tableText = str(r, 'table', path)

@@ -1,7 +1,8 @@
 // The I/O shell around the delta tracker: only apply() touches the kernel's routes. It reads each family's
-// table with one `ip -N -json route show` (and felix's nexthop objects beside it), then keeps that table
-// as its own writes change it; it writes a diff with `ip -force -batch -` (two processes for large ones,
-// the nexthop objects first), resyncs once on failure and reports per-route errors. A periodic resync and
+// table with an rtnetlink dump over the route socket, or one `ip -N -json route show` without one (and
+// felix's nexthop objects beside it), then keeps that table as its own writes change it; it writes a diff
+// through the socket or `ip -force -batch -` (two processes for large ones, the nexthop objects first),
+// resyncs once on failure and reports per-route errors. A periodic resync and
 // `ip monitor` (routes, links, addresses, nexthops; its own echo recognised) keep the kernel in line.
 
 import pino, { type Logger } from 'pino'
@@ -37,8 +38,9 @@ export interface RouteReconcilerOptions {
   /** Routes through kernel nexthop objects where the kernel has them (default true). */
   readonly nexthopObjects?: boolean
   /**
-   * Writes routes through this rtnetlink socket instead of `ip -batch` (only for a reconciler of its own
-   * process's namespace, so never with `netns`). Routes it cannot express still go through `ip`.
+   * Reads the table (a dump) and writes routes through this rtnetlink socket instead of `ip -json` and
+   * `ip -batch` (only for a reconciler of its own process's namespace, so never with `netns`). Routes it
+   * cannot express still go through `ip`.
    */
   readonly routeSocket?: RouteSocket
   readonly logger?: Logger
@@ -147,7 +149,7 @@ export class RouteReconciler {
   private multipath: { line: string; ev: MonitorEvent; key: string; hops: string[] } | undefined
   /** Errors from the latest apply, by route key. */
   readonly errors = new Map<string, RouteError>()
-  /** The rtnetlink socket writes go through, until it fails. */
+  /** The rtnetlink socket reads and writes go through, until it fails. */
   private socket: RouteSocket | undefined
 
   constructor(private readonly opts: RouteReconcilerOptions) {
@@ -364,17 +366,7 @@ export class RouteReconciler {
     const nexthops = this.opts.nexthopObjects !== false && (!this.probed || this.nexthops !== undefined)
     const probed = this.probedObjects
     this.probedObjects = undefined
-    const [objects, ...tables] = await Promise.all([
-      probed ?? (nexthops ? this.runner.run('ip', ['-N', '-json', 'nexthop', 'show'], this.nsOpt()) : undefined),
-      ...this.families().map(async (f) => {
-        const args = ['-N', '-json', `-${f}`, 'route', 'show', 'table', String(this.table)]
-        const r = await this.runner.run('ip', args, this.nsOpt())
-        // A table other than main exists only once a route is in it: until then it is empty, not an error.
-        if (r.exitCode !== 0 && this.table !== MAIN_TABLE && /FIB table does not exist/.test(r.stderr)) return []
-        if (r.exitCode !== 0) throw new CommandError('ip', args, r)
-        return parseRouteJson(r.stdout, f, this.table)
-      }),
-    ])
+    const [objects, tables] = await Promise.all([probed ?? (nexthops ? this.runner.run('ip', ['-N', '-json', 'nexthop', 'show'], this.nsOpt()) : undefined), this.readTable(this.families())])
     if (objects !== undefined) {
       if (!this.probed) this.learnNexthopSupport(objects)
       if (this.nexthops !== undefined) {
@@ -382,7 +374,35 @@ export class RouteReconciler {
         this.nexthops.load(parseNexthopJson(objects.stdout))
       }
     }
-    return (tables as KernelRoute[][]).flat()
+    return tables
+  }
+
+  /**
+   * The table's routes: dumped over the route socket while there is one (100k routes: no process, no JSON
+   * text), else one `ip -N -json route show` per family. A dump that fails falls back to `ip` for this read;
+   * a socket that failed is given up for reads and writes alike.
+   */
+  private async readTable(families: readonly Family[]): Promise<KernelRoute[]> {
+    const socket = this.socket
+    if (socket !== undefined) {
+      try {
+        return await socket.readTable(families, this.table)
+      } catch (err) {
+        if (socket.error !== undefined) this.socket = undefined
+        this.log.warn({ err: (err as Error).message }, 'route dump over the route socket failed; this read goes through ip -json')
+      }
+    }
+    const tables = await Promise.all(
+      families.map(async (f) => {
+        const args = ['-N', '-json', `-${f}`, 'route', 'show', 'table', String(this.table)]
+        const r = await this.runner.run('ip', args, this.nsOpt())
+        // A table other than main exists only once a route is in it: until then it is empty, not an error.
+        if (r.exitCode !== 0 && this.table !== MAIN_TABLE && /FIB table does not exist/.test(r.stderr)) return []
+        if (r.exitCode !== 0) throw new CommandError('ip', args, r)
+        return parseRouteJson(r.stdout, f, this.table)
+      }),
+    )
+    return tables.flat()
   }
 
   private nsOpt(): { netns?: string } {

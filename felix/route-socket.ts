@@ -6,12 +6,15 @@
 // others are answered only when they fail.
 
 import { getSystemErrorMap } from 'node:util'
+import type { Family, KernelRoute } from './kernel-route.js'
 import { NLMSG_ERROR, RTM_NEWLINK, RtnlWriter, readReplies, type Reply } from './rtnl.js'
+import { linkDumpReader, linkDumpRequest, routeDumpReader, routeDumpRequest, type DumpReader } from './rtnl-routes.js'
 
 interface RawSocket {
   send(msg: Uint8Array, options?: { port?: number }, callback?: (error?: Error) => void): void
   on(event: 'message', listener: (msg: Buffer) => void): unknown
   on(event: 'error', listener: (err: Error) => void): unknown
+  on(event: 'truncatedMessage', listener: (msg: Buffer, info: { truncated?: number }) => void): unknown
   close(): void
   unref(): void
 }
@@ -23,6 +26,15 @@ interface RawSocket {
  */
 const CHUNK = 200
 const ANSWER_TIMEOUT_MS = 10_000
+/**
+ * Bytes each receive takes (one datagram). The kernel sizes a dump's datagrams by the reads it has seen, up
+ * to 32 KB: the addon's default (peek, then read exactly the datagram) keeps them at ~4 KB, ~50 routes
+ * each, and a dump of 100k routes then costs 2000 datagrams instead of 250. Nothing the kernel sends this
+ * socket is larger; a datagram that did not fit would fail the socket (felix goes back to `ip`).
+ */
+const RECEIVE_BYTES = 1 << 15
+/** A dump read again because the table changed under it (NLM_F_DUMP_INTR) gives up after this many tries. */
+const DUMP_TRIES = 5
 
 /** The text of a negative errno from the kernel, e.g. "ENETUNREACH (network is unreachable)". */
 export function errnoText(error: number): string {
@@ -37,10 +49,15 @@ export class RouteSocket {
   private readonly failed = new Map<number, number>()
   private broken: Error | undefined
   private readonly writer = new RtnlWriter()
+  /** The dump under way (a netlink socket runs one at a time): its seq, reader and promise's ends. */
+  private dumping: { seq: number; reader: DumpReader; timer: NodeJS.Timeout; resolve: () => void; reject: (e: Error) => void } | undefined
+  private dumps: Promise<unknown> = Promise.resolve()
 
   private constructor(private readonly raw: RawSocket) {
     raw.on('message', (msg) => this.onMessage(msg))
     raw.on('error', (err) => this.fail(err))
+    // Part of an answer lost: which writes or routes it told of is unknown.
+    raw.on('truncatedMessage', (_msg, info) => this.fail(new Error(`netlink: a datagram of ${info.truncated ?? '?'} bytes did not fit the ${RECEIVE_BYTES}-byte receive buffer`)))
     // Open or not, the socket never keeps the agent's process alive on its own.
     raw.unref()
   }
@@ -51,7 +68,7 @@ export class RouteSocket {
       const mod = (await import('netlink/dist/raw.js')) as { default?: { RawNetlinkSocket: new (protocol: number, options?: object) => RawSocket }; RawNetlinkSocket?: new (protocol: number, options?: object) => RawSocket }
       const Raw = mod.RawNetlinkSocket ?? mod.default?.RawNetlinkSocket
       if (Raw === undefined) return new Error('the netlink package has no RawNetlinkSocket')
-      return new RouteSocket(new Raw(0 /* NETLINK_ROUTE */, {}))
+      return new RouteSocket(new Raw(0 /* NETLINK_ROUTE */, { messagePeeking: false, msgBufferSize: RECEIVE_BYTES }))
     } catch (err) {
       return err instanceof Error ? err : new Error(String(err))
     }
@@ -80,6 +97,18 @@ export class RouteSocket {
   }
 
   private onMessage(msg: Buffer): void {
+    // A dump's datagrams hold its messages only: the first one's seq says whose they are.
+    const d = this.dumping
+    if (d !== undefined && msg.length >= 12 && msg.readUInt32LE(8) === d.seq) {
+      try {
+        d.timer.refresh()
+        if (!d.reader.feed(msg)) return
+        d.resolve()
+      } catch (err) {
+        d.reject(err as Error)
+      }
+      return
+    }
     let replies: Reply[]
     try {
       replies = readReplies(msg)
@@ -100,6 +129,7 @@ export class RouteSocket {
     this.broken ??= err
     for (const w of this.waiting.values()) w.reject(err)
     this.waiting.clear()
+    this.dumping?.reject(err)
   }
 
   private answer(seq: number): Promise<Reply> {
@@ -124,6 +154,73 @@ export class RouteSocket {
 
   private send(msg: Uint8Array): Promise<void> {
     return new Promise((resolve, reject) => this.raw.send(msg, {}, (err) => (err === undefined ? resolve() : reject(err))))
+  }
+
+  /** Runs one dump to its NLMSG_DONE; dumps wait for each other (the kernel answers EBUSY otherwise). */
+  private dump(request: (seq: number) => Uint8Array, reader: DumpReader): Promise<void> {
+    const run = async (): Promise<void> => {
+      if (this.broken !== undefined) throw this.broken
+      const seq = this.reserve(1)
+      const done = new Promise<void>((resolve, reject) => {
+        const end = (): void => {
+          clearTimeout(timer)
+          this.dumping = undefined
+        }
+        // A dump the kernel stopped answering may still be running on the socket: the socket is given up.
+        const timer = setTimeout(() => this.fail(new Error(`netlink: dump ${seq} stalled: no datagram within ${ANSWER_TIMEOUT_MS} ms`)), ANSWER_TIMEOUT_MS)
+        this.dumping = {
+          seq,
+          reader,
+          timer,
+          resolve: () => {
+            end()
+            resolve()
+          },
+          reject: (e) => {
+            end()
+            reject(e)
+          },
+        }
+      })
+      try {
+        await this.send(request(seq))
+      } catch (err) {
+        this.dumping?.reject(err as Error)
+      }
+      await done
+    }
+    const p = this.dumps.then(run, run)
+    this.dumps = p.catch(() => undefined)
+    return p
+  }
+
+  /** Runs a dump again while the kernel marks it interrupted (the table changed meanwhile). */
+  private async consistent<T extends { reader: DumpReader }>(what: string, make: () => T, request: (seq: number) => Uint8Array): Promise<T> {
+    for (let i = 1; ; i++) {
+      const out = make()
+      await this.dump(request, out.reader)
+      if (!out.reader.interrupted) return out
+      if (i === DUMP_TRIES) throw new Error(`netlink: the ${what} dump was interrupted ${i} times in a row (it kept changing)`)
+    }
+  }
+
+  /**
+   * The routes of `table` in each family (RTM_GETROUTE dumps, after an RTM_GETLINK dump for the device
+   * names): the values parseRouteJson makes of `ip -N -json route show`. A route through a device the
+   * link dump did not have (made in between) has both dumps read again, once.
+   */
+  async readTable(families: readonly Family[], table: number): Promise<KernelRoute[]> {
+    for (let pass = 0; ; pass++) {
+      const { links } = await this.consistent('link', linkDumpReader, linkDumpRequest)
+      const out: KernelRoute[] = []
+      let unknown = 0
+      for (const f of families) {
+        const r = await this.consistent(`IPv${f} route`, () => routeDumpReader(f, table, links), (seq) => routeDumpRequest(f, table, seq))
+        unknown += r.unknownLinks()
+        for (const x of r.routes) out.push(x)
+      }
+      if (unknown === 0 || pass === 1) return out
+    }
   }
 
   /** Device indexes by name, asked of the kernel; a device it does not know is left out. */

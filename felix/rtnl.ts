@@ -12,36 +12,36 @@ export const RTM_NEWROUTE = 24
 export const RTM_DELROUTE = 25
 export const NLMSG_ERROR = 2
 
-const NLM_F_REQUEST = 0x1
+export const NLM_F_REQUEST = 0x1
 const NLM_F_ACK = 0x4
 const NLM_F_REPLACE = 0x100
 const NLM_F_CREATE = 0x400
 
-const AF_INET = 2
-const AF_INET6 = 10
+export const AF_INET = 2
+export const AF_INET6 = 10
 
-const RTA_DST = 1
-const RTA_OIF = 4
-const RTA_GATEWAY = 5
-const RTA_PRIORITY = 6
-const RTA_TABLE = 15
-const RTA_NH_ID = 30
-const IFLA_IFNAME = 3
+export const RTA_DST = 1
+export const RTA_OIF = 4
+export const RTA_GATEWAY = 5
+export const RTA_PRIORITY = 6
+export const RTA_TABLE = 15
+export const RTA_NH_ID = 30
+export const IFLA_IFNAME = 3
 
 const RT_SCOPE_UNIVERSE = 0
 const RT_SCOPE_LINK = 253
 const RT_SCOPE_NOWHERE = 255
-const RTNH_F_ONLINK = 4
+export const RTNH_F_ONLINK = 4
 
-const NLMSG_HDRLEN = 16
-const IFINFOMSG_LEN = 16
+export const NLMSG_HDRLEN = 16
+export const IFINFOMSG_LEN = 16
 
 const RTN: Partial<Record<RouteType, number>> = { unicast: 1, blackhole: 6, unreachable: 7, prohibit: 8, throw: 9 }
 
 /** A device's index by name, for routes that name one; undefined when the device is not known. */
 export type LinkIndex = (dev: string) => number | undefined
 
-const align4 = (n: number): number => (n + 3) & ~3
+export const align4 = (n: number): number => (n + 3) & ~3
 
 /**
  * Appends messages to one buffer that grows as needed and is reused from chunk to chunk. A route it cannot

@@ -1,4 +1,6 @@
-// The routes bench/fib programs, shared by its parts: N distinct /32s through one gateway.
+// The routes bench/fib and bench/route-read program, and the namespace they go in: N distinct /32s through one gateway.
+
+import { execa } from 'execa'
 
 export const FIB_NEXT_HOP = '192.0.2.2'
 
@@ -12,3 +14,15 @@ export function fibPrefixes(n: number): string[] {
   }
   return out
 }
+
+/** Makes namespace `ns` with va (192.0.2.1/24) up and its peer vb up, so FIB_NEXT_HOP is a valid gateway. */
+export async function makeFibNamespace(ns: string): Promise<void> {
+  await execa('ip', ['netns', 'add', ns])
+  const ip = (args: string[]) => execa('ip', ['-n', ns, ...args])
+  await ip(['link', 'add', 'va', 'type', 'veth', 'peer', 'name', 'vb'])
+  await ip(['addr', 'add', '192.0.2.1/24', 'dev', 'va'])
+  await ip(['link', 'set', 'va', 'up'])
+  await ip(['link', 'set', 'vb', 'up'])
+  await ip(['link', 'set', 'lo', 'up'])
+}
+

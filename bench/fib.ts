@@ -13,7 +13,7 @@ import { join } from 'node:path'
 import { setTimeout as delay } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import type { FelixFigures } from './fib-felix.js'
-import { fibPrefixes, FIB_NEXT_HOP } from './fib-routes.js'
+import { fibPrefixes, FIB_NEXT_HOP, makeFibNamespace } from './fib-routes.js'
 import { numberArg, positionalArgs } from './args.js'
 
 const PROTO = 87
@@ -23,13 +23,7 @@ let seq = 0
 /** A fresh namespace with va (192.0.2.1/24) up, its peer vb up, so 192.0.2.2 is a valid gateway. */
 async function freshNs(): Promise<string> {
   const ns = `pfb${process.pid}-${seq++}`
-  await execa('ip', ['netns', 'add', ns])
-  const ip = (args: string[]) => execa('ip', ['-n', ns, ...args])
-  await ip(['link', 'add', 'va', 'type', 'veth', 'peer', 'name', 'vb'])
-  await ip(['addr', 'add', '192.0.2.1/24', 'dev', 'va'])
-  await ip(['link', 'set', 'va', 'up'])
-  await ip(['link', 'set', 'vb', 'up'])
-  await ip(['link', 'set', 'lo', 'up'])
+  await makeFibNamespace(ns)
   return ns
 }
 

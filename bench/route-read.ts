@@ -7,7 +7,7 @@
 import { execa } from 'execa'
 import { cpus, loadavg } from 'node:os'
 import { fileURLToPath } from 'node:url'
-import { fibPrefixes, FIB_NEXT_HOP } from './fib-routes.js'
+import { fibPrefixes, FIB_NEXT_HOP, makeFibNamespace } from './fib-routes.js'
 import { numberArg, positionalArgs } from './args.js'
 import type { ReadFigures } from './route-read-worker.js'
 
@@ -24,12 +24,7 @@ async function main(): Promise<void> {
   if (!Number.isInteger(n) || n < 1) throw new Error(`N: expected a positive integer, got ${positionalArgs()[0]}`)
   const ns = `prr${process.pid}`
   try {
-    await execa('ip', ['netns', 'add', ns])
-    const ip = (args: string[]) => execa('ip', ['-n', ns, ...args])
-    await ip(['link', 'add', 'va', 'type', 'veth', 'peer', 'name', 'vb'])
-    await ip(['addr', 'add', '192.0.2.1/24', 'dev', 'va'])
-    await ip(['link', 'set', 'va', 'up'])
-    await ip(['link', 'set', 'vb', 'up'])
+    await makeFibNamespace(ns)
     await execa('ip', ['-n', ns, '-batch', '-'], { input: fibPrefixes(n).map((d) => `route add ${d} via ${FIB_NEXT_HOP} dev va proto 87\n`).join('') })
     const figures: Record<'netlink' | 'ip', ReadFigures[]> = { netlink: [], ip: [] }
     for (let i = 0; i < runs; i++) {

@@ -36,6 +36,15 @@ function specs(from: string, to: string): BfdSessionSpec[] {
   }))
 }
 
+/** A UDP port on loopback the kernel says is free (another process may take it before it is bound again). */
+async function freeUdpPort(): Promise<number> {
+  const s = createSocket('udp4')
+  await new Promise<void>((r) => s.bind(0, '127.0.0.1', r))
+  const port = s.address().port
+  await new Promise<void>((r) => s.close(() => r()))
+  return port
+}
+
 /** Moves the fake clock on in 5 ms steps, letting the kernel deliver between them. */
 async function run(clock: FakeClock, ms: number): Promise<void> {
   for (let done = 0; done < ms; done += 5) {
@@ -47,8 +56,9 @@ async function run(clock: FakeClock, ms: number): Promise<void> {
 t.test('four sessions Up share one tick per jittered interval', async (t) => {
   const clock = new FakeClock()
   const logger = pino({ level: 'silent' })
-  const portA = 40_000 + (process.pid % 10_000)
-  const portB = portA + 1
+  const portA = await freeUdpPort()
+  let portB = await freeUdpPort()
+  while (portB === portA) portB = await freeUdpPort()
   const a = new BfdService({ logger, clock, port: portA, peerPort: portB, random: seeded(1) })
   const b = new BfdService({ logger, clock, port: portB, peerPort: portA, random: seeded(2) })
   t.teardown(async () => {
@@ -76,7 +86,7 @@ t.test('four sessions Up share one tick per jittered interval', async (t) => {
 })
 
 t.test('a batch read takes what is queued, in slots, with the kernel arrival time', async (t) => {
-  const port = 41_000 + (process.pid % 10_000)
+  const port = await freeUdpPort()
   const fd = openPolledUdp(4, '127.0.0.1', port, 'test socket')
   t.teardown(() => closeFd(fd))
   const batch = new DatagramBatch(fd, 4, 64)

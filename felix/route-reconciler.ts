@@ -89,9 +89,8 @@ const PARALLEL_MIN_OPS = 2_000
  * it exits, and past ~200k lines each line gets slower (1M routes: one process 15.2 s, ten in turn 6.9 s).
  */
 const LINES_PER_PROCESS = 50_000
-/** From this many operations a write runs with `ip monitor` stopped, and the table is read this long after. */
+/** From this many operations a write runs with `ip monitor` stopped. */
 const QUIET_MIN_OPS = 2_000
-const QUIET_VERIFY_MS = 1_000
 
 const NOTHING: ApplyResult = { planned: 0, errors: [], conflicts: [], readMs: 0, writeMs: 0 }
 
@@ -561,7 +560,7 @@ export class RouteReconciler {
     this.known = after(first.ops)
     // A large write runs with the monitor stopped: `ip monitor` printing every route felix writes, and
     // felix reading each line, took the CPU its writers need (100k routes: 0.38 s without a monitor, 0.65 s
-    // with). A read soon after the write stands in for what the monitor did not see meanwhile.
+    // with). What others changed meanwhile waits for the periodic resync.
     const quiet = first.ops.length >= QUIET_MIN_OPS && (await this.pauseMonitor())
     if (!quiet) this.echoes.note(first.ops)
     const failures = await this.write(first.ops, true)
@@ -590,12 +589,8 @@ export class RouteReconciler {
     if (errors.length > 20) this.log.warn({ more: errors.length - 20 }, 'more routes not programmed')
     if (errors.length > 0) this.schedule(this.retryMs)
     else if (read && failures.size === 0) await this.sweepNexthops(this.known ?? known)
-    // After a write of changes alone (a table arriving as deltas, in large batches), what the monitor missed
-    // meanwhile waits for the periodic resync: a read after each batch would walk the whole table each time.
-    if (quiet && !incremental) {
-      this.wantRead = true
-      this.schedule(QUIET_VERIFY_MS)
-    }
+    // What the monitor missed during a quiet write waits for the periodic resync: a read of the whole table
+    // after each large write would make the changes that follow wait behind a full read and diff.
     const counts = { replace: 0, delete: 0 }
     for (const o of first.ops) counts[o.op]++
     this.log.info({ ...counts, errors: errors.length, readMs: Math.round(readMs), writeMs: Math.round(writeMs) }, 'routes reconciled')

@@ -197,7 +197,10 @@ t.test('the DaemonSet on three nodes under podman, and a rolling update to a reb
     const during = a.execs.filter((e) => e.end >= a.install.started && e.start <= a.install.finished)
     t.comment(`${a.node}: ${a.execs.length} ADD execs (${a.execs.length - failed.length} succeeded, ${failed.length} answered try-again-later while no pinto-node ran), ${during.length} during install-cni's writes (${a.install.finished - a.install.started} ms), ${a.pods.length} pods added`)
     t.same(other.map((e) => e.message), [], `${a.node}: no ADD failed but for "pinto-node is not running" (code 11, retried)`)
-    t.ok(failed.every((e) => /pinto-node is not running/.test(e.message)), `${a.node}: each retried ADD said pinto-node is not running`)
+    // Not running (nothing reads the channel), or stopped before it answered (the old pod took the ADD as
+    // it was being replaced): either way no pinto-node holds the request, and the runtime retries it.
+    const unexpected = failed.filter((e) => !/pinto-node is not running|pinto-node stopped before answering/.test(e.message))
+    t.same(unexpected.map((e) => e.message), [], `${a.node}: each retried ADD said pinto-node is not running or stopped before answering`)
     t.ok(during.length > 0, `${a.node}: ADDs ran while install-cni replaced the plugins`)
     t.ok(a.install.events > 0, `${a.node}: install-cni wrote the plugins again`)
     t.ok(a.pods.length > 0, `${a.node}: pods were added during its update`)

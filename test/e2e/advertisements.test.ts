@@ -53,7 +53,12 @@ t.test('advertisements to a BIRD top-of-rack, and pool prefixes from it', { skip
   const quietPod = await c.addPod(n1, { ipv4Pools: ['quiet'] })
   t.match(quietPod.address, /^198\.19\./, 'a pod whose CNI config names the Manual pool gets one of its addresses')
 
-  const blocks = (await Promise.all(c.nodes.map(ownBlocks))).flat().sort()
+  // felix programs a newly claimed block's blackhole within about a second of the claim.
+  const ownAll = async (): Promise<string[]> => (await Promise.all(c.nodes.map(ownBlocks))).flat().sort()
+  const blocks = await waitFor(async () => {
+    const b = await ownAll()
+    return b.length >= 3 ? b : undefined
+  }, { timeoutMs: 10_000, what: "every claimed block's blackhole in its node's kernel" }).catch(ownAll)
   const mainBlocks = blocks.filter((b) => b.startsWith('198.18.'))
   const quietBlock = blocks.find((b) => b.startsWith('198.19.'))
   t.equal(mainBlocks.length, 2, `one main block per node (all blocks: ${blocks.join(', ')})`)

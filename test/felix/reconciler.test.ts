@@ -150,7 +150,7 @@ t.test('a large write over two ip processes: each failure is mapped back to its 
   t.equal(ours.filter((l) => / 198\.18\.([4-9]|1[0-5])\.\d+\/32 /.test(l)).length, 3000, 'every good route is in')
 })
 
-t.test('a large write pauses the monitor, starts it again, and reads the table soon after', async (t) => {
+t.test('a large write pauses the monitor and starts it again, with no read of the table after', async (t) => {
   const a = await node(t)
   const routes = Array.from({ length: 3000 }, (_, i) => ({ prefix: `198.18.${4 + (i >> 8)}.${i & 255}/32`, nextHops: [{ address: '192.0.2.12' }] }))
   const calls: string[] = []
@@ -169,7 +169,9 @@ t.test('a large write pauses the monitor, starts it again, and reads the table s
   const first = await rec.start()
   t.equal(first.planned, 3001, 'the 3000 routes and the local block')
   t.same(calls, ['monitor', 'read', 'monitor'], 'the monitor was started again after the write')
-  t.ok(await waitFor(() => calls.filter((c) => c === 'read').length === 2, { timeoutMs: 3000, intervalMs: 20, what: 'the read after the write' }))
+  // What the monitor missed waits for the periodic resync (60 s here): the next apply reads nothing.
+  t.equal((await rec.apply()).planned, 0, 'nothing left to write')
+  t.equal(calls.filter((c) => c === 'read').length, 1, 'no second read of the whole table')
   // The monitor is back: drift is repaired at once again.
   await ip(a.ns, ['route', 'del', '198.18.4.7/32', 'proto', String(PROTO)])
   t.ok(await waitFor(async () => (await ourRoutes(a.ns)).some((l) => l.startsWith('route replace 198.18.4.7/32 ')), { timeoutMs: 2000, intervalMs: 50, what: 'the deleted route back' }))

@@ -154,13 +154,14 @@ export class LearnedFeed {
       const len = batch.len(i)
       const addr4 = family === 4 ? batch.ipv4(i) : 0
       const addr6 = family === 6 ? batch.ipv6(i) : undefined
-      const text = family === 6 ? formatPrefix(ipv6Prefix(addr6!, len)) : undefined
+      const prefix6 = addr6 !== undefined ? ipv6Prefix(addr6, len) : undefined
+      const text = prefix6 !== undefined ? formatPrefix(prefix6) : undefined
       if (family === 4 ? this.owned4.has(key4(addr4, len)) : this.owned6.has(text!)) {
         if (owned) (touched ??= []).push(text ?? `${formatIpv4(addr4)}/${len}`)
         continue
       }
       const n = batch.hopCount(i)
-      if ((batch.flags(i) & (DELTA_WITHDRAWN | DELTA_LOCAL)) !== 0 || n === 0 || this.excluded(family, addr4, len, text)) {
+      if ((batch.flags(i) & (DELTA_WITHDRAWN | DELTA_LOCAL)) !== 0 || n === 0 || this.excluded(family, addr4, len, text, prefix6)) {
         d.delete(family, addr4, addr6, len)
         continue
       }
@@ -173,8 +174,8 @@ export class LearnedFeed {
     if (touched !== undefined) this.resolveBlocks(touched)
   }
 
-  private excluded(family: 4 | 6, addr4: number, len: number, text: string | undefined): boolean {
-    if (family === 6) return this.fixed6.has(text!) || this.isService6(parsePrefix(text!))
+  private excluded(family: 4 | 6, addr4: number, len: number, text: string | undefined, prefix6: Prefix | undefined): boolean {
+    if (family === 6) return this.fixed6.has(text!) || this.isService6(prefix6!)
     if (this.fixed4.has(key4(addr4, len))) return true
     for (const s of this.services4) if (len >= s.len && (s.len === 0 || addr4 >>> (32 - s.len) === s.net >>> (32 - s.len))) return true
     return false
@@ -202,7 +203,7 @@ export class LearnedFeed {
       const best = this.rib.best(prefix)
       if (best === undefined || best.path.peer === undefined) continue
       const text = prefix.afi === 1 ? undefined : formatPrefix(prefix)
-      if (this.excluded(prefix.afi === 1 ? 4 : 6, prefix.afi === 1 ? prefix.addr : 0, prefix.len, text)) continue
+      if (this.excluded(prefix.afi === 1 ? 4 : 6, prefix.afi === 1 ? prefix.addr : 0, prefix.len, text, prefix)) continue
       const hops = new Map<string, NextHop>()
       for (const p of best.multipath.length > 0 ? best.multipath : [best.path]) {
         const h = hopOf(p)

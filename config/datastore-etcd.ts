@@ -14,7 +14,7 @@ export interface EtcdOptions {
   readonly timeoutMs?: number
   /** TLS (https:// endpoints) with these credentials; absent: plain http. */
   readonly tls?: EtcdCredentials
-  /** Bytes a list aims to fetch per page (default 1 MiB); a page never holds more than 10,000 keys. */
+  /** Bytes a list aims to fetch per page (default 1 MiB); a page never holds more than 5,000 keys (MAX_PAGE_KEYS). */
   readonly listPageBytes?: number
 }
 

@@ -26,8 +26,8 @@ const CMSG_HEADER = 16
 
 export class DatagramBatch {
   /** One allocation for every slot, so no part of it is small enough for the moving heap. */
+  /** The mmsghdr array comes first, at offset 0; then the iovecs, sockaddrs, control and data areas. */
   private readonly mem: Buffer
-  private readonly vecAt: number
   private readonly nameAt: number
   private readonly controlAt: number
   private readonly dataAt: number
@@ -37,7 +37,6 @@ export class DatagramBatch {
   constructor(readonly fd: number, readonly slots: number, readonly size: number) {
     if (process.arch !== 'x64' && process.arch !== 'arm64') throw new Error(`recvmmsg layout: ${process.arch} is not a 64-bit Linux architecture pinto knows`)
     setIntOption(fd, SOL.socket, SO_TIMESTAMPNS, 1, 'SO_TIMESTAMPNS')
-    this.vecAt = 0
     const iovAt = slots * MMSGHDR
     this.nameAt = iovAt + slots * IOVEC
     this.controlAt = this.nameAt + slots * SOCKADDR
@@ -45,7 +44,7 @@ export class DatagramBatch {
     this.mem = Buffer.alloc(Math.max(this.dataAt + slots * size, 8192))
     const base = bufferAddress(this.mem)
     for (let i = 0; i < slots; i++) {
-      const h = this.vecAt + i * MMSGHDR
+      const h = i * MMSGHDR
       const iov = iovAt + i * IOVEC
       this.mem.writeBigUInt64LE(base + BigInt(this.dataAt + i * size), iov)
       this.mem.writeBigUInt64LE(BigInt(size), iov + 8)
@@ -55,7 +54,6 @@ export class DatagramBatch {
       this.mem.writeBigUInt64LE(base + BigInt(this.controlAt + i * CONTROL), h + MSG_CONTROL)
       this.reset(i)
     }
-    this.count = 0
   }
 
   /** Reads what is queued, up to `slots` datagrams: their count. The slots hold them until the next read. */
@@ -68,7 +66,7 @@ export class DatagramBatch {
   /** Datagram `i`'s bytes (a view into the slot). */
   payload(i: number): Buffer {
     const at = this.dataAt + i * this.size
-    return this.mem.subarray(at, at + Math.min(this.mem.readUInt32LE(this.vecAt + i * MMSGHDR + MSG_LEN), this.size))
+    return this.mem.subarray(at, at + Math.min(this.mem.readUInt32LE(i * MMSGHDR + MSG_LEN), this.size))
   }
 
   /** Datagram `i`'s sender's sockaddr (sockaddr_in or sockaddr_in6). */
@@ -79,7 +77,7 @@ export class DatagramBatch {
 
   /** When the kernel received datagram `i` (ms since the epoch), if it said. */
   arrival(i: number): number | undefined {
-    const h = this.vecAt + i * MMSGHDR
+    const h = i * MMSGHDR
     const end = this.controlAt + i * CONTROL + Math.min(this.mem.readUInt32LE(h + MSG_CONTROLLEN), CONTROL)
     let at = this.controlAt + i * CONTROL
     while (at + CMSG_HEADER <= end) {
@@ -96,7 +94,7 @@ export class DatagramBatch {
 
   /** The lengths the kernel overwrote, given back for the next read. */
   private reset(i: number): void {
-    const h = this.vecAt + i * MMSGHDR
+    const h = i * MMSGHDR
     this.mem.writeUInt32LE(SOCKADDR, h + MSG_NAMELEN)
     this.mem.writeUInt32LE(CONTROL, h + MSG_CONTROLLEN)
     this.mem.writeUInt32LE(0, h + MSG_CONTROLLEN + 4)

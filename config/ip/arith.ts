@@ -29,7 +29,7 @@ export function familyBits(family: Family): number {
   return family === 4 ? 32 : 128
 }
 
-function hostMask(family: Family, prefix: number): bigint {
+export function hostMask(family: Family, prefix: number): bigint {
   return (1n << BigInt(familyBits(family) - prefix)) - 1n
 }
 
@@ -45,11 +45,6 @@ export function formatCidr(c: Cidr): string {
 /** The prefix of length `prefix` that holds the address: the block an address falls in. */
 export function maskCidr(family: Family, value: bigint, prefix: number): Cidr {
   return { family, base: value & ~hostMask(family, prefix), prefix }
-}
-
-/** The whole-length prefix of one address (`/32`, `/128`). */
-export function hostCidr(a: Addr): Cidr {
-  return { family: a.family, base: a.value, prefix: familyBits(a.family) }
 }
 
 export function cidrSize(c: Cidr): bigint {
@@ -84,10 +79,6 @@ export function cidrCovers(outer: Cidr, inner: Cidr): boolean {
 
 export function cidrsOverlap(a: Cidr, b: Cidr): boolean {
   return cidrCovers(a, b) || cidrCovers(b, a)
-}
-
-export function cidrEquals(a: Cidr, b: Cidr): boolean {
-  return a.family === b.family && a.prefix === b.prefix && a.base === b.base
 }
 
 /** IPv4 before IPv6, then by value: a total order for sorting. */

@@ -34,7 +34,7 @@ export interface ParseOptions {
   readonly bare?: boolean
 }
 
-const PREFIX_LENGTH = /^(0|[1-9][0-9]{0,2})$/
+export const PREFIX_LENGTH = /^(0|[1-9][0-9]{0,2})$/
 
 /** Why `part` (the address in `whole`) is not an address, or its value. ip-num decides the grammar. */
 function addrOrReason(part: string, whole: string, want: Family | undefined): Addr | string {

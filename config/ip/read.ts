@@ -3,10 +3,8 @@
 // ip-num's cost); anything else goes to parse.ts, so results and errors are exactly parseAddr's and parseCidr's.
 
 import { formatIpv4, formatIpv6, ipv6BytesValue, parseIpv4, parseIpv6 } from '../../bgp/codec/ip.js'
-import type { Addr, Cidr } from './arith.js'
-import { parseAddr, parseCidr } from './parse.js'
-
-const PREFIX_LENGTH = /^(0|[1-9][0-9]{0,2})$/
+import { familyBits, hostMask, type Addr, type Cidr } from './arith.js'
+import { PREFIX_LENGTH, parseAddr, parseCidr } from './parse.js'
 
 /** The value of canonical address text (what formatAddr writes), or undefined for any other text. */
 function canonicalAddr(text: string, end: number): Addr | undefined {
@@ -29,12 +27,9 @@ export function readCidr(text: string, field = 'cidr'): Cidr {
   const slash = text.indexOf('/')
   const a = slash > 0 ? canonicalAddr(text, slash) : undefined
   if (a !== undefined) {
-    const bits = a.family === 4 ? 32 : 128
     const lenText = text.slice(slash + 1)
     const len = Number(lenText)
-    if (PREFIX_LENGTH.test(lenText) && len <= bits) {
-      if ((a.value & ((1n << BigInt(bits - len)) - 1n)) === 0n) return { family: a.family, base: a.value, prefix: len }
-    }
+    if (PREFIX_LENGTH.test(lenText) && len <= familyBits(a.family) && (a.value & hostMask(a.family, len)) === 0n) return { family: a.family, base: a.value, prefix: len }
   }
   return parseCidr(text, field)
 }

@@ -3,7 +3,7 @@
 // it was down) and counts them for /metrics and /v1/status. It changes no call's result; the pure step is apart.
 
 import type { Logger } from 'pino'
-import { DatastoreError, type Datastore, type KeyValue, type ListResult, type Watch, type WatchEvent } from '../config/datastore.js'
+import { DatastoreError, type Datastore, type KeyValue, type ListResult, type TxnOp, type Watch, type WatchEvent } from '../config/datastore.js'
 
 export type DatastoreState = 'up' | 'down'
 
@@ -133,6 +133,10 @@ export class MonitoredDatastore implements Datastore {
 
   delete(key: string, revision?: number): Promise<void> {
     return this.observe(() => this.inner.delete(key, revision))
+  }
+
+  txn(ops: readonly TxnOp[]): Promise<KeyValue[]> {
+    return this.observe(() => this.inner.txn(ops))
   }
 
   watch(prefix: string, fromRevision: number, onEvent: (event: WatchEvent) => void, onError?: (err: Error) => void): Watch {

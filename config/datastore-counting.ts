@@ -2,7 +2,7 @@
 // writes, and compare-and-swap failures. It owns the counting only: every call goes to the inner store
 // unchanged, and it makes no decision about retries or errors.
 
-import { type Datastore, type KeyValue, type ListResult, type Watch, type WatchEvent, DatastoreError } from './datastore.js'
+import { type Datastore, type KeyValue, type ListResult, type TxnOp, type Watch, type WatchEvent, DatastoreError } from './datastore.js'
 
 export interface DatastoreCounts {
   get: number
@@ -12,17 +12,25 @@ export interface DatastoreCounts {
   create: number
   update: number
   delete: number
+  /** Transactions: one round trip (one etcd commit) each, their ops counted as writes under create/update/delete. */
+  txn: number
+  /** Ops inside those transactions (also counted under create/update/delete). */
+  txnOps: number
   watch: number
   /** create answered 'exists', update or delete answered 'conflict' or 'not-found': a lost race. */
   casFailures: number
 }
 
-export const zeroCounts = (): DatastoreCounts => ({ get: 0, list: 0, listed: 0, create: 0, update: 0, delete: 0, watch: 0, casFailures: 0 })
+export const zeroCounts = (): DatastoreCounts => ({ get: 0, list: 0, listed: 0, create: 0, update: 0, delete: 0, txn: 0, txnOps: 0, watch: 0, casFailures: 0 })
 
-/** Calls that went to the store (a watch is a stream, not counted). */
-export const roundTrips = (c: DatastoreCounts): number => c.get + c.list + c.create + c.update + c.delete
+/** Calls that went to the store (a watch is a stream, not counted; a transaction is one). */
+export const roundTrips = (c: DatastoreCounts): number => c.get + c.list + c.create + c.update + c.delete - c.txnOps + c.txn
 
+/** Keys written (a transaction's ops each). */
 export const writes = (c: DatastoreCounts): number => c.create + c.update + c.delete
+
+/** Write calls that each wait for their own commit (a transaction is one, however many keys). */
+export const commits = (c: DatastoreCounts): number => c.create + c.update + c.delete - c.txnOps + c.txn
 
 export function diffCounts(after: DatastoreCounts, before: DatastoreCounts): DatastoreCounts {
   const out = zeroCounts()
@@ -43,7 +51,7 @@ export class CountingDatastore implements Datastore {
     return { ...this.c }
   }
 
-  private async counted<T>(op: 'get' | 'list' | 'create' | 'update' | 'delete', call: () => Promise<T>, casCounts: boolean): Promise<T> {
+  private async counted<T>(op: 'get' | 'list' | 'create' | 'update' | 'delete' | 'txn', call: () => Promise<T>, casCounts: boolean): Promise<T> {
     this.c[op]++
     try {
       return await call()
@@ -73,6 +81,13 @@ export class CountingDatastore implements Datastore {
 
   delete(key: string, revision?: number): Promise<void> {
     return this.counted('delete', () => this.inner.delete(key, revision), true)
+  }
+
+  txn(ops: readonly TxnOp[]): Promise<KeyValue[]> {
+    const list: readonly TxnOp[] = Array.isArray(ops) ? ops : []
+    this.c.txnOps += list.length
+    for (const o of list) if (o.op === 'create' || o.op === 'update' || o.op === 'delete') this.c[o.op]++
+    return this.counted('txn', () => this.inner.txn(ops), true)
   }
 
   watch(prefix: string, fromRevision: number, onEvent: (event: WatchEvent) => void, onError?: (err: Error) => void): Watch {

@@ -3,7 +3,7 @@
 
 import fs from 'node:fs'
 import path from 'node:path'
-import { decodeFrames, parseRecord } from './datastore-embedded-log.js'
+import { decodeFrames, parseRecord, recordChanges } from './datastore-embedded-log.js'
 import { highestSnapshotGen, logName, readSnapshotFile, snapName } from './datastore-embedded.js'
 
 export interface StoreCheck {
@@ -49,8 +49,10 @@ export function checkEmbeddedStore(dir: string): StoreCheck {
       }
       if (rec.r !== revision + 1) problems.push(`${logName(gen)} byte ${at}: revision ${rec.r} follows ${revision}`)
       revision = rec.r
-      if (rec.t === 'put') keys.set(rec.k, { value: rec.v, revision: rec.r })
-      else keys.delete(rec.k)
+      for (const c of recordChanges(rec)) {
+        if (c.value !== undefined) keys.set(c.key, { value: c.value, revision: rec.r })
+        else keys.delete(c.key)
+      }
     } catch (err) {
       problems.push(`${logName(gen)} byte ${at}: ${(err as Error).message}`)
     }

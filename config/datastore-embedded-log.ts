@@ -8,6 +8,8 @@ import zlib from 'node:zlib'
 export type LogRecord =
   | { readonly t: 'put'; readonly r: number; readonly k: string; readonly v: string }
   | { readonly t: 'del'; readonly r: number; readonly k: string }
+  /** A transaction: every change at revision r, all in one frame so a crash keeps all or none (v absent: delete). */
+  | { readonly t: 'txn'; readonly r: number; readonly ops: ReadonlyArray<{ readonly k: string; readonly v?: string }> }
   /** Last record of a log generation: readers continue in log.<next> (whose snapshot is this log's end state). */
   | { readonly t: 'seal'; readonly r: number; readonly next: number }
 
@@ -122,12 +124,28 @@ export function parseRecord(payload: Buffer): LogRecord {
     case 'del':
       if (typeof o['k'] !== 'string') throw new Error('del record needs string k')
       return { t: 'del', r, k: o['k'] }
+    case 'txn': {
+      const ops = o['ops']
+      if (!Array.isArray(ops) || ops.length === 0) throw new Error('txn record needs a non-empty ops array')
+      ops.forEach((op: unknown, i) => {
+        const x = (typeof op === 'object' && op !== null ? op : {}) as Record<string, unknown>
+        if (typeof x['k'] !== 'string' || (x['v'] !== undefined && typeof x['v'] !== 'string')) throw new Error(`txn record ops[${i}] needs string k and, if present, string v`)
+      })
+      return { t: 'txn', r, ops: ops as { k: string; v?: string }[] }
+    }
     case 'seal':
       if (!Number.isSafeInteger(o['next'])) throw new Error('seal record needs integer next')
       return { t: 'seal', r, next: o['next'] as number }
     default:
       throw new Error(`record type ${JSON.stringify(o['t'])} is unknown`)
   }
+}
+
+/** A put, del or txn record as the key changes it makes, all at revision r (value undefined: deleted). */
+export function recordChanges(record: Exclude<LogRecord, { t: 'seal' }>): { key: string; value: string | undefined }[] {
+  if (record.t === 'put') return [{ key: record.k, value: record.v }]
+  if (record.t === 'del') return [{ key: record.k, value: undefined }]
+  return record.ops.map((o) => ({ key: o.k, value: o.v }))
 }
 
 export function parseSnapshot(payload: Buffer): Snapshot {

@@ -23,9 +23,9 @@
 
 import fs from 'node:fs'
 import path from 'node:path'
-import { DatastoreError, type Datastore, type KeyValue, type ListResult, type Watch, type WatchEvent } from './datastore.js'
+import { DatastoreError, type Datastore, type KeyValue, type ListResult, type TxnOp, type Watch, type WatchEvent, checkTxnOps } from './datastore.js'
 import { DirLock } from './datastore-embedded-lock.js'
-import { decodeFrames, encodeRecord, encodeSnapshot, parseRecord, parseSnapshot, type LogRecord, type Snapshot } from './datastore-embedded-log.js'
+import { decodeFrames, encodeRecord, encodeSnapshot, parseRecord, parseSnapshot, recordChanges, type LogRecord, type Snapshot } from './datastore-embedded-log.js'
 
 export interface EmbeddedOptions {
   /** Compact when the current log passes this size (bytes). Default 32 MiB. */
@@ -44,19 +44,16 @@ interface Entry {
   readonly revision: number
 }
 
-type Op =
-  | { readonly kind: 'create'; readonly key: string; readonly value: string }
-  | { readonly kind: 'update'; readonly key: string; readonly value: string; readonly revision: number }
-  | { readonly kind: 'delete'; readonly key: string; readonly revision?: number }
-
+/** A queued write: one op (a put or del record) or a transaction of several (one txn record). */
 interface PendingOp {
-  readonly op: Op
-  readonly resolve: (kv: KeyValue) => void
+  readonly ops: readonly TxnOp[]
+  readonly resolve: (kvs: KeyValue[]) => void
   readonly reject: (err: Error) => void
 }
 
 interface WatchState {
   readonly prefix: string
+  /** Lowest revision not yet delivered (or, once delivering, the revision of the last event delivered). */
   next: number
   readonly onEvent: (event: WatchEvent) => void
   readonly onError: ((err: Error) => void) | undefined
@@ -119,6 +116,9 @@ function readAt(fd: number, position: number, length: number): Buffer {
   }
   return buf.subarray(0, got)
 }
+
+const changeEvent = (c: { key: string; value: string | undefined }, revision: number): WatchEvent =>
+  c.value !== undefined ? { type: 'put', key: c.key, value: c.value, revision } : { type: 'delete', key: c.key, revision }
 
 function isErrno(err: unknown, code: string): boolean {
   return (err as NodeJS.ErrnoException).code === code
@@ -312,12 +312,12 @@ export class EmbeddedDatastore implements Datastore {
       throw new DatastoreError('invalid', `${path.join(this.dir, logName(this.gen))} byte ${at}: revision ${record.r} follows ${this.rev}`)
     }
     this.rev = record.r
-    if (record.t === 'put') this.state.set(record.k, { value: record.v, revision: record.r })
-    else this.state.delete(record.k)
-    if (this.watches.size > 0) {
-      this.outbox.push(record.t === 'put' ? { type: 'put', key: record.k, value: record.v, revision: record.r } : { type: 'delete', key: record.k, revision: record.r })
-      this.scheduleDelivery()
+    for (const c of recordChanges(record)) {
+      if (c.value !== undefined) this.state.set(c.key, { value: c.value, revision: record.r })
+      else this.state.delete(c.key)
+      if (this.watches.size > 0) this.outbox.push(changeEvent(c, record.r))
     }
+    if (this.watches.size > 0) this.scheduleDelivery()
   }
 
   private switchGen(next: number): void {
@@ -362,24 +362,29 @@ export class EmbeddedDatastore implements Datastore {
   async create(key: string, value: string): Promise<KeyValue> {
     checkKey(key)
     checkValue(key, value)
-    return this.enqueue({ kind: 'create', key, value })
+    return (await this.enqueue([{ op: 'create', key, value }]))[0] as KeyValue
   }
 
   async update(key: string, value: string, revision: number): Promise<KeyValue> {
     checkKey(key)
     checkValue(key, value)
-    return this.enqueue({ kind: 'update', key, value, revision })
+    return (await this.enqueue([{ op: 'update', key, value, revision }]))[0] as KeyValue
   }
 
   async delete(key: string, revision?: number): Promise<void> {
     checkKey(key)
-    await this.enqueue(revision === undefined ? { kind: 'delete', key } : { kind: 'delete', key, revision })
+    await this.enqueue([revision === undefined ? { op: 'delete', key } : { op: 'delete', key, revision }])
   }
 
-  private enqueue(op: Op): Promise<KeyValue> {
+  async txn(ops: readonly TxnOp[]): Promise<KeyValue[]> {
+    checkTxnOps(ops)
+    return this.enqueue(ops.map((o) => ({ ...o })))
+  }
+
+  private enqueue(ops: readonly TxnOp[]): Promise<KeyValue[]> {
     this.checkOpen()
-    return new Promise<KeyValue>((resolve, reject) => {
-      this.pending.push({ op, resolve, reject })
+    return new Promise<KeyValue[]>((resolve, reject) => {
+      this.pending.push({ ops, resolve, reject })
       // Group commit: everything queued in this tick shares one lock hold and one fdatasync.
       if (!this.draining) this.draining = this.drain()
     })
@@ -415,7 +420,7 @@ export class EmbeddedDatastore implements Datastore {
       for (const p of batch) p.reject(err as Error)
       return
     }
-    const outcomes: Array<KeyValue | Error> = []
+    const outcomes: Array<KeyValue[] | Error> = []
     let written = -1
     this.syncing++ // keeps the fd we write to open until it is synced, even if a compaction retires it
     try {
@@ -425,24 +430,25 @@ export class EmbeddedDatastore implements Datastore {
       const staged = new Map<string, Entry | null>()
       const frames: Buffer[] = []
       let rev = this.rev
-      for (const { op } of batch) {
-        const s = staged.get(op.key)
-        const current = s === null ? undefined : (s ?? this.state.get(op.key))
-        const failure = this.precondition(op, current)
+      for (const { ops } of batch) {
+        let failure: DatastoreError | undefined
+        for (const op of ops) {
+          const s = staged.get(op.key)
+          failure = this.precondition(op, s === null ? undefined : (s ?? this.state.get(op.key)))
+          if (failure) break
+        }
         if (failure) {
           outcomes.push(failure)
           continue
         }
         rev++
-        if (op.kind === 'delete') {
-          frames.push(encodeRecord({ t: 'del', r: rev, k: op.key }))
-          staged.set(op.key, null)
-          outcomes.push({ key: op.key, value: '', revision: rev })
-        } else {
-          frames.push(encodeRecord({ t: 'put', r: rev, k: op.key, v: op.value }))
-          staged.set(op.key, { value: op.value, revision: rev })
-          outcomes.push({ key: op.key, value: op.value, revision: rev })
-        }
+        for (const op of ops) staged.set(op.key, op.op === 'delete' ? null : { value: op.value, revision: rev })
+        const [only] = ops
+        const record: LogRecord = ops.length > 1 || only === undefined
+          ? { t: 'txn', r: rev, ops: ops.map((o) => (o.op === 'delete' ? { k: o.key } : { k: o.key, v: o.value })) }
+          : only.op === 'delete' ? { t: 'del', r: rev, k: only.key } : { t: 'put', r: rev, k: only.key, v: only.value }
+        frames.push(encodeRecord(record))
+        outcomes.push(ops.map((o) => ({ key: o.key, value: o.op === 'delete' ? '' : o.value, revision: rev })))
       }
       if (frames.length > 0) {
         written = this.fd
@@ -461,7 +467,7 @@ export class EmbeddedDatastore implements Datastore {
     void settled.finally(() => this.settling.delete(settled))
   }
 
-  private async settle(batch: PendingOp[], outcomes: Array<KeyValue | Error>, written: number): Promise<void> {
+  private async settle(batch: PendingOp[], outcomes: Array<KeyValue[] | Error>, written: number): Promise<void> {
     try {
       if (written >= 0) await new Promise<void>((resolve, reject) => fs.fdatasync(written, (err) => (err ? reject(err) : resolve())))
     } catch (err) {
@@ -473,13 +479,13 @@ export class EmbeddedDatastore implements Datastore {
       }
     }
     batch.forEach((p, i) => {
-      const o = outcomes[i] as KeyValue | Error
+      const o = outcomes[i] as KeyValue[] | Error
       if (o instanceof Error) p.reject(o)
       else p.resolve(o)
     })
   }
 
-  private failAll(outcomes: Array<KeyValue | Error>, n: number, err: unknown): void {
+  private failAll(outcomes: Array<KeyValue[] | Error>, n: number, err: unknown): void {
     const e = err instanceof DatastoreError ? err : new DatastoreError('unavailable', `store ${this.dir}: write failed: ${(err as Error).message}`)
     outcomes.length = 0
     for (let i = 0; i < n; i++) outcomes.push(e)
@@ -491,8 +497,8 @@ export class EmbeddedDatastore implements Datastore {
     else fs.closeSync(fd)
   }
 
-  private precondition(op: Op, current: Entry | undefined): DatastoreError | undefined {
-    if (op.kind === 'create') {
+  private precondition(op: TxnOp, current: Entry | undefined): DatastoreError | undefined {
+    if (op.op === 'create') {
       return current ? new DatastoreError('exists', `key ${op.key} already exists`, op.key) : undefined
     }
     if (!current) return new DatastoreError('not-found', `key ${op.key} does not exist`, op.key)
@@ -581,9 +587,7 @@ export class EmbeddedDatastore implements Datastore {
         const frames = decodeFrames(readAt(this.fd, 0, this.offset))
         frames.payloads.forEach((payload, i) => {
           const r = this.parseAt(payload, frames.offsets[i] as number)
-          if (r.t !== 'seal' && r.r >= w.next && r.k.startsWith(w.prefix)) {
-            w.onEvent(r.t === 'put' ? { type: 'put', key: r.k, value: r.v, revision: r.r } : { type: 'delete', key: r.k, revision: r.r })
-          }
+          if (r.t !== 'seal' && r.r >= w.next) for (const c of recordChanges(r)) if (c.key.startsWith(w.prefix)) w.onEvent(changeEvent(c, r.r))
         })
       }
       w.next = Math.max(w.next, this.rev + 1) // a watch may start at a future revision
@@ -612,7 +616,7 @@ export class EmbeddedDatastore implements Datastore {
         const ev = this.outbox[i] as WatchEvent
         for (const w of this.watches) {
           if (!w.active || ev.revision < w.next || !ev.key.startsWith(w.prefix)) continue
-          w.next = ev.revision + 1
+          w.next = ev.revision // not + 1: the other changes of a transaction share its revision
           try {
             w.onEvent(ev)
           } catch (err) {

@@ -38,6 +38,25 @@ export class DatastoreError extends Error {
   }
 }
 
+/** One write of a transaction, with the same precondition as the single call of that name. */
+export type TxnOp =
+  | { readonly op: 'create'; readonly key: string; readonly value: string }
+  | { readonly op: 'update'; readonly key: string; readonly value: string; readonly revision: number }
+  | { readonly op: 'delete'; readonly key: string; readonly revision?: number }
+
+/** Keys unique, at most 128 ops (etcd's default --max-txn-ops): what every backend accepts; 'invalid' otherwise. */
+export function checkTxnOps(ops: readonly TxnOp[]): void {
+  if (!Array.isArray(ops) || ops.length === 0 || ops.length > 128) throw new DatastoreError('invalid', `txn: expected 1..128 ops, got ${Array.isArray(ops) ? ops.length : typeof ops}`)
+  const seen = new Set<string>()
+  ops.forEach((o, i) => {
+    if (typeof o?.key !== 'string' || o.key.length === 0) throw new DatastoreError('invalid', `txn ops[${i}].key must be a non-empty string`)
+    if (!['create', 'update', 'delete'].includes(o.op)) throw new DatastoreError('invalid', `txn ops[${i}].op: ${JSON.stringify(o.op)} is not create, update or delete`, o.key)
+    if (o.op !== 'delete' && typeof o.value !== 'string') throw new DatastoreError('invalid', `txn ops[${i}].value for key ${o.key} must be a string`, o.key)
+    if (seen.has(o.key)) throw new DatastoreError('invalid', `txn ops[${i}]: key ${o.key} appears twice`, o.key)
+    seen.add(o.key)
+  })
+}
+
 export interface Datastore {
   get(key: string): Promise<KeyValue | undefined>
   list(prefix: string): Promise<ListResult>
@@ -47,6 +66,12 @@ export interface Datastore {
   update(key: string, value: string, revision: number): Promise<KeyValue>
   /** With a revision, a compare-and-delete ('conflict' on mismatch); 'not-found' when absent. */
   delete(key: string, revision?: number): Promise<void>
+  /**
+   * All of `ops` or none, as one write at one new revision: when any op's precondition fails nothing is
+   * written and that op's error is thrown (its code as the single call would give, its key set). Answers
+   * per op what it wrote (a delete: value '').
+   */
+  txn(ops: readonly TxnOp[]): Promise<KeyValue[]>
   /** Events for keys under `prefix` with revision >= fromRevision, in revision order. */
   watch(prefix: string, fromRevision: number, onEvent: (event: WatchEvent) => void, onError?: (err: Error) => void): Watch
   close(): Promise<void>

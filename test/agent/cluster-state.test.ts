@@ -20,6 +20,7 @@ function counting(store: Datastore): { store: Datastore; delivered: string[] } {
     create: (key, value) => store.create(key, value),
     update: (key, value, revision) => store.update(key, value, revision),
     delete: (key, revision) => store.delete(key, revision),
+    txn: (ops) => store.txn(ops),
     close: () => store.close(),
     watch: (prefix: string, from: number, onEvent: (e: WatchEvent) => void, onError?: (err: Error) => void): Watch =>
       store.watch(prefix, from, (e) => {

@@ -188,6 +188,61 @@ export function datastoreContract(t: Test, open: OpenClient): void {
     t.same(events.map((e) => (e.type === 'put' ? e.value : '')), ['3', '4', '5'])
   })
 
+  t.test('txn writes all its ops at one revision, or none, naming the op that failed', async (t) => {
+    const s = await client()
+    const p = uniquePrefix('txn')
+    const block = await s.create(`${p}block`, 'b0')
+    const gone = await s.create(`${p}gone`, 'g')
+    const out = await s.txn([
+      { op: 'create', key: `${p}handle`, value: 'h' },
+      { op: 'update', key: `${p}block`, value: 'b1', revision: block.revision },
+      { op: 'delete', key: `${p}gone`, revision: gone.revision },
+    ])
+    const rev = out[0]?.revision as number
+    t.ok(rev > gone.revision && out.every((kv) => kv.revision === rev), `one new revision for every op: ${out.map((kv) => kv.revision).join(',')}`)
+    t.same(out.map((kv) => [kv.key, kv.value]), [[`${p}handle`, 'h'], [`${p}block`, 'b1'], [`${p}gone`, '']])
+    t.same((await s.list(p)).items, [{ key: `${p}block`, value: 'b1', revision: rev }, { key: `${p}handle`, value: 'h', revision: rev }])
+    const failures: [string, string | undefined][] = []
+    for (const ops of [
+      [{ op: 'create', key: `${p}new`, value: 'x' }, { op: 'update', key: `${p}block`, value: 'b2', revision: block.revision }],
+      [{ op: 'create', key: `${p}handle`, value: 'x' }, { op: 'update', key: `${p}block`, value: 'b2', revision: rev }],
+      [{ op: 'update', key: `${p}block`, value: 'b2', revision: rev }, { op: 'delete', key: `${p}gone` }],
+    ] as const) {
+      try {
+        await s.txn(ops)
+        failures.push(['resolved', undefined])
+      } catch (err) {
+        failures.push(err instanceof DatastoreError ? [err.code, err.key] : [String(err), undefined])
+      }
+    }
+    t.same(failures, [['conflict', `${p}block`], ['exists', `${p}handle`], ['not-found', `${p}gone`]], 'the failing op, by code and key')
+    t.same((await s.list(p)).items.map((kv) => [kv.key, kv.value, kv.revision]), [[`${p}block`, 'b1', rev], [`${p}handle`, 'h', rev]], 'a failed txn wrote nothing')
+    t.equal(await code(s.txn([])), 'invalid', 'an empty txn')
+    t.equal(await code(s.txn([{ op: 'create', key: `${p}d`, value: '1' }, { op: 'delete', key: `${p}d` }])), 'invalid', 'a key twice')
+  })
+
+  t.test('a txn reaches watchers as one event per op, all at its revision', async (t) => {
+    const s = await client()
+    const p = uniquePrefix('txn-watch')
+    const a = await s.create(`${p}a`, '1')
+    const events: WatchEvent[] = []
+    const w = s.watch(p, a.revision + 1, (e) => events.push(e))
+    t.teardown(() => w.close())
+    // The watch is following live before the txn: its events come as it happens, not from the replay.
+    const m = await s.create(`${p}m`, 'm')
+    await waitFor(() => events.some((e) => e.revision === m.revision), 'the watch to follow')
+    const [x] = await s.txn([{ op: 'update', key: `${p}a`, value: '2', revision: a.revision }, { op: 'create', key: `${p}b`, value: 'b' }])
+    const after = await s.create(`${p}c`, 'c')
+    await waitFor(() => events.some((e) => e.revision === after.revision), 'the write after the txn')
+    t.same(events.map((e) => [e.type, e.key, e.revision]), [['put', `${p}m`, m.revision], ['put', `${p}a`, x?.revision], ['put', `${p}b`, x?.revision], ['put', `${p}c`, after.revision]])
+    // A watch started later replays the txn from the log (or etcd's history) the same way.
+    const replayed: WatchEvent[] = []
+    const w2 = s.watch(p, a.revision + 1, (e) => replayed.push(e))
+    t.teardown(() => w2.close())
+    await waitFor(() => replayed.length >= 4, 'the replay')
+    t.same(replayed.map((e) => [e.key, e.revision]), events.map((e) => [e.key, e.revision]))
+  })
+
   t.test('bad input is rejected as invalid', async (t) => {
     const s = await client()
     t.equal(await code(s.get('')), 'invalid')

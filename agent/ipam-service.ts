@@ -13,6 +13,7 @@ import { AddrError } from '../config/ip/index.js'
 import { blockCidr, ordinalAddress } from '../ipam/block.js'
 import { type AutoAssignRequest, Ipam, IpamError } from '../ipam/ipam.js'
 import type { AutoAssignResult, ReleaseResult } from '../ipam/ipam-types.js'
+import type { PoolSpec } from '../ipam/pools.js'
 import { BLOCKS_PREFIX, IpamRecordError, decodeBlock } from '../ipam/records.js'
 import { NodeLabels, loadIpamConfig, loadPoolSpecs } from './ipam-service-pools.js'
 import { PendingReleases } from './pending-releases.js'
@@ -75,10 +76,12 @@ export class IpamService {
   readonly pending: PendingReleases | undefined
   private readonly journalDir: string | undefined
   private journalSeq = 0
+  /** The pools read an assign started beside its other reads, for its Ipam call to use (assigns run one at a time). */
+  private nextPools: Promise<PoolSpec[]> | undefined
 
   constructor(private readonly options: IpamServiceOptions) {
     this.labels = new NodeLabels(options.store)
-    this.ipam = new Ipam(options.store, { pools: () => loadPoolSpecs(options.store), nodeMatches: this.labels.matches })
+    this.ipam = new Ipam(options.store, { pools: () => this.nextPools ?? loadPoolSpecs(options.store), nodeMatches: this.labels.matches })
     if (options.stateDir !== undefined) {
       this.journalDir = join(options.stateDir, 'ipam-assigns')
       this.pending = new PendingReleases({
@@ -258,15 +261,20 @@ export class IpamService {
     const handle = req.handle
     return this.serialFor(handle, async () => {
       this.pending?.drop(handle)
+      // The ADD's three reads (its Node's labels, the IPAMConfig, the pools) go out together: one round trip's wait.
+      const pools = loadPoolSpecs(this.options.store)
+      this.nextPools = pools
       try {
-        await this.labels.refresh(req.node)
-        Object.assign(this.ipam.config, await loadIpamConfig(this.options.store))
+        const [, config] = await Promise.all([this.labels.refresh(req.node), loadIpamConfig(this.options.store), pools])
+        Object.assign(this.ipam.config, config)
         const r = await this.ipam.autoAssign(req)
         return { node: req.node, ipv4: r.ipv4, ipv6: r.ipv6 }
       } catch (err) {
         // Whatever the failure, a write may have landed: the ADD answers failure, so its handle goes.
         if (!(err instanceof IpamError && err.code === 'invalid') && !(err instanceof IpamRecordError)) this.releaseLater(handle)
         throw err
+      } finally {
+        this.nextPools = undefined
       }
     })
   }

@@ -19,6 +19,7 @@ import {
   decodeAffinity, decodeBlock, decodeHandle, handleKey,
 } from './records.js'
 import { type HandleWriter, HandleClaim } from './handle-claim.js'
+import { type LastBlocks, OneTxnPaths } from './one-txn.js'
 
 export * from './ipam-types.js'
 
@@ -33,8 +34,9 @@ export class Ipam {
   private readonly maxRetries: number
   private readonly now: () => Date
   private readonly reserved: Cidr[]
-  /** Per `node|family`: the affine block last allocated from, as written, while it has free ordinals. */
-  private readonly lastBlock = new Map<string, { cidr: Cidr; kv: KeyValue }>()
+  private readonly lastBlock: LastBlocks = new Map()
+  /** The common ADD and DEL, one transaction each. */
+  private readonly oneTxn: OneTxnPaths
 
   constructor(readonly store: Datastore, private readonly options: IpamOptions) {
     this.config = { ...DEFAULT_IPAM_CONFIG, ...options.config }
@@ -44,6 +46,7 @@ export class Ipam {
     this.reserved = (options.reservations ?? []).map((r, i) =>
       parseCidr(r, `reservations[${i}]`, { bare: true }),
     )
+    this.oneTxn = new OneTxnPaths({ store, lastBlock: this.lastBlock, isReserved: this.isReserved })
   }
 
   private readonly isReserved: IsReserved = (family, value) =>
@@ -95,7 +98,9 @@ export class Ipam {
   /**
    * Dual-stack assignment, all or nothing. Idempotent per handle: addresses the handle already holds are
    * returned again and only the shortfall is allocated (a retried CNI ADD gets the same pod addresses).
-   * The handle record is written, and confirmed, before any block write it covers (HandleClaim).
+   * The common ADD (a new handle, each family from the block this node last allocated from) is one
+   * transaction writing the handle record and the blocks (OneTxnPaths); otherwise the record is written,
+   * and confirmed, before any block write it covers (HandleClaim).
    */
   async autoAssign(req: AutoAssignRequest): Promise<AutoAssignResult> {
     checkSegment('handle', req.handle)
@@ -105,23 +110,13 @@ export class Ipam {
       if (!Number.isInteger(want[f]) || want[f] < 0 || want[f] > 256) throw new IpamError('invalid', `num${f}: ${want[f]} is not an integer in 0..256`)
     }
     const pools = await this.pools()
-    const predicted = this.predictBlocks(req.node, want)
-    let claim: HandleClaim | undefined
-    let held: IpamAddress[] = []
-    if (predicted !== undefined) {
-      // The common ADD: the record is created with the block counts it will most likely end with, then the
-      // block written; two round trips, the second only after the first is confirmed.
-      try {
-        claim = HandleClaim.created(req.handle, this.writeHandle, await this.store.create(handleKey(req.handle), HandleClaim.createValue(req.handle, predicted)))
-      } catch (err) {
-        if (!(err instanceof DatastoreError && err.code === 'exists')) throw err
-      }
-    }
-    if (claim === undefined) {
-      const h = await this.heldBy(req.handle)
-      held = h.addrs
-      claim = new HandleClaim(req.handle, this.writeHandle, h.kv ?? 'absent', held)
-    }
+    const inEligiblePool = (family: Family, cidr: Cidr): boolean =>
+      eligiblePools(pools, family, req.node, req.use ?? 'Workload', req.pools, this.options.nodeMatches).some((p) => poolBlockOf(p, family, cidr.base) !== undefined)
+    const fast = await this.oneTxn.assign(req, want, inEligiblePool)
+    if (fast !== undefined && fast !== 'exists') return fast
+    const h = await this.heldBy(req.handle)
+    const held = h.addrs
+    const claim = new HandleClaim(req.handle, this.writeHandle, h.kv ?? 'absent', held)
     const got: IpamAddress[] = []
     try {
       for (const f of [4, 6] as const) {
@@ -147,18 +142,6 @@ export class Ipam {
       else claim.returned(got.filter((a) => r.released.some((x) => x.address === a.address)))
     }
     await claim.abandon()
-  }
-
-  /** The block counts a new handle will most likely get: each wanted family from its last block; undefined if unknown. */
-  private predictBlocks(node: string, want: Readonly<Record<Family, number>>): Record<string, number> | undefined {
-    const out: Record<string, number> = {}
-    for (const f of [4, 6] as const) {
-      if (want[f] === 0) continue
-      const last = this.lastBlock.get(`${node}|${f}`)
-      if (last === undefined) return undefined
-      out[formatCidr(last.cidr)] = want[f]
-    }
-    return Object.keys(out).length > 0 ? out : undefined
   }
 
   /** Allocates `num` addresses of one family, pushing onto `sink` as blocks are written so a failure can roll back. */
@@ -241,18 +224,6 @@ export class Ipam {
     })
   }
 
-  /**
-   * After our own write to a block, the cached copy of it (the block a node last allocated from) follows, so
-   * the next ADD after a DEL on this node is one write, not a conflict and a re-read.
-   */
-  private refreshHints(key: string, kv: KeyValue | undefined): void {
-    for (const [hint, last] of this.lastBlock) {
-      if (last.kv.key !== key) continue
-      if (kv === undefined) this.lastBlock.delete(hint)
-      else this.lastBlock.set(hint, { cidr: last.cidr, kv })
-    }
-  }
-
   async affinities(node: string): Promise<AffinityRecord[]> {
     const { items } = await this.store.list(affinityPrefix(node))
     return items.map((kv) => decodeAffinity(kv.key, kv.value))
@@ -333,9 +304,11 @@ export class Ipam {
       edit(blocks)
       for (const [b, n] of Object.entries(blocks)) if (n <= 0) delete blocks[b]
       const value = JSON.stringify({ handleId: handle, blocks } satisfies HandleRecord)
-      if (kv === undefined) return Object.keys(blocks).length > 0 ? this.store.create(key, value) : undefined
-      if (Object.keys(blocks).length === 0) return void (await this.store.delete(key, kv.revision))
-      return this.store.update(key, value, kv.revision)
+      const written = kv === undefined
+        ? (Object.keys(blocks).length > 0 ? await this.store.create(key, value) : undefined)
+        : Object.keys(blocks).length === 0 ? void (await this.store.delete(key, kv.revision)) : await this.store.update(key, value, kv.revision)
+      this.oneTxn.handleWritten(handle, written)
+      return written
     })
   }
 
@@ -421,6 +394,8 @@ export class Ipam {
    */
   async releaseByHandle(handle: string): Promise<ReleaseResult> {
     checkSegment('handle', handle)
+    const inOne = await this.oneTxn.releaseByHandle(handle)
+    if (inOne !== undefined) return inOne
     const key = handleKey(handle)
     let kv = await this.store.get(key)
     if (kv === undefined) return { released: [], skipped: [] }
@@ -432,6 +407,7 @@ export class Ipam {
       const cur = kv ?? (await this.store.get(key))
       kv = undefined
       if (cur !== undefined) await this.store.delete(key, cur.revision)
+      this.oneTxn.handleWritten(handle, undefined)
     }).catch((err: unknown) => {
       if (!(err instanceof DatastoreError && err.code === 'not-found')) throw err
     })
@@ -457,11 +433,11 @@ export class Ipam {
       if (r.released.length > 0) {
         if (b.block.affinity === null && blockIsEmpty(b.block)) {
           await this.store.delete(key, b.kv.revision)
-          this.refreshHints(key, undefined)
+          this.oneTxn.refresh(key, undefined)
         } else {
           const value = JSON.stringify(b.block)
           const written = await this.store.update(key, value, b.kv.revision)
-          this.refreshHints(key, { key, value, revision: written.revision })
+          this.oneTxn.refresh(key, { key, value, revision: written.revision })
         }
       }
       return r

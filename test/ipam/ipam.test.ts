@@ -1,7 +1,7 @@
 // The IPAM service on a real embedded store: claims, affine allocation, limits, borrowing, dual-stack
 // rollback, idempotent handles, stale releases, node removal and the bounded retry loop.
 import t from 'tap'
-import { DatastoreError, type Datastore } from '../../config/datastore.js'
+import { DatastoreError, type Datastore, type TxnOp } from '../../config/datastore.js'
 import { parseCidr } from '../../config/ip/index.js'
 import { checkIpam } from '../../ipam/check.js'
 import { Ipam, type IpamOptions } from '../../ipam/ipam.js'
@@ -150,15 +150,17 @@ t.test('releasing a node\'s affinities deletes its empty blocks and leaves used 
 t.test('an ADD after a DEL on the same node writes its block once: the cached copy follows our own release', async (t) => {
   const { store } = await embeddedStore(t)
   const conflicts: string[] = []
+  const noting = async <T>(write: Promise<T>): Promise<T> => {
+    try {
+      return await write
+    } catch (err) {
+      if (err instanceof DatastoreError && err.code === 'conflict') conflicts.push(err.key ?? '')
+      throw err
+    }
+  }
   const counting: Datastore = Object.assign(Object.create(store) as Datastore, {
-    update: async (key: string, value: string, revision: number) => {
-      try {
-        return await store.update(key, value, revision)
-      } catch (err) {
-        if (err instanceof DatastoreError && err.code === 'conflict') conflicts.push(key)
-        throw err
-      }
-    },
+    update: (key: string, value: string, revision: number) => noting(store.update(key, value, revision)),
+    txn: (ops: readonly TxnOp[]) => noting(store.txn(ops)),
   })
   const ipam = new Ipam(counting, { pools: [V4] })
   for (let i = 0; i < 6; i++) {

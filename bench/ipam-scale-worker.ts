@@ -28,7 +28,7 @@ export interface ScaleWorkerArgs {
 
 export type ScaleWorkerLine =
   | { readonly op: 'startup'; readonly ms: number; readonly resources: number; readonly blocks: number; readonly affinities: number; readonly counts: DatastoreCounts }
-  | { readonly op: 'done'; readonly add: readonly number[]; readonly del: readonly number[]; readonly addCounts: DatastoreCounts; readonly delCounts: DatastoreCounts; readonly errors: readonly string[] }
+  | { readonly op: 'done'; readonly add: readonly number[]; readonly del: readonly number[]; readonly addCounts: DatastoreCounts; readonly delCounts: DatastoreCounts; readonly errors: readonly string[]; readonly cpuMs: number }
 
 const out = (l: ScaleWorkerLine): void => void process.stdout.write(JSON.stringify(l) + '\n')
 
@@ -67,6 +67,7 @@ async function main(): Promise<void> {
   const delCounts = zeroCounts()
   const errors: string[] = []
   const held: string[] = []
+  const cpu0 = process.cpuUsage()
   const del = async (handle: string): Promise<void> => {
     const before = store.counts()
     const s = performance.now()
@@ -89,7 +90,8 @@ async function main(): Promise<void> {
     if (held.length > args.window) await del(held.shift() as string)
   }
   while (held.length > 0) await del(held.shift() as string)
-  out({ op: 'done', add: addMs, del: delMs, addCounts, delCounts, errors: errors.slice(0, 5) })
+  const cpu = process.cpuUsage(cpu0)
+  out({ op: 'done', add: addMs, del: delMs, addCounts, delCounts, errors: errors.slice(0, 5), cpuMs: (cpu.user + cpu.system) / 1000 })
   await service.close()
   await store.close()
 }

@@ -4,11 +4,12 @@
 // `pintoctl ipam check` over the whole store and the agent's start-up reads, with the load average.
 // Run: npx tsc -p . && node dist/bench/ipam-scale.js [--nodes 5000] [--allocations 150000] [--agents 20] [--adds 200]
 import { type ChildProcess, spawn } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import { loadavg } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { Etcd3 } from 'etcd3'
-import { startEtcd } from '../test/harness/etcd.js'
-import { type DatastoreCounts, roundTrips, writes, zeroCounts } from '../config/datastore-counting.js'
+import { ETCD_BIN, TEST_LIMIT_ARGS, startEtcd } from '../test/harness/etcd.js'
+import { type DatastoreCounts, commits, roundTrips, writes, zeroCounts } from '../config/datastore-counting.js'
 import { encodeResource, resourceKey } from '../config/resources/index.js'
 import type { Resource } from '../config/resources/index.js'
 import { type Cidr, formatCidr } from '../config/ip/index.js'
@@ -138,7 +139,8 @@ const ms = (v: number): string => `${v.toFixed(1)} ms`
 
 function perOp(c: DatastoreCounts, n: number): string {
   const f = (v: number): string => (v / n).toFixed(2)
-  return `${f(roundTrips(c))} round trips (get ${f(c.get)}, list ${f(c.list)} returning ${f(c.listed)} records, create ${f(c.create)}, update ${f(c.update)}, delete ${f(c.delete)}), ${f(writes(c))} writes, ${f(c.casFailures)} CAS failures`
+  return `${f(roundTrips(c))} round trips (get ${f(c.get)}, list ${f(c.list)} returning ${f(c.listed)} records, txn ${f(c.txn)}, single writes ${f(commits(c) - c.txn)}), ` +
+    `${f(writes(c))} keys written (create ${f(c.create)}, update ${f(c.update)}, delete ${f(c.delete)}) in ${f(commits(c))} commits, ${f(c.casFailures)} CAS failures (conflict retries)`
 }
 
 /** etcd's own account of its WAL fsyncs (count, seconds), from its Prometheus endpoint. */
@@ -149,7 +151,14 @@ async function fsyncs(url: string): Promise<{ count: number; sum: number }> {
 }
 
 /** Starts the agents, lets them read what they read at start, then runs their ADD/DEL cycles at once. */
-async function runAgents(endpoint: string, url: string, path: ScaleWorkerArgs['path'], startup: boolean): Promise<void> {
+/** CPU milliseconds a process has used (utime + stime from /proc). */
+function cpuMsOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  return ((Number(f[11]) + Number(f[12])) * 1000) / 100 // fields 14 and 15, in clock ticks of 1/100 s
+}
+
+async function runAgents(etcdPid: number, endpoint: string, url: string, path: ScaleWorkerArgs['path'], startup: boolean): Promise<void> {
   // One after the other: twenty Node.js processes loading at once on two shared cores miss etcd's connect deadline.
   const workers: Worker[] = []
   const starts: Extract<ScaleWorkerLine, { op: 'startup' }>[] = []
@@ -161,11 +170,13 @@ async function runAgents(endpoint: string, url: string, path: ScaleWorkerArgs['p
   const startMs = starts.map((s) => s.ms).sort((a, b) => a - b)
   const s0 = starts[0]
   const f0 = await fsyncs(url)
+  const etcdCpu0 = cpuMsOf(etcdPid)
   const t0 = performance.now()
   for (const w of workers) w.child.stdin?.end('go\n')
   const done = await Promise.all(workers.map((w) => next(w, 'done')))
   const wall = performance.now() - t0
   const f1 = await fsyncs(url)
+  const etcdCpu = cpuMsOf(etcdPid) - etcdCpu0
   await Promise.all(workers.map((w) => w.exited))
   const adds = done.flatMap((d) => d.add).sort((a, b) => a - b)
   const dels = done.flatMap((d) => d.del).sort((a, b) => a - b)
@@ -183,15 +194,18 @@ async function runAgents(endpoint: string, url: string, path: ScaleWorkerArgs['p
   console.log(`  ADD p50 ${ms(pct(adds, 50))}  p99 ${ms(pct(adds, 99))}  max ${ms(adds[adds.length - 1] ?? NaN)}   (target p99 < 100 ms)${errors.length > 0 ? `   ${errors.length} errors, first: ${errors[0]}` : ''}`)
   console.log(`  ADD: ${perOp(sum((d) => d.addCounts), adds.length)}`)
   console.log(`  etcd meanwhile: ${f1.count - f0.count} WAL fsyncs, mean ${ms((1000 * (f1.sum - f0.sum)) / (f1.count - f0.count))} each (every write waits for one)`)
+  const ops = adds.length + dels.length
+  console.log(`  CPU per ADD or DEL: agent ${ms(done.reduce((a, d) => a + d.cpuMs, 0) / ops)}, etcd ${ms(etcdCpu / ops)} (${((done.reduce((a, d) => a + d.cpuMs, 0) + etcdCpu) / wall).toFixed(2)} cores busy of 2, beside whatever else runs)`)
   console.log(`  DEL p50 ${ms(pct(dels, 50))}  p99 ${ms(pct(dels, 99))}; ${perOp(sum((d) => d.delCounts), dels.length)}`)
 }
 
 /**
- * etcd alone doing an ADD's two writes, back to back, from `clients` clients at once: create a key that is
- * absent (the handle), then compare-and-swap a value the size of a real block (the block). What any IPAM
- * that writes a handle and a block pays on this etcd at this size; the keys are removed after.
+ * etcd alone doing an ADD's writes from `clients` clients at once: create a key that is absent (the handle) and
+ * compare-and-swap a value the size of a real block (the block), either back to back (Calico's order, two
+ * commits) or in one transaction (pinto's, one commit). What any IPAM that writes a handle and a block pays on
+ * this etcd at this size; the keys are removed after.
  */
-async function etcdFloor(endpoint: string, clients: number, rounds: number): Promise<number[]> {
+async function etcdFloor(endpoint: string, clients: number, rounds: number, oneTxn: boolean): Promise<number[]> {
   const admin = new Etcd3({ hosts: `http://${endpoint}` })
   const sample = await admin.getAll().prefix(BLOCKS_PREFIX).limit(1).strings()
   const value = Object.values(sample)[0] ?? 'x'.repeat(4096)
@@ -204,8 +218,13 @@ async function etcdFloor(endpoint: string, clients: number, rounds: number): Pro
       for (let i = 0; i < rounds; i++) {
         const t0 = performance.now()
         const handle = `/pinto-bench-floor/handle-${ci}-${i}`
-        await c.if(handle, 'Create', '==', 0).then(c.put(handle).value('{}')).commit()
-        const r = await c.if(block, 'Mod', '==', rev).then(c.put(block).value(value)).commit()
+        let r
+        if (oneTxn) {
+          r = await c.if(handle, 'Create', '==', 0).and(block, 'Mod', '==', rev).then(c.put(handle).value('{}'), c.put(block).value(value)).commit()
+        } else {
+          await c.if(handle, 'Create', '==', 0).then(c.put(handle).value('{}')).commit()
+          r = await c.if(block, 'Mod', '==', rev).then(c.put(block).value(value)).commit()
+        }
         if (!r.succeeded) throw new Error(`etcd floor: the block CAS of client ${ci} failed`)
         rev = Number(r.header.revision)
         times.push(performance.now() - t0)
@@ -231,10 +250,12 @@ function run(cmd: string, args: readonly string[], env: NodeJS.ProcessEnv): Prom
 let stopEtcd: (() => Promise<void>) | undefined
 
 async function main(): Promise<void> {
-  const etcd = await startEtcd()
+  // etcd as operators run it: its default quota, snapshot count and WAL retention, every commit fsynced.
+  const etcd = await startEtcd(undefined, { defaults: true })
   stopEtcd = () => etcd.stop()
   try {
     console.log(`IPAM at scale on etcd (private etcd ${etcd.endpoint}): ${NODES} nodes, ${ALLOCATIONS} allocations in pool ${POOL.cidr} /${POOL.blockSize} blocks; load ${load()}`)
+    console.log(`etcd: ${ETCD_BIN}, one member, its default limits (none of ${TEST_LIMIT_ARGS.filter((a) => a.startsWith('--')).join(', ')}) and durability (every commit fsynced to its WAL; no --unsafe-no-fsync), data in ${etcd.dataDir}`)
     let t0 = performance.now()
     const keys = await preload(etcd.endpoint, NODES, ALLOCATIONS)
     console.log(`preload: ${keys} keys (Node resources, affinities, blocks, handles as ipam/ writes them) in ${((performance.now() - t0) / 1000).toFixed(1)} s, written directly in etcd transactions`)
@@ -246,16 +267,20 @@ async function main(): Promise<void> {
     const summary = check.out.split('\n').filter((l) => /Found|IPAM handles|Allocated IPs|complete|Error|error/.test(l)).map((l) => l.trim()).join('; ')
     console.log(`pintoctl ipam check --nodes=<all ${NODES}>: ${(check.ms / 1000).toFixed(1)} s (target < 30 s), exit ${check.code}: ${summary.slice(0, 400)}`)
 
-    for (const n of [...new Set([1, AGENTS])]) {
-      const f = await etcdFloor(etcd.endpoint, n, Math.max(50, Math.ceil(ADDS / 2)))
-      console.log(`etcd alone, an ADD's two writes back to back (create the handle, CAS a block-sized value), ${n} client${n === 1 ? '' : 's'} at once: p50 ${ms(pct(f, 50))}  p99 ${ms(pct(f, 99))}, load ${load()}`)
+    for (const oneTxn of [false, true]) {
+      for (const n of [...new Set([1, AGENTS])]) {
+        const f = await etcdFloor(etcd.endpoint, n, Math.max(50, Math.ceil(ADDS / 2)), oneTxn)
+        const how = oneTxn ? 'in one transaction (one commit)' : 'back to back (two commits)'
+        console.log(`etcd alone, an ADD's two writes ${how} (create the handle, CAS a block-sized value), ${n} client${n === 1 ? '' : 's'} at once: p50 ${ms(pct(f, 50))}  p99 ${ms(pct(f, 99))}, load ${load()}`)
+      }
     }
 
-    for (const [i, path] of PATHS.entries()) await runAgents(etcd.endpoint, etcd.url, path, i === 0)
+    for (const [i, path] of PATHS.entries()) await runAgents(etcd.pid, etcd.endpoint, etcd.url, path, i === 0)
 
     console.log('\nCalico (libcalico-go/lib/ipam, read from its code) for the same ADD, one address from an affine block with room:')
-    console.log('  10 round trips, 2 writes: get IPAMConfig, list IPReservations, get Node, list IPPools, list the host\'s affinities,')
-    console.log('  get the affinity, get the block, get the handle, create the handle, update the block (CAS).')
+    console.log('  10 round trips, 2 writes in 2 commits: get IPAMConfig, list IPReservations, get Node, list IPPools, list the host\'s affinities,')
+    console.log('  get the affinity, get the block, get the handle, create the handle, update the block (CAS) (ipam.go assignFromExistingBlock:')
+    console.log('  incrementHandle, then the block\'s Update; no transaction joins them).')
     console.log('  DEL: 6 round trips, 2 writes: get handle, get IPAMConfig, get block, update block, get handle, delete handle.')
     console.log('  A new block claim adds a list of every block, then create affinity, create block, update affinity.')
   } finally {

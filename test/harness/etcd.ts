@@ -30,7 +30,15 @@ export interface EtcdStartOptions {
   /** Command prefix etcd and its health check run under, e.g. ['ip', 'netns', 'exec', 'fabric-x']. */
   readonly wrap?: readonly string[]
   readonly tls?: EtcdServerTls
+  /**
+   * etcd's own default limits (quota 2 GiB, snapshot every 100,000 writes, WALs kept 5) instead of the small ones
+   * tests use: for benches whose figures must be those of etcd as operators run it. Every write is fsynced either way.
+   */
+  readonly defaults?: boolean
 }
+
+/** The flags the harness adds to etcd's own defaults, unless `defaults` (for a bench to print beside its figures). */
+export const TEST_LIMIT_ARGS: readonly string[] = ['--quota-backend-bytes', String(256 * 1024 * 1024), '--snapshot-count', '5000', '--max-wals', '2']
 
 export interface EtcdInstance {
   /** host:port of the client listener, as used in `etcd://<endpoint>`. */
@@ -131,7 +139,7 @@ async function startOnce(deadlineMs: number, options: EtcdStartOptions): Promise
       '--listen-peer-urls', peer, '--initial-advertise-peer-urls', peer,
       '--initial-cluster', `${name}=${peer}`, '--initial-cluster-state', state,
       // Small limits: tests write little, and the 2-core machine is shared. (3.4 has no --unsafe-no-fsync.)
-      '--quota-backend-bytes', String(256 * 1024 * 1024), '--snapshot-count', '5000', '--max-wals', '2',
+      ...(options.defaults === true ? [] : TEST_LIMIT_ARGS),
       '--logger', 'zap', '--log-outputs', 'stderr', '--log-level', 'error',
     ],
     { stdio: ['ignore', 'ignore', 'pipe'] },

@@ -13,7 +13,7 @@ import {
   addressOrdinal, blockAssign, blockAutoAssign, blockCidr, blockIsEmpty, blockOrdinalsOf, blockRelease, blockReleaseByHandle,
   hostAffinity, newBlock, ordinalAddress,
 } from './block.js'
-import { type Pool, blockCandidates, describePools, eligiblePools, poolBlockOf, toPool } from './pools.js'
+import { type Pool, type PoolSpec, blockCandidates, describePools, eligiblePools, poolBlockOf, toPool } from './pools.js'
 import {
   type AffinityRecord, type HandleRecord, BLOCKS_PREFIX, affinityKey, affinityPrefix, affinityRecord, blockKey, checkSegment,
   decodeAffinity, decodeBlock, decodeHandle, handleKey,
@@ -52,9 +52,16 @@ export class Ipam {
   private readonly isReserved: IsReserved = (family, value) =>
     this.reserved.some((c) => c.family === family && addressOrdinal(c, family, value) !== undefined)
 
+  /** Specs already validated (a pools function that hands back the same object for an unchanged pool skips it). */
+  private readonly validated = new WeakMap<PoolSpec, Pool>()
+
   async pools(): Promise<Pool[]> {
     const specs = typeof this.options.pools === 'function' ? await this.options.pools() : this.options.pools
-    return specs.map((s, i) => toPool(s, `pools[${i}]`))
+    return specs.map((s, i) => {
+      let p = this.validated.get(s)
+      if (p === undefined) this.validated.set(s, (p = toPool(s, `pools[${i}]`)))
+      return p
+    })
   }
 
   /** Runs `attempt` until it stops hitting write conflicts, at most maxRetries times, with a small random backoff. */

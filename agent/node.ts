@@ -101,6 +101,8 @@ export class PintoNode {
   private readonly policyCache = new Map<string, Policy>()
   private heartbeat: NodeJS.Timeout | undefined
   private dataplaneSynced = false
+  /** Set once the first dataplane update after the sync has finished (devices, NAT, monitor, first write). */
+  private dataplaneStarted = false
   private workloadsTimer: NodeJS.Timeout | undefined
   private peersComputed = false
   private syncTimer: NodeJS.Timeout | undefined
@@ -707,6 +709,7 @@ export class PintoNode {
     }
     const nodes = this.cluster.list('Node')
     this.feed?.setRules(this.programRules(nodes))
+    const t0 = performance.now()
     await this.dataplane.update({
       nodeName: this.settings.nodeName,
       ipv4Address: this.v4 ? `${this.v4.address}/${this.v4.prefixLength}` : undefined,
@@ -720,6 +723,13 @@ export class PintoNode {
       ...(this.ipipAddress ? { ipipAddress: this.ipipAddress } : {}),
       staticRoutes: this.peerRoutes,
     })
+    if (!this.dataplaneStarted) {
+      // Until this update finished, the Loc-RIB's deltas were not written (felix was not started): those
+      // that came while it ran are written now, not at the next delta or the periodic resync.
+      this.dataplaneStarted = true
+      this.fibJob.trigger()
+      this.log.info({ ms: Math.round(performance.now() - t0), learnedRoutes: this.dataplane.desired.learnedCount }, 'dataplane started: devices, NAT and route monitor set up, first routes written')
+    }
   }
 
   /**

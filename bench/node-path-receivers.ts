@@ -28,7 +28,8 @@ export interface Receiver {
   /**
    * Resolves once the receiver is past its start-up: pinto-node programs the kernel at once from the
    * first table only after its sync deadline (PINTO_SYNC_DEADLINE_SECONDS, 10 s by default; before it, it
-   * waits for every peer's End-of-RIB, as a restarting node must), so the sender connects to a running
+   * waits for every peer's End-of-RIB, as a restarting node must), and then starts its dataplane (devices,
+   * NAT rules, the route monitor, the first write); the sender connects once that is done, to a running
    * node, as when a top-of-rack router comes back or a peer is added.
    */
   settled(): Promise<void>
@@ -92,12 +93,13 @@ export async function startPintoNode(topo: Topology, node: NetNode, peer: PeerSp
   return {
     name: 'pinto',
     pid,
-    // Its log says when the deadline passed; a few seconds past the deadline do if the wording changes.
+    // Its log says when the dataplane's start-up after the deadline (devices, NAT, the route monitor, the
+    // first write) is done; a few seconds past the deadline do if the wording changes.
     settled: () =>
       waitFor(() => {
         if (exit !== undefined) throw new Error(exit)
-        return tail(join(dir, 'stdout.log')).includes('programming the kernel') || Date.now() - started > (SYNC_DEADLINE_SECONDS + 5) * 1000
-      }, { timeoutMs: (SYNC_DEADLINE_SECONDS + 10) * 1000, intervalMs: 100, what: "pinto-node's start-up sync deadline" }).then(() => undefined),
+        return tail(join(dir, 'stdout.log')).includes('dataplane started') || Date.now() - started > (SYNC_DEADLINE_SECONDS + 5) * 1000
+      }, { timeoutMs: (SYNC_DEADLINE_SECONDS + 10) * 1000, intervalMs: 100, what: "pinto-node's start-up sync deadline and dataplane start" }).then(() => undefined),
     died: () => exit,
     async stop() {
       exit ??= 'stopped'

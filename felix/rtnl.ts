@@ -53,6 +53,13 @@ export class RtnlWriter {
   length = 0
   /** Where the last whole message starts; -1 before any. */
   private last = -1
+  /**
+   * The last gateway text written and its bytes: routes through one next hop share its text, so a write
+   * of a table through a few gateways parses each once, not once per route.
+   */
+  private gatewayText: string | undefined
+  private gatewayFamily: 4 | 6 = 4
+  private readonly gatewayBytes = new Uint8Array(16)
 
   /** `size`: the bytes to start with (64 KB holds a chunk of 200 route messages with room to spare). */
   constructor(size = 1 << 16) {
@@ -160,6 +167,25 @@ export class RtnlWriter {
     return true
   }
 
+  /** RTA_GATEWAY: the bytes of the last gateway again when the text is the same, else parsed (and kept). */
+  private attrGateway(text: string, family: 4 | 6): boolean {
+    const size = family === 4 ? 4 : 16
+    if (text !== this.gatewayText || family !== this.gatewayFamily) {
+      const at = this.length
+      if (!this.attrAddress(RTA_GATEWAY, text, text.length, family)) return false
+      this.gatewayBytes.set(this.buf.subarray(at + 4, at + 4 + size))
+      this.gatewayText = text
+      this.gatewayFamily = family
+      return true
+    }
+    const at = this.length
+    this.view.setUint16(at, 4 + size, true)
+    this.view.setUint16(at + 2, RTA_GATEWAY, true)
+    this.buf.set(this.gatewayBytes.subarray(0, size), at + 4)
+    this.length = at + 4 + size
+    return true
+  }
+
   /** RTA_DST from the route's numeric address when it has one, else from `dst` up to `slash`. */
   private attrDst(r: KernelRoute, slash: number): boolean {
     if (r.dst4 === undefined || r.family !== 4) return this.attrAddress(RTA_DST, r.dst, slash < 0 ? r.dst.length : slash, r.family)
@@ -204,7 +230,7 @@ export class RtnlWriter {
     this.attrU32(RTA_TABLE, r.table)
     if (r.metric !== defaultMetric(r.family)) this.attrU32(RTA_PRIORITY, r.metric)
     if (nhid !== undefined) this.attrU32(RTA_NH_ID, nhid)
-    if (gateway !== undefined && !this.attrAddress(RTA_GATEWAY, gateway, gateway.length, r.family)) return this.abandon(at)
+    if (gateway !== undefined && !this.attrGateway(gateway, r.family)) return this.abandon(at)
     if (oif !== undefined) this.attrU32(RTA_OIF, oif)
     return this.end(at)
   }

@@ -29,10 +29,11 @@ export function ipv4Prefix(addr: number, len: number, pathId = 0): Ipv4Prefix {
   return { afi: 1, len, addr: (addr & mask) >>> 0, pathId }
 }
 
+/** The network `addr`/`len` as a prefix of its own bytes (host bits clear); copied byte by byte, with no view. */
 export function ipv6Prefix(addr: Uint8Array, len: number, pathId = 0): Ipv6Prefix {
   const bytes = new Uint8Array(16)
   const nb = (len + 7) >> 3
-  bytes.set(addr.subarray(0, nb))
+  for (let k = 0; k < nb; k++) bytes[k] = addr[k]!
   if (len & 7) bytes[nb - 1]! &= (0xff << (8 - (len & 7))) & 0xff
   return { afi: 2, len, addr: bytes, pathId }
 }

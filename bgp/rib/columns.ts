@@ -39,11 +39,35 @@ export interface PathSource {
   readonly session: PeerSessionInfo | undefined
 }
 
+/** Bytes i and i+1 of an address as one 16-bit word. */
+const word = (a: Uint8Array, i: number): number => (a[i]! << 8) | a[i + 1]!
+
+/**
+ * The IPv6 index's key of a network (host bits clear): its length, then the address words that hold
+ * those bits, as one flat string made in one call (a string grown a byte at a time is rebuilt flat when
+ * the Map hashes it). Words past the length are zero in a network, so no two networks share a key.
+ */
 function v6Key(addr: Uint8Array, len: number): string {
-  const nb = (len + 7) >> 3
-  let key = String.fromCharCode(len)
-  for (let i = 0; i < nb; i++) key += String.fromCharCode(addr[i]!)
-  return key
+  switch ((len + 15) >> 4) {
+    case 0:
+      return String.fromCharCode(len)
+    case 1:
+      return String.fromCharCode(len, word(addr, 0))
+    case 2:
+      return String.fromCharCode(len, word(addr, 0), word(addr, 2))
+    case 3:
+      return String.fromCharCode(len, word(addr, 0), word(addr, 2), word(addr, 4))
+    case 4:
+      return String.fromCharCode(len, word(addr, 0), word(addr, 2), word(addr, 4), word(addr, 6))
+    case 5:
+      return String.fromCharCode(len, word(addr, 0), word(addr, 2), word(addr, 4), word(addr, 6), word(addr, 8))
+    case 6:
+      return String.fromCharCode(len, word(addr, 0), word(addr, 2), word(addr, 4), word(addr, 6), word(addr, 8), word(addr, 10))
+    case 7:
+      return String.fromCharCode(len, word(addr, 0), word(addr, 2), word(addr, 4), word(addr, 6), word(addr, 8), word(addr, 10), word(addr, 12))
+    default:
+      return String.fromCharCode(len, word(addr, 0), word(addr, 2), word(addr, 4), word(addr, 6), word(addr, 8), word(addr, 10), word(addr, 12), word(addr, 14))
+  }
 }
 
 /**

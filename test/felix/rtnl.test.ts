@@ -147,3 +147,22 @@ t.test('answers: acknowledgement, refusal, a link, and a cut message', async (t)
   t.throws(() => readReplies(Uint8Array.from([...ack, ...refused.slice(0, 30)])), /message at byte 36 has length 36 of 30 left/)
   t.equal(RTM_NEWROUTE, 24)
 })
+
+t.test('routes through gateways one after another: each message carries its own gateway', async (t) => {
+  // The writer keeps the last gateway's bytes; the same text again, another one, the other family and a
+  // bad one in between must each come out as a fresh writer writes them.
+  const hops: [4 | 6, string][] = [
+    [4, '192.0.2.2'], [4, '192.0.2.2'], [4, '192.0.2.3'], [6, 'fe80::1'], [6, 'fe80::1'], [4, '192.0.2.3'],
+    [6, '192.0.2.3'], [6, '2001:db8:ffff::2'], [4, '192.0.2'], [4, '192.0.2.3'], [6, 'fe80::1'], [6, 'fe80::2'],
+  ]
+  const w = new RtnlWriter()
+  for (const [i, [family, gateway]] of hops.entries()) {
+    const r = route(family === 4 ? { nexthops: [{ gateway, onlink: false }] } : { family: 6, dst: '2001:db8:18::/64', metric: 1024, nexthops: [{ gateway, onlink: false }] })
+    const fresh = new RtnlWriter()
+    const ok = fresh.replace(r, undefined, 10 + i, links)
+    w.reset()
+    t.equal(w.replace(r, undefined, 10 + i, links), ok, `${gateway}: written as a fresh writer does`)
+    t.same([...w.bytes()], [...fresh.bytes()], `${gateway}: the same bytes`)
+    if (ok) t.same(parse(w.bytes()).attrs.get(5), family === 4 ? gateway.split('.').map(Number) : [...parseIpv6(gateway)!], `${gateway}: RTA_GATEWAY`)
+  }
+})

@@ -216,6 +216,16 @@ export class PeerRibOut implements AdjRibOut {
     }
   }
 
+  /** Each held destination with what it is sent as now (what it was sent as, when nothing is pending). */
+  *heldRoutes(): Iterable<[number, Prefix, OutRoute]> {
+    for (const d of this.held) {
+      if (!this.rib.isLive(d)) continue
+      const prefix = this.rib.prefix(d)
+      const out = this.route(d, prefix)
+      if (out !== undefined) yield [d, prefix, out]
+    }
+  }
+
   /** Forgets everything (the session went down); a new attach starts from the Loc-RIB again. */
   clear(): void {
     const held = [...this.held]

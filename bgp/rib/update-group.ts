@@ -7,6 +7,8 @@ import type { Prefix } from '../codec/nlri.js'
 import { exportKey, PeerRibOut, type RibView } from './adj-rib-out.js'
 import type { OutRoute } from './export.js'
 import { BatchBuilder } from './out-batches.js'
+import { GroupDump } from './group-dump.js'
+import { touchedArray } from './number-map.js'
 import type { AdjRibOut, FamilyKey, OutBatch, Policy, RibPeer } from './types.js'
 
 /** A prefix the group does not hold (in `prev`), or withdrew (in `src`). */
@@ -15,6 +17,8 @@ const NOT_HELD = -2
 const LOCAL = -1
 /** Prefixes one round takes from the group's queue. */
 export const ROUND = 4000
+/** Largest table a joining peer is sent from the group's dump; past it, joiners catch up on their own. */
+const DUMP_LIMIT = 250_000
 
 /** What update groups need of the RibOuts that own them. */
 export interface GroupHost {
@@ -59,8 +63,10 @@ export class UpdateGroup {
   /** The group's table: what a member that is no path's source holds and has still to be sent. */
   readonly out: PeerRibOut
   readonly members = new Map<number, GroupMember>()
-  /** Source peer id of each held destination's path as sent. */
-  private readonly sentFrom = new Map<number, number>()
+  /** Source peer id of each held destination's path as sent, by destination index (0: not held). */
+  private sentFrom = touchedArray(Int32Array, 64)
+  /** The held table by export result, once a peer joins a group that holds something. */
+  private dump: GroupDump | undefined
   /** Held destinations per source peer id: a member holds the group's table less its own. */
   private readonly heldFrom = new Map<number, number>()
 
@@ -84,7 +90,33 @@ export class UpdateGroup {
 
   /** Whether `d` is held by the group as a path from `id`. */
   sentBy(d: number, id: number): boolean {
-    return this.sentFrom.get(d) === id
+    return d < this.sentFrom.length && this.sentFrom[d] === id
+  }
+
+  private setSentFrom(d: number, src: number): void {
+    if (d >= this.sentFrom.length) {
+      let n = this.sentFrom.length * 2
+      while (n <= d) n *= 2
+      const next = touchedArray(Int32Array, n)
+      next.set(this.sentFrom)
+      this.sentFrom = next
+    }
+    this.sentFrom[d] = src
+  }
+
+  /**
+   * The group's whole table for a peer that joins it now, as shared batches (less the peer's own paths);
+   * undefined past DUMP_LIMIT. The group first sends what it has queued, so that table is the Loc-RIB's.
+   */
+  dumpFor(id: number): OutBatch[] | undefined {
+    while (this.out.pending > 0) this.produce()
+    if (this.out.size > DUMP_LIMIT) return undefined
+    if (this.dump === undefined) {
+      const dump = new GroupDump()
+      for (const [d, prefix, route] of this.out.heldRoutes()) dump.add(d, prefix, route, this.sentFrom[d]!)
+      this.dump = dump
+    }
+    return this.dump.batches(id)
   }
 
   /** Takes one round (up to `max` prefixes) from the group's queue and hands every member what it is to send of it. */
@@ -94,16 +126,22 @@ export class UpdateGroup {
     const members = this.members
     let affected: Set<number> | undefined
     const rib = this.host.rib
+    if (this.dump !== undefined && this.out.size > DUMP_LIMIT) this.dump = undefined
+    const dump = this.dump
     const batches = this.out.take(
       max,
       (d, prefix, out, wasHeld) => {
-        const prev = wasHeld ? this.sentFrom.get(d)! : NOT_HELD
+        const prev = wasHeld ? this.sentFrom[d]! : NOT_HELD
         const src = out === undefined ? NOT_HELD : (rib.bestPeer(d)?.id ?? LOCAL)
-        if (prev !== NOT_HELD) this.count(prev, -1)
-        if (src === NOT_HELD) this.sentFrom.delete(d)
+        if (prev !== NOT_HELD) {
+          this.count(prev, -1)
+          dump?.remove(d)
+        }
+        if (src === NOT_HELD) this.setSentFrom(d, 0)
         else {
-          this.sentFrom.set(d, src)
+          this.setSentFrom(d, src)
           this.count(src, 1)
+          dump?.add(d, prefix, out!, src)
         }
         round.prefixes.push(prefix)
         round.routes.push(out)
@@ -169,8 +207,16 @@ export class GroupMember implements AdjRibOut {
   ) {
     const group = host.groupFor(peer)
     // Nothing sent by the group yet: its queue holds all this peer is to be sent.
-    if (group.out.size === 0) this.enter(group)
-    else {
+    if (group.out.size === 0) {
+      this.enter(group)
+      return
+    }
+    // Otherwise the group's table, encoded once for every peer joining it, brings it where the group is.
+    const dump = group.dumpFor(peer.id)
+    if (dump !== undefined) {
+      this.enter(group)
+      this.deliver(dump)
+    } else {
       this.startSolo()
       const solo = this.solo!
       for (const d of host.rib.indices()) {

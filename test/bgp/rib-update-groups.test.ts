@@ -58,7 +58,7 @@ function run(t: Tap.Test, seed: number, slowLimit: number): { errors: string[]; 
   const rng = new Rng(seed)
   const groupedRib = rib({ clusterId: CLUSTER, slowLimit })
   const aloneRib = rib({ clusterId: CLUSTER, updateGroups: false })
-  const clients: Client[] = ['a', 'b', 'c', 'partial', 'slow', 'joiner', 'refresher'].map((name, i) => ({
+  const clients: Client[] = ['a', 'b', 'c', 'partial', 'slow', 'joiner', 'refresher', 'late'].map((name, i) => ({
     peer: peer({ address: `192.0.2.${i + 1}`, name, rrClient: true }),
     routerId: `10.0.0.${i + 1}`,
     heldGrouped: new Map(),
@@ -73,7 +73,9 @@ function run(t: Tap.Test, seed: number, slowLimit: number): { errors: string[]; 
     c.grouped = groupedRib.attachPeer(c.peer)
     c.alone = aloneRib.attachPeer(c.peer)
   }
-  for (const c of clients) if (c.peer.name !== 'joiner') attach(c)
+  /** Who joins mid-stream, at which step: the second is sent the group's table as it kept it since the first. */
+  const joins = new Map([['joiner', 15], ['late', 45]])
+  for (const c of clients) if (!joins.has(c.peer.name)) attach(c)
   const nonClientOut = [groupedRib.attachPeer(nonClient), aloneRib.attachPeer(nonClient)] as const
   const sources = [...clients, { peer: nonClient, routerId: '10.0.0.100' }]
 
@@ -92,7 +94,7 @@ function run(t: Tap.Test, seed: number, slowLimit: number): { errors: string[]; 
     }
     groupedRib.flush()
     aloneRib.flush()
-    if (step === 15) attach(clients.find((c) => c.peer.name === 'joiner')!)
+    for (const c of clients) if (joins.get(c.peer.name) === step) attach(c)
     if (step === 30) {
       const c = clients.find((x) => x.peer.name === 'refresher')!
       c.grouped!.refresh()
@@ -103,7 +105,7 @@ function run(t: Tap.Test, seed: number, slowLimit: number): { errors: string[]; 
     // In a new order each step: whoever reads first makes the group's round for the others.
     // When one catches up on its own (joins, comes back, refreshes), it reads first: it rejoins a group
     // that has a round still to make, of changes it has just been sent.
-    const first = ['joiner', 'slow', 'refresher']
+    const first = ['joiner', 'late', 'slow', 'refresher']
     const order = [...clients].sort(() => rng.int(3) - 1).sort((x, y) => (step % 5 === 0 ? first.indexOf(y.peer.name) - first.indexOf(x.peer.name) : 0))
     for (const c of order) {
       if (c.grouped === undefined || c.alone === undefined) continue

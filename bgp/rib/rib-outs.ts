@@ -55,7 +55,7 @@ export class RibOuts implements RibView, GroupHost {
 
   /** The session reached Established: its Adj-RIB-Out starts with the whole Loc-RIB to send. */
   attach(peer: RibPeer): AdjRibOut {
-    this.byPeer.get(peer.id)?.clear()
+    this.detach(peer)
     if (this.grouping) {
       const member = new GroupMember(peer, this)
       this.byPeer.set(peer.id, member)

@@ -8,6 +8,7 @@ import { routeContextOf, transform, type ExportContext, type OutRoute } from './
 import type { InternedAttributes } from '../codec/intern.js'
 import type { AdjRibOut, FamilyKey, OutBatch, Path, PeerSessionInfo, RibPeer } from './types.js'
 import { IndexSet } from './number-map.js'
+import { BatchBuilder } from './out-batches.js'
 
 /** What an Adj-RIB-Out needs from the RIB that owns it; a destination is the RIB's index for it. */
 export interface RibView {
@@ -34,7 +35,6 @@ export interface RibView {
   unhold(d: number): void
 }
 
-const UNICAST = 1
 
 /**
  * Export results for attribute sets the export policy left as they were, per family (AFI - 1): by
@@ -52,12 +52,8 @@ export function newExportCache(): ExportCache {
   return [new WeakMap(), new WeakMap()]
 }
 
-/** Prefixes that go out with one attribute set. */
-interface Group {
-  readonly route: OutRoute
-  readonly afi: number
-  readonly announce: Prefix[]
-}
+/** Told of each prefix a take() sends: its export result (undefined: withdrawn) and whether it was held before. */
+export type TakeRecorder = (d: number, prefix: Prefix, out: OutRoute | undefined, wasHeld: boolean) => void
 
 export class PeerRibOut implements AdjRibOut {
   /** Membership of the queue; its order is `order` from `head` on. */
@@ -150,11 +146,12 @@ export class PeerRibOut implements AdjRibOut {
     return out ?? undefined
   }
 
-  take(maxPrefixes: number): OutBatch[] {
-    const withdraw: [Prefix[], Prefix[]] = [[], []]
-    const groups = new Map<string, Group>()
-    // By result object first: shared export results repeat across prefixes, and the key string is long.
-    const byRoute = new Map<OutRoute, Group>()
+  /**
+   * Takes up to `maxPrefixes` pending changes as batches. `record` is told of each prefix sent; `shared`:
+   * the batches go to every member of an update group (see BatchBuilder.batches).
+   */
+  take(maxPrefixes: number, record?: TakeRecorder, shared = false): OutBatch[] {
+    const batches = new BatchBuilder()
     let taken = 0
     const order = this.order
     while (taken < maxPrefixes && this.head < order.length) {
@@ -167,23 +164,19 @@ export class PeerRibOut implements AdjRibOut {
       const out = this.route(d, prefix)
       if (out === undefined) {
         if (this.held.delete(d)) {
-          withdraw[prefix.afi - 1]!.push(prefix)
+          batches.withdraw(prefix)
           this.rib.unhold(d)
+          record?.(d, prefix, undefined, true)
         }
         continue
       }
-      if (!this.held.has(d)) {
+      const wasHeld = this.held.has(d)
+      if (!wasHeld) {
         this.held.add(d)
         this.rib.hold(d)
       }
-      let g = byRoute.get(out)
-      if (g === undefined) {
-        const gk = `${prefix.afi}${out.key}`
-        g = groups.get(gk)
-        if (g === undefined) groups.set(gk, (g = { route: out, afi: prefix.afi, announce: [] }))
-        byRoute.set(out, g)
-      }
-      g.announce.push(prefix)
+      record?.(d, prefix, out, wasHeld)
+      batches.announce(prefix, out)
     }
     if (this.head === order.length) {
       this.order = []
@@ -192,34 +185,44 @@ export class PeerRibOut implements AdjRibOut {
       this.order = order.slice(this.head)
       this.head = 0
     }
-    const batches: OutBatch[] = []
-    for (let i = 0; i < 2; i++) {
-      if (withdraw[i]!.length > 0) batches.push({ afi: i + 1, safi: UNICAST, announce: [], withdraw: withdraw[i]! })
-    }
-    for (const g of groups.values()) {
-      batches.push({
-        afi: g.afi,
-        safi: UNICAST,
-        attributes: g.route.attributes,
-        ...(g.route.nextHop.length > 0 ? { nextHop: g.route.nextHop } : {}),
-        announce: g.announce,
-        withdraw: [],
-        encoded: g.route.encoded,
-      })
-    }
-    return batches
+    return batches.batches(shared)
   }
 
-  *entries(): Iterable<{ prefix: Prefix; attributes: PathAttributes; nextHop: readonly string[] }> {
+  /**
+   * Starts from where `from` (an update group's table) stands: what it holds but `skip` rejects (the
+   * member's own routes, which it was never sent), and what it has still to send, in its order.
+   */
+  startFrom(from: PeerRibOut, skip: (d: number) => boolean): void {
+    for (const d of from.held) {
+      if (skip(d)) continue
+      this.held.add(d)
+      this.rib.hold(d)
+    }
+    for (let i = from.head; i < from.order.length; i++) this.enqueue(from.order[i]!)
+  }
+
+  /** What is advertised and queued, as sent now; `skipSource`: leave out the best paths from this peer id. */
+  *entries(skipSource?: number): Iterable<{ prefix: Prefix; attributes: PathAttributes; nextHop: readonly string[] }> {
     for (const set of [this.held, this.queue]) {
       for (const d of set) {
         if ((set === this.queue && this.held.has(d)) || !this.rib.isLive(d)) continue
+        if (skipSource !== undefined && this.rib.bestPeer(d)?.id === skipSource) continue
         const prefix = this.rib.prefix(d)
         const out = this.route(d, prefix)
         if (out === undefined) continue
         const nextHop = out.nextHop.length > 0 ? out.nextHop : out.attributes.nextHop !== undefined ? [out.attributes.nextHop] : []
         yield { prefix, attributes: out.attributes, nextHop }
       }
+    }
+  }
+
+  /** Each held destination with what it is sent as now (what it was sent as, when nothing is pending). */
+  *heldRoutes(): Iterable<[number, Prefix, OutRoute]> {
+    for (const d of this.held) {
+      if (!this.rib.isLive(d)) continue
+      const prefix = this.rib.prefix(d)
+      const out = this.route(d, prefix)
+      if (out !== undefined) yield [d, prefix, out]
     }
   }
 

@@ -1,6 +1,7 @@
 // The Adj-RIB-Outs of the established peers and what they read of the Loc-RIB (RibView): which peers
-// are attached, the export results they share, and which of them a changed destination is offered to.
-// It reads the destination table and never changes a path; what a peer is sent is adj-rib-out.ts's.
+// are attached, the update groups and export results they share, and which tables a changed destination
+// is offered to. It reads the destination table and never changes a path; what a peer is sent is
+// adj-rib-out.ts's and update-group.ts's.
 
 import { exportKey, newExportCache, PeerRibOut, type ExportCache, type RibView } from './adj-rib-out.js'
 import type { Destinations } from './destinations.js'
@@ -8,12 +9,26 @@ import { mayExportFrom, type ExportContext } from './export.js'
 import type { InternedAttributes } from '../codec/intern.js'
 import type { Prefix } from '../codec/nlri.js'
 import type { AdjRibOut, Path, PeerSessionInfo, RibPeer } from './types.js'
+import { GroupMember, groupKey, UpdateGroup, type GroupHost } from './update-group.js'
+
+export interface RibOutsOptions {
+  /** Share one table per update group (default); false gives every peer its own, as a reference. */
+  readonly updateGroups?: boolean
+  /** Prefixes a group member may leave unread before it catches up on its own. */
+  readonly slowLimit?: number
+}
 
 /** No source seen yet in this flush (undefined is a source: our own routes). */
 const NO_PEER = Symbol('no peer')
 
-export class RibOuts implements RibView {
-  private readonly byPeer = new Map<number, PeerRibOut>()
+export class RibOuts implements RibView, GroupHost {
+  private readonly byPeer = new Map<number, PeerRibOut | GroupMember>()
+  /** What a change is offered to: each update group's table and each peer sending on its own. */
+  private readonly tables = new Set<PeerRibOut>()
+  private readonly groups = new Map<string, UpdateGroup>()
+  private nextGroupId = 1
+  readonly slowLimit: number
+  private readonly grouping: boolean
   /** Export results by exportKey: a few keys (iBGP clients, each eBGP AS), not one per peer. */
   private readonly exportCaches = new Map<string, ExportCache>()
   /** The same Adj-RIB-Outs as an array, walked once per changed destination. */
@@ -27,25 +42,75 @@ export class RibOuts implements RibView {
     private readonly table: Destinations,
     readonly exportContext: ExportContext,
     private readonly interfaces: WeakMap<Path, string>,
-  ) {}
+    opts: RibOutsOptions = {},
+  ) {
+    this.grouping = opts.updateGroups ?? true
+    this.slowLimit = Math.max(1, opts.slowLimit ?? 16 * 4000)
+  }
 
-  /** The session reached Established: its Adj-RIB-Out starts with the whole Loc-RIB queued. */
+  /** The rib as its Adj-RIB-Outs read it. */
+  get rib(): RibView {
+    return this
+  }
+
+  /** The session reached Established: its Adj-RIB-Out starts with the whole Loc-RIB to send. */
   attach(peer: RibPeer): AdjRibOut {
-    this.byPeer.get(peer.id)?.clear()
+    this.detach(peer)
+    if (this.grouping) {
+      const member = new GroupMember(peer, this)
+      this.byPeer.set(peer.id, member)
+      return member
+    }
     const out = new PeerRibOut(peer, this)
     this.byPeer.set(peer.id, out)
-    this.changed()
-    for (const d of this.table.indices()) {
-      this.table.settle(d)
-      out.offer(d)
-    }
+    this.soloStarted(out)
+    this.queueAll(out)
     return out
   }
 
   detach(peer: RibPeer): void {
-    this.byPeer.get(peer.id)?.clear()
+    const out = this.byPeer.get(peer.id)
+    if (out === undefined) return
+    out.clear()
     this.byPeer.delete(peer.id)
+    if (out instanceof PeerRibOut) this.soloEnded(out)
+  }
+
+  private queueAll(out: PeerRibOut): void {
+    for (const d of this.table.indices()) {
+      this.table.settle(d)
+      out.offer(d)
+    }
+  }
+
+  // GroupHost, for the update groups.
+
+  groupFor(peer: RibPeer): UpdateGroup {
+    const key = groupKey(peer)
+    let g = this.groups.get(key)
+    if (g === undefined) {
+      g = new UpdateGroup(key, peer, -this.nextGroupId++, this)
+      this.groups.set(key, g)
+      this.soloStarted(g.out)
+      this.queueAll(g.out)
+    }
+    return g
+  }
+
+  groupEmpty(group: UpdateGroup): void {
+    if (this.groups.get(group.key) !== group) return
+    this.groups.delete(group.key)
+    group.out.clear()
+    this.soloEnded(group.out)
+  }
+
+  soloStarted(out: PeerRibOut): void {
+    this.tables.add(out)
     this.changed()
+  }
+
+  soloEnded(out: PeerRibOut): void {
+    if (this.tables.delete(out)) this.changed()
   }
 
   /**
@@ -58,7 +123,7 @@ export class RibOuts implements RibView {
   }
 
   private changed(): void {
-    this.list = [...this.byPeer.values()]
+    this.list = [...this.tables]
     this.mayTake = new Uint8Array(this.list.length)
     this.mayTakePeer = NO_PEER
   }

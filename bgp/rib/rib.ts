@@ -34,6 +34,10 @@ export interface RibOptions {
   readonly defaultLocalPref?: number
   /** Addresses of this speaker besides each session's local address (refused as next hops). */
   readonly localAddresses?: Iterable<string>
+  /** Peers that export alike share one Adj-RIB-Out table (default true; false: one each, as a reference). */
+  readonly updateGroups?: boolean
+  /** Prefixes an update group's member may leave unread before it catches up on its own (default 64,000). */
+  readonly slowLimit?: number
 }
 
 export interface OriginateOptions {
@@ -67,7 +71,10 @@ export class Rib {
     this.table = new Destinations(this.interner, { localAsn: opts.localAsn, routerId: id, defaultLocalPref }, opts.multipath ?? false)
     const identity = { routerId: opts.routerId, clusterId: opts.clusterId, addresses: new Set(opts.localAddresses ?? []) }
     this.adjIn = new AdjRibIn(this.table, this.interner, identity, rfc8212)
-    this.outs = new RibOuts(this.table, { clusterId: opts.clusterId, rfc8212, defaultLocalPref }, this.interfaces)
+    this.outs = new RibOuts(this.table, { clusterId: opts.clusterId, rfc8212, defaultLocalPref }, this.interfaces, {
+      ...(opts.updateGroups !== undefined ? { updateGroups: opts.updateGroups } : {}),
+      ...(opts.slowLimit !== undefined ? { slowLimit: opts.slowLimit } : {}),
+    })
     this.output = new LocRibFlush(this.table, this.outs, this.nextHops)
   }
 

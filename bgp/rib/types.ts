@@ -45,6 +45,11 @@ export interface RibPeer {
    * session has no route refresh, RFC 2918: the peer cannot be asked to re-send).
    */
   readonly importTable?: boolean
+  /**
+   * What the session's UPDATE encoding depends on (4-octet AS, extended messages, add-path send): peers
+   * with equal values may send the same encoded UPDATEs. Unset: as every other peer that leaves it unset.
+   */
+  readonly encoding?: string
 }
 
 /** The remote BGP identifier is only known once the session is up; best path uses it. */
@@ -89,6 +94,13 @@ export interface OutBatch {
   readonly withdraw: readonly Prefix[]
   /** The encoded attributes, kept with the (shared, unchanging) export result they come from. */
   readonly encoded?: EncodedAttributes
+  /** Set when an update group's members all send this batch: the UPDATEs, packed by the first of them. */
+  readonly packed?: PackedUpdates
+}
+
+/** The UPDATE messages of one shared batch, filled once; every member's session encodes alike. */
+export interface PackedUpdates {
+  bytes?: readonly Uint8Array[]
 }
 
 export interface AdjRibOut {

@@ -169,5 +169,6 @@ export function ribPeerFor(live: () => ResolvedPeerConfig, session: Negotiated, 
     families: session.families,
     addPathSend: session.addPathSend,
     importTable: !session.routeRefresh,
+    encoding: `${session.as4 ? 4 : 2} ${session.extendedMessage ? 'x' : ''} ${[...session.addPathSend].sort((a, b) => a - b).join(',')}`,
   }
 }

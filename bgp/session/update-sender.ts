@@ -94,7 +94,10 @@ export class UpdateSender {
     wire.corked(() => {
       while (queued !== undefined && queued < HIGH_WATER && out.pending > 0) {
         for (const batch of out.take(PULL)) {
-          for (const bytes of packUpdates(batch, session.tx)) {
+          // A batch an update group's members share is packed by the first of them (they encode alike).
+          const packed = batch.packed
+          const messages = packed === undefined ? packUpdates(batch, session.tx) : (packed.bytes ??= packUpdates(batch, session.tx))
+          for (const bytes of messages) {
             wire.write(bytes)
             this.deps.counters.updatesOut++
           }

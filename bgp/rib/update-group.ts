@@ -1,0 +1,360 @@
+// Update groups (FRR's update-groups, GoBGP's peer groups): peers that export alike share one table of what
+// was sent, so a change is exported and batched once for all of them and every member sends the same
+// UPDATE bytes. A member's own routes (never sent back to it) are its exceptions. Pure, no timers.
+
+import type { PathAttributes } from '../codec/attributes.js'
+import type { Prefix } from '../codec/nlri.js'
+import { exportKey, PeerRibOut, type RibView } from './adj-rib-out.js'
+import type { OutRoute } from './export.js'
+import { BatchBuilder } from './out-batches.js'
+import { GroupDump } from './group-dump.js'
+import { touchedArray } from './number-map.js'
+import type { AdjRibOut, FamilyKey, OutBatch, Policy, RibPeer } from './types.js'
+
+/** A prefix the group does not hold (in `prev`), or withdrew (in `src`). */
+const NOT_HELD = -2
+/** The source of our own routes. */
+const LOCAL = -1
+/** Prefixes one round takes from the group's queue. */
+export const ROUND = 4000
+/** Largest table a joining peer is sent from the group's dump; past it, joiners catch up on their own. */
+const DUMP_LIMIT = 250_000
+
+/** What update groups need of the RibOuts that own them. */
+export interface GroupHost {
+  readonly rib: RibView
+  /** Prefixes a member may leave unread before it is taken out of its group as slow. */
+  readonly slowLimit: number
+  /** The group for `peer`'s export, as the peer stands now (made on first use). */
+  groupFor(peer: RibPeer): UpdateGroup
+  /** The group has no members left. */
+  groupEmpty(group: UpdateGroup): void
+  /** An Adj-RIB-Out of its own (a member catching up) starts or stops being offered changes. */
+  soloStarted(out: PeerRibOut): void
+  soloEnded(out: PeerRibOut): void
+}
+
+const policyIds = new WeakMap<Policy, number>()
+let nextPolicyId = 1
+
+/** Peers with equal keys are sent the same for every path but their own (export.ts reads nothing else). */
+export function groupKey(peer: RibPeer): string {
+  const policy = peer.exportPolicy
+  let pid = 0
+  if (policy !== undefined) {
+    pid = policyIds.get(policy) ?? 0
+    if (pid === 0) policyIds.set(policy, (pid = nextPolicyId++))
+  }
+  const sorted = (s: ReadonlySet<number>): string => [...s].sort((a, b) => a - b).join(',')
+  return `${exportKey(peer)}|${peer.asn} ${peer.rrClient} ${pid}|${sorted(peer.families)}|${sorted(peer.addPathSend)}|${peer.encoding ?? ''}`
+}
+
+/** What one round sent, prefix by prefix, for the members it must send something else. */
+interface Round {
+  readonly prefixes: Prefix[]
+  readonly routes: (OutRoute | undefined)[]
+  /** Source peer id of what the group held before (NOT_HELD: nothing). */
+  readonly prev: number[]
+  /** Source peer id of what it sends now (NOT_HELD: a withdrawal). */
+  readonly src: number[]
+}
+
+export class UpdateGroup {
+  /** The group's table: what a member that is no path's source holds and has still to be sent. */
+  readonly out: PeerRibOut
+  readonly members = new Map<number, GroupMember>()
+  /** Source peer id of each held destination's path as sent, by destination index (0: not held). */
+  private sentFrom = touchedArray(Int32Array, 64)
+  /** The held table by export result, once a peer joins a group that holds something. */
+  private dump: GroupDump | undefined
+  /** Held destinations per source peer id: a member holds the group's table less its own. */
+  private readonly heldFrom = new Map<number, number>()
+
+  constructor(
+    readonly key: string,
+    peer: RibPeer,
+    id: number,
+    private readonly host: GroupHost,
+  ) {
+    // The policy as it is now: a member whose policy changes leaves through refresh() and joins another.
+    this.out = new PeerRibOut({ ...peer, id, name: `update group ${id}` }, host.rib)
+    this.out.onPending(() => {
+      for (const m of this.members.values()) m.notify()
+    })
+  }
+
+  /** How many of the group's held destinations came from `id` (a member holds the rest). */
+  heldBy(id: number): number {
+    return this.heldFrom.get(id) ?? 0
+  }
+
+  /** Whether `d` is held by the group as a path from `id`. */
+  sentBy(d: number, id: number): boolean {
+    return d < this.sentFrom.length && this.sentFrom[d] === id
+  }
+
+  private setSentFrom(d: number, src: number): void {
+    if (d >= this.sentFrom.length) {
+      let n = this.sentFrom.length * 2
+      while (n <= d) n *= 2
+      const next = touchedArray(Int32Array, n)
+      next.set(this.sentFrom)
+      this.sentFrom = next
+    }
+    this.sentFrom[d] = src
+  }
+
+  /**
+   * The group's whole table for a peer that joins it now, as shared batches (less the peer's own paths);
+   * undefined past DUMP_LIMIT. The group first sends what it has queued, so that table is the Loc-RIB's.
+   */
+  dumpFor(id: number): OutBatch[] | undefined {
+    while (this.out.pending > 0) this.produce()
+    if (this.out.size > DUMP_LIMIT) return undefined
+    if (this.dump === undefined) {
+      const dump = new GroupDump()
+      for (const [d, prefix, route] of this.out.heldRoutes()) dump.add(d, prefix, route, this.sentFrom[d]!)
+      this.dump = dump
+    }
+    return this.dump.batches(id)
+  }
+
+  /** Takes one round (up to `max` prefixes) from the group's queue and hands every member what it is to send of it. */
+  produce(max = ROUND): void {
+    for (const m of [...this.members.values()]) if (m.backlog >= this.host.slowLimit) m.leaveGroup()
+    const round: Round = { prefixes: [], routes: [], prev: [], src: [] }
+    const members = this.members
+    let affected: Set<number> | undefined
+    const rib = this.host.rib
+    if (this.dump !== undefined && this.out.size > DUMP_LIMIT) this.dump = undefined
+    const dump = this.dump
+    const batches = this.out.take(
+      max,
+      (d, prefix, out, wasHeld) => {
+        const prev = wasHeld ? this.sentFrom[d]! : NOT_HELD
+        const src = out === undefined ? NOT_HELD : (rib.bestPeer(d)?.id ?? LOCAL)
+        if (prev !== NOT_HELD) {
+          this.count(prev, -1)
+          dump?.remove(d)
+        }
+        if (src === NOT_HELD) this.setSentFrom(d, 0)
+        else {
+          this.setSentFrom(d, src)
+          this.count(src, 1)
+          dump?.add(d, prefix, out!, src)
+        }
+        round.prefixes.push(prefix)
+        round.routes.push(out)
+        round.prev.push(prev)
+        round.src.push(src)
+        if (members.has(prev)) (affected ??= new Set()).add(prev)
+        if (members.has(src)) (affected ??= new Set()).add(src)
+      },
+      true,
+    )
+    for (const m of [...members.values()]) m.deliver(affected?.has(m.peer.id) === true ? variant(round, m.peer.id) : batches)
+  }
+
+  private count(src: number, by: number): void {
+    const n = (this.heldFrom.get(src) ?? 0) + by
+    if (n === 0) this.heldFrom.delete(src)
+    else this.heldFrom.set(src, n)
+  }
+}
+
+/** What member `id` is sent of a round: nothing of its own paths, a withdrawal where one replaced another's. */
+function variant(round: Round, id: number): OutBatch[] {
+  const b = new BatchBuilder()
+  for (let i = 0; i < round.prefixes.length; i++) {
+    const prefix = round.prefixes[i]!
+    const out = round.routes[i]
+    const prev = round.prev[i]!
+    const heldBefore = prev !== NOT_HELD && prev !== id
+    if (out !== undefined && round.src[i] !== id) b.announce(prefix, out)
+    else if (heldBefore) b.withdraw(prefix)
+  }
+  return b.batches()
+}
+
+/** `b` as its first `n` prefixes (withdrawals first) and the rest, neither of them shared. */
+function split(b: OutBatch, n: number): [OutBatch, OutBatch] {
+  const { packed: _, ...plain } = b
+  const w = Math.min(n, b.withdraw.length)
+  const a = n - w
+  return [
+    { ...plain, withdraw: b.withdraw.slice(0, w), announce: b.announce.slice(0, a) },
+    { ...plain, withdraw: b.withdraw.slice(w), announce: b.announce.slice(a) },
+  ]
+}
+
+/**
+ * One peer's Adj-RIB-Out as a member of an update group, or on its own while it catches up (a new session,
+ * a member that fell behind, a refresh): then it rejoins its group once both have nothing left to send.
+ */
+export class GroupMember implements AdjRibOut {
+  private group: UpdateGroup | undefined
+  private solo: PeerRibOut | undefined
+  /** Batches handed over by the group, not yet taken. */
+  private fifo: OutBatch[] = []
+  private head = 0
+  /** Prefixes in the fifo. */
+  backlog = 0
+  private readonly listeners: (() => void)[] = []
+
+  constructor(
+    readonly peer: RibPeer,
+    private readonly host: GroupHost,
+  ) {
+    const group = host.groupFor(peer)
+    // Nothing sent by the group yet: its queue holds all this peer is to be sent.
+    if (group.out.size === 0) {
+      this.enter(group)
+      return
+    }
+    // Otherwise the group's table, encoded once for every peer joining it, brings it where the group is.
+    const dump = group.dumpFor(peer.id)
+    if (dump !== undefined) {
+      this.enter(group)
+      this.deliver(dump)
+    } else {
+      this.startSolo()
+      const solo = this.solo!
+      for (const d of host.rib.indices()) {
+        host.rib.settle(d)
+        solo.offer(d)
+      }
+    }
+  }
+
+  get pending(): number {
+    return this.backlog + (this.solo?.pending ?? this.group?.out.pending ?? 0)
+  }
+
+  get size(): number {
+    if (this.solo !== undefined) return this.solo.size
+    return this.group === undefined ? 0 : this.group.out.size - this.group.heldBy(this.peer.id)
+  }
+
+  /** Whether it sends on its own now (for tests and the API). */
+  get grouped(): boolean {
+    return this.group !== undefined
+  }
+
+  onPending(listener: () => void): void {
+    this.listeners.push(listener)
+  }
+
+  notify(): void {
+    for (const l of this.listeners) l()
+  }
+
+  /** A round's batches for this member. No signal: the group's queue, which they come from, was pending already. */
+  deliver(batches: readonly OutBatch[]): void {
+    for (const b of batches) {
+      this.fifo.push(b)
+      this.backlog += b.announce.length + b.withdraw.length
+    }
+  }
+
+  take(maxPrefixes: number): OutBatch[] {
+    if (this.backlog === 0) {
+      if (this.solo !== undefined) {
+        const batches = this.solo.take(maxPrefixes)
+        if (this.solo.pending === 0) this.rejoin()
+        return batches
+      }
+      if (this.group !== undefined && this.group.out.pending > 0) this.group.produce(Math.min(maxPrefixes, ROUND))
+    }
+    const out: OutBatch[] = []
+    let taken = 0
+    while (this.head < this.fifo.length && taken < maxPrefixes) {
+      const b = this.fifo[this.head]!
+      const n = b.announce.length + b.withdraw.length
+      if (taken + n <= maxPrefixes) {
+        this.head++
+        taken += n
+        out.push(b)
+        continue
+      }
+      // A round bigger than this pull: the part taken and the rest are this member's own batches now.
+      const [part, rest] = split(b, maxPrefixes - taken)
+      this.fifo[this.head] = rest
+      taken = maxPrefixes
+      out.push(part)
+    }
+    this.backlog -= taken
+    if (this.head === this.fifo.length) {
+      this.fifo = []
+      this.head = 0
+    }
+    if (this.backlog === 0 && this.solo !== undefined && this.solo.pending === 0) this.rejoin()
+    return out
+  }
+
+  refresh(family?: FamilyKey): void {
+    if (this.group !== undefined) this.leaveGroup()
+    this.solo!.refresh(family)
+  }
+
+  entries(): Iterable<{ prefix: Prefix; attributes: PathAttributes; nextHop: readonly string[] }> {
+    if (this.solo !== undefined) return this.solo.entries()
+    return this.group === undefined ? [] : this.group.out.entries(this.peer.id)
+  }
+
+  /** The session went down: the member leaves, with all it held. */
+  clear(): void {
+    this.fifo = []
+    this.head = 0
+    this.backlog = 0
+    if (this.solo !== undefined) {
+      this.solo.clear()
+      this.host.soloEnded(this.solo)
+      this.solo = undefined
+    }
+    if (this.group !== undefined) this.exit()
+  }
+
+  /**
+   * Out of the group onto a table of its own, from where the group stands (what it holds less this peer's
+   * own paths, and its queue); batches already handed over still go first. Too slow a reader, or a refresh.
+   */
+  leaveGroup(): void {
+    const group = this.group!
+    this.startSolo()
+    this.solo!.startFrom(group.out, (d) => group.sentBy(d, this.peer.id))
+    this.exit()
+  }
+
+  private startSolo(): void {
+    const solo = new PeerRibOut(this.peer, this.host.rib)
+    solo.onPending(() => this.notify())
+    this.solo = solo
+    this.host.soloStarted(solo)
+  }
+
+  /**
+   * Everything sent on its own: into the group for its export as it stands now, once that group has sent
+   * all it has queued too. Both then hold the Loc-RIB as it is, this peer's own paths aside.
+   */
+  private rejoin(): void {
+    const group = this.host.groupFor(this.peer)
+    while (group.out.pending > 0) group.produce()
+    const solo = this.solo!
+    solo.clear()
+    this.host.soloEnded(solo)
+    this.solo = undefined
+    this.enter(group)
+  }
+
+  private enter(group: UpdateGroup): void {
+    this.group = group
+    group.members.set(this.peer.id, this)
+  }
+
+  private exit(): void {
+    const group = this.group!
+    group.members.delete(this.peer.id)
+    this.group = undefined
+    if (group.members.size === 0) this.host.groupEmpty(group)
+  }
+}

@@ -2,7 +2,8 @@
 // (next-hop ids, metric) pair, so a million routes through a few nodes cost a Map entry each and no object
 // or string. Next hops are ids the caller gives (see DesiredTable's HopSource). Pure storage, no rendering.
 
-function v6Key(addr: Uint8Array, len: number): string {
+/** An IPv6 prefix as a short string key (length, then the 16 bytes as char codes). */
+export function v6Key(addr: Uint8Array, len: number): string {
   let key = String.fromCharCode(len)
   for (let i = 0; i < 16; i++) key += String.fromCharCode(addr[i]!)
   return key
@@ -114,6 +115,16 @@ export class LearnedRoutes {
       this.unref(before)
     }
     return before
+  }
+
+  /** Keeps a combo known while something other than a prefix names it (a change not yet written). */
+  retain(combo: number): void {
+    this.comboRefs[combo]!++
+  }
+
+  /** Drops what retain() kept. */
+  release(combo: number): void {
+    this.unref(combo)
   }
 
   /** Drops a combo's reference; a combo nobody holds is forgotten (its id may serve another). */

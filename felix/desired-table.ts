@@ -30,11 +30,12 @@ export interface DesiredRoutes extends OwnRoutes {
   values(): Iterable<KernelRoute>
   /** The families the routes are in, when known without a walk. */
   families?(): readonly Family[]
-  /** The keys changed since the last call, each with what it held then (null: nothing); resets the list. */
-  takeChanged?(): ReadonlyMap<string, KernelRoute | null>
-  /** The same, made key by key as it is walked (a million changed routes are not a million keys at once). */
+  /**
+   * The keys changed since the last call, each with what it held then (null: nothing), made key by key as
+   * the list is walked (a million changed routes are not a million keys at once); resets the list.
+   */
   takeChanges?(): ChangeList
-  /** The routes as of the last takeChanged(): what the kernel holds once that write succeeded. */
+  /** The routes as of the last takeChanges(): what the kernel holds once that write succeeded. */
   asWritten?(): OwnRoutes
 }
 
@@ -46,7 +47,10 @@ export interface DesiredRoutes extends OwnRoutes {
 export interface ChangeList {
   /** At least the number of learned prefixes and fixed keys listed (a learned prefix may yield two keys). */
   readonly size: number
+  /** Walks the list, once; each entry is gone from it once passed, and an unfinished walk drops the rest. */
   entries(): IterableIterator<readonly [string, KernelRoute | null]>
+  /** Drops the list unwalked (a full diff covers it). */
+  drop(): void
 }
 
 const MAX_PROBLEMS = 100
@@ -159,31 +163,35 @@ export class DesiredTable implements DesiredRoutes {
     const taken = this.pending
     this.changed = new Map()
     this.pending = new PendingLearned(this.learned)
-    const self = this
-    return {
-      size: fixed.size + taken.size,
-      *entries() {
-        yield* fixed
-        const e: KeyPrefix = { family: 4, addr4: 0, addr6: undefined, len: 0 }
-        for (let len = 0; len <= 32; len++) {
-          const m = taken.v4[len]
-          if (m === undefined) continue
-          e.len = len
-          for (const [a, before] of m) {
-            e.addr4 = a >>> 0
-            yield* self.learnedChange(e, before, fixed)
-            taken.walked(before)
-          }
+    return { size: fixed.size + taken.size, entries: () => this.walkChanges(fixed, taken), drop: () => taken.clear() }
+  }
+
+  private *walkChanges(fixed: ReadonlyMap<string, KernelRoute | null>, taken: PendingLearned): Generator<readonly [string, KernelRoute | null]> {
+    try {
+      yield* fixed
+      const e: KeyPrefix = { family: 4, addr4: 0, addr6: undefined, len: 0 }
+      for (let len = 0; len <= 32; len++) {
+        const m = taken.v4[len]
+        if (m === undefined) continue
+        e.len = len
+        for (const [a, before] of m) {
+          e.addr4 = a >>> 0
+          yield* this.learnedChange(e, before, fixed)
+          m.delete(a)
+          taken.walked(before)
         }
-        e.family = 6
-        e.addr4 = 0
-        for (const p of taken.v6.values()) {
-          e.addr6 = p.addr
-          e.len = p.len
-          yield* self.learnedChange(e, p.before, fixed)
-          taken.walked(p.before)
-        }
-      },
+      }
+      e.family = 6
+      e.addr4 = 0
+      for (const [k, p] of taken.v6) {
+        e.addr6 = p.addr
+        e.len = p.len
+        yield* this.learnedChange(e, p.before, fixed)
+        taken.v6.delete(k)
+        taken.walked(p.before)
+      }
+    } finally {
+      taken.clear()
     }
   }
 

@@ -102,9 +102,10 @@ export class RouteDeltaTracker {
    * The diff of only the keys in `changed` (those whose desired route changed since the table was last
    * written, each with felix's route it held then, or null), against `known`, which says what the kernel
    * holds at a key given felix's route there (another protocol's route may hold it); the veth routes of
-   * other protocols in `others` are judged as diff() judges them. The rest is taken to be as it was.
+   * other protocols in `others` are judged as diff() judges them (undefined: not judged this time, as for
+   * the second and later batches of one write). The rest is taken to be as it was.
    */
-  diffKeys(desired: KeyedRoutes, known: { at(key: string, ours: KernelRoute | undefined): KernelRoute | undefined }, changed: ReadonlyMap<string, KernelRoute | null>, others: Iterable<readonly [string, KernelRoute]>, now: number, workloads?: ReadonlySet<string>): DiffResult {
+  diffKeys(desired: KeyedRoutes, known: { at(key: string, ours: KernelRoute | undefined): KernelRoute | undefined }, changed: ReadonlyMap<string, KernelRoute | null>, others: Iterable<readonly [string, KernelRoute]> | undefined, now: number, workloads?: ReadonlySet<string>): DiffResult {
     const ops: RouteOp[] = []
     const conflicts: RouteConflict[] = []
     const protocol = this.opts.protocol
@@ -118,6 +119,7 @@ export class RouteDeltaTracker {
         else if (want !== a && !sameRoute(want, a)) ops.push({ op: 'replace', route: want, key, reason: 'changed' })
       } else if (want !== undefined) conflicts.push({ desired: want, holder: a })
     }
+    if (others === undefined) return { ops, conflicts, graceDeadline: undefined }
     const waiting = new Set<string>()
     let graceDeadline: number | undefined
     for (const [key, a] of others) {

@@ -11,11 +11,11 @@ import { KnownTable } from './known-table.js'
 import { PendingEchoes } from './pending-echoes.js'
 import { BatchDealer, type BatchPlan, type BatchWriter } from './batch-dealer.js'
 import type { RouteSocket } from './route-socket.js'
-import { parseBatchErrors, RouteDeltaTracker, type RouteConflict, type RouteOp } from './route-diff.js'
+import { parseBatchErrors, RouteDeltaTracker, type DiffResult, type RouteConflict, type RouteOp } from './route-diff.js'
 import { isDeviceLine, monitorDeviceEvent, parseMonitorHopLine, parseMonitorLine, parseRouteJson, type MonitorEvent } from './route-parse.js'
 import { CommandError, type ProcessRunner, type RunResult, type WatchHandle } from './runner.js'
 import { NexthopRegistry, parseNexthopJson, parseNexthopMonitorLine } from './nexthops.js'
-import type { DesiredRoutes } from './desired-table.js'
+import type { ChangeList, DesiredRoutes } from './desired-table.js'
 
 export interface RouteReconcilerOptions {
   readonly runner: ProcessRunner
@@ -43,6 +43,10 @@ export interface RouteReconcilerOptions {
    * cannot express still go through `ip`.
    */
   readonly routeSocket?: RouteSocket
+  /** From this many listed changes an apply diffs and writes them a batch at a time (default 2,000). */
+  readonly streamMinChanges?: number
+  /** Changes per such batch (default 1,000 through the route socket, 25,000 through `ip`). */
+  readonly streamBatch?: number
   readonly logger?: Logger
   readonly now?: () => number
 }
@@ -91,6 +95,13 @@ const PARALLEL_MIN_OPS = 2_000
 const LINES_PER_PROCESS = 50_000
 /** From this many operations a write runs with `ip monitor` stopped. */
 const QUIET_MIN_OPS = 2_000
+/**
+ * Changes per batch of a large incremental apply through the route socket: a batch's operations and routes
+ * are garbage before V8's young generation (2 MB semi-spaces) is collected twice, so none reach the old
+ * generation. Through `ip` a batch is a process's worth (each batch starts its own `ip -batch` writers).
+ */
+const STREAM_BATCH = 1_000
+const STREAM_BATCH_IP = 25_000
 
 const NOTHING: ApplyResult = { planned: 0, errors: [], conflicts: [], readMs: 0, writeMs: 0 }
 
@@ -119,6 +130,8 @@ export class RouteReconciler {
   private readonly resyncMs: number
   private readonly retryMs: number
   private readonly writers: number
+  private readonly streamMin: number
+  private readonly streamBatch: number | undefined
   private readonly log: Logger
   private readonly now: () => number
   private readonly tracker: RouteDeltaTracker
@@ -160,6 +173,8 @@ export class RouteReconciler {
     this.resyncMs = opts.resyncIntervalMs ?? 90_000
     this.retryMs = opts.retryMs ?? 5_000
     this.writers = Math.max(1, opts.writers ?? 2)
+    this.streamMin = Math.max(1, opts.streamMinChanges ?? QUIET_MIN_OPS)
+    this.streamBatch = opts.streamBatch !== undefined ? Math.max(1, opts.streamBatch) : undefined
     this.now = opts.now ?? Date.now
     this.log = (opts.logger ?? pino({ level: 'silent' })).child({ component: 'felix.routes', table: this.table, protocol: this.protocol })
     this.tracker = new RouteDeltaTracker({ protocol: this.protocol, vethPrefix: this.vethPrefix, graceMs: opts.graceMs ?? 10_000 })
@@ -539,8 +554,11 @@ export class RouteReconciler {
     }
     const known = this.known as KnownTable
     // Taken at every apply: a full diff covers what changed as well.
-    const changed = this.desired.takeChanged?.()
-    const incremental = !read && changed !== undefined
+    const list = this.desired.takeChanges?.()
+    if (!read && list !== undefined && list.size >= this.streamMin) return this.applyStream(list, known, t0)
+    if (read) list?.drop()
+    const changed = read || list === undefined ? undefined : new Map(list.entries())
+    const incremental = changed !== undefined
     const first = incremental ? this.tracker.diffKeys(this.desired, known, changed, known.others(), this.now(), this.workloads) : this.tracker.diff(this.desired, known, this.now(), this.workloads)
     const readMs = performance.now() - t0
     const written = this.desired.asWritten?.() ?? this.desired
@@ -571,30 +589,105 @@ export class RouteReconciler {
       .finally(() => {
         if (quiet) this.startMonitor()
       })
-    let errors: RouteError[] = []
-    if (failures.size > 0) {
-      this.known = undefined
-      // The failure may come from a stale view (a route changed under us): look again, and retry only
-      // what still differs; the second pass is per route, each line independent of the others.
-      this.log.info({ failed: failures.size, of: first.ops.length }, 'batch had failures; resyncing once')
-      const second = this.tracker.diff(this.desired, await this.read(), this.now(), this.workloads)
-      this.echoes.note(second.ops)
-      const retry = await this.write(second.ops, false)
-      errors = [...retry].map(([i, message]) => ({ op: second.ops[i] as RouteOp, message }))
-    }
+    const errors = failures.size > 0 ? await this.retryAfterFailures(failures.size, first.ops.length) : []
     const writeMs = performance.now() - t1
-    this.errors.clear()
-    for (const e of errors) this.errors.set(routeKey(e.op.route), e)
-    errors.slice(0, 20).forEach((e) => this.log.warn({ dst: e.op.route.dst, op: e.op.op, err: e.message }, 'route not programmed'))
-    if (errors.length > 20) this.log.warn({ more: errors.length - 20 }, 'more routes not programmed')
-    if (errors.length > 0) this.schedule(this.retryMs)
-    else if (read && failures.size === 0) await this.sweepNexthops(this.known ?? known)
+    this.reportErrors(errors)
+    if (errors.length === 0 && read && failures.size === 0) await this.sweepNexthops(this.known ?? known)
     // What the monitor missed during a quiet write waits for the periodic resync: a read of the whole table
     // after each large write would make the changes that follow wait behind a full read and diff.
     const counts = { replace: 0, delete: 0 }
     for (const o of first.ops) counts[o.op]++
     this.log.info({ ...counts, errors: errors.length, readMs: Math.round(readMs), writeMs: Math.round(writeMs) }, 'routes reconciled')
     return { planned: first.ops.length, errors, conflicts: first.conflicts, readMs, writeMs }
+  }
+
+  /**
+   * The failure may come from a stale view (a route changed under us): look again, and retry only what
+   * still differs; the second pass is per route, each line independent of the others.
+   */
+  private async retryAfterFailures(failed: number, of: number): Promise<RouteError[]> {
+    this.known = undefined
+    this.log.info({ failed, of }, 'batch had failures; resyncing once')
+    const second = this.tracker.diff(this.desired, await this.read(), this.now(), this.workloads)
+    this.echoes.note(second.ops)
+    const retry = await this.write(second.ops, false)
+    return [...retry].map(([i, message]) => ({ op: second.ops[i] as RouteOp, message }))
+  }
+
+  private reportErrors(errors: readonly RouteError[]): void {
+    this.errors.clear()
+    for (const e of errors) this.errors.set(routeKey(e.op.route), e)
+    errors.slice(0, 20).forEach((e) => this.log.warn({ dst: e.op.route.dst, op: e.op.op, err: e.message }, 'route not programmed'))
+    if (errors.length > 20) this.log.warn({ more: errors.length - 20 }, 'more routes not programmed')
+    if (errors.length > 0) this.schedule(this.retryMs)
+  }
+
+  /**
+   * An incremental apply of many changes (a table arriving): the list is walked, diffed and written a
+   * batch at a time, so no more than a batch of operations and rendered routes exists at once, and each
+   * batch diffs against the known table the ones before it left. A large one runs with `ip monitor`
+   * stopped, as in applyOnce. A failed route sends the whole table through retryAfterFailures.
+   */
+  private async applyStream(list: ChangeList, start: KnownTable, t0: number): Promise<ApplyResult> {
+    const written = this.desired.asWritten?.() ?? this.desired
+    const it = list.entries()
+    const size = this.streamBatch ?? (this.socket !== undefined ? STREAM_BATCH : STREAM_BATCH_IP)
+    const take = (): Map<string, KernelRoute | null> => {
+      const m = new Map<string, KernelRoute | null>()
+      while (m.size < size) {
+        const r = it.next()
+        if (r.done === true) break
+        m.set(r.value[0], r.value[1])
+      }
+      return m
+    }
+    // The first batch is diffed at once, with the fixed routes' changes as of the take.
+    let batch = take()
+    let d: DiffResult = this.tracker.diffKeys(this.desired, start, batch, start.others(), this.now(), this.workloads)
+    if (d.graceDeadline !== undefined) this.schedule(Math.max(0, d.graceDeadline - this.now()) + 10)
+    else this.schedule(this.resyncMs)
+    let readMs = performance.now() - t0
+    let writeMs = 0
+    const conflicts: RouteConflict[] = []
+    const counts = { replace: 0, delete: 0 }
+    let failed = 0
+    let known = start
+    const quiet = list.size >= QUIET_MIN_OPS && (await this.pauseMonitor())
+    try {
+      for (;;) {
+        for (const c of d.conflicts) conflicts.push(c)
+        const before = known
+        known = known.writtenKeys(written, d.ops, d.conflicts, batch.keys())
+        // Unless the monitor saw drift meanwhile (the known table is then gone until the next read).
+        if (this.known === before) this.known = known
+        if (d.ops.length > 0) {
+          for (const o of d.ops) counts[o.op]++
+          if (!quiet) this.echoes.note(d.ops)
+          const t1 = performance.now()
+          failed += (await this.write(d.ops, true)).size
+          writeMs += performance.now() - t1
+        }
+        batch = take()
+        if (batch.size === 0) break
+        const t2 = performance.now()
+        d = this.tracker.diffKeys(this.desired, known, batch, undefined, this.now(), this.workloads)
+        readMs += performance.now() - t2
+      }
+    } catch (err) {
+      this.known = undefined
+      throw err
+    } finally {
+      it.return?.(undefined)
+      if (quiet) this.startMonitor()
+    }
+    this.reportConflicts(conflicts)
+    const planned = counts.replace + counts.delete
+    const t3 = performance.now()
+    const errors = failed > 0 ? await this.retryAfterFailures(failed, planned) : []
+    writeMs += performance.now() - t3
+    this.reportErrors(errors)
+    this.log.info({ ...counts, errors: errors.length, readMs: Math.round(readMs), writeMs: Math.round(writeMs), batched: true }, 'routes reconciled')
+    return { planned, errors, conflicts, readMs, writeMs }
   }
 
   private reportConflicts(conflicts: readonly RouteConflict[]): void {

@@ -7,11 +7,12 @@
 import { formatIpv4, formatIpv6, parseIpv4 } from '../bgp/codec/ip.js'
 import type { Cidr } from '../config/ip/index.js'
 import type { DesiredState, LearnedNextHop } from './desired-state.js'
-import { compareNextHops, defaultMetric, routeKey, type Family, type KernelRoute, type NextHop } from './kernel-route.js'
+import { compareNextHops, defaultMetric, routeKey, sameHops, type Family, type KernelRoute, type NextHop } from './kernel-route.js'
 import { LearnedRoutes, type LearnedEntry } from './learned-routes.js'
 import { NOT_PENDING, parseKey, PendingLearned, type KeyPrefix } from './pending-learned.js'
 import { RenderContext, type PoolMatch, type RenderOptions, type RenderProblem } from './render-context.js'
 import type { KeyedRoutes } from './route-diff.js'
+import type { DumpedRoute } from './rtnl-routes.js'
 
 /** The next hops learned routes name by id: the address and, when known, the node it belongs to. */
 export interface HopSource {
@@ -37,6 +38,14 @@ export interface DesiredRoutes extends OwnRoutes {
   takeChanges?(): ChangeList
   /** The routes as of the last takeChanges(): what the kernel holds once that write succeeded. */
   asWritten?(): OwnRoutes
+  /** A streaming read: marks a dumped IPv4 route seen when it is exactly a desired one (else false). */
+  matchDumped?(r: DumpedRoute): boolean
+  /** The desired routes no matchDumped() call marked, rendered (the fixed ones among them). */
+  unmatched?(): Iterable<readonly [string, KernelRoute]>
+  /** Forgets every mark matchDumped() made. */
+  clearMatched?(): void
+  /** A route for each distinct set of next hops the desired routes go through (the nexthop object sweep). */
+  hopRoutes?(): Iterable<KernelRoute>
 }
 
 /**
@@ -71,6 +80,8 @@ export class DesiredTable implements DesiredRoutes {
   private hopSource: HopSource
   private readonly learned = new LearnedRoutes()
   private fixed: ReadonlyMap<string, KernelRoute> = new Map()
+  /** The fixed IPv4 routes' destinations as address * 64 + length. */
+  private fixed4 = new Set<number>()
   /** Fixed routes' keys changed since the last take, each with what it held then (null: nothing). */
   private changed = new Map<string, KernelRoute | null>()
   private pending: PendingLearned
@@ -127,6 +138,44 @@ export class DesiredTable implements DesiredRoutes {
     for (const [k, r] of this.fixed) if (routes.get(k) !== r) this.noteFixed(k)
     for (const [k, r] of routes) if (this.fixed.get(k) !== r) this.noteFixed(k)
     this.fixed = routes
+    this.fixed4 = new Set()
+    for (const r of routes.values()) if (r.family === 4) this.fixed4.add(r.dst4 !== undefined ? r.dst4 * 64 + (r.dstLen ?? 32) : dst4Key(r.dst))
+  }
+
+  matchDumped(r: DumpedRoute): boolean {
+    const { table, protocol } = this.ctx
+    if (r.protocol !== protocol || r.table !== table || r.tos !== 0 || r.type !== 'unicast' || this.fixed4.has(r.dst4 * 64 + r.len)) return false
+    const combo = this.learned.get(4, r.dst4, undefined, r.len)
+    if (combo < 0 || (this.learned.metric(combo) ?? 0) !== r.metric) return false
+    const hops = this.hopsFor(combo, this.ctx.poolForIpv4(r.dst4, r.len), 4, () => `${formatIpv4(r.dst4)}/${r.len}`)
+    if (hops === null || !sameHops(hops, r.nexthops)) return false
+    this.learned.markSeen(r.dst4, r.len)
+    return true
+  }
+
+  *unmatched(): IterableIterator<readonly [string, KernelRoute]> {
+    for (const e of this.fixed) yield e
+    for (const e of this.learned.entries()) {
+      if (e.family === 4 && this.learned.seen(e.addr4, e.len)) continue
+      const r = this.renderEntry(e)
+      if (r === undefined) continue
+      const key = routeKey(r)
+      if (!this.fixed.has(key)) yield [key, r]
+    }
+  }
+
+  clearMatched(): void {
+    this.learned.clearSeen()
+  }
+
+  *hopRoutes(): IterableIterator<KernelRoute> {
+    yield* this.fixed.values()
+    const { table, protocol } = this.ctx
+    for (const hops of this.hopCache.values()) {
+      if (hops === null) continue
+      const family = hops[0]?.gateway?.includes(':') === true ? 6 : 4
+      yield { family, table, dst: '', tos: 0, metric: 0, type: 'unicast', protocol, nexthops: hops }
+    }
   }
 
   private noteFixed(key: string): void {
@@ -303,8 +352,7 @@ export class DesiredTable implements DesiredRoutes {
   /** How many routes a walk yields, worked out from numbers (no route is made but where a fixed one may shadow it). */
   count(): number {
     let n = this.fixed.size
-    const fixed4 = new Set<number>()
-    for (const r of this.fixed.values()) if (r.family === 4) fixed4.add(r.dst4 !== undefined ? r.dst4 * 64 + (r.dstLen ?? 32) : dst4Key(r.dst))
+    const fixed4 = this.fixed4
     for (const e of this.learned.entries()) {
       if (e.family === 6 || fixed4.has(e.addr4 * 64 + e.len)) {
         const r = this.renderEntry(e)

@@ -11,7 +11,8 @@ import { KnownTable } from './known-table.js'
 import { PendingEchoes } from './pending-echoes.js'
 import { BatchDealer, type BatchPlan, type BatchWriter } from './batch-dealer.js'
 import type { RouteSocket } from './route-socket.js'
-import { parseBatchErrors, RouteDeltaTracker, type DiffResult, type RouteConflict, type RouteOp } from './route-diff.js'
+import type { DumpFilter } from './rtnl-routes.js'
+import { parseBatchErrors, RouteDeltaTracker, type DiffResult, type RouteConflict, type RouteOp, type SizedRoutes } from './route-diff.js'
 import { isDeviceLine, monitorDeviceEvent, parseMonitorHopLine, parseMonitorLine, parseRouteJson, type MonitorEvent } from './route-parse.js'
 import { CommandError, type ProcessRunner, type RunResult, type WatchHandle } from './runner.js'
 import { NexthopRegistry, parseNexthopJson, parseNexthopMonitorLine } from './nexthops.js'
@@ -375,12 +376,12 @@ export class RouteReconciler {
     else this.log.info({ err: probe.stderr.trim() }, 'the kernel has no nexthop objects; routes name their gateways')
   }
 
-  private async read(): Promise<KernelRoute[]> {
+  private async read(filter?: DumpFilter): Promise<KernelRoute[]> {
     // The nexthop objects are read beside the routes; the first read also learns whether there are any.
     const nexthops = this.opts.nexthopObjects !== false && (!this.probed || this.nexthops !== undefined)
     const probed = this.probedObjects
     this.probedObjects = undefined
-    const [objects, tables] = await Promise.all([probed ?? (nexthops ? this.runner.run('ip', ['-N', '-json', 'nexthop', 'show'], this.nsOpt()) : undefined), this.readTable(this.families())])
+    const [objects, tables] = await Promise.all([probed ?? (nexthops ? this.runner.run('ip', ['-N', '-json', 'nexthop', 'show'], this.nsOpt()) : undefined), this.readTable(this.families(), filter)])
     if (objects !== undefined) {
       if (!this.probed) this.learnNexthopSupport(objects)
       if (this.nexthops !== undefined) {
@@ -394,13 +395,14 @@ export class RouteReconciler {
   /**
    * The table's routes: dumped over the route socket while there is one (100k routes: no process, no JSON
    * text), else one `ip -N -json route show` per family. A dump that fails falls back to `ip` for this read;
-   * a socket that failed is given up for reads and writes alike.
+   * a socket that failed is given up for reads and writes alike. `filter` leaves out the dumped routes it
+   * accounts for (only over the socket: `ip` gives every route).
    */
-  private async readTable(families: readonly Family[]): Promise<KernelRoute[]> {
+  private async readTable(families: readonly Family[], filter?: DumpFilter): Promise<KernelRoute[]> {
     const socket = this.socket
     if (socket !== undefined) {
       try {
-        return await socket.readTable(families, this.table)
+        return await socket.readTable(families, this.table, filter)
       } catch (err) {
         if (socket.error !== undefined) this.socket = undefined
         this.log.warn({ err: (err as Error).message }, 'route dump over the route socket failed; this read goes through ip -json')
@@ -429,6 +431,14 @@ export class RouteReconciler {
    * the route socket while there is one, else `ip -batch`.
    */
   private async write(ops: readonly RouteOp[], nexthops: boolean): Promise<Map<number, string>> {
+    const failures = await this.writeVia(ops, nexthops)
+    // A delete that finds no such route leaves the kernel as wanted: it went meanwhile (a device taking its
+    // routes along, or a change made while a streaming read ran that the next apply lists again).
+    for (const [i, m] of failures) if ((ops[i] as RouteOp).op === 'delete' && /ESRCH|No such process/.test(m)) failures.delete(i)
+    return failures
+  }
+
+  private async writeVia(ops: readonly RouteOp[], nexthops: boolean): Promise<Map<number, string>> {
     const socket = this.socket
     if (socket === undefined) return this.writeIp(ops, nexthops)
     try {
@@ -532,11 +542,12 @@ export class RouteReconciler {
     const reg = this.nexthops
     if (reg === undefined || reg.size === 0) return
     const inUse = new Set<number>()
-    for (const r of this.desired.values()) {
+    for (const r of this.desired.hopRoutes?.() ?? this.desired.values()) {
       const id = reg.lookup(r)
       if (id !== undefined) inUse.add(id)
     }
-    for (const r of known.values()) if (r.nhid !== undefined) inUse.add(r.nhid)
+    // felix's own routes in the known table are the desired ones (no object named); others' may name one.
+    for (const [, r] of known.others()) if (r.nhid !== undefined) inUse.add(r.nhid)
     const lines = reg.sweep(inUse)
     if (lines.length === 0) return
     const r = await this.runner.run('ip', ['-force', '-batch', '-'], { input: lines.join('\n') + '\n', ...this.nsOpt() })
@@ -547,19 +558,42 @@ export class RouteReconciler {
     const t0 = performance.now()
     const read = this.wantRead || this.known === undefined
     this.wantRead = false
+    // A read over the route socket streams: each dumped route of felix's that is exactly as desired is
+    // marked in the desired table and made no object; only the rest is kept and diffed.
+    const d = this.desired
+    const streamed = read && this.socket !== undefined && d.matchDumped !== undefined && d.unmatched !== undefined && d.clearMatched !== undefined
     if (read) {
       // Unknown while the read is out: a monitor line meanwhile cannot be taken for felix's own echo.
       this.known = undefined
-      this.known = KnownTable.read(await this.read(), this.protocol)
+      // What changed before the read, its diff covers; what changes while it runs stays listed for the next
+      // apply (a route marked as seen and changed after is diffed as it now is, unmarked).
+      if (streamed) d.takeChanges?.().drop()
+      try {
+        this.known = KnownTable.read(await this.read(streamed ? (r) => !d.matchDumped!(r) : undefined), this.protocol)
+      } catch (err) {
+        if (streamed) d.clearMatched!()
+        throw err
+      }
     }
     const known = this.known as KnownTable
     // Taken at every apply: a full diff covers what changed as well.
-    const list = this.desired.takeChanges?.()
+    const list = streamed ? undefined : d.takeChanges?.()
     if (!read && list !== undefined && list.size >= this.streamMin) return this.applyStream(list, known, t0)
     if (read) list?.drop()
     const changed = read || list === undefined ? undefined : new Map(list.entries())
     const incremental = changed !== undefined
-    const first = incremental ? this.tracker.diffKeys(this.desired, known, changed, known.others(), this.now(), this.workloads) : this.tracker.diff(this.desired, known, this.now(), this.workloads)
+    let first: DiffResult
+    if (incremental) first = this.tracker.diffKeys(d, known, changed, known.others(), this.now(), this.workloads)
+    else if (!streamed) first = this.tracker.diff(d, known, this.now(), this.workloads)
+    else {
+      // The kept routes against the desired ones, and the desired routes no dumped route matched.
+      const rest: SizedRoutes = { size: d.size, get: (key) => d.get(key), [Symbol.iterator]: () => d.unmatched!()[Symbol.iterator]() }
+      try {
+        first = this.tracker.diff(rest, known, this.now(), this.workloads)
+      } finally {
+        d.clearMatched!()
+      }
+    }
     const readMs = performance.now() - t0
     const written = this.desired.asWritten?.() ?? this.desired
     const after = (ops: readonly RouteOp[]): KnownTable => (incremental ? known.writtenKeys(written, ops, first.conflicts, changed.keys()) : known.written(written, ops, first.conflicts))

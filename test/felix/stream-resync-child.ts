@@ -4,9 +4,9 @@
 // read kept as objects (the rest were matched in the dump), and whether `ip` read the table instead.
 
 import { createInterface } from 'node:readline'
-import { DesiredTable, ExecaRunner, renderDesired, RouteReconciler, type HopSource, type LearnedNextHop, type ProcessRunner } from '../../felix/index.js'
+import { DesiredTable, renderDesired, RouteReconciler, type HopSource, type LearnedNextHop } from '../../felix/index.js'
 import { RouteSocket } from '../../felix/route-socket.js'
-import { pool, PROTO } from './lab.js'
+import { countingRunner, pool, PROTO } from './lab.js'
 
 const COUNT = Number(process.argv[2] ?? 300)
 const socket = await RouteSocket.open()
@@ -21,15 +21,7 @@ socket.readTable = async (families, table, filter) => {
   kept = routes.length
   return routes
 }
-const execa = new ExecaRunner()
-let ipReads = 0
-const runner: ProcessRunner = {
-  run: (cmd, args, opts) => {
-    if (args.includes('route') && args.includes('show')) ipReads++
-    return execa.run(cmd, args, opts)
-  },
-  watch: (cmd, args, opts) => execa.watch(cmd, args, opts),
-}
+const { runner, ipReads: reads } = countingRunner()
 const HOPS: LearnedNextHop[] = [{ address: '192.0.2.12' }, { address: '192.0.2.13' }]
 const hops: HopSource = { hop: (id) => HOPS[id] }
 const localNode = { name: 'a', ipv4Address: '192.0.2.11/24', parentInterface: 'eth0' }
@@ -41,7 +33,7 @@ d.setFixed(renderDesired({ pools: [], routes: [], localBlocks: ['198.18.0.32/28'
 const rec = new RouteReconciler({ runner, protocol: PROTO, routeSocket: socket, monitor: false, retryMs: 600_000, resyncIntervalMs: 600_000 })
 rec.setDesired(d, new Set())
 const report = (r: { planned: number; errors: readonly unknown[] }): void => {
-  process.stdout.write(JSON.stringify({ planned: r.planned, errors: r.errors.length, kept, ipReads, socketError: socket.error?.message ?? null }) + '\n')
+  process.stdout.write(JSON.stringify({ planned: r.planned, errors: r.errors.length, kept, ipReads: reads(), socketError: socket.error?.message ?? null }) + '\n')
 }
 report(await rec.start())
 for await (const _ of createInterface({ input: process.stdin })) report(await rec.resync())

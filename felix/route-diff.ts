@@ -52,9 +52,10 @@ export class RouteDeltaTracker {
 
   /**
    * `workloads` undefined means the agent has not told felix which pods exist: every veth route is then
-   * left alone, because deleting a pod's route on a guess would cut it off.
+   * left alone, because deleting a pod's route on a guess would cut it off. `missing` false leaves out the
+   * desired routes the table lacks (the caller lists those itself).
    */
-  diff(desired: SizedRoutes, actual: readonly KernelRoute[] | KeyedRoutes, now: number, workloads?: ReadonlySet<string>): DiffResult {
+  diff(desired: SizedRoutes, actual: readonly KernelRoute[] | KeyedRoutes, now: number, workloads?: ReadonlySet<string>, missing = true): DiffResult {
     const ops: RouteOp[] = []
     const conflicts: RouteConflict[] = []
     // Desired keys the table has. A fresh read may hold a key twice (`ip route append`), so its keys are
@@ -89,6 +90,7 @@ export class RouteDeltaTracker {
       if (deadline !== undefined) graceDeadline = Math.min(graceDeadline ?? Infinity, deadline)
     }
     for (const k of this.firstSeen.keys()) if (!waiting.has(k)) this.firstSeen.delete(k)
+    if (!missing) return { ops, conflicts, graceDeadline }
     if (present !== undefined) {
       for (const [key, want] of desired) if (!present.has(key)) ops.push({ op: 'replace', route: want, key, reason: 'missing' })
     } else if (matched < desired.size) {

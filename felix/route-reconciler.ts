@@ -11,12 +11,12 @@ import { KnownTable } from './known-table.js'
 import { PendingEchoes } from './pending-echoes.js'
 import { BatchDealer, type BatchPlan, type BatchWriter } from './batch-dealer.js'
 import type { RouteSocket } from './route-socket.js'
-import type { DumpFilter } from './rtnl-routes.js'
-import { parseBatchErrors, RouteDeltaTracker, type DiffResult, type RouteConflict, type RouteOp, type SizedRoutes } from './route-diff.js'
+import type { DumpedRoute, DumpFilter } from './rtnl-routes.js'
+import { parseBatchErrors, RouteDeltaTracker, type DiffResult, type RouteConflict, type RouteOp } from './route-diff.js'
 import { isDeviceLine, monitorDeviceEvent, parseMonitorHopLine, parseMonitorLine, parseRouteJson, type MonitorEvent } from './route-parse.js'
 import { CommandError, type ProcessRunner, type RunResult, type WatchHandle } from './runner.js'
 import { NexthopRegistry, parseNexthopJson, parseNexthopMonitorLine } from './nexthops.js'
-import type { ChangeList, DesiredRoutes } from './desired-table.js'
+import type { DesiredRoutes } from './desired-table.js'
 
 export interface RouteReconcilerOptions {
   readonly runner: ProcessRunner
@@ -562,14 +562,20 @@ export class RouteReconciler {
     // marked in the desired table and made no object; only the rest is kept and diffed.
     const d = this.desired
     const streamed = read && this.socket !== undefined && d.matchDumped !== undefined && d.unmatched !== undefined && d.clearMatched !== undefined
+    let matched = 0
     if (read) {
       // Unknown while the read is out: a monitor line meanwhile cannot be taken for felix's own echo.
       this.known = undefined
       // What changed before the read, its diff covers; what changes while it runs stays listed for the next
       // apply (a route marked as seen and changed after is diffed as it now is, unmarked).
       if (streamed) d.takeChanges?.().drop()
+      const filter = (r: DumpedRoute): boolean => {
+        if (!d.matchDumped!(r)) return true
+        matched++
+        return false
+      }
       try {
-        this.known = KnownTable.read(await this.read(streamed ? (r) => !d.matchDumped!(r) : undefined), this.protocol)
+        this.known = KnownTable.read(await this.read(streamed ? filter : undefined), this.protocol)
       } catch (err) {
         if (streamed) d.clearMatched!()
         throw err
@@ -578,7 +584,7 @@ export class RouteReconciler {
     const known = this.known as KnownTable
     // Taken at every apply: a full diff covers what changed as well.
     const list = streamed ? undefined : d.takeChanges?.()
-    if (!read && list !== undefined && list.size >= this.streamMin) return this.applyStream(list, known, t0)
+    if (!read && list !== undefined && list.size >= this.streamMin) return this.applyBatches(list.entries(), list.size, known, t0)
     if (read) list?.drop()
     const changed = read || list === undefined ? undefined : new Map(list.entries())
     const incremental = changed !== undefined
@@ -586,10 +592,14 @@ export class RouteReconciler {
     if (incremental) first = this.tracker.diffKeys(d, known, changed, known.others(), this.now(), this.workloads)
     else if (!streamed) first = this.tracker.diff(d, known, this.now(), this.workloads)
     else {
-      // The kept routes against the desired ones, and the desired routes no dumped route matched.
-      const rest: SizedRoutes = { size: d.size, get: (key) => d.get(key), [Symbol.iterator]: () => d.unmatched!()[Symbol.iterator]() }
+      // The kept routes against the desired ones; then the desired routes no dumped route matched and the
+      // table lacks, written a batch at a time as the walk finds them (all of them, for a table not yet in).
       try {
-        first = this.tracker.diff(rest, known, this.now(), this.workloads)
+        const kept = this.tracker.diff(d, known, this.now(), this.workloads, false)
+        function* missing(): Generator<readonly [string, null]> {
+          for (const [key] of d.unmatched!()) if (known.get(key) === undefined) yield [key, null]
+        }
+        return await this.applyBatches(missing(), Math.max(kept.ops.length, d.size - matched), known, t0, kept)
       } finally {
         d.clearMatched!()
       }
@@ -657,27 +667,28 @@ export class RouteReconciler {
   }
 
   /**
-   * An incremental apply of many changes (a table arriving): the list is walked, diffed and written a
-   * batch at a time, so no more than a batch of operations and rendered routes exists at once, and each
-   * batch diffs against the known table the ones before it left. A large one runs with `ip monitor`
-   * stopped, as in applyOnce. A failed route sends the whole table through retryAfterFailures.
+   * An apply of many changes (a table arriving), each key with what felix's route there was (null: none):
+   * walked, diffed and written a batch at a time, so no more than a batch of operations and rendered routes
+   * exists at once, and each batch diffs against the known table the ones before it left. `first`, when
+   * given, is a full diff of a fresh read (the routes it kept), written first; the entries are then the
+   * desired routes that read lacked. A large one runs with `ip monitor` stopped, as in applyOnce. A failed
+   * route sends the whole table through retryAfterFailures.
    */
-  private async applyStream(list: ChangeList, start: KnownTable, t0: number): Promise<ApplyResult> {
+  private async applyBatches(entries: Iterator<readonly [string, KernelRoute | null]>, size: number, start: KnownTable, t0: number, first?: DiffResult): Promise<ApplyResult> {
     const written = this.desired.asWritten?.() ?? this.desired
-    const it = list.entries()
-    const size = this.streamBatch ?? (this.socket !== undefined ? STREAM_BATCH : STREAM_BATCH_IP)
+    const per = this.streamBatch ?? (this.socket !== undefined ? STREAM_BATCH : STREAM_BATCH_IP)
     const take = (): Map<string, KernelRoute | null> => {
       const m = new Map<string, KernelRoute | null>()
-      while (m.size < size) {
-        const r = it.next()
+      while (m.size < per) {
+        const r = entries.next()
         if (r.done === true) break
         m.set(r.value[0], r.value[1])
       }
       return m
     }
     // The first batch is diffed at once, with the fixed routes' changes as of the take.
-    let batch = take()
-    let d: DiffResult = this.tracker.diffKeys(this.desired, start, batch, start.others(), this.now(), this.workloads)
+    let batch = first !== undefined ? new Map<string, KernelRoute | null>() : take()
+    let d: DiffResult = first ?? this.tracker.diffKeys(this.desired, start, batch, start.others(), this.now(), this.workloads)
     if (d.graceDeadline !== undefined) this.schedule(Math.max(0, d.graceDeadline - this.now()) + 10)
     else this.schedule(this.resyncMs)
     let readMs = performance.now() - t0
@@ -686,12 +697,14 @@ export class RouteReconciler {
     const counts = { replace: 0, delete: 0 }
     let failed = 0
     let known = start
-    const quiet = list.size >= QUIET_MIN_OPS && (await this.pauseMonitor())
+    const quiet = size >= QUIET_MIN_OPS && (await this.pauseMonitor())
+    let full = first !== undefined
     try {
       for (;;) {
         for (const c of d.conflicts) conflicts.push(c)
         const before = known
-        known = known.writtenKeys(written, d.ops, d.conflicts, batch.keys())
+        known = full ? known.written(written, d.ops, d.conflicts) : known.writtenKeys(written, d.ops, d.conflicts, batch.keys())
+        full = false
         // Unless the monitor saw drift meanwhile (the known table is then gone until the next read).
         if (this.known === before) this.known = known
         if (d.ops.length > 0) {
@@ -711,7 +724,7 @@ export class RouteReconciler {
       this.known = undefined
       throw err
     } finally {
-      it.return?.(undefined)
+      entries.return?.(undefined)
       if (quiet) this.startMonitor()
     }
     this.reportConflicts(conflicts)
@@ -720,6 +733,7 @@ export class RouteReconciler {
     const errors = failed > 0 ? await this.retryAfterFailures(failed, planned) : []
     writeMs += performance.now() - t3
     this.reportErrors(errors)
+    if (first !== undefined && failed === 0 && errors.length === 0) await this.sweepNexthops(this.known ?? known)
     this.log.info({ ...counts, errors: errors.length, readMs: Math.round(readMs), writeMs: Math.round(writeMs), batched: true }, 'routes reconciled')
     return { planned, errors, conflicts, readMs, writeMs }
   }

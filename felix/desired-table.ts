@@ -40,8 +40,11 @@ export interface DesiredRoutes extends OwnRoutes {
   asWritten?(): OwnRoutes
   /** A streaming read: marks a dumped IPv4 route seen when it is exactly a desired one (else false). */
   matchDumped?(r: DumpedRoute): boolean
-  /** The desired routes no matchDumped() call marked, rendered (the fixed ones among them). */
-  unmatched?(): Iterable<readonly [string, KernelRoute]>
+  /**
+   * The desired routes no matchDumped() call marked, rendered (the fixed ones among them); with `written`,
+   * only those it says are written from the walk, each then counted as written as it is at that moment.
+   */
+  unmatched?(written?: (key: string) => boolean): Iterable<readonly [string, KernelRoute]>
   /** Forgets every mark matchDumped() made. */
   clearMatched?(): void
   /** A route for each distinct set of next hops the desired routes go through (the nexthop object sweep). */
@@ -153,14 +156,17 @@ export class DesiredTable implements DesiredRoutes {
     return true
   }
 
-  *unmatched(): IterableIterator<readonly [string, KernelRoute]> {
-    for (const e of this.fixed) yield e
+  *unmatched(written?: (key: string) => boolean): IterableIterator<readonly [string, KernelRoute]> {
+    for (const e of this.fixed) if (written === undefined || written(e[0])) yield e
     for (const e of this.learned.entries()) {
       if (e.family === 4 && this.learned.seen(e.addr4, e.len)) continue
       const r = this.renderEntry(e)
       if (r === undefined) continue
       const key = routeKey(r)
-      if (!this.fixed.has(key)) yield [key, r]
+      if (this.fixed.has(key) || (written !== undefined && !written(key))) continue
+      // Written as it is now: a change listed since counts from here.
+      if (written !== undefined) this.pending.rebase(e.family, e.addr4, e.addr6, e.len, e.combo)
+      yield [key, r]
     }
   }
 

@@ -597,7 +597,7 @@ export class RouteReconciler {
       try {
         const kept = this.tracker.diff(d, known, this.now(), this.workloads, false)
         function* missing(): Generator<readonly [string, null]> {
-          for (const [key] of d.unmatched!()) if (known.get(key) === undefined) yield [key, null]
+          for (const [key] of d.unmatched!((k) => known.get(k) === undefined)) yield [key, null]
         }
         return await this.applyBatches(missing(), Math.max(kept.ops.length, d.size - matched), known, t0, kept)
       } finally {

@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --max-semi-space-size=2
+#!/usr/bin/env -S node --max-semi-space-size=2 --heap-growing-percent=30
 // pinto-node: the node agent (BGP speaker, dataplane, IPAM service, REST API). Compiled to dist/ by `npm run build`.
 import { existsSync } from 'node:fs'
 const entry = new URL('../dist/agent/pinto-node-main.js', import.meta.url)

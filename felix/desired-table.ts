@@ -1,16 +1,18 @@
 // felix's desired kernel routes kept incrementally: the learned routes as numbers (LearnedRoutes), the few
 // fixed ones (local blackholes, static routes to peers) as KernelRoutes, and the render context; a
-// learned route becomes a KernelRoute only when asked for (a write, a diff, the API). Every change notes
-// the key it touches with what that key held, so the reconciler writes only those (takeChanged); a change
-// of context re-renders everything and is followed by a full resync against the kernel. Pure.
+// learned route becomes a KernelRoute only when asked for (a write, a diff, the API). Every change is
+// noted, a learned one as its prefix and the combo it held (numbers, no key), so the reconciler writes
+// only those (takeChanges); a change of context re-renders everything and is followed by a full resync. Pure.
 
-import { formatIpv4, formatIpv6, parseIpv4, parseIpv6 } from '../bgp/codec/ip.js'
+import { formatIpv4, formatIpv6, parseIpv4 } from '../bgp/codec/ip.js'
 import type { Cidr } from '../config/ip/index.js'
 import type { DesiredState, LearnedNextHop } from './desired-state.js'
-import { compareNextHops, defaultMetric, routeKey, type Family, type KernelRoute, type NextHop } from './kernel-route.js'
+import { compareNextHops, defaultMetric, routeKey, sameHops, type Family, type KernelRoute, type NextHop } from './kernel-route.js'
 import { LearnedRoutes, type LearnedEntry } from './learned-routes.js'
+import { NOT_PENDING, parseKey, PendingLearned, type KeyPrefix } from './pending-learned.js'
 import { RenderContext, type PoolMatch, type RenderOptions, type RenderProblem } from './render-context.js'
 import type { KeyedRoutes } from './route-diff.js'
+import type { DumpedRoute } from './rtnl-routes.js'
 
 /** The next hops learned routes name by id: the address and, when known, the node it belongs to. */
 export interface HopSource {
@@ -29,15 +31,41 @@ export interface DesiredRoutes extends OwnRoutes {
   values(): Iterable<KernelRoute>
   /** The families the routes are in, when known without a walk. */
   families?(): readonly Family[]
-  /** The keys changed since the last call, each with what it held then (null: nothing); resets the list. */
-  takeChanged?(): ReadonlyMap<string, KernelRoute | null>
-  /** The routes as of the last takeChanged(): what the kernel holds once that write succeeded. */
+  /**
+   * The keys changed since the last call, each with what it held then (null: nothing), made key by key as
+   * the list is walked (a million changed routes are not a million keys at once); resets the list.
+   */
+  takeChanges?(): ChangeList
+  /** The routes as of the last takeChanges(): what the kernel holds once that write succeeded. */
   asWritten?(): OwnRoutes
+  /** A streaming read: marks a dumped IPv4 route seen when it is exactly a desired one (else false). */
+  matchDumped?(r: DumpedRoute): boolean
+  /**
+   * The desired routes no matchDumped() call marked, rendered (the fixed ones among them); with `written`,
+   * only those it says are written from the walk, each then counted as written as it is at that moment.
+   */
+  unmatched?(written?: (key: string) => boolean): Iterable<readonly [string, KernelRoute]>
+  /** Forgets every mark matchDumped() made. */
+  clearMatched?(): void
+  /** A route for each distinct set of next hops the desired routes go through (the nexthop object sweep). */
+  hopRoutes?(): Iterable<KernelRoute>
+}
+
+/**
+ * The changes one take listed: each key with what it held at the take before (null: nothing). Walked once,
+ * in order, by the writer; a learned route's entries are rendered as the walk reaches them, in the table's
+ * state of that moment, which the next take then counts as written.
+ */
+export interface ChangeList {
+  /** At least the number of learned prefixes and fixed keys listed (a learned prefix may yield two keys). */
+  readonly size: number
+  /** Walks the list, once; each entry is gone from it once passed, and an unfinished walk drops the rest. */
+  entries(): IterableIterator<readonly [string, KernelRoute | null]>
+  /** Drops the list unwalked (a full diff covers it). */
+  drop(): void
 }
 
 const MAX_PROBLEMS = 100
-const EMPTY_CHANGES: ReadonlyMap<string, KernelRoute | null> = new Map()
-
 /** An IPv4 `addr/len` as address * 64 + length. */
 function dst4Key(dst: string): number {
   const slash = dst.indexOf('/')
@@ -55,7 +83,12 @@ export class DesiredTable implements DesiredRoutes {
   private hopSource: HopSource
   private readonly learned = new LearnedRoutes()
   private fixed: ReadonlyMap<string, KernelRoute> = new Map()
+  /** The fixed IPv4 routes' destinations as address * 64 + length. */
+  private fixed4 = new Set<number>()
+  /** Fixed routes' keys changed since the last take, each with what it held then (null: nothing). */
   private changed = new Map<string, KernelRoute | null>()
+  private pending: PendingLearned
+  private readonly scratch: KeyPrefix = { family: 4, addr4: 0, addr6: undefined, len: 0 }
   /** The kernel hops of a (combo, pool), or null when none is usable; cleared with the context. */
   private readonly hopCache = new Map<number, readonly NextHop[] | null>()
   private readonly routeProblems = new Map<string, RenderProblem>()
@@ -67,6 +100,7 @@ export class DesiredTable implements DesiredRoutes {
   ) {
     this.ctx = new RenderContext({ pools: [], vteps: [], localNode: { name: '', parentInterface: 'eth0' } }, opts)
     this.hopSource = hops
+    this.pending = new PendingLearned(this.learned)
   }
 
   get table(): number {
@@ -98,13 +132,60 @@ export class DesiredTable implements DesiredRoutes {
     this.routeProblems.clear()
     this.v6Pool.clear()
     this.changed.clear()
+    this.pending.clear()
   }
 
   /** The fixed routes (local blackholes, static routes to peers), by routeKey; they win over learned ones. */
   setFixed(routes: ReadonlyMap<string, KernelRoute>): void {
-    for (const [k, r] of this.fixed) if (routes.get(k) !== r) this.note(k, r)
-    for (const [k, r] of routes) if (this.fixed.get(k) !== r && !this.changed.has(k)) this.note(k, this.get(k))
+    // Noted with what the key held at the last take, before this.fixed changes.
+    for (const [k, r] of this.fixed) if (routes.get(k) !== r) this.noteFixed(k)
+    for (const [k, r] of routes) if (this.fixed.get(k) !== r) this.noteFixed(k)
     this.fixed = routes
+    this.fixed4 = new Set()
+    for (const r of routes.values()) if (r.family === 4) this.fixed4.add(r.dst4 !== undefined ? r.dst4 * 64 + (r.dstLen ?? 32) : dst4Key(r.dst))
+  }
+
+  matchDumped(r: DumpedRoute): boolean {
+    const { table, protocol } = this.ctx
+    if (r.protocol !== protocol || r.table !== table || r.tos !== 0 || r.type !== 'unicast' || this.fixed4.has(r.dst4 * 64 + r.len)) return false
+    const combo = this.learned.get(4, r.dst4, undefined, r.len)
+    if (combo < 0 || (this.learned.metric(combo) ?? 0) !== r.metric) return false
+    const hops = this.hopsFor(combo, this.ctx.poolForIpv4(r.dst4, r.len), 4, () => `${formatIpv4(r.dst4)}/${r.len}`)
+    if (hops === null || !sameHops(hops, r.nexthops)) return false
+    this.learned.markSeen(r.dst4, r.len)
+    return true
+  }
+
+  *unmatched(written?: (key: string) => boolean): IterableIterator<readonly [string, KernelRoute]> {
+    for (const e of this.fixed) if (written === undefined || written(e[0])) yield e
+    for (const e of this.learned.entries()) {
+      if (e.family === 4 && this.learned.seen(e.addr4, e.len)) continue
+      const r = this.renderEntry(e)
+      if (r === undefined) continue
+      const key = routeKey(r)
+      if (this.fixed.has(key) || (written !== undefined && !written(key))) continue
+      // Written as it is now: a change listed since counts from here.
+      if (written !== undefined) this.pending.rebase(e.family, e.addr4, e.addr6, e.len, e.combo)
+      yield [key, r]
+    }
+  }
+
+  clearMatched(): void {
+    this.learned.clearSeen()
+  }
+
+  *hopRoutes(): IterableIterator<KernelRoute> {
+    yield* this.fixed.values()
+    const { table, protocol } = this.ctx
+    for (const hops of this.hopCache.values()) {
+      if (hops === null) continue
+      const family = hops[0]?.gateway?.includes(':') === true ? 6 : 4
+      yield { family, table, dst: '', tos: 0, metric: 0, type: 'unicast', protocol, nexthops: hops }
+    }
+  }
+
+  private noteFixed(key: string): void {
+    if (!this.changed.has(key)) this.changed.set(key, this.writtenGet(key) ?? null)
   }
 
   /** The learned route of a prefix: next-hop ids (see HopSource) and the metric (undefined: the kernel's). */
@@ -112,17 +193,15 @@ export class DesiredTable implements DesiredRoutes {
     const combo = this.learned.intern(hops, metric)
     const before = this.learned.get(family, addr4, addr6, len)
     if (before === combo) return
-    const old = before < 0 ? undefined : this.render(family, addr4, addr6, len, before)
+    this.pending.note(family, addr4, addr6, len, before)
     this.learned.set(family, addr4, addr6, len, combo)
-    this.noteChange(old, this.render(family, addr4, addr6, len, combo))
   }
 
   delete(family: 4 | 6, addr4: number, addr6: Uint8Array | undefined, len: number): void {
     const before = this.learned.get(family, addr4, addr6, len)
     if (before < 0) return
-    const old = this.render(family, addr4, addr6, len, before)
+    this.pending.note(family, addr4, addr6, len, before)
     this.learned.delete(family, addr4, addr6, len)
-    this.noteChange(old, undefined)
   }
 
   /** How many learned routes are held (rendered or not). */
@@ -130,41 +209,115 @@ export class DesiredTable implements DesiredRoutes {
     return this.learned.size
   }
 
-  private noteChange(old: KernelRoute | undefined, now: KernelRoute | undefined): void {
-    const oldKey = old === undefined ? undefined : routeKey(old)
-    if (oldKey !== undefined && !this.changed.has(oldKey)) this.note(oldKey, this.fixed.get(oldKey) ?? old)
-    if (now === undefined) return
-    const key = routeKey(now)
-    if (key !== oldKey && !this.changed.has(key)) this.note(key, this.fixed.get(key))
-  }
-
-  private note(key: string, held: KernelRoute | undefined): void {
-    if (!this.changed.has(key)) this.changed.set(key, held ?? null)
-  }
-
   takeChanged(): ReadonlyMap<string, KernelRoute | null> {
-    if (this.changed.size === 0) return EMPTY_CHANGES
-    const out = this.changed
+    return new Map(this.takeChanges().entries())
+  }
+
+  takeChanges(): ChangeList {
+    const fixed = this.changed
+    const taken = this.pending
     this.changed = new Map()
-    return out
+    this.pending = new PendingLearned(this.learned)
+    return { size: fixed.size + taken.size, entries: () => this.walkChanges(fixed, taken), drop: () => taken.clear() }
+  }
+
+  private *walkChanges(fixed: ReadonlyMap<string, KernelRoute | null>, taken: PendingLearned): Generator<readonly [string, KernelRoute | null]> {
+    try {
+      yield* fixed
+      const e: KeyPrefix = { family: 4, addr4: 0, addr6: undefined, len: 0 }
+      for (let len = 0; len <= 32; len++) {
+        const m = taken.v4[len]
+        if (m === undefined) continue
+        e.len = len
+        for (const [a, before] of m) {
+          e.addr4 = a >>> 0
+          yield* this.learnedChange(e, before, fixed)
+          m.delete(a)
+          taken.walked(before)
+        }
+      }
+      e.family = 6
+      e.addr4 = 0
+      for (const [k, p] of taken.v6) {
+        e.addr6 = p.addr
+        e.len = p.len
+        yield* this.learnedChange(e, p.before, fixed)
+        taken.v6.delete(k)
+        taken.walked(p.before)
+      }
+    } finally {
+      taken.clear()
+    }
+  }
+
+  /**
+   * The keys a learned prefix's change touches: the key of what it held (with what the key held: the fixed
+   * route there, or that rendering) and the key of what it holds now, unless a fixed route's change lists
+   * the key. The prefix then counts as written as it is now: a later change is listed against that.
+   */
+  private *learnedChange(p: KeyPrefix, before: number, fixedChanged: ReadonlyMap<string, KernelRoute | null>): Generator<readonly [string, KernelRoute | null]> {
+    const now = this.learned.get(p.family, p.addr4, p.addr6, p.len)
+    this.pending.rebase(p.family, p.addr4, p.addr6, p.len, now)
+    const old = before < 0 ? undefined : this.render(p.family, p.addr4, p.addr6, p.len, before)
+    const oldKey = old === undefined ? undefined : routeKey(old)
+    if (oldKey !== undefined && !fixedChanged.has(oldKey)) yield [oldKey, this.fixed.get(oldKey) ?? old!]
+    if (now < 0 || now === before) return
+    const r = this.render(p.family, p.addr4, p.addr6, p.len, now)
+    if (r === undefined) return
+    const key = routeKey(r)
+    if (key !== oldKey && !fixedChanged.has(key)) yield [key, this.fixed.get(key) ?? null]
+  }
+
+  /** What `key` held at the last take: what the kernel holds once that take's write succeeded. */
+  private writtenGet(key: string): KernelRoute | undefined {
+    const c = this.changed
+    if (c.has(key)) return c.get(key) ?? undefined
+    const fixed = this.fixed.get(key)
+    if (fixed !== undefined) return fixed
+    const p = this.scratch
+    if (!parseKey(key, this.ctx.table, p)) return undefined
+    let combo = this.pending.before(p.family, p.addr4, p.addr6, p.len)
+    if (combo === NOT_PENDING) combo = this.learned.get(p.family, p.addr4, p.addr6, p.len)
+    if (combo < 0) return undefined
+    const r = this.render(p.family, p.addr4, p.addr6, p.len, combo)
+    return r !== undefined && routeKey(r) === key ? r : undefined
   }
 
   asWritten(): OwnRoutes {
-    const changed = (): ReadonlyMap<string, KernelRoute | null> => this.changed
-    const get = (key: string): KernelRoute | undefined => {
-      const c = changed()
-      return c.has(key) ? (c.get(key) ?? undefined) : this.get(key)
-    }
     const self = this
+    const get = (key: string): KernelRoute | undefined => self.writtenGet(key)
     return {
       get,
       has: (key) => get(key) !== undefined,
       *[Symbol.iterator]() {
-        const c = changed()
-        for (const e of self) if (!c.has(e[0])) yield e
+        const c = self.changed
+        for (const e of self.fixed) if (!c.has(e[0])) yield e
+        for (const e of self.learned.entries()) {
+          const before = self.pending.before(e.family, e.addr4, e.addr6, e.len)
+          if (before === -1) continue
+          const r = self.render(e.family, e.addr4, e.addr6, e.len, before === NOT_PENDING ? e.combo : before)
+          if (r === undefined) continue
+          const key = routeKey(r)
+          if (!self.fixed.has(key) && !c.has(key)) yield [key, r] as const
+        }
         for (const [k, r] of c) if (r !== null) yield [k, r] as const
+        // Prefixes withdrawn since the take: the kernel holds them until the next write.
+        for (const [len, m] of self.pending.v4.entries()) {
+          if (m === undefined) continue
+          for (const [a, before] of m) yield* self.withdrawnSince(4, a >>> 0, undefined, len, before)
+        }
+        for (const p of self.pending.v6.values()) yield* self.withdrawnSince(6, 0, p.addr, p.len, p.before)
       },
     }
+  }
+
+  /** A pending prefix's rendering at the take, when the table no longer holds the prefix. */
+  private *withdrawnSince(family: 4 | 6, addr4: number, addr6: Uint8Array | undefined, len: number, before: number): Generator<readonly [string, KernelRoute]> {
+    if (before < 0 || this.learned.get(family, addr4, addr6, len) >= 0) return
+    const r = this.render(family, addr4, addr6, len, before)
+    if (r === undefined) return
+    const key = routeKey(r)
+    if (!this.fixed.has(key) && !this.changed.has(key)) yield [key, r]
   }
 
   get size(): number {
@@ -185,25 +338,10 @@ export class DesiredTable implements DesiredRoutes {
   get(key: string): KernelRoute | undefined {
     const fixed = this.fixed.get(key)
     if (fixed !== undefined) return fixed
-    const a = key.indexOf(' ')
-    const b = key.indexOf(' ', a + 1)
-    const c = key.indexOf(' ', b + 1)
-    if (a < 0 || b < 0 || c < 0 || Number(key.slice(0, a)) !== this.ctx.table || key.slice(b + 1, c) !== '0') return undefined
-    const slash = key.indexOf('/', a)
-    if (slash < 0 || slash > b) return undefined
-    const len = Number(key.slice(slash + 1, b))
-    let r: KernelRoute | undefined
-    if (key.lastIndexOf(':', b) > a) {
-      const addr6 = parseIpv6(key.slice(a + 1, slash))
-      if (addr6 === undefined) return undefined
-      const combo = this.learned.get(6, 0, addr6, len)
-      if (combo >= 0) r = this.render(6, 0, addr6, len, combo)
-    } else {
-      const addr4 = parseIpv4(key.slice(a + 1, slash))
-      if (addr4 === undefined) return undefined
-      const combo = this.learned.get(4, addr4, undefined, len)
-      if (combo >= 0) r = this.render(4, addr4, undefined, len, combo)
-    }
+    const p = this.scratch
+    if (!parseKey(key, this.ctx.table, p)) return undefined
+    const combo = this.learned.get(p.family, p.addr4, p.addr6, p.len)
+    const r = combo >= 0 ? this.render(p.family, p.addr4, p.addr6, p.len, combo) : undefined
     return r !== undefined && routeKey(r) === key ? r : undefined
   }
 
@@ -220,8 +358,7 @@ export class DesiredTable implements DesiredRoutes {
   /** How many routes a walk yields, worked out from numbers (no route is made but where a fixed one may shadow it). */
   count(): number {
     let n = this.fixed.size
-    const fixed4 = new Set<number>()
-    for (const r of this.fixed.values()) if (r.family === 4) fixed4.add(r.dst4 !== undefined ? r.dst4 * 64 + (r.dstLen ?? 32) : dst4Key(r.dst))
+    const fixed4 = this.fixed4
     for (const e of this.learned.entries()) {
       if (e.family === 6 || fixed4.has(e.addr4 * 64 + e.len)) {
         const r = this.renderEntry(e)

@@ -48,25 +48,26 @@ export function hopText(h: NextHop): string {
   return `${h.gateway ?? ''}@${h.dev ?? ''}${h.onlink ? '!' : ''}`
 }
 
-/** Everything about a route that felix cares to keep equal, as one comparable string (hops in any order). */
-function routeSignature(r: KernelRoute): string {
-  return `${r.type} ${r.protocol} ${r.nexthops.map(hopText).sort().join(',')}`
-}
-
 /**
- * Whether felix sees two routes of one key as the same (routeSignature equal). It runs for every route
+ * Whether felix sees two routes of one key as the same: type, protocol and next hops (in any order). It runs for every route
  * on every apply, so the common cases compare fields and build no strings.
  */
 export function sameRoute(a: KernelRoute, b: KernelRoute): boolean {
-  if (a.type !== b.type || a.protocol !== b.protocol || a.nexthops.length !== b.nexthops.length) return false
-  if (a.nexthops.length === 0) return true
-  if (a.nexthops.length === 1) {
-    const x = a.nexthops[0] as NextHop
-    const y = b.nexthops[0] as NextHop
+  return a.type === b.type && a.protocol === b.protocol && sameHops(a.nexthops, b.nexthops)
+}
+
+/** Whether two routes' next hops are the same set (in any order), as sameRoute compares them. */
+export function sameHops(a: readonly NextHop[], b: readonly NextHop[]): boolean {
+  if (a === b) return true
+  if (a.length !== b.length) return false
+  if (a.length === 0) return true
+  if (a.length === 1) {
+    const x = a[0] as NextHop
+    const y = b[0] as NextHop
     // Fields first; the text only when they differ (it also takes a missing gateway for an empty one).
     return (x.gateway === y.gateway && x.dev === y.dev && x.onlink === y.onlink) || hopText(x) === hopText(y)
   }
-  return routeSignature(a) === routeSignature(b)
+  return a.map(hopText).sort().join(',') === b.map(hopText).sort().join(',')
 }
 
 export function compareNextHops(a: NextHop, b: NextHop): number {

@@ -2,11 +2,19 @@
 // (next-hop ids, metric) pair, so a million routes through a few nodes cost a Map entry each and no object
 // or string. Next hops are ids the caller gives (see DesiredTable's HopSource). Pure storage, no rendering.
 
-function v6Key(addr: Uint8Array, len: number): string {
+/** An IPv6 prefix as a short string key (length, then the 16 bytes as char codes). */
+export function v6Key(addr: Uint8Array, len: number): string {
   let key = String.fromCharCode(len)
   for (let i = 0; i < 16; i++) key += String.fromCharCode(addr[i]!)
   return key
 }
+
+/**
+ * Set beside an IPv4 route's combo while a streaming read of the kernel has seen it there exactly as
+ * desired (see mark()); combos stay far below it.
+ */
+const SEEN = 1 << 29
+const COMBO = SEEN - 1
 
 /** One learned route as iteration hands it over (the object is reused from one route to the next). */
 export interface LearnedEntry {
@@ -51,8 +59,32 @@ export class LearnedRoutes {
 
   /** The combo of a prefix, or -1 when none is held. */
   get(family: 4 | 6, addr4: number, addr6: Uint8Array | undefined, len: number): number {
-    if (family === 4) return this.v4[len]?.get(addr4 | 0) ?? -1
+    if (family === 4) {
+      const v = this.v4[len]?.get(addr4 | 0)
+      return v === undefined ? -1 : v & COMBO
+    }
     return this.v6.get(v6Key(addr6!, len))?.combo ?? -1
+  }
+
+  /** Marks an IPv4 route seen (until clearSeen(), or a change of the route). */
+  markSeen(addr4: number, len: number): void {
+    const m = this.v4[len]
+    const k = addr4 | 0
+    const v = m?.get(k)
+    if (v !== undefined) m!.set(k, v | SEEN)
+  }
+
+  /** Whether an IPv4 route is marked seen. */
+  seen(addr4: number, len: number): boolean {
+    return ((this.v4[len]?.get(addr4 | 0) ?? 0) & SEEN) !== 0
+  }
+
+  /** Clears every mark markSeen() made. */
+  clearSeen(): void {
+    for (const m of this.v4) {
+      if (m === undefined) continue
+      for (const [k, v] of m) if ((v & SEEN) !== 0) m.set(k, v & COMBO)
+    }
   }
 
   /** The combo of (hops, metric), made when new; `hops` is not kept (a sorted copy is). */
@@ -80,7 +112,8 @@ export class LearnedRoutes {
     if (family === 4) {
       const m = (this.v4[len] ??= new Map())
       const k = addr4 | 0
-      before = m.get(k) ?? -1
+      const v = m.get(k)
+      before = v === undefined ? -1 : v & COMBO
       m.set(k, combo)
     } else {
       const k = v6Key(addr6!, len)
@@ -102,7 +135,8 @@ export class LearnedRoutes {
     if (family === 4) {
       const m = this.v4[len]
       const k = addr4 | 0
-      before = m?.get(k) ?? -1
+      const v = m?.get(k)
+      before = v === undefined ? -1 : v & COMBO
       if (before >= 0) m!.delete(k)
     } else {
       const k = v6Key(addr6!, len)
@@ -114,6 +148,16 @@ export class LearnedRoutes {
       this.unref(before)
     }
     return before
+  }
+
+  /** Keeps a combo known while something other than a prefix names it (a change not yet written). */
+  retain(combo: number): void {
+    this.comboRefs[combo]!++
+  }
+
+  /** Drops what retain() kept. */
+  release(combo: number): void {
+    this.unref(combo)
   }
 
   /** Drops a combo's reference; a combo nobody holds is forgotten (its id may serve another). */
@@ -137,7 +181,7 @@ export class LearnedRoutes {
       e.len = len
       for (const [a, combo] of m) {
         e.addr4 = a >>> 0
-        e.combo = combo
+        e.combo = combo & COMBO
         yield e
       }
     }

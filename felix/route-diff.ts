@@ -52,9 +52,10 @@ export class RouteDeltaTracker {
 
   /**
    * `workloads` undefined means the agent has not told felix which pods exist: every veth route is then
-   * left alone, because deleting a pod's route on a guess would cut it off.
+   * left alone, because deleting a pod's route on a guess would cut it off. `missing` false leaves out the
+   * desired routes the table lacks (the caller lists those itself).
    */
-  diff(desired: SizedRoutes, actual: readonly KernelRoute[] | KeyedRoutes, now: number, workloads?: ReadonlySet<string>): DiffResult {
+  diff(desired: SizedRoutes, actual: readonly KernelRoute[] | KeyedRoutes, now: number, workloads?: ReadonlySet<string>, missing = true): DiffResult {
     const ops: RouteOp[] = []
     const conflicts: RouteConflict[] = []
     // Desired keys the table has. A fresh read may hold a key twice (`ip route append`), so its keys are
@@ -89,6 +90,7 @@ export class RouteDeltaTracker {
       if (deadline !== undefined) graceDeadline = Math.min(graceDeadline ?? Infinity, deadline)
     }
     for (const k of this.firstSeen.keys()) if (!waiting.has(k)) this.firstSeen.delete(k)
+    if (!missing) return { ops, conflicts, graceDeadline }
     if (present !== undefined) {
       for (const [key, want] of desired) if (!present.has(key)) ops.push({ op: 'replace', route: want, key, reason: 'missing' })
     } else if (matched < desired.size) {
@@ -102,9 +104,10 @@ export class RouteDeltaTracker {
    * The diff of only the keys in `changed` (those whose desired route changed since the table was last
    * written, each with felix's route it held then, or null), against `known`, which says what the kernel
    * holds at a key given felix's route there (another protocol's route may hold it); the veth routes of
-   * other protocols in `others` are judged as diff() judges them. The rest is taken to be as it was.
+   * other protocols in `others` are judged as diff() judges them (undefined: not judged this time, as for
+   * the second and later batches of one write). The rest is taken to be as it was.
    */
-  diffKeys(desired: KeyedRoutes, known: { at(key: string, ours: KernelRoute | undefined): KernelRoute | undefined }, changed: ReadonlyMap<string, KernelRoute | null>, others: Iterable<readonly [string, KernelRoute]>, now: number, workloads?: ReadonlySet<string>): DiffResult {
+  diffKeys(desired: KeyedRoutes, known: { at(key: string, ours: KernelRoute | undefined): KernelRoute | undefined }, changed: ReadonlyMap<string, KernelRoute | null>, others: Iterable<readonly [string, KernelRoute]> | undefined, now: number, workloads?: ReadonlySet<string>): DiffResult {
     const ops: RouteOp[] = []
     const conflicts: RouteConflict[] = []
     const protocol = this.opts.protocol
@@ -118,6 +121,7 @@ export class RouteDeltaTracker {
         else if (want !== a && !sameRoute(want, a)) ops.push({ op: 'replace', route: want, key, reason: 'changed' })
       } else if (want !== undefined) conflicts.push({ desired: want, holder: a })
     }
+    if (others === undefined) return { ops, conflicts, graceDeadline: undefined }
     const waiting = new Set<string>()
     let graceDeadline: number | undefined
     for (const [key, a] of others) {

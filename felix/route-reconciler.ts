@@ -11,7 +11,8 @@ import { KnownTable } from './known-table.js'
 import { PendingEchoes } from './pending-echoes.js'
 import { BatchDealer, type BatchPlan, type BatchWriter } from './batch-dealer.js'
 import type { RouteSocket } from './route-socket.js'
-import { parseBatchErrors, RouteDeltaTracker, type RouteConflict, type RouteOp } from './route-diff.js'
+import type { DumpedRoute, DumpFilter } from './rtnl-routes.js'
+import { parseBatchErrors, RouteDeltaTracker, type DiffResult, type RouteConflict, type RouteOp } from './route-diff.js'
 import { isDeviceLine, monitorDeviceEvent, parseMonitorHopLine, parseMonitorLine, parseRouteJson, type MonitorEvent } from './route-parse.js'
 import { CommandError, type ProcessRunner, type RunResult, type WatchHandle } from './runner.js'
 import { NexthopRegistry, parseNexthopJson, parseNexthopMonitorLine } from './nexthops.js'
@@ -43,6 +44,10 @@ export interface RouteReconcilerOptions {
    * cannot express still go through `ip`.
    */
   readonly routeSocket?: RouteSocket
+  /** From this many listed changes an apply diffs and writes them a batch at a time (default 2,000). */
+  readonly streamMinChanges?: number
+  /** Changes per such batch (default 1,000 through the route socket, 25,000 through `ip`). */
+  readonly streamBatch?: number
   readonly logger?: Logger
   readonly now?: () => number
 }
@@ -91,6 +96,13 @@ const PARALLEL_MIN_OPS = 2_000
 const LINES_PER_PROCESS = 50_000
 /** From this many operations a write runs with `ip monitor` stopped. */
 const QUIET_MIN_OPS = 2_000
+/**
+ * Changes per batch of a large incremental apply through the route socket: a batch's operations and routes
+ * are garbage before V8's young generation (2 MB semi-spaces) is collected twice, so none reach the old
+ * generation. Through `ip` a batch is a process's worth (each batch starts its own `ip -batch` writers).
+ */
+const STREAM_BATCH = 1_000
+const STREAM_BATCH_IP = 25_000
 
 const NOTHING: ApplyResult = { planned: 0, errors: [], conflicts: [], readMs: 0, writeMs: 0 }
 
@@ -119,6 +131,8 @@ export class RouteReconciler {
   private readonly resyncMs: number
   private readonly retryMs: number
   private readonly writers: number
+  private readonly streamMin: number
+  private readonly streamBatch: number | undefined
   private readonly log: Logger
   private readonly now: () => number
   private readonly tracker: RouteDeltaTracker
@@ -160,6 +174,8 @@ export class RouteReconciler {
     this.resyncMs = opts.resyncIntervalMs ?? 90_000
     this.retryMs = opts.retryMs ?? 5_000
     this.writers = Math.max(1, opts.writers ?? 2)
+    this.streamMin = Math.max(1, opts.streamMinChanges ?? QUIET_MIN_OPS)
+    this.streamBatch = opts.streamBatch !== undefined ? Math.max(1, opts.streamBatch) : undefined
     this.now = opts.now ?? Date.now
     this.log = (opts.logger ?? pino({ level: 'silent' })).child({ component: 'felix.routes', table: this.table, protocol: this.protocol })
     this.tracker = new RouteDeltaTracker({ protocol: this.protocol, vethPrefix: this.vethPrefix, graceMs: opts.graceMs ?? 10_000 })
@@ -360,12 +376,12 @@ export class RouteReconciler {
     else this.log.info({ err: probe.stderr.trim() }, 'the kernel has no nexthop objects; routes name their gateways')
   }
 
-  private async read(): Promise<KernelRoute[]> {
+  private async read(filter?: DumpFilter): Promise<KernelRoute[]> {
     // The nexthop objects are read beside the routes; the first read also learns whether there are any.
     const nexthops = this.opts.nexthopObjects !== false && (!this.probed || this.nexthops !== undefined)
     const probed = this.probedObjects
     this.probedObjects = undefined
-    const [objects, tables] = await Promise.all([probed ?? (nexthops ? this.runner.run('ip', ['-N', '-json', 'nexthop', 'show'], this.nsOpt()) : undefined), this.readTable(this.families())])
+    const [objects, tables] = await Promise.all([probed ?? (nexthops ? this.runner.run('ip', ['-N', '-json', 'nexthop', 'show'], this.nsOpt()) : undefined), this.readTable(this.families(), filter)])
     if (objects !== undefined) {
       if (!this.probed) this.learnNexthopSupport(objects)
       if (this.nexthops !== undefined) {
@@ -379,13 +395,14 @@ export class RouteReconciler {
   /**
    * The table's routes: dumped over the route socket while there is one (100k routes: no process, no JSON
    * text), else one `ip -N -json route show` per family. A dump that fails falls back to `ip` for this read;
-   * a socket that failed is given up for reads and writes alike.
+   * a socket that failed is given up for reads and writes alike. `filter` leaves out the dumped routes it
+   * accounts for (only over the socket: `ip` gives every route).
    */
-  private async readTable(families: readonly Family[]): Promise<KernelRoute[]> {
+  private async readTable(families: readonly Family[], filter?: DumpFilter): Promise<KernelRoute[]> {
     const socket = this.socket
     if (socket !== undefined) {
       try {
-        return await socket.readTable(families, this.table)
+        return await socket.readTable(families, this.table, filter)
       } catch (err) {
         if (socket.error !== undefined) this.socket = undefined
         this.log.warn({ err: (err as Error).message }, 'route dump over the route socket failed; this read goes through ip -json')
@@ -414,6 +431,14 @@ export class RouteReconciler {
    * the route socket while there is one, else `ip -batch`.
    */
   private async write(ops: readonly RouteOp[], nexthops: boolean): Promise<Map<number, string>> {
+    const failures = await this.writeVia(ops, nexthops)
+    // A delete that finds no such route leaves the kernel as wanted: it went meanwhile (a device taking its
+    // routes along, or a change made while a streaming read ran that the next apply lists again).
+    for (const [i, m] of failures) if ((ops[i] as RouteOp).op === 'delete' && /ESRCH|No such process/.test(m)) failures.delete(i)
+    return failures
+  }
+
+  private async writeVia(ops: readonly RouteOp[], nexthops: boolean): Promise<Map<number, string>> {
     const socket = this.socket
     if (socket === undefined) return this.writeIp(ops, nexthops)
     try {
@@ -517,11 +542,12 @@ export class RouteReconciler {
     const reg = this.nexthops
     if (reg === undefined || reg.size === 0) return
     const inUse = new Set<number>()
-    for (const r of this.desired.values()) {
+    for (const r of this.desired.hopRoutes?.() ?? this.desired.values()) {
       const id = reg.lookup(r)
       if (id !== undefined) inUse.add(id)
     }
-    for (const r of known.values()) if (r.nhid !== undefined) inUse.add(r.nhid)
+    // felix's own routes in the known table are the desired ones (no object named); others' may name one.
+    for (const [, r] of known.others()) if (r.nhid !== undefined) inUse.add(r.nhid)
     const lines = reg.sweep(inUse)
     if (lines.length === 0) return
     const r = await this.runner.run('ip', ['-force', '-batch', '-'], { input: lines.join('\n') + '\n', ...this.nsOpt() })
@@ -532,16 +558,52 @@ export class RouteReconciler {
     const t0 = performance.now()
     const read = this.wantRead || this.known === undefined
     this.wantRead = false
+    // A read over the route socket streams: each dumped route of felix's that is exactly as desired is
+    // marked in the desired table and made no object; only the rest is kept and diffed.
+    const d = this.desired
+    const streamed = read && this.socket !== undefined && d.matchDumped !== undefined && d.unmatched !== undefined && d.clearMatched !== undefined
+    let matched = 0
     if (read) {
       // Unknown while the read is out: a monitor line meanwhile cannot be taken for felix's own echo.
       this.known = undefined
-      this.known = KnownTable.read(await this.read(), this.protocol)
+      // What changed before the read, its diff covers; what changes while it runs stays listed for the next
+      // apply (a route marked as seen and changed after is diffed as it now is, unmarked).
+      if (streamed) d.takeChanges?.().drop()
+      const filter = (r: DumpedRoute): boolean => {
+        if (!d.matchDumped!(r)) return true
+        matched++
+        return false
+      }
+      try {
+        this.known = KnownTable.read(await this.read(streamed ? filter : undefined), this.protocol)
+      } catch (err) {
+        if (streamed) d.clearMatched!()
+        throw err
+      }
     }
     const known = this.known as KnownTable
     // Taken at every apply: a full diff covers what changed as well.
-    const changed = this.desired.takeChanged?.()
-    const incremental = !read && changed !== undefined
-    const first = incremental ? this.tracker.diffKeys(this.desired, known, changed, known.others(), this.now(), this.workloads) : this.tracker.diff(this.desired, known, this.now(), this.workloads)
+    const list = streamed ? undefined : d.takeChanges?.()
+    if (!read && list !== undefined && list.size >= this.streamMin) return this.applyBatches(list.entries(), list.size, known, t0)
+    if (read) list?.drop()
+    const changed = read || list === undefined ? undefined : new Map(list.entries())
+    const incremental = changed !== undefined
+    let first: DiffResult
+    if (incremental) first = this.tracker.diffKeys(d, known, changed, known.others(), this.now(), this.workloads)
+    else if (!streamed) first = this.tracker.diff(d, known, this.now(), this.workloads)
+    else {
+      // The kept routes against the desired ones; then the desired routes no dumped route matched and the
+      // table lacks, written a batch at a time as the walk finds them (all of them, for a table not yet in).
+      try {
+        const kept = this.tracker.diff(d, known, this.now(), this.workloads, false)
+        function* missing(): Generator<readonly [string, null]> {
+          for (const [key] of d.unmatched!((k) => known.get(k) === undefined)) yield [key, null]
+        }
+        return await this.applyBatches(missing(), Math.max(kept.ops.length, d.size - matched), known, t0, kept)
+      } finally {
+        d.clearMatched!()
+      }
+    }
     const readMs = performance.now() - t0
     const written = this.desired.asWritten?.() ?? this.desired
     const after = (ops: readonly RouteOp[]): KnownTable => (incremental ? known.writtenKeys(written, ops, first.conflicts, changed.keys()) : known.written(written, ops, first.conflicts))
@@ -571,30 +633,109 @@ export class RouteReconciler {
       .finally(() => {
         if (quiet) this.startMonitor()
       })
-    let errors: RouteError[] = []
-    if (failures.size > 0) {
-      this.known = undefined
-      // The failure may come from a stale view (a route changed under us): look again, and retry only
-      // what still differs; the second pass is per route, each line independent of the others.
-      this.log.info({ failed: failures.size, of: first.ops.length }, 'batch had failures; resyncing once')
-      const second = this.tracker.diff(this.desired, await this.read(), this.now(), this.workloads)
-      this.echoes.note(second.ops)
-      const retry = await this.write(second.ops, false)
-      errors = [...retry].map(([i, message]) => ({ op: second.ops[i] as RouteOp, message }))
-    }
+    const errors = failures.size > 0 ? await this.retryAfterFailures(failures.size, first.ops.length) : []
     const writeMs = performance.now() - t1
-    this.errors.clear()
-    for (const e of errors) this.errors.set(routeKey(e.op.route), e)
-    errors.slice(0, 20).forEach((e) => this.log.warn({ dst: e.op.route.dst, op: e.op.op, err: e.message }, 'route not programmed'))
-    if (errors.length > 20) this.log.warn({ more: errors.length - 20 }, 'more routes not programmed')
-    if (errors.length > 0) this.schedule(this.retryMs)
-    else if (read && failures.size === 0) await this.sweepNexthops(this.known ?? known)
+    this.reportErrors(errors)
+    if (errors.length === 0 && read && failures.size === 0) await this.sweepNexthops(this.known ?? known)
     // What the monitor missed during a quiet write waits for the periodic resync: a read of the whole table
     // after each large write would make the changes that follow wait behind a full read and diff.
     const counts = { replace: 0, delete: 0 }
     for (const o of first.ops) counts[o.op]++
     this.log.info({ ...counts, errors: errors.length, readMs: Math.round(readMs), writeMs: Math.round(writeMs) }, 'routes reconciled')
     return { planned: first.ops.length, errors, conflicts: first.conflicts, readMs, writeMs }
+  }
+
+  /**
+   * The failure may come from a stale view (a route changed under us): look again, and retry only what
+   * still differs; the second pass is per route, each line independent of the others.
+   */
+  private async retryAfterFailures(failed: number, of: number): Promise<RouteError[]> {
+    this.known = undefined
+    this.log.info({ failed, of }, 'batch had failures; resyncing once')
+    const second = this.tracker.diff(this.desired, await this.read(), this.now(), this.workloads)
+    this.echoes.note(second.ops)
+    const retry = await this.write(second.ops, false)
+    return [...retry].map(([i, message]) => ({ op: second.ops[i] as RouteOp, message }))
+  }
+
+  private reportErrors(errors: readonly RouteError[]): void {
+    this.errors.clear()
+    for (const e of errors) this.errors.set(routeKey(e.op.route), e)
+    errors.slice(0, 20).forEach((e) => this.log.warn({ dst: e.op.route.dst, op: e.op.op, err: e.message }, 'route not programmed'))
+    if (errors.length > 20) this.log.warn({ more: errors.length - 20 }, 'more routes not programmed')
+    if (errors.length > 0) this.schedule(this.retryMs)
+  }
+
+  /**
+   * An apply of many changes (a table arriving), each key with what felix's route there was (null: none):
+   * walked, diffed and written a batch at a time, so no more than a batch of operations and rendered routes
+   * exists at once, and each batch diffs against the known table the ones before it left. `first`, when
+   * given, is a full diff of a fresh read (the routes it kept), written first; the entries are then the
+   * desired routes that read lacked. A large one runs with `ip monitor` stopped, as in applyOnce. A failed
+   * route sends the whole table through retryAfterFailures.
+   */
+  private async applyBatches(entries: Iterator<readonly [string, KernelRoute | null]>, size: number, start: KnownTable, t0: number, first?: DiffResult): Promise<ApplyResult> {
+    const written = this.desired.asWritten?.() ?? this.desired
+    const per = this.streamBatch ?? (this.socket !== undefined ? STREAM_BATCH : STREAM_BATCH_IP)
+    const take = (): Map<string, KernelRoute | null> => {
+      const m = new Map<string, KernelRoute | null>()
+      while (m.size < per) {
+        const r = entries.next()
+        if (r.done === true) break
+        m.set(r.value[0], r.value[1])
+      }
+      return m
+    }
+    // The first batch is diffed at once, with the fixed routes' changes as of the take.
+    let batch = first !== undefined ? new Map<string, KernelRoute | null>() : take()
+    let d: DiffResult = first ?? this.tracker.diffKeys(this.desired, start, batch, start.others(), this.now(), this.workloads)
+    if (d.graceDeadline !== undefined) this.schedule(Math.max(0, d.graceDeadline - this.now()) + 10)
+    else this.schedule(this.resyncMs)
+    let readMs = performance.now() - t0
+    let writeMs = 0
+    const conflicts: RouteConflict[] = []
+    const counts = { replace: 0, delete: 0 }
+    let failed = 0
+    let known = start
+    const quiet = size >= QUIET_MIN_OPS && (await this.pauseMonitor())
+    let full = first !== undefined
+    try {
+      for (;;) {
+        for (const c of d.conflicts) conflicts.push(c)
+        const before = known
+        known = full ? known.written(written, d.ops, d.conflicts) : known.writtenKeys(written, d.ops, d.conflicts, batch.keys())
+        full = false
+        // Unless the monitor saw drift meanwhile (the known table is then gone until the next read).
+        if (this.known === before) this.known = known
+        if (d.ops.length > 0) {
+          for (const o of d.ops) counts[o.op]++
+          if (!quiet) this.echoes.note(d.ops)
+          const t1 = performance.now()
+          failed += (await this.write(d.ops, true)).size
+          writeMs += performance.now() - t1
+        }
+        batch = take()
+        if (batch.size === 0) break
+        const t2 = performance.now()
+        d = this.tracker.diffKeys(this.desired, known, batch, undefined, this.now(), this.workloads)
+        readMs += performance.now() - t2
+      }
+    } catch (err) {
+      this.known = undefined
+      throw err
+    } finally {
+      entries.return?.(undefined)
+      if (quiet) this.startMonitor()
+    }
+    this.reportConflicts(conflicts)
+    const planned = counts.replace + counts.delete
+    const t3 = performance.now()
+    const errors = failed > 0 ? await this.retryAfterFailures(failed, planned) : []
+    writeMs += performance.now() - t3
+    this.reportErrors(errors)
+    if (first !== undefined && failed === 0 && errors.length === 0) await this.sweepNexthops(this.known ?? known)
+    this.log.info({ ...counts, errors: errors.length, readMs: Math.round(readMs), writeMs: Math.round(writeMs), batched: true }, 'routes reconciled')
+    return { planned, errors, conflicts, readMs, writeMs }
   }
 
   private reportConflicts(conflicts: readonly RouteConflict[]): void {

@@ -8,7 +8,7 @@
 import { getSystemErrorMap } from 'node:util'
 import type { Family, KernelRoute } from './kernel-route.js'
 import { NLMSG_ERROR, RTM_NEWLINK, RtnlWriter, readReplies, type Reply } from './rtnl.js'
-import { linkDumpReader, linkDumpRequest, routeDumpReader, routeDumpRequest, type DumpReader } from './rtnl-routes.js'
+import { linkDumpReader, linkDumpRequest, routeDumpReader, routeDumpRequest, type DumpFilter, type DumpReader } from './rtnl-routes.js'
 
 interface RawSocket {
   send(msg: Uint8Array, options?: { port?: number }, callback?: (error?: Error) => void): void
@@ -207,15 +207,16 @@ export class RouteSocket {
   /**
    * The routes of `table` in each family (RTM_GETROUTE dumps, after an RTM_GETLINK dump for the device
    * names): the values parseRouteJson makes of `ip -N -json route show`. A route through a device the
-   * link dump did not have (made in between) has both dumps read again, once.
+   * link dump did not have (made in between) has both dumps read again, once. `filter` is shown each IPv4
+   * route as it is read and says which to keep (a dump read again shows them again).
    */
-  async readTable(families: readonly Family[], table: number): Promise<KernelRoute[]> {
+  async readTable(families: readonly Family[], table: number, filter?: DumpFilter): Promise<KernelRoute[]> {
     for (let pass = 0; ; pass++) {
       const { links } = await this.consistent('link', linkDumpReader, linkDumpRequest)
       const out: KernelRoute[] = []
       let unknown = 0
       for (const f of families) {
-        const r = await this.consistent(`IPv${f} route`, () => routeDumpReader(f, table, links), (seq) => routeDumpRequest(f, table, seq))
+        const r = await this.consistent(`IPv${f} route`, () => routeDumpReader(f, table, links, filter), (seq) => routeDumpRequest(f, table, seq))
         unknown += r.unknownLinks()
         for (const x of r.routes) out.push(x)
       }

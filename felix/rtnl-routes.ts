@@ -114,6 +114,26 @@ export class DumpReader {
   }
 }
 
+/** A dumped IPv4 route's fields, before any KernelRoute is made of it (the object is reused). */
+export interface DumpedRoute {
+  table: number
+  /** The destination's network address, unsigned. */
+  dst4: number
+  len: number
+  tos: number
+  metric: number
+  type: RouteType
+  protocol: number
+  nexthops: readonly NextHop[]
+  nhid: number | undefined
+}
+
+/**
+ * Shown every IPv4 route of the table as it is read; false when the route needs no KernelRoute (the caller
+ * has accounted for it), true to keep it among the routes read.
+ */
+export type DumpFilter = (r: DumpedRoute) => boolean
+
 /** Device names by index from an RTM_GETLINK dump. */
 export function linkDumpReader(): { reader: DumpReader; links: Map<number, string> } {
   const links = new Map<number, string>()
@@ -140,8 +160,8 @@ export function linkDumpReader(): { reader: DumpReader; links: Map<number, strin
  * devices named through `links` (`if<N>` for an index it lacks, as ip prints it), cached routes left out
  * as ip leaves them out, and hops that are alike shared between routes.
  */
-export function routeDumpReader(family: Family, table: number, links: ReadonlyMap<number, string>): { reader: DumpReader; routes: KernelRoute[]; unknownLinks: () => number } {
-  const p = new RouteMessages(family, table, links)
+export function routeDumpReader(family: Family, table: number, links: ReadonlyMap<number, string>, filter?: DumpFilter): { reader: DumpReader; routes: KernelRoute[]; unknownLinks: () => number } {
+  const p = new RouteMessages(family, table, links, filter)
   const reader = new DumpReader('route', RTM_NEWROUTE, (view, buf, at, end, d) => p.message(view, buf, at, end, d))
   return { reader, routes: p.routes, unknownLinks: () => p.unknownLinks }
 }
@@ -162,11 +182,13 @@ class RouteMessages {
   private view: DataView = new DataView(new ArrayBuffer(0))
   private buf: Uint8Array = new Uint8Array(0)
   private d = 0
+  private readonly dumped: DumpedRoute = { table: 0, dst4: 0, len: 0, tos: 0, metric: 0, type: 'unicast', protocol: 0, nexthops: [], nhid: undefined }
 
   constructor(
     private readonly family: Family,
     private readonly table: number,
     private readonly links: ReadonlyMap<number, string>,
+    private readonly filter: DumpFilter | undefined,
   ) {
     this.af = family === 4 ? AF_INET : AF_INET6
     this.alen = family === 4 ? 4 : 16
@@ -187,6 +209,7 @@ class RouteMessages {
     if ((flags & RTM_F_CLONED) !== 0) return
     let t = buf[m + 4] as number
     let dst: string | undefined
+    let dst4 = 0
     let oif = 0
     let gateway: string | undefined
     let metric = 0
@@ -197,7 +220,11 @@ class RouteMessages {
       const len = view.getUint16(a, true)
       if (len < 4 || a + len > end) throw this.error(a, `attribute length ${len} with ${end - a} bytes left in its message`)
       const type = view.getUint16(a + 2, true) & NLA_TYPE_MASK
-      if (type === RTA_DST) dst = this.address(a, len, 'RTA_DST', false)
+      if (type === RTA_DST) {
+        if (this.family === 6) dst = this.address(a, len, 'RTA_DST', false)
+        else if (len < 8) throw this.error(a, `RTA_DST of ${len - 4} bytes, expected 4`)
+        else dst4 = view.getUint32(a + 4, false)
+      }
       else if (type === RTA_GATEWAY) gateway = this.address(a, len, 'RTA_GATEWAY')
       else if (type === RTA_VIA) gateway = this.via(a, len)
       else if (type === RTA_OIF) oif = this.u32(a, len, 'RTA_OIF')
@@ -223,9 +250,22 @@ class RouteMessages {
       nexthops = one
     }
     const family = this.family
-    const prefix = dst ?? (family === 4 ? '0.0.0.0' : '::')
     const tos = buf[m + 3] as number
     const protocol = buf[m + 5] as number
+    if (this.filter !== undefined && family === 4) {
+      const r = this.dumped
+      r.table = t
+      r.dst4 = dst4
+      r.len = buf[m + 1] as number
+      r.tos = tos
+      r.metric = metric
+      r.type = type
+      r.protocol = protocol
+      r.nexthops = nexthops
+      r.nhid = nhid
+      if (!this.filter(r)) return
+    }
+    const prefix = family === 4 ? formatIpv4(dst4) : (dst ?? '::')
     const text = `${prefix}/${buf[m + 1] as number}`
     this.routes.push(nhid !== undefined ? { family, table: t, dst: text, tos, metric, type, protocol, nexthops, nhid } : { family, table: t, dst: text, tos, metric, type, protocol, nexthops })
   }

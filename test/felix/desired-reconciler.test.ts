@@ -5,7 +5,7 @@
 
 import t from 'tap'
 import { createTopology, type NetNode, type Teardown } from '../harness/netns.js'
-import { DesiredTable, ExecaRunner, RouteReconciler, type HopSource, type KernelRoute, type LearnedNextHop, type ProcessRunner, type RunOptions, type RunResult } from '../../felix/index.js'
+import { DesiredTable, ExecaRunner, RouteReconciler, renderDesired, type HopSource, type RouteReconcilerOptions, type KernelRoute, type LearnedNextHop, type ProcessRunner, type RunOptions, type RunResult } from '../../felix/index.js'
 import { replaceLine } from '../../felix/kernel-route.js'
 import { ourRoutes, pool, PROTO } from './lab.js'
 
@@ -27,7 +27,9 @@ class CountingTable extends DesiredTable {
 class HookRunner implements ProcessRunner {
   private readonly real = new ExecaRunner()
   onBatch: (() => void) | undefined
+  batches = 0
   run(cmd: string, args: readonly string[], opts?: RunOptions): Promise<RunResult> {
+    if (args.includes('-batch')) this.batches++
     if (args.includes('-batch') && this.onBatch !== undefined) {
       const hook = this.onBatch
       this.onBatch = undefined
@@ -45,10 +47,10 @@ async function node(t: Teardown): Promise<NetNode> {
   return topo.addNode({ name: 'a', v4: '192.0.2.11/24' })
 }
 
-function setup(t: Teardown, a: NetNode, runner: ProcessRunner = new ExecaRunner()): { d: CountingTable; rec: RouteReconciler } {
+function setup(t: Teardown, a: NetNode, runner: ProcessRunner = new ExecaRunner(), more: Partial<RouteReconcilerOptions> = {}): { d: CountingTable; rec: RouteReconciler } {
   const d = new CountingTable({ protocol: PROTO })
   d.setContext({ pools: [pool('plain', '198.18.0.0/16')], vteps: [], localNode }, hops)
-  const rec = new RouteReconciler({ runner, netns: a.ns, protocol: PROTO, resyncIntervalMs: 600_000, monitor: false })
+  const rec = new RouteReconciler({ runner, netns: a.ns, protocol: PROTO, resyncIntervalMs: 600_000, monitor: false, ...more })
   t.teardown(() => rec.stop())
   rec.setDesired(d)
   return { d, rec }
@@ -105,4 +107,47 @@ t.test('changes during a full resync, and during a write, reach the kernel at th
   t.equal(last.planned, 2, 'the next apply writes the two changes made during the write')
   t.same(await ourRoutes(a.ns), tableLines(d), 'the kernel equals the table')
   t.equal(d.learnedCount, 22)
+})
+
+t.test('many changes are diffed and written a batch at a time; changes made meanwhile reach the kernel next', async (t) => {
+  const a = await node(t)
+  const runner = new HookRunner()
+  // Every apply of more than one change goes in batches of four.
+  const { d, rec } = setup(t, a, runner, { streamMinChanges: 2, streamBatch: 4 })
+  for (let i = 0; i < 30; i++) d.set(4, net(i), undefined, 26, [0], undefined)
+  await rec.start()
+  t.same(await ourRoutes(a.ns), tableLines(d))
+
+  d.walks = 0
+  runner.batches = 0
+  for (let i = 30; i < 40; i++) d.set(4, net(i), undefined, 26, [1], undefined) // new
+  for (let i = 0; i < 5; i++) d.set(4, net(i), undefined, 26, [0, 1], undefined) // ECMP
+  for (let i = 5; i < 9; i++) d.set(4, net(i), undefined, 26, [0], 700) // a metric: the old key goes, a new one comes
+  for (let i = 9; i < 14; i++) d.delete(4, net(i), undefined, 26) // withdrawn
+  d.set(4, net(14), undefined, 26, [1], undefined)
+  d.delete(4, net(14), undefined, 26) // changed and withdrawn before the write: one delete
+  // A local block over a learned prefix: the blackhole wins.
+  d.setFixed(renderDesired({ pools: [], routes: [], localBlocks: ['198.18.3.192/26'], vteps: [], localNode }, { protocol: PROTO }).routes)
+  // While the first batch is written: prefixes of later batches change again (one is withdrawn before it
+  // was ever written), one of the first changes back.
+  runner.onBatch = () => {
+    d.set(4, net(39), undefined, 26, [0], 900)
+    d.delete(4, net(36), undefined, 26)
+    d.set(4, net(30), undefined, 26, [0], undefined)
+    d.delete(4, net(20), undefined, 26)
+  }
+  const r = await rec.apply()
+  t.same(r.errors, [])
+  t.ok(runner.batches >= 6, `written in batches (${runner.batches} ip runs)`)
+  t.equal(d.walks, 0, 'the table was not walked')
+  const next = await rec.apply()
+  t.same(next.errors, [])
+  t.equal(d.walks, 0, 'no route failed (a failure resyncs, walking the table)')
+  t.same(await ourRoutes(a.ns), tableLines(d), 'the kernel equals the table')
+  const kernel = await ourRoutes(a.ns)
+  t.ok(kernel.includes('route replace blackhole 198.18.3.192/26 proto 87'), 'the blackhole is in')
+  t.ok(kernel.some((l) => l.includes('198.18.9.192/26') && l.endsWith('metric 900')), 'the change made during the write is in')
+  t.notOk(kernel.some((l) => l.includes('198.18.1.64/26 ') && !l.includes('metric 700')), 'the old metric keys are gone')
+  t.equal((await rec.apply()).planned, 0, 'nothing left to do')
+  t.equal((await rec.resync()).planned, 0, 'a resync finds the kernel as the table says')
 })

@@ -94,3 +94,17 @@ export async function startVxlanNode(
   if (res.errors.length > 0) throw new Error(`apply errors: ${JSON.stringify(res.errors)}`)
   return { node, reconciler }
 }
+
+/** A runner of real processes that counts the table reads made with `ip route show`. */
+export function countingRunner(): { runner: ProcessRunner; ipReads: () => number } {
+  const execa = new ExecaRunner()
+  let reads = 0
+  const runner: ProcessRunner = {
+    run: (cmd, args, opts) => {
+      if (args.includes('route') && args.includes('show')) reads++
+      return execa.run(cmd, args, opts)
+    },
+    watch: (cmd, args, opts) => execa.watch(cmd, args, opts),
+  }
+  return { runner, ipReads: () => reads }
+}

@@ -5,7 +5,8 @@
 // found, and how many times the reconciler read the table with `ip route show` instead.
 
 import { readStdinSync } from '../../cni/stdin.js'
-import { ExecaRunner, renderDesired, RouteReconciler, workloadAddresses, type DesiredState, type ProcessRunner } from '../../felix/index.js'
+import { renderDesired, RouteReconciler, workloadAddresses, type DesiredState } from '../../felix/index.js'
+import { countingRunner } from './lab.js'
 import { RouteSocket } from '../../felix/route-socket.js'
 
 interface Job {
@@ -22,15 +23,7 @@ if (socket instanceof Error) {
   process.stderr.write(`route socket: ${socket.message}\n`)
   process.exit(2)
 }
-const execa = new ExecaRunner()
-let ipReads = 0
-const runner: ProcessRunner = {
-  run: (cmd, args, opts) => {
-    if (args.includes('route') && args.includes('show')) ipReads++
-    return execa.run(cmd, args, opts)
-  },
-  watch: (cmd, args, opts) => execa.watch(cmd, args, opts),
-}
+const { runner, ipReads: reads } = countingRunner()
 const rec = new RouteReconciler({ runner, protocol: job.protocol, routeSocket: socket, monitor: job.hold === true, retryMs: 600_000, resyncIntervalMs: 600_000, nexthopObjects: job.nexthopObjects })
 if (job.hold === true) await rec.start()
 for (const s of job.states) {
@@ -38,7 +31,7 @@ for (const s of job.states) {
   const r = await rec.apply()
   const again = await rec.resync()
   const errors = r.errors.map((e) => ({ op: e.op.op, dst: e.op.route.dst, message: e.message }))
-  process.stdout.write(JSON.stringify({ planned: r.planned, errors, resyncPlanned: again.planned, socketError: socket.error?.message ?? null, ipReads }) + '\n')
+  process.stdout.write(JSON.stringify({ planned: r.planned, errors, resyncPlanned: again.planned, socketError: socket.error?.message ?? null, ipReads: reads() }) + '\n')
 }
 if (job.hold === true) await new Promise<void>((resolve) => process.once('SIGTERM', () => resolve()))
 await rec.stop()

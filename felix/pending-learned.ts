@@ -1,0 +1,117 @@
+// The learned prefixes changed since the desired table's last take, as numbers: each with the combo it held
+// at that take (-1: none), so a million changed routes cost a Map entry each and no key; and the parsing of
+// a route key back into the prefix a learned route would have. Pure storage.
+
+import { parseIpv4, parseIpv6 } from '../bgp/codec/ip.js'
+import { v6Key, type LearnedRoutes } from './learned-routes.js'
+
+/** Not in a pending map: no change since the last take. */
+export const NOT_PENDING = -2
+
+interface Pending6 {
+  readonly addr: Uint8Array
+  readonly len: number
+  before: number
+}
+
+/**
+ * The learned prefixes changed since a take, each with the combo it held then (-1: none). Each such combo is
+ * retained in `learned` until the change is walked (see walked()), so its id keeps naming those hops.
+ */
+export class PendingLearned {
+  readonly v4: (Map<number, number> | undefined)[] = new Array<undefined>(33).fill(undefined)
+  readonly v6 = new Map<string, Pending6>()
+  size = 0
+
+  constructor(private readonly learned: LearnedRoutes) {}
+
+  before(family: 4 | 6, addr4: number, addr6: Uint8Array | undefined, len: number): number {
+    if (family === 4) return this.v4[len]?.get(addr4 | 0) ?? NOT_PENDING
+    return this.v6.get(v6Key(addr6!, len))?.before ?? NOT_PENDING
+  }
+
+  /** Notes the prefix with the combo it holds now, unless it is noted already (the first change keeps its). */
+  note(family: 4 | 6, addr4: number, addr6: Uint8Array | undefined, len: number, combo: number): void {
+    if (family === 4) {
+      const m = (this.v4[len] ??= new Map())
+      const k = addr4 | 0
+      if (m.has(k)) return
+      m.set(k, combo)
+    } else {
+      const k = v6Key(addr6!, len)
+      if (this.v6.has(k)) return
+      this.v6.set(k, { addr: Uint8Array.from(addr6!), len, before: combo })
+    }
+    if (combo >= 0) this.learned.retain(combo)
+    this.size++
+  }
+
+  /** A noted combo is no longer needed (its change was walked, or the list is dropped). */
+  walked(combo: number): void {
+    if (combo >= 0) this.learned.release(combo)
+  }
+
+  /** Drops every noted change, releasing their combos. */
+  clear(): void {
+    for (const m of this.v4) if (m !== undefined) for (const c of m.values()) this.walked(c)
+    for (const p of this.v6.values()) this.walked(p.before)
+    this.v4.fill(undefined)
+    this.v6.clear()
+    this.size = 0
+  }
+
+  /** Sets what a noted prefix counts as holding (what a walk of the earlier take rendered for it). */
+  rebase(family: 4 | 6, addr4: number, addr6: Uint8Array | undefined, len: number, combo: number): void {
+    if (family === 4) {
+      const m = this.v4[len]
+      const k = addr4 | 0
+      const was = m?.get(k)
+      if (was === undefined) return
+      m!.set(k, combo)
+      this.swap(was, combo)
+      return
+    }
+    const e = this.v6.get(v6Key(addr6!, len))
+    if (e === undefined) return
+    this.swap(e.before, combo)
+    e.before = combo
+  }
+
+  private swap(was: number, now: number): void {
+    if (now >= 0) this.learned.retain(now)
+    this.walked(was)
+  }
+}
+
+
+/** A learned route's prefix as a key names it, when the key is one a learned route can have in `table`. */
+export interface KeyPrefix {
+  family: 4 | 6
+  addr4: number
+  addr6: Uint8Array | undefined
+  len: number
+}
+
+export function parseKey(key: string, table: number, out: KeyPrefix): boolean {
+  const a = key.indexOf(' ')
+  const b = key.indexOf(' ', a + 1)
+  const c = key.indexOf(' ', b + 1)
+  if (a < 0 || b < 0 || c < 0 || Number(key.slice(0, a)) !== table || key.slice(b + 1, c) !== '0') return false
+  const slash = key.indexOf('/', a)
+  if (slash < 0 || slash > b) return false
+  out.len = Number(key.slice(slash + 1, b))
+  if (key.lastIndexOf(':', b) > a) {
+    const addr6 = parseIpv6(key.slice(a + 1, slash))
+    if (addr6 === undefined) return false
+    out.family = 6
+    out.addr4 = 0
+    out.addr6 = addr6
+    return true
+  }
+  const addr4 = parseIpv4(key.slice(a + 1, slash))
+  if (addr4 === undefined) return false
+  out.family = 4
+  out.addr4 = addr4
+  out.addr6 = undefined
+  return true
+}

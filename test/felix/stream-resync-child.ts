@@ -1,0 +1,41 @@
+// Run by stream-resync.test.ts inside a node namespace, as pinto-node runs felix: a desired table of learned
+// routes (one hop, ECMP, a metric, a blackhole over a learned block) written through the route socket, then,
+// on each line of stdin, one resync. It prints one JSON line per apply: what it planned, how many routes the
+// read kept as objects (the rest were matched in the dump), and whether `ip` read the table instead.
+
+import { createInterface } from 'node:readline'
+import { DesiredTable, renderDesired, RouteReconciler, type HopSource, type LearnedNextHop } from '../../felix/index.js'
+import { RouteSocket } from '../../felix/route-socket.js'
+import { countingRunner, pool, PROTO } from './lab.js'
+
+const COUNT = Number(process.argv[2] ?? 300)
+const socket = await RouteSocket.open()
+if (socket instanceof Error) {
+  process.stderr.write(`route socket: ${socket.message}\n`)
+  process.exit(2)
+}
+let kept = -1
+const readTable = socket.readTable.bind(socket)
+socket.readTable = async (families, table, filter) => {
+  const routes = await readTable(families, table, filter)
+  kept = routes.length
+  return routes
+}
+const { runner, ipReads: reads } = countingRunner()
+const HOPS: LearnedNextHop[] = [{ address: '192.0.2.12' }, { address: '192.0.2.13' }]
+const hops: HopSource = { hop: (id) => HOPS[id] }
+const localNode = { name: 'a', ipv4Address: '192.0.2.11/24', parentInterface: 'eth0' }
+const d = new DesiredTable({ protocol: PROTO })
+d.setContext({ pools: [pool('plain', '198.18.0.0/16')], vteps: [], localNode }, hops)
+// /28s from 198.18.0.0: every tenth through both hops, every seventh with metric 300.
+for (let i = 0; i < COUNT; i++) d.set(4, (((198 << 24) | (18 << 16)) >>> 0) + i * 16, undefined, 28, i % 10 === 0 ? [0, 1] : [i % 2], i % 7 === 0 ? 300 : undefined)
+d.setFixed(renderDesired({ pools: [], routes: [], localBlocks: ['198.18.0.32/28'], vteps: [], localNode }, { protocol: PROTO }).routes)
+const rec = new RouteReconciler({ runner, protocol: PROTO, routeSocket: socket, monitor: false, retryMs: 600_000, resyncIntervalMs: 600_000 })
+rec.setDesired(d, new Set())
+const report = (r: { planned: number; errors: readonly unknown[] }): void => {
+  process.stdout.write(JSON.stringify({ planned: r.planned, errors: r.errors.length, kept, ipReads: reads(), socketError: socket.error?.message ?? null }) + '\n')
+}
+report(await rec.start())
+for await (const _ of createInterface({ input: process.stdin })) report(await rec.resync())
+await rec.stop()
+socket.close()

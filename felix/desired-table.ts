@@ -5,7 +5,6 @@
 // only those (takeChanges); a change of context re-renders everything and is followed by a full resync. Pure.
 
 import { formatIpv4, formatIpv6, parseIpv4 } from '../bgp/codec/ip.js'
-import type { Cidr } from '../config/ip/index.js'
 import type { DesiredState, LearnedNextHop } from './desired-state.js'
 import { compareNextHops, defaultMetric, routeKey, sameHops, type Family, type KernelRoute, type NextHop } from './kernel-route.js'
 import { LearnedRoutes, type LearnedEntry } from './learned-routes.js'
@@ -72,12 +71,6 @@ function dst4Key(dst: string): number {
   return (parseIpv4(dst.slice(0, slash)) ?? 0) * 64 + Number(dst.slice(slash + 1))
 }
 
-function bigintOf(addr: Uint8Array): bigint {
-  let v = 0n
-  for (let i = 0; i < 16; i++) v = (v << 8n) | BigInt(addr[i]!)
-  return v
-}
-
 export class DesiredTable implements DesiredRoutes {
   private ctx: RenderContext
   private hopSource: HopSource
@@ -92,7 +85,6 @@ export class DesiredTable implements DesiredRoutes {
   /** The kernel hops of a (combo, pool), or null when none is usable; cleared with the context. */
   private readonly hopCache = new Map<number, readonly NextHop[] | null>()
   private readonly routeProblems = new Map<string, RenderProblem>()
-  private readonly v6Pool = new Map<string, PoolMatch>()
 
   constructor(
     private readonly opts: RenderOptions = {},
@@ -130,7 +122,6 @@ export class DesiredTable implements DesiredRoutes {
     this.hopSource = hops
     this.hopCache.clear()
     this.routeProblems.clear()
-    this.v6Pool.clear()
     this.changed.clear()
     this.pending.clear()
   }
@@ -381,7 +372,7 @@ export class DesiredTable implements DesiredRoutes {
 
   /** A learned route as the kernel route felix wants for it in the current context; undefined: none usable. */
   private render(family: 4 | 6, addr4: number, addr6: Uint8Array | undefined, len: number, combo: number): KernelRoute | undefined {
-    const pool = family === 4 ? this.ctx.poolForIpv4(addr4, len) : this.poolFor6(addr6!, len)
+    const pool = family === 4 ? this.ctx.poolForIpv4(addr4, len) : this.ctx.poolForIpv6(addr6!, len)
     const dst = family === 4 ? `${formatIpv4(addr4)}/${len}` : `${formatIpv6(addr6!)}/${len}`
     const hops = this.hopsFor(combo, pool, family, () => dst)
     if (hops === null) return undefined
@@ -390,17 +381,6 @@ export class DesiredTable implements DesiredRoutes {
     return family === 4
       ? { family, table, dst, tos: 0, metric, type: 'unicast', protocol, nexthops: hops, dst4: addr4, dstLen: len }
       : { family, table, dst, tos: 0, metric, type: 'unicast', protocol, nexthops: hops }
-  }
-
-  private poolFor6(addr6: Uint8Array, len: number): PoolMatch {
-    const key = `${formatIpv6(addr6)}/${len}`
-    let m = this.v6Pool.get(key)
-    if (m === undefined) {
-      const v = bigintOf(addr6)
-      const c: Cidr = { family: 6, base: v, prefix: len }
-      this.v6Pool.set(key, (m = this.ctx.poolFor(c)))
-    }
-    return m
   }
 
   /** The kernel hops of a combo in a pool, sorted, shared by every route with both; null when none. */

@@ -104,6 +104,23 @@ export function addrOf(text: string): Addr | undefined {
   return a instanceof AddrError ? undefined : a
 }
 
+/** An IPv6 value as its 16 network-order bytes. */
+function bytes16(v: bigint): Uint8Array {
+  const out = new Uint8Array(16)
+  for (let i = 15; i >= 0; i--, v >>= 8n) out[i] = Number(v & 255n)
+  return out
+}
+
+/** Whether the first `bits` bits of `net` and of `addr` (from `offset`) agree. */
+function samePrefix(net: Uint8Array, addr: Uint8Array, offset: number, bits: number): boolean {
+  const whole = bits >> 3
+  for (let i = 0; i < whole; i++) if (net[i] !== addr[offset + i]) return false
+  const rest = bits & 7
+  if (rest === 0) return true
+  const mask = (0xff << (8 - rest)) & 0xff
+  return ((net[whole]! ^ addr[offset + whole]!) & mask) === 0
+}
+
 export class RenderContext {
   readonly table: number
   readonly protocol: number
@@ -116,6 +133,7 @@ export class RenderContext {
   private readonly parent: string
   private readonly pools: PoolView[] = []
   private readonly v4Pools: { readonly match: PoolMatch; readonly net: number; readonly len: number }[] = []
+  private readonly v6Pools: { readonly match: PoolMatch; readonly net: Uint8Array; readonly len: number }[] = []
   private readonly subnets: Record<Family, Cidr | undefined>
   // VTEPs by node name and by node IP: a next hop may come with either.
   private readonly vtepByName = new Map<string, RemoteVtep>()
@@ -136,6 +154,7 @@ export class RenderContext {
     })
     this.pools.forEach((p, index) => {
       if (p.cidr.family === 4) this.v4Pools.push({ match: { pool: p, index }, net: Number(p.cidr.base), len: p.cidr.prefix })
+      else this.v6Pools.push({ match: { pool: p, index }, net: bytes16(p.cidr.base), len: p.cidr.prefix })
     })
     this.subnets = {
       4: subnetOf(state.localNode.ipv4Address, 'localNode.ipv4Address', problems),
@@ -169,6 +188,16 @@ export class RenderContext {
       const shift = 32 - v.len
       if (v.len !== 0 && addr >>> shift !== v.net >>> shift) continue
       if (best === undefined || v.len > best.len) best = v
+    }
+    return best?.match ?? NO_POOL
+  }
+
+  /** The most specific pool holding the IPv6 network `addr`/`len` (16 bytes from `offset`, host bits clear). */
+  poolForIpv6(addr: Uint8Array, len: number, offset = 0): PoolMatch {
+    let best: { readonly match: PoolMatch; readonly len: number } | undefined
+    for (const v of this.v6Pools) {
+      if (v.len > len || (best !== undefined && v.len <= best.len)) continue
+      if (samePrefix(v.net, addr, offset, v.len)) best = v
     }
     return best?.match ?? NO_POOL
   }

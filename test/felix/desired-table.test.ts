@@ -5,9 +5,9 @@
 
 import t from 'tap'
 import type { IPPool } from '../../config/resources/index.js'
-import { DesiredTable, renderDesired, type DesiredState, type HopSource, type KernelRoute, type LearnedNextHop, type LearnedRoute } from '../../felix/index.js'
+import { DesiredTable, RenderContext, renderDesired, type DesiredState, type HopSource, type KernelRoute, type LearnedNextHop, type LearnedRoute } from '../../felix/index.js'
 import { replaceLine } from '../../felix/kernel-route.js'
-import { formatIpv4, formatIpv6 } from '../../bgp/codec/ip.js'
+import { formatIpv4, formatIpv6, parseIpv6 } from '../../bgp/codec/ip.js'
 import { Rng } from '../harness/random.js'
 import { pool, pools, vteps, localNode } from './render-fixtures.js'
 
@@ -188,4 +188,26 @@ t.test('differential: after random changes the table equals a full render of the
     }
     t.same([...kernel].map(([k, r]) => [k, plainRoute(r)]).sort(), [...got].sort(), `seed ${seed}: writing only the listed keys leaves the kernel equal to the table`)
   }
+})
+
+t.test("an IPv6 route's pool, matched on its bytes, is the one the context's CIDR match finds", async (t) => {
+  // Nested pools at byte and non-byte boundaries, two of one length side by side, and ::/0.
+  const cidrs = ['2001:db8::/32', '2001:db8:1::/48', '2001:db8:1:8000::/49', '2001:db8:1:8000::/57', '2001:db8:2::/47', '2001:db8:4::/47', '::/0', '2001:db8:1:8000::40/122']
+  const ctx = new RenderContext({ pools: cidrs.map((c, i) => pool(`p${i}`, c)), vteps, localNode })
+  const r = new Rng(0x6006)
+  let bad = 0
+  for (let n = 0; n < 20_000 && bad < 5; n++) {
+    const base = parseIpv6(cidrs[r.int(cidrs.length)]!.split('/')[0]!)!
+    const addr = Uint8Array.from(base)
+    // Flip a few bits around the pools' boundaries, then clear the host bits of a random length.
+    for (let k = r.int(3); k > 0; k--) addr[4 + r.int(12)]! ^= 1 << r.int(8)
+    const len = r.int(129)
+    for (let b = len; b < 128; b++) addr[b >> 3]! &= ~(0x80 >> (b & 7))
+    const padded = new Uint8Array(20)
+    padded.set(addr, 3)
+    const got = ctx.poolForIpv6(padded, len, 3)
+    const want = ctx.poolFor({ family: 6, base: BigInt(`0x${Buffer.from(addr).toString('hex')}`), prefix: len })
+    if (got.index !== want.index && bad++ < 5) t.fail(`${formatIpv6(addr)}/${len}: pool #${got.index}, the CIDR match finds #${want.index}`)
+  }
+  t.equal(bad, 0, 'every prefix finds the same pool both ways')
 })

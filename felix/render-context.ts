@@ -111,14 +111,14 @@ function bytes16(v: bigint): Uint8Array {
   return out
 }
 
-/** Whether the first `bits` bits of `net` and of `addr` (from `offset`) agree. */
-function samePrefix(net: Uint8Array, addr: Uint8Array, offset: number, bits: number): boolean {
+/** Whether the first `bits` bits of `net` and `addr` agree. */
+function samePrefix(net: Uint8Array, addr: Uint8Array, bits: number): boolean {
   const whole = bits >> 3
-  for (let i = 0; i < whole; i++) if (net[i] !== addr[offset + i]) return false
+  for (let i = 0; i < whole; i++) if (net[i] !== addr[i]) return false
   const rest = bits & 7
   if (rest === 0) return true
   const mask = (0xff << (8 - rest)) & 0xff
-  return ((net[whole]! ^ addr[offset + whole]!) & mask) === 0
+  return ((net[whole]! ^ addr[whole]!) & mask) === 0
 }
 
 export class RenderContext {
@@ -192,12 +192,12 @@ export class RenderContext {
     return best?.match ?? NO_POOL
   }
 
-  /** The most specific pool holding the IPv6 network `addr`/`len` (16 bytes from `offset`, host bits clear). */
-  poolForIpv6(addr: Uint8Array, len: number, offset = 0): PoolMatch {
+  /** The most specific pool holding the IPv6 network `addr`/`len` (16 bytes, host bits clear). */
+  poolForIpv6(addr: Uint8Array, len: number): PoolMatch {
     let best: { readonly match: PoolMatch; readonly len: number } | undefined
     for (const v of this.v6Pools) {
       if (v.len > len || (best !== undefined && v.len <= best.len)) continue
-      if (samePrefix(v.net, addr, offset, v.len)) best = v
+      if (samePrefix(v.net, addr, v.len)) best = v
     }
     return best?.match ?? NO_POOL
   }

@@ -20,14 +20,13 @@ import {
 } from './records.js'
 import { type HandleWriter, HandleClaim } from './handle-claim.js'
 import { type LastBlocks, OneTxnPaths } from './one-txn.js'
+import { conflictBackoff, isConflict } from './conflict.js'
 
 export * from './ipam-types.js'
 
 /** Candidate blocks a claim tries one by one before it lists every block to skip the taken ones. */
 const CLAIM_PROBES = 8
 
-const isConflict = (err: unknown): boolean =>
-  err instanceof DatastoreError && (err.code === 'conflict' || err.code === 'exists' || err.code === 'not-found')
 
 export class Ipam {
   readonly config: IpamConfig
@@ -72,7 +71,7 @@ export class Ipam {
       } catch (err) {
         if (!isConflict(err)) throw err
         if (i >= this.maxRetries) throw new IpamError('retries', `${what}: gave up after ${i} conflicting writes (${(err as Error).message})`)
-        await new Promise((r) => setTimeout(r, Math.random() * 2 * i))
+        await conflictBackoff(i)
       }
     }
   }

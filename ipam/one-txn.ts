@@ -6,6 +6,7 @@ import { type Datastore, type KeyValue, type TxnOp, DatastoreError } from '../co
 import { type Cidr, type Family, formatCidr, readCidr } from '../config/ip/index.js'
 import { type AllocationBlock, type IsReserved, blockAutoAssign, blockIsEmpty, blockReleaseByHandle, hostAffinity, ordinalAddress } from './block.js'
 import { HandleClaim } from './handle-claim.js'
+import { conflictBackoff, isLostRace } from './conflict.js'
 import { type AutoAssignRequest, type AutoAssignResult, type IpamAddress, type ReleaseResult, toIpamAddress } from './ipam-types.js'
 import { blockKey, decodeBlock, decodeHandle, handleKey } from './records.js'
 
@@ -29,15 +30,12 @@ export interface OneTxnContext {
   readonly isReserved: IsReserved
 }
 
-const isLostRace = (err: unknown): err is DatastoreError =>
-  err instanceof DatastoreError && (err.code === 'conflict' || err.code === 'not-found')
-
 /** Runs `attempt` until it answers, at most TXN_ATTEMPTS times while it loses races; undefined after the last. */
 async function attempts<T>(attempt: (i: number) => Promise<T | 'lost'>): Promise<T | undefined> {
   for (let i = 0; i < TXN_ATTEMPTS; i++) {
     const r = await attempt(i)
     if (r !== 'lost') return r
-    await new Promise((resolve) => setTimeout(resolve, Math.random() * 2 * (i + 1)))
+    await conflictBackoff(i + 1)
   }
   return undefined
 }

@@ -4,7 +4,7 @@
 
 import { DatastoreError, type Datastore } from './datastore.js'
 import { openEmbeddedDatastore, type EmbeddedOptions } from './datastore-embedded.js'
-import { openEtcdDatastore, type EtcdOptions } from './datastore-etcd.js'
+import type { EtcdOptions } from './datastore-etcd.js'
 import { checkEtcdTlsFiles, etcdTlsFilesFromEnv, readEtcdCredentials, type EtcdTlsFiles } from './etcd-tls.js'
 
 export const DEFAULT_DATASTORE = '/var/lib/pinto/store'
@@ -68,6 +68,9 @@ export async function openDatastore(spec: string, options: OpenOptions = {}): Pr
   checkEtcdTlsFiles(parsed, files)
   if (parsed.kind === 'embedded') return openEmbeddedDatastore(parsed.dir, options.embedded)
   const tls = parsed.tls ? readEtcdCredentials(files) : undefined
+  // etcd3 and grpc-js are loaded only for an etcd datastore: ~20 MB of heap and code a node on the
+  // embedded store would otherwise carry for its whole life.
+  const { openEtcdDatastore } = await import('./datastore-etcd.js')
   return openEtcdDatastore(parsed.endpoints, { ...options.etcd, ...(tls ? { tls } : {}) })
 }
 

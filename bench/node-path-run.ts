@@ -21,6 +21,8 @@ export interface RunSpec {
   readonly churn: number
   /** Time the churn may take for this receiver; the changes done by then are the ones reported. */
   readonly churnBudgetMs: number
+  /** Node/V8 flags pinto-node runs with beyond its own (`--cpu-prof`, `--trace-gc`). */
+  readonly nodeArgs?: readonly string[]
 }
 
 export interface RunResult {
@@ -117,7 +119,7 @@ export async function runReceiver(spec: RunSpec): Promise<RunResult> {
     // The sender encodes its table before the receiver starts, so the two never share the CPU for it.
     const sender = startSender(topo, send.ns, { peer: (v4 ? recv.v4 : recv.v6)!, local: peer.address, routerId: send.v4!, asn: RECEIVER_AS, family: spec.family, count: spec.count })
     const encoded = await sender.next('encoded', 300_000)
-    const receiver = spec.receiver === 'pinto' ? await startPintoNode(topo, recv, peer) : await startBirdKernel(topo, recv, peer)
+    const receiver = spec.receiver === 'pinto' ? await startPintoNode(topo, recv, peer, spec.nodeArgs ?? []) : await startBirdKernel(topo, recv, peer)
     try {
       await receiver.settled()
       const base = kernelRouteCount(receiver.pid, spec.family)

@@ -3,6 +3,7 @@
 // of samples in each part (BGP codec, session, RIB, the agent's feed, felix, GC, idle), each sample given
 // to the innermost frame of the project's own code. Only reads the profile; prints a table.
 // Run: node dist/bench/node-path-profile.js FILE.cpuprofile [--slice-ms 100] [--from-ms 0] [--to-ms 1e9]
+//   [--on-stack flush,send] (a column each: ms with that function anywhere on the stack) [--top N]
 
 import { readFileSync } from 'node:fs'
 import { table } from '../agent/demo/tables.js'
@@ -62,6 +63,19 @@ const resolve = (id: number): string => {
   return v
 }
 
+// Functions asked for by name: whether each node has one of them on its stack (itself or an ancestor).
+const onStackArg = process.argv.indexOf('--on-stack')
+const watched = onStackArg < 0 ? [] : (process.argv[onStackArg + 1] ?? '').split(',').filter((x) => x !== '')
+const under = watched.map(() => new Map<number, boolean>())
+const isUnder = (w: number, id: number): boolean => {
+  const known = under[w]!.get(id)
+  if (known !== undefined) return known
+  const p = parent.get(id)
+  const v = byId.get(id)!.callFrame.functionName === watched[w] || (p !== undefined && isUnder(w, p))
+  under[w]!.set(id, v)
+  return v
+}
+
 const names = ['codec', 'session', 'rib', 'agent', 'felix', 'deps', 'node', 'program', 'gc', 'idle']
 const slices = new Map<number, Map<string, number>>()
 const totals = new Map<string, number>()
@@ -76,7 +90,14 @@ for (let i = 0; i < profile.samples.length; i++) {
   slices.set(s, m)
   m.set(p, (m.get(p) ?? 0) + dt)
   totals.set(p, (totals.get(p) ?? 0) + dt)
+  for (let w = 0; w < watched.length; w++) {
+    if (!isUnder(w, profile.samples[i]!)) continue
+    const key = `@${watched[w]}`
+    m.set(key, (m.get(key) ?? 0) + dt)
+    totals.set(key, (totals.get(key) ?? 0) + dt)
+  }
 }
+names.push(...watched.map((w) => `@${w}`))
 
 const rows: string[][] = []
 for (const s of [...slices.keys()].sort((a, b) => a - b)) {

@@ -83,13 +83,13 @@ async function pair(family: MixFamily, count: number): Promise<Pair> {
   const spec = (receiver: RunSpec['receiver']): RunSpec => ({ receiver, family, count, churn: CHURN, churnBudgetMs: CHURN_MS, nodeArgs: NODE_ARGS })
   process.stdout.write(`${family} ${count}: pinto-node ...`)
   const pinto = await run(spec('pinto'))
-  process.stdout.write(` ${pinto.seconds.toFixed(2)} s, churn ${pinto.latencies.length} changes;${BIRD ? ' BIRD ...' : ' BIRD not run'}`)
+  process.stdout.write(` ${pinto.seconds.toFixed(2)} s (CPU ${(pinto.tableCpuMs / 1000).toFixed(2)} s), ${mb(pinto.hwmKb)}, churn ${pinto.latencies.length} changes;${BIRD ? ' BIRD ...' : ' BIRD not run'}`)
   if (!BIRD) {
     process.stdout.write(` (load average ${loadavg()[0]!.toFixed(1)})\n    table: ${pinto.shape}\n`)
     return { family, count, pinto, bird: undefined }
   }
   const bird = await run(spec('BIRD'))
-  process.stdout.write(` ${bird.seconds.toFixed(2)} s, churn ${bird.latencies.length} changes (load average ${loadavg()[0]!.toFixed(1)})\n    table: ${pinto.shape}\n`)
+  process.stdout.write(` ${bird.seconds.toFixed(2)} s (CPU ${(bird.tableCpuMs / 1000).toFixed(2)} s), ${mb(bird.hwmKb)}, churn ${bird.latencies.length} changes (load average ${loadavg()[0]!.toFixed(1)})\n    table: ${pinto.shape}\n`)
   return { family, count, pinto, bird }
 }
 

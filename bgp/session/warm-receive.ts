@@ -35,7 +35,7 @@ function scratchTable(count: number): { attrs: PathAttributes; prefixes: Prefix[
     else if (j % 33 === 1) all.push(ipv4Prefix((0x0a000000 + ((j * 4096) & 0xfff000)) >>> 0, 16 + (j % 8)))
     else all.push(ipv4Prefix((0x0a000000 + j * 256) >>> 0, 24))
   }
-  // A fixed permutation (a stride coprime with any count below it is not needed: repeats are skipped).
+  // A fixed scatter: strides of 7919 through the prefixes, stepping past those already taken.
   const order: Prefix[] = []
   const seen = new Uint8Array(count)
   for (let k = 0, j = 0; k < count; k++, j = (j + 7919) % count) {

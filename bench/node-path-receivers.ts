@@ -46,7 +46,7 @@ export interface PeerSpec {
 
 const BIN = fileURLToPath(new URL('../../bin/pinto-node.js', import.meta.url))
 
-export async function startPintoNode(topo: Topology, node: NetNode, peer: PeerSpec): Promise<Receiver> {
+export async function startPintoNode(topo: Topology, node: NetNode, peer: PeerSpec, nodeArgs: readonly string[] = []): Promise<Receiver> {
   const dir = await topo.tempDir('pinto')
   const store = join(dir, 'store')
   const resources = [
@@ -71,7 +71,7 @@ export async function startPintoNode(topo: Topology, node: NetNode, peer: PeerSp
     ...(node.v4 !== undefined ? { PINTO_IP: `${node.v4}/24` } : {}),
     ...(node.v6 !== undefined ? { PINTO_IP6: `${node.v6}/64` } : {}),
   }
-  const child: ResultPromise = topo.spawn(node.ns, process.execPath, [...AGENT_NODE_FLAGS, BIN], {
+  const child: ResultPromise = topo.spawn(node.ns, process.execPath, [...AGENT_NODE_FLAGS, ...nodeArgs, BIN], {
     env,
     stdout: { file: join(dir, 'stdout.log') },
     stderr: { file: join(dir, 'stderr.log') },

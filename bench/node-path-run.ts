@@ -21,6 +21,8 @@ export interface RunSpec {
   readonly churn: number
   /** Time the churn may take for this receiver; the changes done by then are the ones reported. */
   readonly churnBudgetMs: number
+  /** Node/V8 flags pinto-node runs with beyond its own (`--cpu-prof`, `--trace-gc`). */
+  readonly nodeArgs?: readonly string[]
 }
 
 export interface RunResult {
@@ -31,6 +33,8 @@ export interface RunResult {
   readonly resolutionMs: number
   readonly rssBeforeKb: number
   readonly hwmKb: number
+  /** The receiver's on-CPU time (all its threads) from the sender's connect to the kernel holding every route. */
+  readonly tableCpuMs: number
   /** Milliseconds from writing each change's UPDATE to the kernel's change, in order. */
   readonly latencies: readonly number[]
   readonly cpuPerChangeMs: number
@@ -117,15 +121,17 @@ export async function runReceiver(spec: RunSpec): Promise<RunResult> {
     // The sender encodes its table before the receiver starts, so the two never share the CPU for it.
     const sender = startSender(topo, send.ns, { peer: (v4 ? recv.v4 : recv.v6)!, local: peer.address, routerId: send.v4!, asn: RECEIVER_AS, family: spec.family, count: spec.count })
     const encoded = await sender.next('encoded', 300_000)
-    const receiver = spec.receiver === 'pinto' ? await startPintoNode(topo, recv, peer) : await startBirdKernel(topo, recv, peer)
+    const receiver = spec.receiver === 'pinto' ? await startPintoNode(topo, recv, peer, spec.nodeArgs ?? []) : await startBirdKernel(topo, recv, peer)
     try {
       await receiver.settled()
       const base = kernelRouteCount(receiver.pid, spec.family)
       const rssBeforeKb = memoryKb(receiver.pid, 'VmRSS')
+      const tableCpu0 = cpuMs(receiver.pid)
       sender.write(JSON.stringify({ op: 'connect' }))
       const established = (await sender.next('established', 60_000)).at!
       const reached = await waitKernelCount(receiver.pid, spec.family, base + spec.count, 900_000, () => receiver.died() ?? sender.failed())
       const hwmKb = memoryKb(receiver.pid, 'VmHWM')
+      const tableCpuMs = cpuMs(receiver.pid) - tableCpu0
       const own = await ownRoutes(recv.ns, spec.family, receiver)
       if (own !== spec.count) throw new Error(`${receiver.name}: ${own} routes of its own in the kernel, ${spec.count} sent`)
 
@@ -151,7 +157,7 @@ export async function runReceiver(spec: RunSpec): Promise<RunResult> {
         monitor.stop()
       }
       const cpuPerChangeMs = latencies.length > 0 ? (cpuMs(receiver.pid) - cpu0) / latencies.length : NaN
-      return { spec, shape: encoded.shape ?? '', seconds: (reached.at - established) / 1000, resolutionMs: reached.resolutionMs, rssBeforeKb, hwmKb, latencies, cpuPerChangeMs }
+      return { spec, shape: encoded.shape ?? '', seconds: (reached.at - established) / 1000, resolutionMs: reached.resolutionMs, rssBeforeKb, hwmKb, tableCpuMs, latencies, cpuPerChangeMs }
     } finally {
       await receiver.stop()
     }

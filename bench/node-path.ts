@@ -8,8 +8,11 @@
 // The sender connects once the receiver is past its start-up (for pinto-node its 10 s sync deadline):
 // a table arriving at a running node, as from a top-of-rack router that comes back or a new peer.
 // Run (root): npx tsc -p . && node dist/bench/node-path.js [--sizes 10000,100000,1000000] [--churn 1000]
-//   [--churn-seconds 60] [--ipv6 on|off] [--ipv6-size 100000]
+//   [--churn-seconds 60] [--ipv4 on|off] [--ipv6 on|off] [--ipv6-size 100000] [--bird on|off]
+//   [--node-args '--cpu-prof --cpu-prof-dir=/tmp/prof']
 // --churn-seconds bounds each receiver's churn; a receiver slower than that reports the changes it made.
+// --node-args adds V8/Node flags to pinto-node's own (split on spaces); --bird off runs pinto-node alone
+// (no ratios), for profiling one receiver.
 
 import { loadavg } from 'node:os'
 import { table } from '../agent/demo/tables.js'
@@ -36,7 +39,13 @@ function onOffArg(name: string, fallback: boolean): boolean {
 const SIZES = listArg('--sizes', [10_000, 100_000, 1_000_000])
 const CHURN = numberArg('--churn', 1000)
 const CHURN_MS = numberArg('--churn-seconds', 60) * 1000
+const IPV4 = onOffArg('--ipv4', true)
 const IPV6 = onOffArg('--ipv6', true)
+const BIRD = onOffArg('--bird', true)
+const NODE_ARGS = (() => {
+  const i = process.argv.indexOf('--node-args')
+  return i < 0 ? [] : (process.argv[i + 1] ?? '').split(' ').filter((a) => a !== '')
+})()
 const IPV6_SIZE = numberArg('--ipv6-size', 100_000)
 const TARGET_TIME = 1.0
 const TARGET_HWM = 2.0
@@ -55,6 +64,10 @@ interface Pair {
   readonly family: MixFamily
   readonly count: number
   readonly pinto: RunResult
+  readonly bird: RunResult | undefined
+}
+
+interface FullPair extends Pair {
   readonly bird: RunResult
 }
 
@@ -67,16 +80,20 @@ const run = async (spec: RunSpec): Promise<RunResult> => {
 }
 
 async function pair(family: MixFamily, count: number): Promise<Pair> {
-  const spec = (receiver: RunSpec['receiver']): RunSpec => ({ receiver, family, count, churn: CHURN, churnBudgetMs: CHURN_MS })
+  const spec = (receiver: RunSpec['receiver']): RunSpec => ({ receiver, family, count, churn: CHURN, churnBudgetMs: CHURN_MS, nodeArgs: NODE_ARGS })
   process.stdout.write(`${family} ${count}: pinto-node ...`)
   const pinto = await run(spec('pinto'))
-  process.stdout.write(` ${pinto.seconds.toFixed(2)} s, churn ${pinto.latencies.length} changes; BIRD ...`)
+  process.stdout.write(` ${pinto.seconds.toFixed(2)} s (CPU ${(pinto.tableCpuMs / 1000).toFixed(2)} s), ${mb(pinto.hwmKb)}, churn ${pinto.latencies.length} changes;${BIRD ? ' BIRD ...' : ' BIRD not run'}`)
+  if (!BIRD) {
+    process.stdout.write(` (load average ${loadavg()[0]!.toFixed(1)})\n    table: ${pinto.shape}\n`)
+    return { family, count, pinto, bird: undefined }
+  }
   const bird = await run(spec('BIRD'))
-  process.stdout.write(` ${bird.seconds.toFixed(2)} s, churn ${bird.latencies.length} changes (load average ${loadavg()[0]!.toFixed(1)})\n    table: ${pinto.shape}\n`)
+  process.stdout.write(` ${bird.seconds.toFixed(2)} s (CPU ${(bird.tableCpuMs / 1000).toFixed(2)} s), ${mb(bird.hwmKb)}, churn ${bird.latencies.length} changes (load average ${loadavg()[0]!.toFixed(1)})\n    table: ${pinto.shape}\n`)
   return { family, count, pinto, bird }
 }
 
-function report(pairs: readonly Pair[]): void {
+function report(pairs: readonly FullPair[]): void {
   const load: string[][] = []
   for (const p of pairs) {
     const t = p.pinto.seconds / p.bird.seconds
@@ -122,6 +139,7 @@ function report(pairs: readonly Pair[]): void {
 }
 
 const pairs: Pair[] = []
-for (const n of SIZES) pairs.push(await pair('ipv4', n))
+if (IPV4) for (const n of SIZES) pairs.push(await pair('ipv4', n))
 if (IPV6) pairs.push(await pair('ipv6', IPV6_SIZE))
-report(pairs)
+if (BIRD) report(pairs as FullPair[])
+else process.stdout.write(`Machine: 2 cores shared with other work; load average ${loadavg().map((x) => x.toFixed(1)).join(' ')}.\n`)

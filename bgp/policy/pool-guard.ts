@@ -14,6 +14,8 @@ export type PoolPrefixVerdict = 'outside' | 'accepted' | 'refused'
 export interface PoolGuard {
   /** Whether `prefix` (with these attributes, from this peer) may be installed as far as pools go. */
   verdict(prefix: Prefix, attrs: PathAttributes, peer: RibPeer, route?: RouteContext): PoolPrefixVerdict
+  /** Whether the IPv4 network `addr`/`len` (host bits clear) lies outside every pool: verdict 'outside'. */
+  outsideIpv4(addr: number, len: number): boolean
 }
 
 const REJECT_REST: BGPFilterRule = { action: 'Reject' }
@@ -28,6 +30,11 @@ export function compilePoolGuard(poolCidrs: readonly string[], filters: readonly
     const net = parsePrefix(c)
     return prefixMatcher(c, 'In', net.afi, undefined, `IPPool ${c}`)
   })
+  // The IPv4 pools as numbers, for a table's sections checked without a Prefix object per network.
+  const v4 = poolCidrs.map((c) => parsePrefix(c)).filter((n) => n.afi === 1)
+  const v4Len = Int32Array.from(v4, (n) => n.len)
+  const v4Addr = Int32Array.from(v4, (n) => n.addr | 0)
+  const v4Mask = Int32Array.from(v4, (n) => (n.len === 0 ? 0 : -1 << (32 - n.len)))
   const explicit: Policy[] = []
   for (const f of filters) {
     for (const list of ['importV4', 'importV6'] as const) {
@@ -42,13 +49,20 @@ export function compilePoolGuard(poolCidrs: readonly string[], filters: readonly
       if (!pools.some((inPool) => inPool(prefix))) return 'outside'
       return explicit.some((p) => p.apply(prefix, attrs, peer, route) !== undefined) ? 'accepted' : 'refused'
     },
+    outsideIpv4(addr, len) {
+      for (let i = 0; i < v4Len.length; i++) if (len >= v4Len[i]! && (addr & v4Mask[i]!) === v4Addr[i]) return false
+      return true
+    },
   }
 }
 
 /** `inner` behind the guard: a refused prefix is rejected and reported, the rest goes through `inner`. */
 export function guardPoolPrefixes(inner: Policy, guard: PoolGuard, onRefused: (prefix: Prefix, peer: RibPeer) => void): Policy {
+  // A network outside every pool meets only `inner`: when that passes all, so does the guard for it.
+  const passesIpv4 = inner.passesAll === true ? (addr: number, len: number) => guard.outsideIpv4(addr, len) : undefined
   return {
     empty: inner.empty,
+    ...(passesIpv4 !== undefined ? { passesIpv4 } : {}),
     apply(prefix, attrs, peer, route) {
       if (guard.verdict(prefix, attrs, peer, route) === 'refused') {
         onRefused(prefix, peer)

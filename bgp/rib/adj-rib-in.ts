@@ -9,7 +9,7 @@ import { ipv4Prefix, ipv4PrefixList, type Ipv4Prefixes, type Prefix } from '../c
 import { PATH_ADDED, PATH_REMOVED, PATH_WAS_STALE, type Destinations, type PathSource } from './destinations.js'
 import { validateReceived, type LocalIdentity, type Refusal } from './validate.js'
 import { ImportTable, reimportOp } from './import-table.js'
-import type { FamilyKey, PeerSessionInfo, RibPeer, RouteContext } from './types.js'
+import type { FamilyKey, PeerSessionInfo, Policy, RibPeer, RouteContext } from './types.js'
 
 export interface PeerCounts {
   /** Prefixes announced by the peer since its session came up, accepted or not. */
@@ -35,6 +35,15 @@ interface Counters {
 }
 
 const FROM_PEER: RouteContext = { fromPeer: true }
+
+/** Whether `policy` passes every network of the section unchanged by its passesIpv4 (a pool guard's). */
+function passesSection(policy: Policy, prefixes: Ipv4Prefixes): boolean {
+  const passes = policy.passesIpv4
+  if (passes === undefined) return false
+  const { count, addr, len } = prefixes
+  for (let i = 0; i < count; i++) if (!passes(addr[i]!, len[i]!)) return false
+  return true
+}
 const FAMILIES = [1, 2] as const
 const UNICAST = 1
 
@@ -116,7 +125,7 @@ export class AdjRibIn {
   receiveIpv4(peer: RibPeer, session: PeerSessionInfo, prefixes: Ipv4Prefixes, attrs: PathAttributes | undefined, nextHop?: readonly string[]): Refusal | undefined {
     const policy = peer.importPolicy
     const t = this.table
-    if (attrs === undefined || (policy !== undefined && policy.passesAll !== true) || !t.runsAppend || peer.importTable === true) {
+    if (attrs === undefined || (policy !== undefined && policy.passesAll !== true && !passesSection(policy, prefixes)) || !t.runsAppend || peer.importTable === true) {
       return this.receive(peer, session, ipv4PrefixList(prefixes), attrs, nextHop)
     }
     const c = this.countersOf(peer)

@@ -138,4 +138,9 @@ export interface Policy {
   readonly empty: boolean
   /** Set when apply() returns `attrs` itself for every prefix: the RIB may take a section whole. */
   readonly passesAll?: boolean
+  /**
+   * Whether apply() returns `attrs` itself for the IPv4 network `addr`/`len` (host bits clear), whatever
+   * the attributes and peer: a section whose networks all pass is taken whole, as with passesAll.
+   */
+  readonly passesIpv4?: (addr: number, len: number) => boolean
 }

@@ -4,6 +4,7 @@ import t from 'tap'
 import { ACCEPT_ALL, compileBgpFilters } from '../../bgp/policy/index.js'
 import { compilePoolGuard, guardPoolPrefixes, type PoolPrefixVerdict } from '../../bgp/policy/pool-guard.js'
 import type { BGPFilterSpec } from '../../config/resources/types.js'
+import { formatPrefix, ipv4Prefix } from '../../bgp/codec/nlri.js'
 import { attrs, peer, px } from './rib-helpers.js'
 
 const tor = peer({ address: '192.0.2.1', asn: 65001 })
@@ -61,4 +62,26 @@ t.test('the guarded policy rejects and reports refused prefixes; the inner polic
   const open = guardPoolPrefixes(ACCEPT_ALL, compilePoolGuard(POOLS, []), () => undefined)
   t.equal(open.empty, false, 'keeps the inner policy for RFC 8212')
   t.equal(open.passesAll, undefined, 'not a pass-everything policy any more')
+})
+
+t.test('passesIpv4 answers as the verdict does: outside every pool, and only over a pass-everything policy', async (t) => {
+  const pools = ['198.18.0.0/16', '198.19.128.0/17', '10.1.2.0/24', '2001:db8:1::/48']
+  const guard = compilePoolGuard(pools, [])
+  const open = guardPoolPrefixes(ACCEPT_ALL, guard, () => undefined)
+  const passes = open.passesIpv4
+  if (passes === undefined) return t.fail('a guard over ACCEPT_ALL has passesIpv4')
+  // Networks in, around and across the pools' edges, at every length.
+  const bases = [0xc6120000, 0xc612ffff, 0xc6110000, 0xc613ffff, 0xc6138000, 0xc6137fff, 0x0a010200, 0x0a0102ff, 0x0a010300, 0x0a000000, 0xcb007100, 0xc0000000]
+  let checked = 0
+  for (const base of bases) {
+    for (let len = 0; len <= 32; len++) {
+      const p = ipv4Prefix(base, len)
+      const outside = guard.verdict(p, attrs(), tor) === 'outside'
+      t.equal(passes(p.addr | 0, len), outside, `${formatPrefix(p)}: passesIpv4 ${outside ? 'true' : 'false'} as the verdict is ${outside ? 'outside' : 'not'}`)
+      checked++
+    }
+  }
+  t.equal(checked, bases.length * 33)
+  const filtered = guardPoolPrefixes(compileBgpFilters([filter('tor', { importV4: [{ action: 'Reject', cidr: '203.0.113.0/24', matchOperator: 'In' }] })], 'import'), guard, () => undefined)
+  t.equal(filtered.passesIpv4, undefined, 'an inner policy that may change a prefix leaves every prefix to apply()')
 })

@@ -5,6 +5,8 @@
 import t from 'tap'
 import { IPV4_UNICAST, formatPrefix, ipv4Prefix, type Ipv4Prefixes, type PathAttributes, type Prefix } from '../../bgp/index.js'
 import type { LocRibChange, Policy, Rib, RibPeer } from '../../bgp/rib/index.js'
+import { ACCEPT_ALL } from '../../bgp/policy/index.js'
+import { compilePoolGuard, guardPoolPrefixes } from '../../bgp/policy/pool-guard.js'
 import { LOCAL_AS, attrs, peer, rib, session } from './rib-helpers.js'
 import { Rng } from '../harness/random.js'
 
@@ -51,6 +53,8 @@ t.test('receiveIpv4 and receive leave the same RIB, operation by operation', asy
       peer({ address: '192.0.2.2' }),
       peer({ address: '192.0.2.3', importPolicy: halfPolicy }),
       peer({ address: '192.0.2.4', asn: 65001 }),
+      // A peer that is not a cluster node: pool prefixes refused, whole sections outside the pools taken.
+      peer({ address: '192.0.2.5', importPolicy: guardPoolPrefixes(ACCEPT_ALL, compilePoolGuard(['198.18.4.0/23', '198.18.16.0/22'], []), () => undefined) }),
     ]
     const byObjects = rib()
     const byColumns = rib()
@@ -132,4 +136,27 @@ t.test('a dump of 70,000 prefixes in sections crosses growth and page boundaries
   table.flush()
   t.equal(changed, 0)
   t.same(table.counts(from), { received: n + 2, accepted: n })
+})
+
+t.test('a section every network of which passesIpv4 is taken whole; one network that does not sends all to apply()', async (t) => {
+  let applied = 0
+  const policy: Policy = {
+    empty: false,
+    // Refuses 10.0.9.0/24 alone; passes everything else unchanged.
+    apply: (p, a) => (applied++, p.afi === 1 && p.addr === 0x0a000900 && p.len === 24 ? undefined : a),
+    passesIpv4: (addr, len) => !(addr === 0x0a000900 && len === 24),
+  }
+  const from = peer({ address: '192.0.2.1', importPolicy: policy })
+  const table = rib()
+  const section = (first: number, count: number): Ipv4Prefixes => ({ count, addr: Int32Array.from({ length: count }, (_, k) => 0x0a000000 + ((first + k) << 8)), len: new Uint8Array(count).fill(24) })
+  t.equal(table.receiveIpv4(from, session('192.0.2.1'), section(0, 8), attrs()), undefined)
+  table.flush()
+  t.equal(applied, 0, 'apply() is not called for a section that passes')
+  t.equal(table.size, 8)
+  table.receiveIpv4(from, session('192.0.2.1'), section(8, 4), attrs())
+  table.flush()
+  t.equal(applied, 4, 'each network of a section with one that does not pass goes through apply()')
+  t.equal(table.size, 11, '10.0.9.0/24 refused, its neighbours taken')
+  t.equal(table.best(ipv4Prefix(0x0a000900, 24)), undefined)
+  t.same(table.counts(from), { received: 12, accepted: 11 })
 })

@@ -3,7 +3,7 @@
 // deletes as it goes; and ipv6Within against config/ip's CIDR containment.
 
 import t from 'tap'
-import { formatIpv6 } from '../../bgp/codec/ip.js'
+import { formatIpv6, parseIpv6 } from '../../bgp/codec/ip.js'
 import { cidrContains } from '../../config/ip/index.js'
 import { ipv6Within, V6PrefixMap } from '../../felix/index.js'
 import { Rng } from '../harness/random.js'
@@ -52,6 +52,34 @@ t.test('random sets, deletes and lookups agree with a Map keyed by text', async 
     for (let s = m.next(-1); s >= 0; s = m.next(s)) walked.set(`${formatIpv6(m.addrAt(s, a))}/${m.lenAt(s)}`, m.valueAt(s))
     t.same([...walked].sort(), [...ref].sort(), `seed ${seed}: a walk yields every prefix once with its value`)
   }
+})
+
+t.test('prefixes that differ in a single byte or in their length are told apart', async (t) => {
+  // Dense: every value of every byte, at two lengths, so probe runs are long and pass over near neighbours.
+  const m = new V6PrefixMap()
+  const ref = new Map<string, number>()
+  const a = new Uint8Array(16)
+  let v = 0
+  for (let i = 0; i < 16; i++) {
+    for (let b = 0; b < 256; b++) {
+      a.fill(0)
+      a[i] = b
+      for (const len of [127, 128]) {
+        const text = `${formatIpv6(a)}/${len}`
+        if (!ref.has(text)) ref.set(text, v)
+        m.set(a, len, ref.get(text)!)
+        v++
+      }
+    }
+  }
+  let bad = 0
+  for (const [text, want] of ref) {
+    const [addr, len] = text.split('/')
+    const got = m.get(parseIpv6(addr!)!, Number(len))
+    if (got !== want && bad++ < 5) t.fail(`${text}: ${got}, expected ${want}`)
+  }
+  t.equal(bad, 0, `${ref.size} prefixes each found with its own value`)
+  t.equal(m.size, ref.size)
 })
 
 t.test('a walk may delete what it has passed; slots move only on growth or clear', async (t) => {

@@ -85,6 +85,7 @@ export class DesiredTable implements DesiredRoutes {
   private changed = new Map<string, KernelRoute | null>()
   private pending: PendingLearned
   private readonly scratch: KeyPrefix = { family: 4, addr4: 0, addr6: undefined, len: 0 }
+  private readonly addr6 = new Uint8Array(16)
 
   constructor(
     private readonly opts: RenderOptions = {},
@@ -200,6 +201,7 @@ export class DesiredTable implements DesiredRoutes {
 
   /** The learned route of a prefix: next-hop ids (see HopSource) and the metric (undefined: the kernel's). */
   set(family: 4 | 6, addr4: number, addr6: Uint8Array | undefined, len: number, hops: readonly number[], metric: number | undefined): void {
+    addr6 = this.own6(addr6)
     const combo = this.learned.intern(hops, metric)
     const before = this.learned.get(family, addr4, addr6, len)
     if (before === combo) return
@@ -208,10 +210,23 @@ export class DesiredTable implements DesiredRoutes {
   }
 
   delete(family: 4 | 6, addr4: number, addr6: Uint8Array | undefined, len: number): void {
+    addr6 = this.own6(addr6)
     const before = this.learned.get(family, addr4, addr6, len)
     if (before < 0) return
     this.pending.note(family, addr4, addr6, len, before)
     this.learned.delete(family, addr4, addr6, len)
+  }
+
+  /**
+   * The caller's IPv6 address copied into the table's own bytes: the storage then reads one kind of array
+   * (a peer's addresses may be Buffers), and nothing keeps the caller's.
+   */
+  private own6(addr6: Uint8Array | undefined): Uint8Array | undefined {
+    if (addr6 === undefined) return undefined
+    const a = this.addr6
+    if (addr6.length < 16) a.fill(0)
+    a.set(addr6.length > 16 ? addr6.subarray(0, 16) : addr6)
+    return a
   }
 
   /** How many learned routes are held (rendered or not). */

@@ -45,7 +45,7 @@ export class LearnedRenderer {
     const { table, protocol } = this.ctx
     return family === 4
       ? { family, table, dst, tos: 0, metric, type: 'unicast', protocol, nexthops: hops, dst4: addr4, dstLen: len }
-      : { family, table, dst, tos: 0, metric, type: 'unicast', protocol, nexthops: hops }
+      : { family, table, dst, tos: 0, metric, type: 'unicast', protocol, nexthops: hops, dst6: addr6!.slice(), dstLen: len }
   }
 
   /** A route for each distinct set of kernel hops rendered so far (what the nexthop object sweep keeps). */

@@ -129,9 +129,8 @@ export class LearnedRoutes {
       before = v === undefined ? -1 : v & COMBO
       m.set(k, combo)
     } else {
-      const v = this.v6.get(addr6!, len)
+      const v = this.v6.set(addr6!, len, combo)
       before = v < 0 ? -1 : v & COMBO
-      this.v6.set(addr6!, len, combo)
     }
     this.comboRefs[combo]!++
     if (before < 0) this.count++

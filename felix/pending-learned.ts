@@ -33,10 +33,7 @@ export class PendingLearned {
       const k = addr4 | 0
       if (m.has(k)) return
       m.set(k, combo)
-    } else {
-      if (this.v6.has(addr6!, len)) return
-      this.v6.set(addr6!, len, combo)
-    }
+    } else if (this.v6.add(addr6!, len, combo, NOT_PENDING) !== NOT_PENDING) return
     if (combo >= 0) this.learned.retain(combo)
     this.size++
   }

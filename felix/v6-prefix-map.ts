@@ -79,19 +79,43 @@ export class V6PrefixMap {
     return this.find(addr, len, at) >= 0
   }
 
-  /** Sets the value of `addr`/`len`; returns its slot. */
-  set(addr: Uint8Array, len: number, value: number, at = 0): number {
-    const found = this.find(addr, len, at)
-    if (found >= 0) {
-      this.vals[found] = value
-      return found
-    }
+  /** Sets the value of `addr`/`len`; returns the value it had, or `absent`. */
+  set(addr: Uint8Array, len: number, value: number, absent = -1, at = 0): number {
+    return this.put(addr, len, value, absent, at, true)
+  }
+
+  /** Sets the value of `addr`/`len` unless it is held; returns the value it had, or `absent` (then set). */
+  add(addr: Uint8Array, len: number, value: number, absent = -1, at = 0): number {
+    return this.put(addr, len, value, absent, at, false)
+  }
+
+  /** One probe run: the prefix's slot if held (its value replaced when `replace`), else the first free one. */
+  private put(addr: Uint8Array, len: number, value: number, absent: number, at: number, replace: boolean): number {
     if ((this.used + 1) * 4 > (this.mask + 1) * 3) this.rehash(this.size + 1)
     const w0 = word(addr, at)
     const w1 = word(addr, at + 4)
     const w2 = word(addr, at + 8)
     const w3 = word(addr, at + 12)
-    return this.insert(w0, w1, w2, w3, len, value)
+    const { words, lens, state, mask } = this
+    let free = -1
+    for (let s = this.hash(w0, w1, w2, w3, len); ; s = (s + 1) & mask) {
+      const st = state[s]
+      if (st === EMPTY) {
+        this.fill(free >= 0 ? free : s, w0, w1, w2, w3, len, value)
+        return absent
+      }
+      if (st === GONE) {
+        if (free < 0) free = s
+        continue
+      }
+      if (lens[s] !== len) continue
+      const o = s * 4
+      if (words[o] === w0 && words[o + 1] === w1 && words[o + 2] === w2 && words[o + 3] === w3) {
+        const was = this.vals[s]!
+        if (replace) this.vals[s] = value
+        return was
+      }
+    }
   }
 
   /** Removes `addr`/`len`; true when it was held. */
@@ -160,10 +184,16 @@ export class V6PrefixMap {
     return h & this.mask
   }
 
-  private insert(w0: number, w1: number, w2: number, w3: number, len: number, value: number): number {
+  /** Puts a prefix known not to be held into its first free slot (a resize). */
+  private insert(w0: number, w1: number, w2: number, w3: number, len: number, value: number): void {
     const { state, mask } = this
     let s = this.hash(w0, w1, w2, w3, len)
     while (state[s] === FULL) s = (s + 1) & mask
+    this.fill(s, w0, w1, w2, w3, len, value)
+  }
+
+  private fill(s: number, w0: number, w1: number, w2: number, w3: number, len: number, value: number): void {
+    const state = this.state
     if (state[s] === EMPTY) this.used++
     const o = s * 4
     this.words[o] = w0
@@ -174,7 +204,6 @@ export class V6PrefixMap {
     this.vals[s] = value
     state[s] = FULL
     this.size++
-    return s
   }
 
   /** A table sized for `count` prefixes at most half full, without the deleted entries. */

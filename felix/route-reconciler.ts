@@ -16,7 +16,7 @@ import { parseBatchErrors, RouteDeltaTracker, type DiffResult, type KeyChange, t
 import { isDeviceLine, monitorDeviceEvent, parseMonitorHopLine, parseMonitorLine, parseRouteJson, type MonitorEvent } from './route-parse.js'
 import { CommandError, type ProcessRunner, type RunResult, type WatchHandle } from './runner.js'
 import { NexthopRegistry, parseNexthopJson, parseNexthopMonitorLine } from './nexthops.js'
-import type { DesiredRoutes } from './desired-table.js'
+import type { DesiredRoutes } from './desired-routes.js'
 
 export interface RouteReconcilerOptions {
   readonly runner: ProcessRunner

@@ -10,11 +10,13 @@ import {
   ExecaRunner,
   RouteReconciler,
   VXLAN_DEVICE,
+  V6PrefixMap,
   applyNat,
   detectHostMtu,
   enableForwarding,
   ensureTunl0,
   ensureVxlan,
+  ipv6Within,
   podMtu,
   renderDesired,
   syncVtepEntries,
@@ -28,13 +30,12 @@ import {
   type ApplyResult,
 } from '../felix/index.js'
 import type { IPPool, Node } from '../config/resources/index.js'
-import { formatPrefix, ipv6Prefix, parsePrefix, type Prefix } from '../bgp/codec/nlri.js'
+import { formatPrefix, ipv6Prefix, parsePrefix } from '../bgp/codec/nlri.js'
 import { formatIpv4 } from '../bgp/codec/ip.js'
 import { kernelMetricOf } from '../bgp/policy/index.js'
 import type { Rib } from '../bgp/rib/rib.js'
 import { DELTA_LOCAL, DELTA_WITHDRAWN, type LocRibDeltas, type NextHopTable } from '../bgp/rib/loc-rib-delta.js'
 import type { Path } from '../bgp/rib/types.js'
-import { insideAny } from './advertisements.js'
 import { preferAffineNodes, type NextHop } from './block-owners.js'
 import type { AffinityConflict } from './refusals.js'
 
@@ -72,6 +73,14 @@ const NO_RULES: ProgramRules = { me: '', services: [], owners: new Map(), fixed:
 /** An IPv4 prefix as one number (address * 64 + length), a Map key without a string. */
 const key4 = (addr: number, len: number): number => addr * 64 + len
 
+/** An IPv6 network address with its host bits clear: `addr` itself unless a peer sent bits past the length. */
+function network6(addr: Uint8Array, len: number): Uint8Array {
+  if (len >= 128) return addr
+  let host = addr[len >> 3]! & (0xff >> (len & 7))
+  for (let i = (len >> 3) + 1; i < 16; i++) host |= addr[i]!
+  return host === 0 ? addr : ipv6Prefix(addr, len).addr
+}
+
 /**
  * The Loc-RIB's deltas into felix's desired table: each changed destination becomes a set or a delete of
  * one learned route (best paths from peers, their next hops by id, LOCAL_PREF as the kernel metric), after
@@ -83,11 +92,11 @@ export class LearnedFeed {
   /** The rules but the owners, which change as blocks are claimed and are compared block by block. */
   private rulesKey = ''
   private services4: { readonly net: number; readonly len: number }[] = []
-  private isService6: (p: Prefix) => boolean = () => false
+  private services6: { readonly net: Uint8Array; readonly len: number }[] = []
   private readonly owned4 = new Set<number>()
-  private readonly owned6 = new Set<string>()
+  private readonly owned6 = new V6PrefixMap()
   private readonly fixed4 = new Set<number>()
-  private readonly fixed6 = new Set<string>()
+  private readonly fixed6 = new V6PrefixMap()
   private readonly hops: number[] = []
   /** Affinity conflicts by block, kept per block so one block's change re-resolves that block alone. */
   private readonly conflicts = new Map<string, AffinityConflict>()
@@ -113,13 +122,12 @@ export class LearnedFeed {
     if (key !== this.rulesKey) {
       this.rulesKey = key
       this.services4 = []
-      const v6: string[] = []
+      this.services6 = []
       for (const c of rules.services) {
         const p = parsePrefix(c)
         if (p.afi === 1) this.services4.push({ net: p.addr, len: p.len })
-        else v6.push(c)
+        else this.services6.push({ net: ipv6Prefix(p.addr, p.len).addr, len: p.len })
       }
-      this.isService6 = insideAny(v6)
       this.fixed4.clear()
       this.fixed6.clear()
       for (const f of rules.fixed) this.addTo(f, this.fixed4, this.fixed6)
@@ -132,10 +140,10 @@ export class LearnedFeed {
     if (changed.length > 0) this.resolveBlocks(changed)
   }
 
-  private addTo(text: string, v4: Set<number>, v6: Set<string>): void {
+  private addTo(text: string, v4: Set<number>, v6: V6PrefixMap): void {
     const p = parsePrefix(text)
     if (p.afi === 1) v4.add(key4(p.addr, p.len))
-    else v6.add(formatPrefix(p))
+    else v6.set(ipv6Prefix(p.addr, p.len).addr, p.len, 1)
   }
 
   /** Every learned route from the Loc-RIB again (start-up, new rules). */
@@ -154,14 +162,13 @@ export class LearnedFeed {
       const len = batch.len(i)
       const addr4 = family === 4 ? batch.ipv4(i) : 0
       const addr6 = family === 6 ? batch.ipv6(i) : undefined
-      const prefix6 = addr6 !== undefined ? ipv6Prefix(addr6, len) : undefined
-      const text = prefix6 !== undefined ? formatPrefix(prefix6) : undefined
-      if (family === 4 ? this.owned4.has(key4(addr4, len)) : this.owned6.has(text!)) {
-        if (owned) (touched ??= []).push(text ?? `${formatIpv4(addr4)}/${len}`)
+      const net6 = addr6 !== undefined && (this.owned6.size > 0 || this.fixed6.size > 0 || this.services6.length > 0) ? network6(addr6, len) : addr6
+      if (family === 4 ? this.owned4.has(key4(addr4, len)) : this.owned6.size > 0 && this.owned6.has(net6!, len)) {
+        if (owned) (touched ??= []).push(family === 4 ? `${formatIpv4(addr4)}/${len}` : formatPrefix(ipv6Prefix(net6!, len)))
         continue
       }
       const n = batch.hopCount(i)
-      if ((batch.flags(i) & (DELTA_WITHDRAWN | DELTA_LOCAL)) !== 0 || n === 0 || this.excluded(family, addr4, len, text, prefix6)) {
+      if ((batch.flags(i) & (DELTA_WITHDRAWN | DELTA_LOCAL)) !== 0 || n === 0 || this.excluded(family, addr4, net6, len)) {
         d.delete(family, addr4, addr6, len)
         continue
       }
@@ -174,8 +181,13 @@ export class LearnedFeed {
     if (touched !== undefined) this.resolveBlocks(touched)
   }
 
-  private excluded(family: 4 | 6, addr4: number, len: number, text: string | undefined, prefix6: Prefix | undefined): boolean {
-    if (family === 6) return this.fixed6.has(text!) || this.isService6(prefix6!)
+  /** Whether a route is one felix leaves to others (a service range) or routes statically (a fixed prefix). */
+  private excluded(family: 4 | 6, addr4: number, net6: Uint8Array | undefined, len: number): boolean {
+    if (family === 6) {
+      if (this.fixed6.size > 0 && this.fixed6.has(net6!, len)) return true
+      for (const s of this.services6) if (len >= s.len && ipv6Within(s.net, s.len, net6!)) return true
+      return false
+    }
     if (this.fixed4.has(key4(addr4, len))) return true
     for (const s of this.services4) if (len >= s.len && (s.len === 0 || addr4 >>> (32 - s.len) === s.net >>> (32 - s.len))) return true
     return false
@@ -202,8 +214,7 @@ export class LearnedFeed {
       const prefix = parsePrefix(block)
       const best = this.rib.best(prefix)
       if (best === undefined || best.path.peer === undefined) continue
-      const text = prefix.afi === 1 ? undefined : formatPrefix(prefix)
-      if (this.excluded(prefix.afi === 1 ? 4 : 6, prefix.afi === 1 ? prefix.addr : 0, prefix.len, text, prefix)) continue
+      if (this.excluded(prefix.afi === 1 ? 4 : 6, prefix.afi === 1 ? prefix.addr : 0, prefix.afi === 2 ? ipv6Prefix(prefix.addr, prefix.len).addr : undefined, prefix.len)) continue
       const hops = new Map<string, NextHop>()
       for (const p of best.multipath.length > 0 ? best.multipath : [best.path]) {
         const h = hopOf(p)

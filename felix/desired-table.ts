@@ -4,67 +4,21 @@
 // noted, a learned one as its prefix and the combo it held (numbers, no key), so the reconciler writes
 // only those (takeChanges); a change of context re-renders everything and is followed by a full resync. Pure.
 
-import { formatIpv4, formatIpv6, parseIpv4 } from '../bgp/codec/ip.js'
-import type { DesiredState, LearnedNextHop } from './desired-state.js'
-import { compareNextHops, defaultMetric, routeKey, sameHops, type Family, type KernelRoute, type NextHop } from './kernel-route.js'
+import { formatIpv4, formatIpv6, parseIpv4, parseIpv6 } from '../bgp/codec/ip.js'
+import type { DesiredState } from './desired-state.js'
+import { defaultMetric, routeKey, sameHops, type Family, type KernelRoute } from './kernel-route.js'
+import { LearnedRenderer, type HopSource } from './learned-render.js'
 import { LearnedRoutes, type LearnedEntry } from './learned-routes.js'
 import { NOT_PENDING, parseKey, PendingLearned, type KeyPrefix } from './pending-learned.js'
-import { RenderContext, type PoolMatch, type RenderOptions, type RenderProblem } from './render-context.js'
-import type { KeyedRoutes } from './route-diff.js'
+import { RenderContext, type RenderOptions, type RenderProblem } from './render-context.js'
+import type { ChangeList, DesiredRoutes, OwnRoutes } from './desired-routes.js'
+import type { KeyChange } from './route-diff.js'
 import type { DumpedRoute } from './rtnl-routes.js'
+import { V6PrefixMap } from './v6-prefix-map.js'
 
-/** The next hops learned routes name by id: the address and, when known, the node it belongs to. */
-export interface HopSource {
-  hop(id: number): LearnedNextHop | undefined
-}
+export type { ChangeList, DesiredRoutes, OwnRoutes } from './desired-routes.js'
+export type { HopSource } from './learned-render.js'
 
-/** A keyed table of routes that can say whether it holds a key and be walked. */
-export interface OwnRoutes extends KeyedRoutes {
-  has(key: string): boolean
-}
-
-/** What the reconciler needs of its desired routes; a Map of KernelRoute by routeKey is one. */
-export interface DesiredRoutes extends OwnRoutes {
-  /** At least the number of routes (an iteration may yield fewer). */
-  readonly size: number
-  values(): Iterable<KernelRoute>
-  /** The families the routes are in, when known without a walk. */
-  families?(): readonly Family[]
-  /**
-   * The keys changed since the last call, each with what it held then (null: nothing), made key by key as
-   * the list is walked (a million changed routes are not a million keys at once); resets the list.
-   */
-  takeChanges?(): ChangeList
-  /** The routes as of the last takeChanges(): what the kernel holds once that write succeeded. */
-  asWritten?(): OwnRoutes
-  /** A streaming read: marks a dumped IPv4 route seen when it is exactly a desired one (else false). */
-  matchDumped?(r: DumpedRoute): boolean
-  /**
-   * The desired routes no matchDumped() call marked, rendered (the fixed ones among them); with `written`,
-   * only those it says are written from the walk, each then counted as written as it is at that moment.
-   */
-  unmatched?(written?: (key: string) => boolean): Iterable<readonly [string, KernelRoute]>
-  /** Forgets every mark matchDumped() made. */
-  clearMatched?(): void
-  /** A route for each distinct set of next hops the desired routes go through (the nexthop object sweep). */
-  hopRoutes?(): Iterable<KernelRoute>
-}
-
-/**
- * The changes one take listed: each key with what it held at the take before (null: nothing). Walked once,
- * in order, by the writer; a learned route's entries are rendered as the walk reaches them, in the table's
- * state of that moment, which the next take then counts as written.
- */
-export interface ChangeList {
-  /** At least the number of learned prefixes and fixed keys listed (a learned prefix may yield two keys). */
-  readonly size: number
-  /** Walks the list, once; each entry is gone from it once passed, and an unfinished walk drops the rest. */
-  entries(): IterableIterator<readonly [string, KernelRoute | null]>
-  /** Drops the list unwalked (a full diff covers it). */
-  drop(): void
-}
-
-const MAX_PROBLEMS = 100
 /** An IPv4 `addr/len` as address * 64 + length. */
 function dst4Key(dst: string): number {
   const slash = dst.indexOf('/')
@@ -72,27 +26,30 @@ function dst4Key(dst: string): number {
 }
 
 export class DesiredTable implements DesiredRoutes {
-  private ctx: RenderContext
-  private hopSource: HopSource
   private readonly learned = new LearnedRoutes()
+  private renderer: LearnedRenderer
   private fixed: ReadonlyMap<string, KernelRoute> = new Map()
   /** The fixed IPv4 routes' destinations as address * 64 + length. */
   private fixed4 = new Set<number>()
+  /** The fixed IPv6 routes' destinations. */
+  private fixed6 = new V6PrefixMap()
   /** Fixed routes' keys changed since the last take, each with what it held then (null: nothing). */
   private changed = new Map<string, KernelRoute | null>()
   private pending: PendingLearned
   private readonly scratch: KeyPrefix = { family: 4, addr4: 0, addr6: undefined, len: 0 }
-  /** The kernel hops of a (combo, pool), or null when none is usable; cleared with the context. */
-  private readonly hopCache = new Map<number, readonly NextHop[] | null>()
-  private readonly routeProblems = new Map<string, RenderProblem>()
+  private readonly addr6 = new Uint8Array(16)
 
   constructor(
     private readonly opts: RenderOptions = {},
     hops: HopSource = { hop: () => undefined },
   ) {
-    this.ctx = new RenderContext({ pools: [], vteps: [], localNode: { name: '', parentInterface: 'eth0' } }, opts)
-    this.hopSource = hops
+    const ctx = new RenderContext({ pools: [], vteps: [], localNode: { name: '', parentInterface: 'eth0' } }, opts)
+    this.renderer = new LearnedRenderer(ctx, hops, this.learned)
     this.pending = new PendingLearned(this.learned)
+  }
+
+  private get ctx(): RenderContext {
+    return this.renderer.ctx
   }
 
   get table(): number {
@@ -105,7 +62,7 @@ export class DesiredTable implements DesiredRoutes {
 
   /** The render context's problems (pools, node, VTEPs) and the learned routes' (next hops), a bounded few. */
   problems(): RenderProblem[] {
-    return [...this.ctx.problems, ...this.routeProblems.values()]
+    return [...this.ctx.problems, ...this.renderer.problems()]
   }
 
   /** The VTEP neighbours and FDB entries of the current context. */
@@ -118,10 +75,7 @@ export class DesiredTable implements DesiredRoutes {
    * (the old renderings are gone), so the caller resyncs against the kernel.
    */
   setContext(state: Pick<DesiredState, 'pools' | 'vteps' | 'localNode'>, hops: HopSource): void {
-    this.ctx = new RenderContext(state, this.opts)
-    this.hopSource = hops
-    this.hopCache.clear()
-    this.routeProblems.clear()
+    this.renderer = new LearnedRenderer(new RenderContext(state, this.opts), hops, this.learned)
     this.changed.clear()
     this.pending.clear()
   }
@@ -133,24 +87,47 @@ export class DesiredTable implements DesiredRoutes {
     for (const [k, r] of routes) if (this.fixed.get(k) !== r) this.noteFixed(k)
     this.fixed = routes
     this.fixed4 = new Set()
-    for (const r of routes.values()) if (r.family === 4) this.fixed4.add(r.dst4 !== undefined ? r.dst4 * 64 + (r.dstLen ?? 32) : dst4Key(r.dst))
+    this.fixed6 = new V6PrefixMap()
+    for (const r of routes.values()) {
+      if (r.family === 4) this.fixed4.add(r.dst4 !== undefined ? r.dst4 * 64 + (r.dstLen ?? 32) : dst4Key(r.dst))
+      else {
+        const slash = r.dst.indexOf('/')
+        const addr = parseIpv6(r.dst.slice(0, slash))
+        if (addr !== undefined) this.fixed6.set(addr, Number(r.dst.slice(slash + 1)), 1)
+      }
+    }
   }
 
   matchDumped(r: DumpedRoute): boolean {
     const { table, protocol } = this.ctx
-    if (r.protocol !== protocol || r.table !== table || r.tos !== 0 || r.type !== 'unicast' || this.fixed4.has(r.dst4 * 64 + r.len)) return false
+    if (r.protocol !== protocol || r.table !== table || r.tos !== 0 || r.type !== 'unicast') return false
+    if (r.family === 6) return this.matchDumped6(r)
+    if (this.fixed4.has(r.dst4 * 64 + r.len)) return false
     const combo = this.learned.get(4, r.dst4, undefined, r.len)
     if (combo < 0 || (this.learned.metric(combo) ?? 0) !== r.metric) return false
-    const hops = this.hopsFor(combo, this.ctx.poolForIpv4(r.dst4, r.len), 4, () => `${formatIpv4(r.dst4)}/${r.len}`)
+    const hops = this.renderer.hopsFor(combo, this.ctx.poolForIpv4(r.dst4, r.len), 4, () => `${formatIpv4(r.dst4)}/${r.len}`)
     if (hops === null || !sameHops(hops, r.nexthops)) return false
     this.learned.markSeen(r.dst4, r.len)
+    return true
+  }
+
+  /** matchDumped() for an IPv6 route, by its address bytes where the dump has them. */
+  private matchDumped6(r: DumpedRoute): boolean {
+    const { dst6, dst6At, len } = r
+    if (this.fixed6.size > 0 && this.fixed6.has(dst6, len, dst6At)) return false
+    const combo = this.learned.get6At(dst6, dst6At, len)
+    if (combo < 0 || (this.learned.metric(combo) ?? defaultMetric(6)) !== r.metric) return false
+    const addr = dst6.subarray(dst6At, dst6At + 16)
+    const hops = this.renderer.hopsFor(combo, this.ctx.poolForIpv6(addr, len), 6, () => `${formatIpv6(addr)}/${len}`)
+    if (hops === null || !sameHops(hops, r.nexthops)) return false
+    this.learned.markSeen6At(dst6, dst6At, len)
     return true
   }
 
   *unmatched(written?: (key: string) => boolean): IterableIterator<readonly [string, KernelRoute]> {
     for (const e of this.fixed) if (written === undefined || written(e[0])) yield e
     for (const e of this.learned.entries()) {
-      if (e.family === 4 && this.learned.seen(e.addr4, e.len)) continue
+      if (e.seen) continue
       const r = this.renderEntry(e)
       if (r === undefined) continue
       const key = routeKey(r)
@@ -167,12 +144,7 @@ export class DesiredTable implements DesiredRoutes {
 
   *hopRoutes(): IterableIterator<KernelRoute> {
     yield* this.fixed.values()
-    const { table, protocol } = this.ctx
-    for (const hops of this.hopCache.values()) {
-      if (hops === null) continue
-      const family = hops[0]?.gateway?.includes(':') === true ? 6 : 4
-      yield { family, table, dst: '', tos: 0, metric: 0, type: 'unicast', protocol, nexthops: hops }
-    }
+    yield* this.renderer.hopRoutes()
   }
 
   private noteFixed(key: string): void {
@@ -181,6 +153,7 @@ export class DesiredTable implements DesiredRoutes {
 
   /** The learned route of a prefix: next-hop ids (see HopSource) and the metric (undefined: the kernel's). */
   set(family: 4 | 6, addr4: number, addr6: Uint8Array | undefined, len: number, hops: readonly number[], metric: number | undefined): void {
+    addr6 = this.own6(addr6)
     const combo = this.learned.intern(hops, metric)
     const before = this.learned.get(family, addr4, addr6, len)
     if (before === combo) return
@@ -189,10 +162,23 @@ export class DesiredTable implements DesiredRoutes {
   }
 
   delete(family: 4 | 6, addr4: number, addr6: Uint8Array | undefined, len: number): void {
+    addr6 = this.own6(addr6)
     const before = this.learned.get(family, addr4, addr6, len)
     if (before < 0) return
     this.pending.note(family, addr4, addr6, len, before)
     this.learned.delete(family, addr4, addr6, len)
+  }
+
+  /**
+   * The caller's IPv6 address copied into the table's own bytes: the storage then reads one kind of array
+   * (a peer's addresses may be Buffers), and nothing keeps the caller's.
+   */
+  private own6(addr6: Uint8Array | undefined): Uint8Array | undefined {
+    if (addr6 === undefined) return undefined
+    const a = this.addr6
+    if (addr6.length < 16) a.fill(0)
+    a.set(addr6.length > 16 ? addr6.subarray(0, 16) : addr6)
+    return a
   }
 
   /** How many learned routes are held (rendered or not). */
@@ -201,7 +187,9 @@ export class DesiredTable implements DesiredRoutes {
   }
 
   takeChanged(): ReadonlyMap<string, KernelRoute | null> {
-    return new Map(this.takeChanges().entries())
+    const out = new Map<string, KernelRoute | null>()
+    for (const [key, held] of this.takeChanges().entries()) out.set(key, held)
+    return out
   }
 
   takeChanges(): ChangeList {
@@ -212,7 +200,7 @@ export class DesiredTable implements DesiredRoutes {
     return { size: fixed.size + taken.size, entries: () => this.walkChanges(fixed, taken), drop: () => taken.clear() }
   }
 
-  private *walkChanges(fixed: ReadonlyMap<string, KernelRoute | null>, taken: PendingLearned): Generator<readonly [string, KernelRoute | null]> {
+  private *walkChanges(fixed: ReadonlyMap<string, KernelRoute | null>, taken: PendingLearned): Generator<KeyChange> {
     try {
       yield* fixed
       const e: KeyPrefix = { family: 4, addr4: 0, addr6: undefined, len: 0 }
@@ -229,12 +217,16 @@ export class DesiredTable implements DesiredRoutes {
       }
       e.family = 6
       e.addr4 = 0
-      for (const [k, p] of taken.v6) {
-        e.addr6 = p.addr
-        e.len = p.len
-        yield* this.learnedChange(e, p.before, fixed)
-        taken.v6.delete(k)
-        taken.walked(p.before)
+      const addr6 = (e.addr6 = new Uint8Array(16))
+      const v6 = taken.v6
+      // Nothing inserts into a taken list, so its slots stay where they are.
+      for (let s = v6.next(-1); s >= 0; s = v6.next(s)) {
+        v6.addrAt(s, addr6)
+        e.len = v6.lenAt(s)
+        const before = v6.valueAt(s)
+        yield* this.learnedChange(e, before, fixed)
+        v6.deleteAt(s)
+        taken.walked(before)
       }
     } finally {
       taken.clear()
@@ -244,19 +236,24 @@ export class DesiredTable implements DesiredRoutes {
   /**
    * The keys a learned prefix's change touches: the key of what it held (with what the key held: the fixed
    * route there, or that rendering) and the key of what it holds now, unless a fixed route's change lists
-   * the key. The prefix then counts as written as it is now: a later change is listed against that.
+   * the key; each with what get() would answer for it now, worked out here, where the prefix is known, so the
+   * diff neither parses the key back nor renders the route again. The prefix then counts as written as it
+   * is now: a later change is listed against that.
    */
-  private *learnedChange(p: KeyPrefix, before: number, fixedChanged: ReadonlyMap<string, KernelRoute | null>): Generator<readonly [string, KernelRoute | null]> {
+  private *learnedChange(p: KeyPrefix, before: number, fixedChanged: ReadonlyMap<string, KernelRoute | null>): Generator<KeyChange> {
     const now = this.learned.get(p.family, p.addr4, p.addr6, p.len)
     this.pending.rebase(p.family, p.addr4, p.addr6, p.len, now)
     const old = before < 0 ? undefined : this.render(p.family, p.addr4, p.addr6, p.len, before)
     const oldKey = old === undefined ? undefined : routeKey(old)
-    if (oldKey !== undefined && !fixedChanged.has(oldKey)) yield [oldKey, this.fixed.get(oldKey) ?? old!]
-    if (now < 0 || now === before) return
-    const r = this.render(p.family, p.addr4, p.addr6, p.len, now)
-    if (r === undefined) return
-    const key = routeKey(r)
-    if (key !== oldKey && !fixedChanged.has(key)) yield [key, this.fixed.get(key) ?? null]
+    const r = now < 0 ? undefined : now === before ? old : this.render(p.family, p.addr4, p.addr6, p.len, now)
+    const key = r === undefined ? undefined : r === old ? oldKey : routeKey(r)
+    if (oldKey !== undefined && !fixedChanged.has(oldKey)) {
+      const fixed = this.fixed.get(oldKey)
+      yield [oldKey, fixed ?? old!, fixed ?? (key === oldKey ? r! : null)]
+    }
+    if (key === undefined || key === oldKey || fixedChanged.has(key)) return
+    const fixed = this.fixed.get(key)
+    yield [key, fixed ?? null, fixed ?? r!]
   }
 
   /** What `key` held at the last take: what the kernel holds once that take's write succeeded. */
@@ -297,7 +294,9 @@ export class DesiredTable implements DesiredRoutes {
           if (m === undefined) continue
           for (const [a, before] of m) yield* self.withdrawnSince(4, a >>> 0, undefined, len, before)
         }
-        for (const p of self.pending.v6.values()) yield* self.withdrawnSince(6, 0, p.addr, p.len, p.before)
+        const v6 = self.pending.v6
+        const addr6 = new Uint8Array(16)
+        for (let s = v6.next(-1); s >= 0; s = v6.next(s)) yield* self.withdrawnSince(6, 0, v6.addrAt(s, addr6), v6.lenAt(s), v6.valueAt(s))
       },
     }
   }
@@ -357,7 +356,7 @@ export class DesiredTable implements DesiredRoutes {
         continue
       }
       const pool = this.ctx.poolForIpv4(e.addr4, e.len)
-      if (this.hopsFor(e.combo, pool, 4, () => `${formatIpv4(e.addr4)}/${e.len}`) !== null) n++
+      if (this.renderer.hopsFor(e.combo, pool, 4, () => `${formatIpv4(e.addr4)}/${e.len}`) !== null) n++
     }
     return n
   }
@@ -372,52 +371,6 @@ export class DesiredTable implements DesiredRoutes {
 
   /** A learned route as the kernel route felix wants for it in the current context; undefined: none usable. */
   private render(family: 4 | 6, addr4: number, addr6: Uint8Array | undefined, len: number, combo: number): KernelRoute | undefined {
-    const pool = family === 4 ? this.ctx.poolForIpv4(addr4, len) : this.ctx.poolForIpv6(addr6!, len)
-    const dst = family === 4 ? `${formatIpv4(addr4)}/${len}` : `${formatIpv6(addr6!)}/${len}`
-    const hops = this.hopsFor(combo, pool, family, () => dst)
-    if (hops === null) return undefined
-    const metric = this.learned.metric(combo) ?? defaultMetric(family)
-    const { table, protocol } = this.ctx
-    return family === 4
-      ? { family, table, dst, tos: 0, metric, type: 'unicast', protocol, nexthops: hops, dst4: addr4, dstLen: len }
-      : { family, table, dst, tos: 0, metric, type: 'unicast', protocol, nexthops: hops }
-  }
-
-  /** The kernel hops of a combo in a pool, sorted, shared by every route with both; null when none. */
-  private hopsFor(combo: number, pool: PoolMatch, family: Family, dstOf: () => string): readonly NextHop[] | null {
-    const key = combo * 4096 + pool.index + 1
-    const known = this.hopCache.get(key)
-    if (known !== undefined) return known
-    const dst = dstOf()
-    const hops: NextHop[] = []
-    for (const id of this.learned.hops(combo)) {
-      const nh = this.hopSource.hop(id)
-      const path = (): string => `learned ${dst}: next hop ${nh?.address ?? `#${id}`}`
-      if (nh === undefined) {
-        this.problem(path(), `next hop #${id} is not known`)
-        continue
-      }
-      // A missing VTEP is reported by the context, once per (next hop, pool).
-      const res = this.ctx.resolveHop(nh, pool, path)
-      if (res.problem !== undefined) {
-        this.problem(path(), res.problem)
-        continue
-      }
-      if (res.ip !== undefined && res.ip.family !== family) {
-        this.problem(path(), `IPv${res.ip.family} next hop for IPv${family} prefix ${dst}`)
-        continue
-      }
-      const hop = res.hop
-      if (hop === undefined) continue
-      if (!hops.some((h) => h.gateway === hop.gateway && h.dev === hop.dev)) hops.push(hop)
-    }
-    if (hops.length > 1) hops.sort(compareNextHops)
-    const out = hops.length === 0 ? null : hops
-    this.hopCache.set(key, out)
-    return out
-  }
-
-  private problem(path: string, message: string): void {
-    if (this.routeProblems.size < MAX_PROBLEMS) this.routeProblems.set(`${path}\u0000${message}`, { path, message })
+    return this.renderer.render(family, addr4, addr6, len, combo)
   }
 }

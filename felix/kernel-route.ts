@@ -27,6 +27,8 @@ export interface KernelRoute {
   /** `dst`'s IPv4 network as an unsigned number and its length, when the renderer had them as numbers. */
   readonly dst4?: number
   readonly dstLen?: number
+  /** `dst`'s IPv6 network as 16 bytes (with `dstLen`), when the renderer had them. */
+  readonly dst6?: Uint8Array
 }
 
 /** Calico's is 80 (notes/calico.md §3.2); pinto takes an unassigned number so both can share a host. */

@@ -4,7 +4,7 @@
 
 import { routeKey, type KernelRoute } from './kernel-route.js'
 import type { RouteConflict, RouteOp } from './route-diff.js'
-import type { OwnRoutes } from './desired-table.js'
+import type { OwnRoutes } from './desired-routes.js'
 
 export class KnownTable implements Iterable<readonly [string, KernelRoute]> {
   private constructor(

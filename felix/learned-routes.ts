@@ -2,16 +2,11 @@
 // (next-hop ids, metric) pair, so a million routes through a few nodes cost a Map entry each and no object
 // or string. Next hops are ids the caller gives (see DesiredTable's HopSource). Pure storage, no rendering.
 
-/** An IPv6 prefix as a short string key (length, then the 16 bytes as char codes). */
-export function v6Key(addr: Uint8Array, len: number): string {
-  let key = String.fromCharCode(len)
-  for (let i = 0; i < 16; i++) key += String.fromCharCode(addr[i]!)
-  return key
-}
+import { V6PrefixMap } from './v6-prefix-map.js'
 
 /**
- * Set beside an IPv4 route's combo while a streaming read of the kernel has seen it there exactly as
- * desired (see mark()); combos stay far below it.
+ * Set beside a route's combo while a streaming read of the kernel has seen it there exactly as desired (see
+ * markSeen()); combos stay far below it.
  */
 const SEEN = 1 << 29
 const COMBO = SEEN - 1
@@ -25,12 +20,15 @@ export interface LearnedEntry {
   len: number
   /** The route's (next hops, metric) id: see hops() and metric(). */
   combo: number
+  /** Whether a streaming read marked it seen (markSeen()). */
+  seen: boolean
 }
 
 export class LearnedRoutes {
   /** IPv4 by prefix length: network address (as int32, so a small integer key) -> combo. */
   private readonly v4: (Map<number, number> | undefined)[] = new Array<undefined>(33).fill(undefined)
-  private readonly v6 = new Map<string, { readonly addr: Uint8Array; readonly len: number; combo: number }>()
+  /** IPv6: prefix -> combo (with SEEN). */
+  private readonly v6 = new V6PrefixMap()
   private readonly comboHops: (readonly number[] | undefined)[] = []
   private readonly comboMetric: (number | undefined)[] = []
   private readonly comboRefs: number[] = []
@@ -63,7 +61,14 @@ export class LearnedRoutes {
       const v = this.v4[len]?.get(addr4 | 0)
       return v === undefined ? -1 : v & COMBO
     }
-    return this.v6.get(v6Key(addr6!, len))?.combo ?? -1
+    const v = this.v6.get(addr6!, len)
+    return v < 0 ? -1 : v & COMBO
+  }
+
+  /** The combo of an IPv6 prefix whose address is at byte `at` of `buf` (a dumped route's), or -1. */
+  get6At(buf: Uint8Array, at: number, len: number): number {
+    const v = this.v6.get(buf, len, -1, at)
+    return v < 0 ? -1 : v & COMBO
   }
 
   /** Marks an IPv4 route seen (until clearSeen(), or a change of the route). */
@@ -72,6 +77,12 @@ export class LearnedRoutes {
     const k = addr4 | 0
     const v = m?.get(k)
     if (v !== undefined) m!.set(k, v | SEEN)
+  }
+
+  /** Marks an IPv6 route (its address at byte `at` of `buf`) seen, as markSeen() does. */
+  markSeen6At(buf: Uint8Array, at: number, len: number): void {
+    const s = this.v6.find(buf, len, at)
+    if (s >= 0) this.v6.setValueAt(s, this.v6.valueAt(s) | SEEN)
   }
 
   /** Whether an IPv4 route is marked seen. */
@@ -85,6 +96,8 @@ export class LearnedRoutes {
       if (m === undefined) continue
       for (const [k, v] of m) if ((v & SEEN) !== 0) m.set(k, v & COMBO)
     }
+    const v6 = this.v6
+    for (let s = v6.next(-1); s >= 0; s = v6.next(s)) v6.setValueAt(s, v6.valueAt(s) & COMBO)
   }
 
   /** The combo of (hops, metric), made when new; `hops` is not kept (a sorted copy is). */
@@ -116,12 +129,8 @@ export class LearnedRoutes {
       before = v === undefined ? -1 : v & COMBO
       m.set(k, combo)
     } else {
-      const k = v6Key(addr6!, len)
-      const e = this.v6.get(k)
-      if (e !== undefined) {
-        before = e.combo
-        e.combo = combo
-      } else this.v6.set(k, { addr: Uint8Array.from(addr6!), len, combo })
+      const v = this.v6.set(addr6!, len, combo)
+      before = v < 0 ? -1 : v & COMBO
     }
     this.comboRefs[combo]!++
     if (before < 0) this.count++
@@ -139,9 +148,11 @@ export class LearnedRoutes {
       before = v === undefined ? -1 : v & COMBO
       if (before >= 0) m!.delete(k)
     } else {
-      const k = v6Key(addr6!, len)
-      before = this.v6.get(k)?.combo ?? -1
-      if (before >= 0) this.v6.delete(k)
+      const s = this.v6.find(addr6!, len)
+      if (s >= 0) {
+        before = this.v6.valueAt(s) & COMBO
+        this.v6.delete(addr6!, len)
+      }
     }
     if (before >= 0) {
       this.count--
@@ -172,9 +183,13 @@ export class LearnedRoutes {
     this.freeCombos.push(combo)
   }
 
-  /** Every route, IPv4 by length then IPv6; the entry object is reused. Changes meanwhile are not allowed. */
+  /**
+   * Every route, IPv4 by length then IPv6; the entry object (and an IPv6 entry's address) is reused. A
+   * route changed meanwhile may or may not be seen, and a route may be seen twice when IPv6 storage grows
+   * meanwhile (the walk of IPv6 then starts again); every route held throughout is seen.
+   */
   *entries(): IterableIterator<LearnedEntry> {
-    const e: LearnedEntry = { family: 4, addr4: 0, addr6: undefined, len: 0, combo: 0 }
+    const e: LearnedEntry = { family: 4, addr4: 0, addr6: undefined, len: 0, combo: 0, seen: false }
     for (let len = 0; len <= 32; len++) {
       const m = this.v4[len]
       if (m === undefined) continue
@@ -182,15 +197,26 @@ export class LearnedRoutes {
       for (const [a, combo] of m) {
         e.addr4 = a >>> 0
         e.combo = combo & COMBO
+        e.seen = (combo & SEEN) !== 0
         yield e
       }
     }
     e.family = 6
     e.addr4 = 0
-    for (const v of this.v6.values()) {
-      e.addr6 = v.addr
-      e.len = v.len
-      e.combo = v.combo
+    const addr6 = (e.addr6 = new Uint8Array(16))
+    const v6 = this.v6
+    let epoch = v6.epoch
+    for (let s = v6.next(-1); s >= 0; s = v6.next(s)) {
+      if (v6.epoch !== epoch) {
+        epoch = v6.epoch
+        s = v6.next(-1)
+        if (s < 0) break
+      }
+      v6.addrAt(s, addr6)
+      e.len = v6.lenAt(s)
+      const v = v6.valueAt(s)
+      e.combo = v & COMBO
+      e.seen = (v & SEEN) !== 0
       yield e
     }
   }

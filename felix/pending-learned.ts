@@ -3,16 +3,11 @@
 // a route key back into the prefix a learned route would have. Pure storage.
 
 import { parseIpv4, parseIpv6 } from '../bgp/codec/ip.js'
-import { v6Key, type LearnedRoutes } from './learned-routes.js'
+import type { LearnedRoutes } from './learned-routes.js'
+import { V6PrefixMap } from './v6-prefix-map.js'
 
 /** Not in a pending map: no change since the last take. */
 export const NOT_PENDING = -2
-
-interface Pending6 {
-  readonly addr: Uint8Array
-  readonly len: number
-  before: number
-}
 
 /**
  * The learned prefixes changed since a take, each with the combo it held then (-1: none). Each such combo is
@@ -20,14 +15,15 @@ interface Pending6 {
  */
 export class PendingLearned {
   readonly v4: (Map<number, number> | undefined)[] = new Array<undefined>(33).fill(undefined)
-  readonly v6 = new Map<string, Pending6>()
+  /** IPv6: prefix -> the combo it held (-1: none). */
+  readonly v6 = new V6PrefixMap()
   size = 0
 
   constructor(private readonly learned: LearnedRoutes) {}
 
   before(family: 4 | 6, addr4: number, addr6: Uint8Array | undefined, len: number): number {
     if (family === 4) return this.v4[len]?.get(addr4 | 0) ?? NOT_PENDING
-    return this.v6.get(v6Key(addr6!, len))?.before ?? NOT_PENDING
+    return this.v6.get(addr6!, len, NOT_PENDING)
   }
 
   /** Notes the prefix with the combo it holds now, unless it is noted already (the first change keeps its). */
@@ -37,11 +33,7 @@ export class PendingLearned {
       const k = addr4 | 0
       if (m.has(k)) return
       m.set(k, combo)
-    } else {
-      const k = v6Key(addr6!, len)
-      if (this.v6.has(k)) return
-      this.v6.set(k, { addr: Uint8Array.from(addr6!), len, before: combo })
-    }
+    } else if (this.v6.add(addr6!, len, combo, NOT_PENDING) !== NOT_PENDING) return
     if (combo >= 0) this.learned.retain(combo)
     this.size++
   }
@@ -54,7 +46,8 @@ export class PendingLearned {
   /** Drops every noted change, releasing their combos. */
   clear(): void {
     for (const m of this.v4) if (m !== undefined) for (const c of m.values()) this.walked(c)
-    for (const p of this.v6.values()) this.walked(p.before)
+    const v6 = this.v6
+    for (let s = v6.next(-1); s >= 0; s = v6.next(s)) this.walked(v6.valueAt(s))
     this.v4.fill(undefined)
     this.v6.clear()
     this.size = 0
@@ -71,10 +64,10 @@ export class PendingLearned {
       this.swap(was, combo)
       return
     }
-    const e = this.v6.get(v6Key(addr6!, len))
-    if (e === undefined) return
-    this.swap(e.before, combo)
-    e.before = combo
+    const s = this.v6.find(addr6!, len)
+    if (s < 0) return
+    this.swap(this.v6.valueAt(s), combo)
+    this.v6.setValueAt(s, combo)
   }
 
   private swap(was: number, now: number): void {

@@ -7,6 +7,7 @@ import { AddrError, cidrContains, formatAddr, formatCidr, parseIfAddr, readAddr,
 import type { IPPool } from '../config/resources/index.js'
 import type { DesiredState, LearnedNextHop, RemoteVtep } from './desired-state.js'
 import { DEFAULT_ROUTE_PROTOCOL, MAIN_TABLE, type Family, type NextHop } from './kernel-route.js'
+import { ipv6Within } from './v6-prefix-map.js'
 
 export const TUNL_DEVICE = 'tunl0'
 export const VXLAN_DEVICE = 'vxlan.pinto'
@@ -111,16 +112,6 @@ function bytes16(v: bigint): Uint8Array {
   return out
 }
 
-/** Whether the first `bits` bits of `net` and `addr` agree. */
-function samePrefix(net: Uint8Array, addr: Uint8Array, bits: number): boolean {
-  const whole = bits >> 3
-  for (let i = 0; i < whole; i++) if (net[i] !== addr[i]) return false
-  const rest = bits & 7
-  if (rest === 0) return true
-  const mask = (0xff << (8 - rest)) & 0xff
-  return ((net[whole]! ^ addr[whole]!) & mask) === 0
-}
-
 export class RenderContext {
   readonly table: number
   readonly protocol: number
@@ -197,7 +188,7 @@ export class RenderContext {
     let best: { readonly match: PoolMatch; readonly len: number } | undefined
     for (const v of this.v6Pools) {
       if (v.len > len || (best !== undefined && v.len <= best.len)) continue
-      if (samePrefix(v.net, addr, v.len)) best = v
+      if (ipv6Within(v.net, v.len, addr)) best = v
     }
     return best?.match ?? NO_POOL
   }

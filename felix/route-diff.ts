@@ -27,6 +27,13 @@ export interface DiffResult {
   readonly graceDeadline: number | undefined
 }
 
+/**
+ * A key whose desired route changed since the table was last written: felix's route the key held then
+ * (null: none) and, when the lister has it at hand, the desired route there now (null: none; absent: the
+ * diff asks the desired table).
+ */
+export type KeyChange = readonly [key: string, held: KernelRoute | null, want?: KernelRoute | null]
+
 /** A table keyed the way the kernel keys routes (a Map, or felix's known table). */
 export interface KeyedRoutes extends Iterable<readonly [string, KernelRoute]> {
   get(key: string): KernelRoute | undefined
@@ -101,18 +108,17 @@ export class RouteDeltaTracker {
   }
 
   /**
-   * The diff of only the keys in `changed` (those whose desired route changed since the table was last
-   * written, each with felix's route it held then, or null), against `known`, which says what the kernel
+   * The diff of only the keys in `changed` (each once), against `known`, which says what the kernel
    * holds at a key given felix's route there (another protocol's route may hold it); the veth routes of
    * other protocols in `others` are judged as diff() judges them (undefined: not judged this time, as for
    * the second and later batches of one write). The rest is taken to be as it was.
    */
-  diffKeys(desired: KeyedRoutes, known: { at(key: string, ours: KernelRoute | undefined): KernelRoute | undefined }, changed: ReadonlyMap<string, KernelRoute | null>, others: Iterable<readonly [string, KernelRoute]> | undefined, now: number, workloads?: ReadonlySet<string>): DiffResult {
+  diffKeys(desired: KeyedRoutes, known: { at(key: string, ours: KernelRoute | undefined): KernelRoute | undefined }, changed: Iterable<KeyChange>, others: Iterable<readonly [string, KernelRoute]> | undefined, now: number, workloads?: ReadonlySet<string>): DiffResult {
     const ops: RouteOp[] = []
     const conflicts: RouteConflict[] = []
     const protocol = this.opts.protocol
-    for (const [key, held] of changed) {
-      const want = desired.get(key)
+    for (const [key, held, given] of changed) {
+      const want = given === undefined ? desired.get(key) : (given ?? undefined)
       const a = known.at(key, held ?? undefined)
       if (a === undefined) {
         if (want !== undefined) ops.push({ op: 'replace', route: want, key, reason: 'missing' })

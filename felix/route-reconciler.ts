@@ -12,11 +12,11 @@ import { PendingEchoes } from './pending-echoes.js'
 import { BatchDealer, type BatchPlan, type BatchWriter } from './batch-dealer.js'
 import type { RouteSocket } from './route-socket.js'
 import type { DumpedRoute, DumpFilter } from './rtnl-routes.js'
-import { parseBatchErrors, RouteDeltaTracker, type DiffResult, type RouteConflict, type RouteOp } from './route-diff.js'
+import { parseBatchErrors, RouteDeltaTracker, type DiffResult, type KeyChange, type RouteConflict, type RouteOp } from './route-diff.js'
 import { isDeviceLine, monitorDeviceEvent, parseMonitorHopLine, parseMonitorLine, parseRouteJson, type MonitorEvent } from './route-parse.js'
 import { CommandError, type ProcessRunner, type RunResult, type WatchHandle } from './runner.js'
 import { NexthopRegistry, parseNexthopJson, parseNexthopMonitorLine } from './nexthops.js'
-import type { DesiredRoutes } from './desired-table.js'
+import type { DesiredRoutes } from './desired-routes.js'
 
 export interface RouteReconcilerOptions {
   readonly runner: ProcessRunner
@@ -106,6 +106,10 @@ const STREAM_BATCH = 10_000
 const STREAM_BATCH_IP = 25_000
 
 const NOTHING: ApplyResult = { planned: 0, errors: [], conflicts: [], readMs: 0, writeMs: 0 }
+
+function* keysOf(changes: readonly KeyChange[]): Generator<string> {
+  for (const c of changes) yield c[0]
+}
 
 /**
  * Whether monitor event `ev` (with a multipath route's `hops`, as hopText) shows exactly route `k` under
@@ -587,7 +591,7 @@ export class RouteReconciler {
     const list = streamed ? undefined : d.takeChanges?.()
     if (!read && list !== undefined && list.size >= this.streamMin) return this.applyBatches(list.entries(), list.size, known, t0)
     if (read) list?.drop()
-    const changed = read || list === undefined ? undefined : new Map(list.entries())
+    const changed = read || list === undefined ? undefined : [...list.entries()]
     const incremental = changed !== undefined
     let first: DiffResult
     if (incremental) first = this.tracker.diffKeys(d, known, changed, known.others(), this.now(), this.workloads)
@@ -597,8 +601,8 @@ export class RouteReconciler {
       // table lacks, written a batch at a time as the walk finds them (all of them, for a table not yet in).
       try {
         const kept = this.tracker.diff(d, known, this.now(), this.workloads, false)
-        function* missing(): Generator<readonly [string, null]> {
-          for (const [key] of d.unmatched!((k) => known.get(k) === undefined)) yield [key, null]
+        function* missing(): Generator<KeyChange> {
+          for (const [key, r] of d.unmatched!((k) => known.get(k) === undefined)) yield [key, null, r]
         }
         return await this.applyBatches(missing(), Math.max(kept.ops.length, d.size - matched), known, t0, kept)
       } finally {
@@ -607,7 +611,7 @@ export class RouteReconciler {
     }
     const readMs = performance.now() - t0
     const written = this.desired.asWritten?.() ?? this.desired
-    const after = (ops: readonly RouteOp[]): KnownTable => (incremental ? known.writtenKeys(written, ops, first.conflicts, changed.keys()) : known.written(written, ops, first.conflicts))
+    const after = (ops: readonly RouteOp[]): KnownTable => (incremental ? known.writtenKeys(written, ops, first.conflicts, keysOf(changed)) : known.written(written, ops, first.conflicts))
     this.reportConflicts(first.conflicts)
     if (first.graceDeadline !== undefined) this.schedule(Math.max(0, first.graceDeadline - this.now()) + 10)
     else this.schedule(this.resyncMs)
@@ -675,20 +679,21 @@ export class RouteReconciler {
    * desired routes that read lacked. A large one runs with `ip monitor` stopped, as in applyOnce. A failed
    * route sends the whole table through retryAfterFailures.
    */
-  private async applyBatches(entries: Iterator<readonly [string, KernelRoute | null]>, size: number, start: KnownTable, t0: number, first?: DiffResult): Promise<ApplyResult> {
+  private async applyBatches(entries: Iterator<KeyChange>, size: number, start: KnownTable, t0: number, first?: DiffResult): Promise<ApplyResult> {
     const written = this.desired.asWritten?.() ?? this.desired
     const per = this.streamBatch ?? (this.socket !== undefined ? STREAM_BATCH : STREAM_BATCH_IP)
-    const take = (): Map<string, KernelRoute | null> => {
-      const m = new Map<string, KernelRoute | null>()
-      while (m.size < per) {
+    // A batch is diffed as soon as it is taken: each entry's desired route holds until the table changes.
+    const take = (): KeyChange[] => {
+      const m: KeyChange[] = []
+      while (m.length < per) {
         const r = entries.next()
         if (r.done === true) break
-        m.set(r.value[0], r.value[1])
+        m.push(r.value)
       }
       return m
     }
     // The first batch is diffed at once, with the fixed routes' changes as of the take.
-    let batch = first !== undefined ? new Map<string, KernelRoute | null>() : take()
+    let batch: KeyChange[] = first !== undefined ? [] : take()
     let d: DiffResult = first ?? this.tracker.diffKeys(this.desired, start, batch, start.others(), this.now(), this.workloads)
     if (d.graceDeadline !== undefined) this.schedule(Math.max(0, d.graceDeadline - this.now()) + 10)
     else this.schedule(this.resyncMs)
@@ -704,7 +709,7 @@ export class RouteReconciler {
       for (;;) {
         for (const c of d.conflicts) conflicts.push(c)
         const before = known
-        known = full ? known.written(written, d.ops, d.conflicts) : known.writtenKeys(written, d.ops, d.conflicts, batch.keys())
+        known = full ? known.written(written, d.ops, d.conflicts) : known.writtenKeys(written, d.ops, d.conflicts, keysOf(batch))
         full = false
         // Unless the monitor saw drift meanwhile (the known table is then gone until the next read).
         if (this.known === before) this.known = known
@@ -716,7 +721,7 @@ export class RouteReconciler {
           writeMs += performance.now() - t1
         }
         batch = take()
-        if (batch.size === 0) break
+        if (batch.length === 0) break
         const t2 = performance.now()
         d = this.tracker.diffKeys(this.desired, known, batch, undefined, this.now(), this.workloads)
         readMs += performance.now() - t2

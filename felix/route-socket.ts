@@ -207,7 +207,7 @@ export class RouteSocket {
   /**
    * The routes of `table` in each family (RTM_GETROUTE dumps, after an RTM_GETLINK dump for the device
    * names): the values parseRouteJson makes of `ip -N -json route show`. A route through a device the
-   * link dump did not have (made in between) has both dumps read again, once. `filter` is shown each IPv4
+   * link dump did not have (made in between) has both dumps read again, once. `filter` is shown each
    * route as it is read and says which to keep (a dump read again shows them again).
    */
   async readTable(families: readonly Family[], table: number, filter?: DumpFilter): Promise<KernelRoute[]> {

@@ -19,6 +19,8 @@ const RTA_VIA = 18
 const RTM_F_CLONED = 0x200
 const RTMSG_LEN = 12
 const RTNH_LEN = 8
+/** The address of an IPv6 route without RTA_DST (::/0). */
+const ZERO16 = new Uint8Array(16)
 /** An attribute's type without NLA_F_NESTED and NLA_F_NET_BYTEORDER. */
 const NLA_TYPE_MASK = 0x3fff
 
@@ -114,11 +116,15 @@ export class DumpReader {
   }
 }
 
-/** A dumped IPv4 route's fields, before any KernelRoute is made of it (the object is reused). */
+/** A dumped route's fields, before any KernelRoute is made of it (the object is reused). */
 export interface DumpedRoute {
+  family: Family
   table: number
-  /** The destination's network address, unsigned. */
+  /** An IPv4 destination's network address, unsigned (0 for IPv6). */
   dst4: number
+  /** An IPv6 destination's 16 address bytes: `dst6[dst6At..dst6At+16]` (valid during the call only). */
+  dst6: Uint8Array
+  dst6At: number
   len: number
   tos: number
   metric: number
@@ -129,8 +135,8 @@ export interface DumpedRoute {
 }
 
 /**
- * Shown every IPv4 route of the table as it is read; false when the route needs no KernelRoute (the caller
- * has accounted for it), true to keep it among the routes read.
+ * Shown every route of the table as it is read; false when the route needs no KernelRoute (the caller has
+ * accounted for it), true to keep it among the routes read.
  */
 export type DumpFilter = (r: DumpedRoute) => boolean
 
@@ -182,7 +188,7 @@ class RouteMessages {
   private view: DataView = new DataView(new ArrayBuffer(0))
   private buf: Uint8Array = new Uint8Array(0)
   private d = 0
-  private readonly dumped: DumpedRoute = { table: 0, dst4: 0, len: 0, tos: 0, metric: 0, type: 'unicast', protocol: 0, nexthops: [], nhid: undefined }
+  private readonly dumped: DumpedRoute = { family: 4, table: 0, dst4: 0, dst6: ZERO16, dst6At: 0, len: 0, tos: 0, metric: 0, type: 'unicast', protocol: 0, nexthops: [], nhid: undefined }
 
   constructor(
     private readonly family: Family,
@@ -208,7 +214,7 @@ class RouteMessages {
     const flags = view.getUint32(m + 8, true)
     if ((flags & RTM_F_CLONED) !== 0) return
     let t = buf[m + 4] as number
-    let dst: string | undefined
+    let dst6At = -1
     let dst4 = 0
     let oif = 0
     let gateway: string | undefined
@@ -221,8 +227,10 @@ class RouteMessages {
       if (len < 4 || a + len > end) throw this.error(a, `attribute length ${len} with ${end - a} bytes left in its message`)
       const type = view.getUint16(a + 2, true) & NLA_TYPE_MASK
       if (type === RTA_DST) {
-        if (this.family === 6) dst = this.address(a, len, 'RTA_DST', false)
-        else if (len < 8) throw this.error(a, `RTA_DST of ${len - 4} bytes, expected 4`)
+        if (this.family === 6) {
+          if (len - 4 < 16) throw this.error(a, `RTA_DST of ${len - 4} bytes, expected 16`)
+          dst6At = a + 4
+        } else if (len < 8) throw this.error(a, `RTA_DST of ${len - 4} bytes, expected 4`)
         else dst4 = view.getUint32(a + 4, false)
       }
       else if (type === RTA_GATEWAY) gateway = this.address(a, len, 'RTA_GATEWAY')
@@ -252,10 +260,13 @@ class RouteMessages {
     const family = this.family
     const tos = buf[m + 3] as number
     const protocol = buf[m + 5] as number
-    if (this.filter !== undefined && family === 4) {
+    if (this.filter !== undefined) {
       const r = this.dumped
+      r.family = family
       r.table = t
       r.dst4 = dst4
+      r.dst6 = dst6At >= 0 ? buf : ZERO16
+      r.dst6At = dst6At >= 0 ? dst6At : 0
       r.len = buf[m + 1] as number
       r.tos = tos
       r.metric = metric
@@ -265,7 +276,7 @@ class RouteMessages {
       r.nhid = nhid
       if (!this.filter(r)) return
     }
-    const prefix = family === 4 ? formatIpv4(dst4) : (dst ?? '::')
+    const prefix = family === 4 ? formatIpv4(dst4) : dst6At >= 0 ? formatIpv6(buf, dst6At) : '::'
     const text = `${prefix}/${buf[m + 1] as number}`
     this.routes.push(nhid !== undefined ? { family, table: t, dst: text, tos, metric, type, protocol, nexthops, nhid } : { family, table: t, dst: text, tos, metric, type, protocol, nexthops })
   }
@@ -275,10 +286,10 @@ class RouteMessages {
     return this.view.getUint32(a + 4, true)
   }
 
-  /** An address attribute of the route's family; `cached` for gateways (a destination is seen once). */
-  private address(a: number, len: number, name: string, cached = true): string {
+  /** A gateway attribute of the route's family. */
+  private address(a: number, len: number, name: string): string {
     if (len - 4 < this.alen) throw this.error(a, `${name} of ${len - 4} bytes, expected ${this.alen}`)
-    return cached ? this.addressText(a + 4, this.family) : this.family === 4 ? formatIpv4(this.view.getUint32(a + 4, false)) : formatIpv6(this.buf, a + 4)
+    return this.addressText(a + 4, this.family)
   }
 
   /** RTA_VIA: a gateway of either family (an IPv4 route through an IPv6 neighbour). */

@@ -186,8 +186,16 @@ export class RtnlWriter {
     return true
   }
 
-  /** RTA_DST from the route's numeric address when it has one, else from `dst` up to `slash`. */
+  /** RTA_DST from the route's numeric address or bytes when it has them, else from `dst` up to `slash`. */
   private attrDst(r: KernelRoute, slash: number): boolean {
+    if (r.dst6 !== undefined && r.family === 6 && r.dst6.length === 16) {
+      const at = this.length
+      this.view.setUint16(at, 20, true)
+      this.view.setUint16(at + 2, RTA_DST, true)
+      this.buf.set(r.dst6, at + 4)
+      this.length = at + 20
+      return true
+    }
     if (r.dst4 === undefined || r.family !== 4) return this.attrAddress(RTA_DST, r.dst, slash < 0 ? r.dst.length : slash, r.family)
     const at = this.length
     this.view.setUint16(at, 8, true)
@@ -212,8 +220,9 @@ export class RtnlWriter {
   replace(r: KernelRoute, nhid: number | undefined, seq: number, link: LinkIndex): boolean {
     const type = RTN[r.type]
     if (type === undefined) return false
-    const slash = r.dst4 !== undefined ? -1 : r.dst.indexOf('/')
-    const len = r.dst4 !== undefined ? (r.dstLen ?? 32) : RtnlWriter.prefixLength(r.dst, slash, r.family)
+    const numeric = r.dst4 !== undefined || (r.dst6?.length === 16 && r.dstLen !== undefined)
+    const slash = numeric ? -1 : r.dst.indexOf('/')
+    const len = numeric ? (r.dstLen ?? 32) : RtnlWriter.prefixLength(r.dst, slash, r.family)
     if (len < 0) return false
     const hop = r.nexthops[0]
     let oif: number | undefined
@@ -241,8 +250,9 @@ export class RtnlWriter {
    * when that device's index is not known (it may be gone, taking the route with it): the caller uses `ip`.
    */
   delete(r: KernelRoute, seq: number, link: LinkIndex): boolean {
-    const slash = r.dst4 !== undefined ? -1 : r.dst.indexOf('/')
-    const len = r.dst4 !== undefined ? (r.dstLen ?? 32) : RtnlWriter.prefixLength(r.dst, slash, r.family)
+    const numeric = r.dst4 !== undefined || (r.dst6?.length === 16 && r.dstLen !== undefined)
+    const slash = numeric ? -1 : r.dst.indexOf('/')
+    const len = numeric ? (r.dstLen ?? 32) : RtnlWriter.prefixLength(r.dst, slash, r.family)
     if (len < 0) return false
     const [only] = r.nexthops
     let oif: number | undefined

@@ -1,6 +1,6 @@
 // Run by stream-resync.test.ts inside a node namespace, as pinto-node runs felix: a desired table of learned
-// routes (one hop, ECMP, a metric, a blackhole over a learned block) written through the route socket, then,
-// on each line of stdin, one resync. It prints one JSON line per apply: what it planned, how many routes the
+// routes of one family (one hop, ECMP, a metric, a blackhole over a learned block) written through the route
+// socket, then, on each line of stdin, one resync. It prints one JSON line per apply: what it planned, how many routes the
 // read kept as objects (the rest were matched in the dump), and whether `ip` read the table instead.
 
 import { createInterface } from 'node:readline'
@@ -9,6 +9,7 @@ import { RouteSocket } from '../../felix/route-socket.js'
 import { countingRunner, pool, PROTO } from './lab.js'
 
 const COUNT = Number(process.argv[2] ?? 300)
+const V6 = process.argv[3] === '6'
 const socket = await RouteSocket.open()
 if (socket instanceof Error) {
   process.stderr.write(`route socket: ${socket.message}\n`)
@@ -22,14 +23,23 @@ socket.readTable = async (families, table, filter) => {
   return routes
 }
 const { runner, ipReads: reads } = countingRunner()
-const HOPS: LearnedNextHop[] = [{ address: '192.0.2.12' }, { address: '192.0.2.13' }]
+const HOPS: LearnedNextHop[] = V6 ? [{ address: '2001:db8::12' }, { address: '2001:db8::13' }] : [{ address: '192.0.2.12' }, { address: '192.0.2.13' }]
 const hops: HopSource = { hop: (id) => HOPS[id] }
-const localNode = { name: 'a', ipv4Address: '192.0.2.11/24', parentInterface: 'eth0' }
+const localNode = V6 ? { name: 'a', ipv6Address: '2001:db8::11/64', parentInterface: 'eth0' } : { name: 'a', ipv4Address: '192.0.2.11/24', parentInterface: 'eth0' }
 const d = new DesiredTable({ protocol: PROTO })
-d.setContext({ pools: [pool('plain', '198.18.0.0/16')], vteps: [], localNode }, hops)
-// /28s from 198.18.0.0: every tenth through both hops, every seventh with metric 300.
-for (let i = 0; i < COUNT; i++) d.set(4, (((198 << 24) | (18 << 16)) >>> 0) + i * 16, undefined, 28, i % 10 === 0 ? [0, 1] : [i % 2], i % 7 === 0 ? 300 : undefined)
-d.setFixed(renderDesired({ pools: [], routes: [], localBlocks: ['198.18.0.32/28'], vteps: [], localNode }, { protocol: PROTO }).routes)
+d.setContext({ pools: [V6 ? pool('plain', '2001:db8:1::/48') : pool('plain', '198.18.0.0/16')], vteps: [], localNode }, hops)
+// IPv4 /28s from 198.18.0.0 (IPv6 /64s from 2001:db8:1::): every tenth through both hops, every seventh with
+// metric 300.
+const addr6 = new Uint8Array([0x20, 0x01, 0x0d, 0xb8, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0])
+for (let i = 0; i < COUNT; i++) {
+  const via = i % 10 === 0 ? [0, 1] : [i % 2]
+  const metric = i % 7 === 0 ? 300 : undefined
+  addr6[6] = i >> 8
+  addr6[7] = i & 0xff
+  if (V6) d.set(6, 0, addr6, 64, via, metric)
+  else d.set(4, (((198 << 24) | (18 << 16)) >>> 0) + i * 16, undefined, 28, via, metric)
+}
+d.setFixed(renderDesired({ pools: [], routes: [], localBlocks: [V6 ? '2001:db8:1:2::/64' : '198.18.0.32/28'], vteps: [], localNode }, { protocol: PROTO }).routes)
 const rec = new RouteReconciler({ runner, protocol: PROTO, routeSocket: socket, monitor: false, retryMs: 600_000, resyncIntervalMs: 600_000 })
 rec.setDesired(d, new Set())
 const report = (r: { planned: number; errors: readonly unknown[] }): void => {

@@ -1,7 +1,7 @@
 // felix's resync over the route socket on a real kernel, with a desired table of learned routes: the dump
 // is compared route by route against the table as it is read, so only the routes that differ become
 // objects; drift made by hand (a route deleted, one through another hop, one with another metric, a stale
-// route of felix's protocol) is repaired, routes of other protocols are left alone.
+// route of felix's protocol) is repaired, routes of other protocols are left alone; IPv6 as IPv4.
 
 import t from 'tap'
 import { execa } from 'execa'
@@ -68,6 +68,55 @@ t.test('a resync compares the dump against the table as it reads it, and repairs
   t.match(repaired, { planned: 5, errors: 0, ipReads: 0 })
   t.same(await ourRoutes(a.ns), written, 'the kernel holds the table again')
   t.ok((await ipn('route', 'show', '198.18.201.0/24')).stdout.includes('proto static'), 'another protocol\'s route left alone')
+  child.stdin?.write('\n')
+  t.match(await step(4), { planned: 0, errors: 0 }, 'and nothing is left to do')
+  child.stdin?.end()
+  t.equal((await child).exitCode, 0, 'the child stopped cleanly')
+})
+
+t.test('an IPv6 resync compares the dump by its address bytes, and repairs drift', async (t) => {
+  const topo = await createTopology(t)
+  const a = await topo.addNode({ name: 'a', v6: '2001:db8::11/64' })
+  for (const h of ['12', '13']) await execa('ip', ['-n', a.ns, '-6', 'neigh', 'replace', `2001:db8::${h}`, 'lladdr', `02:00:00:00:00:${h}`, 'dev', 'eth0'])
+  const child = execa('ip', ['netns', 'exec', a.ns, process.execPath, CHILD, String(COUNT), '6'], { stdin: 'pipe', reject: false })
+  t.teardown(() => {
+    child.kill('SIGTERM')
+    return child
+  })
+  const lines: Step[] = []
+  let out = ''
+  child.stdout?.on('data', (b: Buffer) => {
+    out += b.toString()
+    for (let i = out.indexOf('\n'); i >= 0; i = out.indexOf('\n')) {
+      lines.push(JSON.parse(out.slice(0, i)) as Step)
+      out = out.slice(i + 1)
+    }
+  })
+  const step = async (n: number): Promise<Step> => {
+    await waitFor(() => lines.length >= n, { timeoutMs: 30_000, what: `the child's apply ${n}` })
+    return lines[n - 1]!
+  }
+  t.match(await step(1), { planned: COUNT, errors: 0, socketError: null })
+  const written = await ourRoutes(a.ns, 6)
+  t.equal(written.length, COUNT, 'every route in, the blackhole in place of the learned route it covers')
+  t.ok(written.some((l) => l.startsWith('route replace blackhole 2001:db8:1:2::/64 ')), `the blackhole: ${written.filter((l) => l.includes('blackhole')).join(', ')}`)
+
+  child.stdin?.write('\n')
+  const clean = await step(2)
+  t.match(clean, { planned: 0, errors: 0, ipReads: 0 }, 'nothing to do, read over the socket')
+  t.ok(clean.kept < 20, `the read kept ${clean.kept} routes as objects (the blackhole, the kernel's own), not ${COUNT}`)
+
+  const ipn = (...args: string[]) => execa('ip', ['-n', a.ns, '-6', ...args])
+  await ipn('route', 'del', '2001:db8:1:4::/64', 'proto', String(PROTO))
+  await ipn('route', 'replace', '2001:db8:1:5::/64', 'via', '2001:db8::12', 'dev', 'eth0', 'proto', String(PROTO))
+  await ipn('route', 'del', '2001:db8:1:7::/64', 'proto', String(PROTO), 'metric', '300')
+  await ipn('route', 'add', '2001:db8:1:7::/64', 'via', '2001:db8::13', 'dev', 'eth0', 'proto', String(PROTO))
+  await ipn('route', 'add', '2001:db8:1:ff00::/64', 'via', '2001:db8::12', 'dev', 'eth0', 'proto', String(PROTO))
+  await ipn('route', 'add', '2001:db8:1:ff01::/64', 'via', '2001:db8::12', 'dev', 'eth0', 'proto', 'static')
+  child.stdin?.write('\n')
+  t.match(await step(3), { planned: 5, errors: 0, ipReads: 0 }, 'back, replaced, deleted')
+  t.same(await ourRoutes(a.ns, 6), written, 'the kernel holds the table again')
+  t.ok((await ipn('route', 'show', '2001:db8:1:ff01::/64')).stdout.includes('proto static'), "another protocol's route left alone")
   child.stdin?.write('\n')
   t.match(await step(4), { planned: 0, errors: 0 }, 'and nothing is left to do')
   child.stdin?.end()

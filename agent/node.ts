@@ -15,7 +15,6 @@ import { compileCommunityRules, communitiesFor, exportAllowList, serviceCidrs, t
 import { AnnouncementRefusals, registerAnnouncementMetrics } from './refusals.js'
 import type { Policy } from '../bgp/rib/types.js'
 import type { PeerConfig } from '../bgp/session/peer-config.js'
-import { warmReceivePath } from '../bgp/session/warm-receive.js'
 import { DatastoreError, type Datastore } from '../config/datastore.js'
 import { openDatastore } from '../config/datastore-open.js'
 import { MonitoredDatastore } from './datastore-health.js'
@@ -196,11 +195,6 @@ export class PintoNode {
     const me = this.cluster.get('Node', s.nodeName)
     const clusterId = me?.spec.bgp?.routeReflectorClusterID
     const config = this.bgpConfig()
-    // A made-up table through the receive path first, behind the policy a non-node peer's table meets: the
-    // first real table then runs in compiled code (IPv4 10k: its decode and RIB ~120 -> ~60 ms of CPU).
-    const warmAt = performance.now()
-    const warm = warmReceivePath(this.guarded(ACCEPT_ALL, this.cluster.list('IPPool'), []))
-    this.log.debug({ prefixes: warm.prefixes, ms: Math.round(performance.now() - warmAt) }, 'BGP receive path warmed up')
     this.speaker = new BgpSpeaker({
       asn: me?.spec.bgp?.asNumber ?? config.asNumber ?? 64512,
       routerId: this.v4?.address ?? routerIdFromName(s.nodeName),

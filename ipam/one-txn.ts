@@ -7,6 +7,7 @@ import { type Cidr, type Family, formatCidr, readCidr } from '../config/ip/index
 import { type AllocationBlock, type IsReserved, blockAutoAssign, blockIsEmpty, blockReleaseByHandle, hostAffinity, ordinalAddress } from './block.js'
 import { HandleClaim } from './handle-claim.js'
 import { conflictBackoff, isLostRace } from './conflict.js'
+import type { NodeMatcher, Pool } from './pools.js'
 import { type AutoAssignRequest, type AutoAssignResult, type IpamAddress, type ReleaseResult, toIpamAddress } from './ipam-types.js'
 import { blockKey, decodeBlock, decodeHandle, handleKey } from './records.js'
 
@@ -23,6 +24,16 @@ const TXN_ATTEMPTS = 3
 
 /** Per `node|family`: the affine block last allocated from, as last written, while it has free ordinals. */
 export type LastBlocks = Map<string, { readonly cidr: Cidr; readonly kv: KeyValue }>
+
+/** What an ADD decides with, as the Ipam read it for this request. */
+export interface AssignInputs {
+  readonly pools: readonly Pool[]
+  readonly matcher: NodeMatcher | undefined
+  /** Whether a block at `cidr` lies in a pool that may serve `req` for `family`. */
+  readonly eligible: (req: AutoAssignRequest, family: Family, cidr: Cidr) => boolean
+  /** The checks holding a one-transaction ADD from blocks at `cidrs` to the records its decision read. */
+  readonly guards: (cidrs: readonly Cidr[]) => readonly TxnOp[]
+}
 
 export interface OneTxnContext {
   readonly store: Datastore
@@ -61,20 +72,22 @@ export class OneTxnPaths {
   /**
    * A new handle's addresses, each family from the block this node last allocated from, in one transaction:
    * create the handle record (with exactly those counts) and compare-and-swap each block. 'exists' when the
-   * handle has a record (a retried ADD: the general path returns what it holds); undefined when a family has
-   * no cached block, its block is no longer this node's, lacks room, or is outside `eligible`, or the
-   * transaction kept losing races (nothing written).
+   * handle has a record (a retried ADD: the general path returns what it holds); 'stale' when a guard of the
+   * inputs failed (the inputs are to be read again); undefined when a family has no cached block, its block
+   * is no longer this node's, lacks room, or is outside an eligible pool, or the transaction kept losing
+   * races. Nothing is written unless it answers addresses.
    */
-  async assign(req: AutoAssignRequest, want: Readonly<Record<Family, number>>, eligible: (family: Family, cidr: Cidr) => boolean): Promise<AutoAssignResult | 'exists' | undefined> {
+  async assign(req: AutoAssignRequest, want: Readonly<Record<Family, number>>, inputs: AssignInputs): Promise<AutoAssignResult | 'exists' | 'stale' | undefined> {
     const families = ([4, 6] as const).filter((f) => want[f] > 0)
     const picks: { family: Family; hint: string; cidr: Cidr; kv: KeyValue }[] = []
     for (const family of families) {
       const hint = `${req.node}|${family}`
       const last = this.ctx.lastBlock.get(hint)
-      if (last === undefined || !eligible(family, last.cidr)) return undefined
+      if (last === undefined || !inputs.eligible(req, family, last.cidr)) return undefined
       picks.push({ family, hint, cidr: last.cidr, kv: last.kv })
     }
     if (picks.length === 0) return undefined
+    const guards = inputs.guards(picks.map((p) => p.cidr))
     const hkey = handleKey(req.handle)
     return attempts(async () => {
       const counts: Record<string, number> = {}
@@ -94,9 +107,10 @@ export class OneTxnPaths {
       }
       let written: KeyValue[]
       try {
-        written = await this.ctx.store.txn([{ op: 'create', key: hkey, value: HandleClaim.createValue(req.handle, counts) }, ...ops])
+        written = await this.ctx.store.txn([{ op: 'create', key: hkey, value: HandleClaim.createValue(req.handle, counts) }, ...ops, ...guards])
       } catch (err) {
         if (err instanceof DatastoreError && err.code === 'exists' && err.key === hkey) return 'exists'
+        if (isLostRace(err) && guards.some((g) => g.key === err.key)) return 'stale'
         // A stale copy: read that block again and retry. Any other failure may or may not have landed as a
         // whole; the copies are dropped either way (a DEL of the handle finds what did).
         const stale = isLostRace(err) ? picks.find((p) => p.kv.key === err.key) : undefined

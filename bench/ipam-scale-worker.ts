@@ -53,9 +53,9 @@ async function main(): Promise<void> {
   const args = JSON.parse(process.argv[2] ?? '{}') as ScaleWorkerArgs
   const t0 = performance.now()
   const store = new CountingDatastore(await openDatastore(args.store))
-  // The resources the service decides an ADD with, watched as pinto-node watches them (blocks left out: see below).
+  // The resources the service decides an ADD with, watched as pinto-node watches them (blocks left out: see
+  // below), started after the start-up reads are timed.
   const resources = new ClusterState(store, pino({ level: 'silent' }), { blocks: false })
-  if (args.path === 'service') await resources.start()
   const service = new IpamService({ store, node: args.node, socket: '/nonexistent/unused.sock', ...(args.path === 'service' ? { cluster: resources } : {}) })
   if (args.startup) {
     const cluster = new ClusterState(store, pino({ level: 'silent' }))
@@ -71,6 +71,7 @@ async function main(): Promise<void> {
     out({ op: 'startup', ms: 0, resources: 0, blocks: 0, affinities: 0, counts: store.counts() })
   }
 
+  if (args.path === 'service') await resources.start()
   await new Promise<void>((resolve) => createInterface({ input: process.stdin }).once('line', () => resolve()))
   const ipam = new Ipam(store, { pools: () => loadPoolSpecs(store) })
   const assign = args.path === 'service'

@@ -74,9 +74,10 @@ interface Inputs {
   readonly configRevision: number
 }
 
-function view(i: Inputs): IpamInputView {
+function view(i: Inputs, fresh: boolean): IpamInputView {
   const revisionOf = new Map(i.pools.map((p) => [p.spec, p.revision]))
   return {
+    fresh,
     pools: i.pools.map((p) => p.spec),
     config: i.config,
     nodeMatches: (pool, node) => {
@@ -111,7 +112,7 @@ export async function readInputs(store: Datastore, node: string): Promise<IpamIn
     nodeRevision: nodeKv?.revision ?? 0,
     config: configKv === undefined ? {} : decodeOnce(store, configKv, () => ipamConfigOf(decodeResource(configKv.value, configKv.key, 'IPAMConfig'))),
     configRevision: configKv?.revision ?? 0,
-  })
+  }, true)
 }
 
 /** Per decoded resource of a ClusterState, what it gives the allocator: built once per record the view holds. */
@@ -135,5 +136,5 @@ export function cachedInputs(cluster: ClusterState, node: string): IpamInputView
     nodeRevision: me?.revision ?? 0,
     config: config === undefined ? {} : derive(config.resource, ipamConfigOf),
     configRevision: config?.revision ?? 0,
-  })
+  }, false)
 }

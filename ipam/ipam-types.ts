@@ -17,6 +17,8 @@ export const DEFAULT_IPAM_CONFIG: IpamConfig = { strictAffinity: false, maxBlock
 
 /** What an ADD decides with: the pools, the node's labels (through nodeMatches) and the IPAMConfig. */
 export interface IpamInputView {
+  /** Read from the store for this ADD (not from a cache). */
+  readonly fresh: boolean
   readonly pools: readonly PoolSpec[]
   readonly config: Partial<IpamConfig>
   readonly nodeMatches: NodeMatcher

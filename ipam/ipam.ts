@@ -84,7 +84,7 @@ export class Ipam {
     const pools = this.validate(view?.pools ?? (await this.poolSpecs()))
     const matcher = view?.nodeMatches ?? this.options.nodeMatches
     return {
-      pools, matcher,
+      fresh: view?.fresh ?? true, pools, matcher,
       eligible: (req, family, cidr) => eligiblePools(pools, family, req.node, req.use ?? 'Workload', req.pools, matcher).some((p) => poolBlockOf(p, family, cidr.base) !== undefined),
       guards: (cidrs) => view?.guards(node, pools.filter((p) => cidrs.some((c) => poolBlockOf(p, c.family, c.base) !== undefined)).map((p) => p.spec)) ?? [],
     }
@@ -143,16 +143,15 @@ export class Ipam {
       if (!Number.isInteger(want[f]) || want[f] < 0 || want[f] > 256) throw new IpamError('invalid', `num${f}: ${want[f]} is not an integer in 0..256`)
     }
     // From a cached view, the common ADD alone; a stale view fails its guards and is read again.
-    let fresh = this.options.inputs === undefined
-    let ctx = await this.inputsFor(req.node, fresh)
+    let ctx = await this.inputsFor(req.node, false)
     let fast = await this.oneTxn.assign(req, want, ctx)
-    if (fast === 'stale' && !fresh) {
-      ctx = await this.inputsFor(req.node, (fresh = true))
+    if (fast === 'stale' && !ctx.fresh) {
+      ctx = await this.inputsFor(req.node, true)
       fast = await this.oneTxn.assign(req, want, ctx)
     }
     if (fast !== undefined && fast !== 'exists' && fast !== 'stale') return fast
     // The general path's writes carry no guards: it decides from a fresh read.
-    if (!fresh || fast === 'stale') ctx = await this.inputsFor(req.node, true)
+    if (!ctx.fresh || fast === 'stale') ctx = await this.inputsFor(req.node, true)
     const { pools, matcher } = ctx
     const h = await this.heldBy(req.handle)
     const held = h.addrs

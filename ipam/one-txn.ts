@@ -31,6 +31,8 @@ export type LastBlocks = Map<string, { readonly cidr: Cidr; readonly kv: KeyValu
 
 /** What an ADD decides with, as the Ipam read it for this request. */
 export interface AssignInputs {
+  /** Read from the store for this ADD, not taken from a cache. */
+  readonly fresh: boolean
   readonly pools: readonly Pool[]
   readonly matcher: NodeMatcher | undefined
   /** Whether a block at `cidr` lies in a pool that may serve `req` for `family`. */

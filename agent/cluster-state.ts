@@ -1,7 +1,8 @@
 // The agent's view of the cluster: every resource and IPAM block, kept current by a list and a watch of
 // each prefix (not of handles and affinities, which change with every pod in the cluster and which no
-// reader here needs). Listeners hear about changes (debounced by the caller). It owns
-// no decisions; the peer computation, origination and dataplane read from it.
+// reader here needs). Listeners hear about changes (debounced by the caller). Each resource is kept with the
+// revision it was read at, so a reader can hold a write to what it read (a txn check). It owns no decisions;
+// the peer computation, origination, dataplane and the IPAM service's inputs read from it.
 
 import type { Datastore, Watch, WatchEvent } from '../config/datastore.js'
 import { DatastoreError } from '../config/datastore.js'
@@ -12,8 +13,20 @@ import type { Logger } from 'pino'
 
 export type ChangeTopic = 'resources' | 'blocks'
 
+/** A resource as the view holds it: decoded, and the store revision of the record it was decoded from. */
+export interface ResourceEntry<R extends Resource = Resource> {
+  readonly resource: R
+  readonly revision: number
+}
+
+export interface ClusterStateOptions {
+  /** Follow the IPAM blocks too (default true); without them the view holds resources only. */
+  readonly blocks?: boolean
+}
+
 export class ClusterState {
-  private readonly resources = new Map<string, Resource>()
+  /** kind -> name -> entry: a lookup by name does not walk every resource of the cluster. */
+  private readonly resources = new Map<ResourceKind, Map<string, ResourceEntry>>()
   private readonly blockRecords = new Map<string, AllocationBlock>()
   private watches: Watch[] = []
   private readonly listeners = new Set<(topic: ChangeTopic, blocks: readonly (AllocationBlock | undefined)[]) => void>()
@@ -22,7 +35,12 @@ export class ClusterState {
   constructor(
     private readonly store: Datastore,
     private readonly log: Logger,
+    private readonly options: ClusterStateOptions = {},
   ) {}
+
+  private get withBlocks(): boolean {
+    return this.options.blocks !== false
+  }
 
   async start(): Promise<void> {
     await this.resync()
@@ -31,11 +49,11 @@ export class ClusterState {
   /** Lists both prefixes and (re)starts their watches from just after the listings. */
   private async resync(): Promise<void> {
     this.closeWatches()
-    const [res, blocks] = await Promise.all([this.store.list(RESOURCE_KEY_PREFIX), this.store.list(BLOCKS_PREFIX)])
+    const [res, blocks] = await Promise.all([this.store.list(RESOURCE_KEY_PREFIX), this.withBlocks ? this.store.list(BLOCKS_PREFIX) : undefined])
     this.resources.clear()
     this.blockRecords.clear()
-    for (const kv of res.items) this.put(kv.key, kv.value)
-    for (const kv of blocks.items) this.put(kv.key, kv.value)
+    for (const kv of res.items) this.put(kv.key, kv.value, kv.revision)
+    for (const kv of blocks?.items ?? []) this.put(kv.key, kv.value, kv.revision)
     this.emit('resources')
     this.emit('blocks')
     if (this.closed) return
@@ -48,7 +66,7 @@ export class ClusterState {
     }
     this.watches = [
       this.store.watch(RESOURCE_KEY_PREFIX, res.revision + 1, (e) => this.onEvent(e), onError),
-      this.store.watch(BLOCKS_PREFIX, blocks.revision + 1, (e) => this.onEvent(e), onError),
+      ...(blocks !== undefined ? [this.store.watch(BLOCKS_PREFIX, blocks.revision + 1, (e) => this.onEvent(e), onError)] : []),
     ]
   }
 
@@ -57,28 +75,39 @@ export class ClusterState {
     this.watches = []
   }
 
-  private put(key: string, value: string): ChangeTopic | undefined {
-    try {
-      if (key.startsWith(BLOCKS_PREFIX)) {
+  private put(key: string, value: string, revision: number): ChangeTopic | undefined {
+    if (key.startsWith(BLOCKS_PREFIX)) {
+      try {
         this.blockRecords.set(key, decodeBlock(key, value))
         return 'blocks'
+      } catch (err) {
+        this.log.warn({ key, err: (err as Error).message }, 'ignoring a record that does not decode')
+        return undefined
       }
-      if (parseResourceKey(key) !== undefined) {
-        this.resources.set(key, decodeResource(value, key))
-        return 'resources'
-      }
+    }
+    const id = parseResourceKey(key)
+    if (id === undefined) return undefined
+    let byName = this.resources.get(id.kind)
+    if (byName === undefined) this.resources.set(id.kind, (byName = new Map()))
+    try {
+      byName.set(id.name, { resource: decodeResource(value, key), revision })
     } catch (err) {
+      // Not held at all rather than held as it was: a reader never takes the previous record for the current one.
+      byName.delete(id.name)
       this.log.warn({ key, err: (err as Error).message }, 'ignoring a record that does not decode')
     }
-    return undefined
+    return 'resources'
   }
 
   private onEvent(e: WatchEvent): void {
     let topic: ChangeTopic | undefined
     const before = this.blockRecords.get(e.key)
-    if (e.type === 'put') topic = this.put(e.key, e.value)
+    if (e.type === 'put') topic = this.put(e.key, e.value, e.revision)
     else if (this.blockRecords.delete(e.key)) topic = 'blocks'
-    else if (this.resources.delete(e.key)) topic = 'resources'
+    else {
+      const id = parseResourceKey(e.key)
+      if (id !== undefined && this.resources.get(id.kind)?.delete(id.name) === true) topic = 'resources'
+    }
     if (topic) this.emit(topic, topic === 'blocks' ? [before, this.blockRecords.get(e.key)] : [])
   }
 
@@ -93,13 +122,21 @@ export class ClusterState {
   }
 
   list<K extends ResourceKind>(kind: K): ResourceOfKind<K>[] {
-    const out: ResourceOfKind<K>[] = []
-    for (const r of this.resources.values()) if (r.kind === kind) out.push(r as ResourceOfKind<K>)
-    return out
+    return this.entries(kind).map((e) => e.resource)
   }
 
   get<K extends ResourceKind>(kind: K, name: string): ResourceOfKind<K> | undefined {
-    return this.list(kind).find((r) => r.metadata.name === name)
+    return this.entry(kind, name)?.resource
+  }
+
+  /** Every resource of `kind` with the revision it was read at. */
+  entries<K extends ResourceKind>(kind: K): ResourceEntry<ResourceOfKind<K>>[] {
+    return [...(this.resources.get(kind)?.values() ?? [])] as ResourceEntry<ResourceOfKind<K>>[]
+  }
+
+  /** One resource with the revision it was read at; undefined when the view holds none of that name. */
+  entry<K extends ResourceKind>(kind: K, name: string): ResourceEntry<ResourceOfKind<K>> | undefined {
+    return this.resources.get(kind)?.get(name) as ResourceEntry<ResourceOfKind<K>> | undefined
   }
 
   blocks(): Iterable<AllocationBlock> {

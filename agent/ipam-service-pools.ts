@@ -1,10 +1,12 @@
-// What the IPAM service reads from the resource store: the IPPools as the allocator's PoolSpec view, the
-// IPAMConfig, and node labels for pool nodeSelectors. Read-only; all IPAM writes belong to ipam/.
+// What the IPAM service decides an ADD with, from the resource store: the IPPools as the allocator's PoolSpec
+// view, the IPAMConfig, and the node's labels for pool nodeSelectors, each with the revision of its record,
+// read fresh from the store or taken from the agent's watched ClusterState. Read-only; IPAM writes belong to ipam/.
 
-import type { Datastore, KeyValue } from '../config/datastore.js'
-import { decodeResource, parseSelector, poolBlockSize, resourceKey, resourceKindPrefix, type Selector } from '../config/resources/index.js'
-import type { IpamConfig } from '../ipam/ipam.js'
-import type { NodeMatcher, PoolSpec } from '../ipam/pools.js'
+import type { Datastore, KeyValue, TxnOp } from '../config/datastore.js'
+import { type Resource, type ResourceOfKind, decodeResource, parseSelector, poolBlockSize, resourceKey, resourceKindPrefix, type Selector } from '../config/resources/index.js'
+import type { IpamConfig, IpamInputView } from '../ipam/ipam.js'
+import type { PoolSpec } from '../ipam/pools.js'
+import type { ClusterState } from './cluster-state.js'
 
 /**
  * Per store and key, the record last decoded and what it gave: a record read again at the same revision (the
@@ -27,30 +29,18 @@ function keepOnly(store: Datastore, prefix: string, keys: ReadonlySet<string>): 
   for (const k of decoded.get(store)?.keys() ?? []) if (k.startsWith(prefix) && !keys.has(k)) decoded.get(store)?.delete(k)
 }
 
-export async function loadPoolSpecs(store: Datastore): Promise<PoolSpec[]> {
-  const prefix = resourceKindPrefix('IPPool')
-  const { items } = await store.list(prefix)
-  keepOnly(store, prefix, new Set(items.map((kv) => kv.key)))
-  return items.map((kv) => decodeOnce(store, kv, (): PoolSpec => {
-    const p = decodeResource(kv.value, kv.key, 'IPPool')
-    return {
-      name: p.metadata.name, cidr: p.spec.cidr, blockSize: poolBlockSize(p),
-      ...(p.spec.disabled !== undefined ? { disabled: p.spec.disabled } : {}),
-      ...(p.spec.nodeSelector !== undefined ? { nodeSelector: p.spec.nodeSelector } : {}),
-      ...(p.spec.allowedUses !== undefined ? { allowedUses: p.spec.allowedUses } : {}),
-      ...(p.spec.assignmentMode !== undefined ? { assignmentMode: p.spec.assignmentMode } : {}),
-    }
-  }))
+function poolSpecOf(p: ResourceOfKind<'IPPool'>): PoolSpec {
+  return {
+    name: p.metadata.name, cidr: p.spec.cidr, blockSize: poolBlockSize(p),
+    ...(p.spec.disabled !== undefined ? { disabled: p.spec.disabled } : {}),
+    ...(p.spec.nodeSelector !== undefined ? { nodeSelector: p.spec.nodeSelector } : {}),
+    ...(p.spec.allowedUses !== undefined ? { allowedUses: p.spec.allowedUses } : {}),
+    ...(p.spec.assignmentMode !== undefined ? { assignmentMode: p.spec.assignmentMode } : {}),
+  }
 }
 
-export async function loadIpamConfig(store: Datastore): Promise<Partial<IpamConfig>> {
-  const kv = await store.get(resourceKey('IPAMConfig', 'default'))
-  if (kv === undefined) return {}
-  return decodeOnce(store, kv, () => ipamConfigOf(kv))
-}
-
-function ipamConfigOf(kv: KeyValue): Partial<IpamConfig> {
-  const spec = decodeResource(kv.value, kv.key, 'IPAMConfig').spec
+function ipamConfigOf(r: ResourceOfKind<'IPAMConfig'>): Partial<IpamConfig> {
+  const spec = r.spec
   return {
     ...(spec.strictAffinity !== undefined ? { strictAffinity: spec.strictAffinity } : {}),
     ...(spec.autoAllocateBlocks !== undefined ? { autoAllocateBlocks: spec.autoAllocateBlocks } : {}),
@@ -58,33 +48,93 @@ function ipamConfigOf(kv: KeyValue): Partial<IpamConfig> {
   }
 }
 
-/**
- * A NodeMatcher over the Node resources' labels. The allocator calls it synchronously, so the labels of the
- * node an assignment is for are read by `refresh(node)` (called before each assignment) and matched from
- * memory. One get of that node, never a list of every Node: the cost of an ADD must not grow with the cluster.
- */
-export class NodeLabels {
-  private labels = new Map<string, Readonly<Record<string, string>>>()
-  private readonly selectors = new Map<string, Selector>()
+export async function loadPoolSpecs(store: Datastore): Promise<PoolSpec[]> {
+  return (await readPools(store)).map((p) => p.spec)
+}
 
-  constructor(private readonly store: Datastore) {}
+async function readPools(store: Datastore): Promise<{ spec: PoolSpec; revision: number }[]> {
+  const prefix = resourceKindPrefix('IPPool')
+  const { items } = await store.list(prefix)
+  keepOnly(store, prefix, new Set(items.map((kv) => kv.key)))
+  return items.map((kv) => ({ spec: decodeOnce(store, kv, () => poolSpecOf(decodeResource(kv.value, kv.key, 'IPPool'))), revision: kv.revision }))
+}
 
-  async refresh(node: string): Promise<void> {
-    // A name no Node can have (the allocator refuses it with a clear error) has no labels.
-    const kv = node === '' || node.includes('/') ? undefined : await this.store.get(resourceKey('Node', node))
-    const next = new Map<string, Readonly<Record<string, string>>>()
-    if (kv !== undefined) next.set(node, decodeOnce(this.store, kv, () => decodeResource(kv.value, kv.key, 'Node').metadata.labels ?? {}))
-    this.labels = next
+/** A name no Node can have (the allocator refuses it with a clear error) has no Node key and no labels. */
+const nodeKeyOf = (node: string): string | undefined => (node === '' || node.includes('/') ? undefined : resourceKey('Node', node))
+const CONFIG_KEY = resourceKey('IPAMConfig', 'default')
+const selectors = new Map<string, Selector>()
+
+interface Inputs {
+  readonly node: string
+  readonly pools: readonly { readonly spec: PoolSpec; readonly revision: number }[]
+  /** The node's labels and its record's revision (0: no Node resource). */
+  readonly labels: Readonly<Record<string, string>>
+  readonly nodeRevision: number
+  readonly config: Partial<IpamConfig>
+  readonly configRevision: number
+}
+
+function view(i: Inputs, fresh: boolean): IpamInputView {
+  const revisionOf = new Map(i.pools.map((p) => [p.spec, p.revision]))
+  return {
+    fresh,
+    pools: i.pools.map((p) => p.spec),
+    config: i.config,
+    nodeMatches: (pool, node) => {
+      const text = pool.nodeSelector
+      if (typeof text !== 'string') return true
+      let sel = selectors.get(text)
+      if (sel === undefined) selectors.set(text, (sel = parseSelector(text)))
+      return sel.matches(node === i.node ? i.labels : {})
+    },
+    guards: (node, pools) => {
+      if (node !== i.node) throw new Error(`IPAM inputs read for node ${i.node} asked to guard an ADD for ${node}`)
+      const nodeKey = nodeKeyOf(node)
+      const out: TxnOp[] = [{ op: 'check', key: CONFIG_KEY, revision: i.configRevision }]
+      if (nodeKey !== undefined) out.push({ op: 'check', key: nodeKey, revision: i.nodeRevision })
+      for (const p of pools) {
+        const revision = revisionOf.get(p)
+        if (revision === undefined) throw new Error(`IPAM inputs for node ${node} hold no pool ${p.name}`)
+        out.push({ op: 'check', key: resourceKey('IPPool', p.name), revision })
+      }
+      return out
+    },
   }
+}
 
-  readonly matches: NodeMatcher = (pool, node) => {
-    const text = pool.nodeSelector
-    if (typeof text !== 'string') return true
-    let sel = this.selectors.get(text)
-    if (sel === undefined) {
-      sel = parseSelector(text)
-      this.selectors.set(text, sel)
-    }
-    return sel.matches(this.labels.get(node) ?? {})
-  }
+/** The inputs of an ADD for `node`, read from the store now: its Node, the IPAMConfig and the pools, together. */
+export async function readInputs(store: Datastore, node: string): Promise<IpamInputView> {
+  const nodeKey = nodeKeyOf(node)
+  const [nodeKv, configKv, pools] = await Promise.all([nodeKey === undefined ? undefined : store.get(nodeKey), store.get(CONFIG_KEY), readPools(store)])
+  return view({
+    node, pools,
+    labels: nodeKv === undefined ? {} : decodeOnce(store, nodeKv, () => decodeResource(nodeKv.value, nodeKv.key, 'Node').metadata.labels ?? {}),
+    nodeRevision: nodeKv?.revision ?? 0,
+    config: configKv === undefined ? {} : decodeOnce(store, configKv, () => ipamConfigOf(decodeResource(configKv.value, configKv.key, 'IPAMConfig'))),
+    configRevision: configKv?.revision ?? 0,
+  }, true)
+}
+
+/** Per decoded resource of a ClusterState, what it gives the allocator: built once per record the view holds. */
+const derived = new WeakMap<Resource, unknown>()
+
+function derive<R extends Resource, T>(r: R, make: (r: R) => T): T {
+  if (derived.has(r)) return derived.get(r) as T
+  const v = make(r)
+  derived.set(r, v)
+  return v
+}
+
+/** The inputs of an ADD for `node` as the cluster view holds them now (no round trip; guards catch it being stale). */
+export function cachedInputs(cluster: ClusterState, node: string): IpamInputView {
+  const me = nodeKeyOf(node) === undefined ? undefined : cluster.entry('Node', node)
+  const config = cluster.entry('IPAMConfig', 'default')
+  return view({
+    node,
+    pools: cluster.entries('IPPool').map((e) => ({ spec: derive(e.resource, poolSpecOf), revision: e.revision })),
+    labels: me?.resource.metadata.labels ?? {},
+    nodeRevision: me?.revision ?? 0,
+    config: config === undefined ? {} : derive(config.resource, ipamConfigOf),
+    configRevision: config?.revision ?? 0,
+  }, false)
 }

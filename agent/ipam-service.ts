@@ -13,9 +13,9 @@ import { AddrError } from '../config/ip/index.js'
 import { blockCidr, ordinalAddress } from '../ipam/block.js'
 import { type AutoAssignRequest, Ipam, IpamError } from '../ipam/ipam.js'
 import type { AutoAssignResult, ReleaseResult } from '../ipam/ipam-types.js'
-import type { PoolSpec } from '../ipam/pools.js'
 import { BLOCKS_PREFIX, IpamRecordError, decodeBlock } from '../ipam/records.js'
-import { NodeLabels, loadIpamConfig, loadPoolSpecs } from './ipam-service-pools.js'
+import { cachedInputs, loadPoolSpecs, readInputs } from './ipam-service-pools.js'
+import type { ClusterState } from './cluster-state.js'
 import { PendingReleases } from './pending-releases.js'
 
 export { DEFAULT_MTU_FILE } from '../cni/config.js'
@@ -25,6 +25,12 @@ export interface IpamServiceOptions {
   readonly store: Datastore
   readonly node: string
   readonly socket: string
+  /**
+   * The agent's watched view of the resources: an ADD takes its Node, IPAMConfig and pools from it (no read)
+   * and its transaction checks their revisions, so a stale view fails it and they are read again. Without
+   * it every ADD reads them.
+   */
+  readonly cluster?: ClusterState
   /** Where felix writes the pod MTU; reported in /v1/status so operators see what the plugins will use. */
   readonly mtuFile?: string
   /** The agent's state dir (PINTO_STATE_DIR): where pending releases and assigns in flight are kept across restarts. */
@@ -67,7 +73,6 @@ export class IpamService {
   private server: Server | undefined
   /** Requests taken and not yet answered, which close() lets finish. */
   private readonly answering = new Set<Promise<void>>()
-  private readonly labels: NodeLabels
   /** Mutations run one at a time: one agent per node, so this only removes CAS storms between its own requests. */
   private queue: Promise<unknown> = Promise.resolve()
   /** Handles with a request queued or running, which the node's repair must leave alone. */
@@ -76,12 +81,13 @@ export class IpamService {
   readonly pending: PendingReleases | undefined
   private readonly journalDir: string | undefined
   private journalSeq = 0
-  /** The pools read an assign started beside its other reads, for its Ipam call to use (assigns run one at a time). */
-  private nextPools: Promise<PoolSpec[]> | undefined
 
   constructor(private readonly options: IpamServiceOptions) {
-    this.labels = new NodeLabels(options.store)
-    this.ipam = new Ipam(options.store, { pools: () => this.nextPools ?? loadPoolSpecs(options.store), nodeMatches: this.labels.matches })
+    const { store, cluster } = options
+    this.ipam = new Ipam(store, {
+      pools: () => loadPoolSpecs(store),
+      inputs: { read: async (node, fresh) => (fresh || cluster === undefined ? readInputs(store, node) : cachedInputs(cluster, node)) },
+    })
     if (options.stateDir !== undefined) {
       this.journalDir = join(options.stateDir, 'ipam-assigns')
       this.pending = new PendingReleases({
@@ -261,20 +267,13 @@ export class IpamService {
     const handle = req.handle
     return this.serialFor(handle, async () => {
       this.pending?.drop(handle)
-      // The ADD's three reads (its Node's labels, the IPAMConfig, the pools) go out together: one round trip's wait.
-      const pools = loadPoolSpecs(this.options.store)
-      this.nextPools = pools
       try {
-        const [, config] = await Promise.all([this.labels.refresh(req.node), loadIpamConfig(this.options.store), pools])
-        Object.assign(this.ipam.config, config)
         const r = await this.ipam.autoAssign(req)
         return { node: req.node, ipv4: r.ipv4, ipv6: r.ipv6 }
       } catch (err) {
         // Whatever the failure, a write may have landed: the ADD answers failure, so its handle goes.
         if (!(err instanceof IpamError && err.code === 'invalid') && !(err instanceof IpamRecordError)) this.releaseLater(handle)
         throw err
-      } finally {
-        this.nextPools = undefined
       }
     })
   }

@@ -172,7 +172,7 @@ export class PintoNode {
 
     const ipamLog = this.log.child({ component: 'ipam' })
     const logTo = (msg: string, fields: Record<string, unknown>): void => ipamLog.info(fields, msg)
-    this.ipamService = new IpamService({ store: this.store, node: s.nodeName, socket: s.socket, mtuFile: s.mtuFile, stateDir: s.stateDir, log: logTo, onDatastoreBack: () => void this.ipamRepair?.trigger() })
+    this.ipamService = new IpamService({ store: this.store, cluster: this.cluster, node: s.nodeName, socket: s.socket, mtuFile: s.mtuFile, stateDir: s.stateDir, log: logTo, onDatastoreBack: () => void this.ipamRepair?.trigger() })
     await this.ipamService.listen()
     this.log.info({ socket: s.socket }, 'IPAM service listening for the CNI plugins')
     const cni = new CniService({ socket: s.socket, ipam: this.ipamService, stateDir: s.stateDir, log: logTo })

@@ -1,6 +1,7 @@
 // One agent's identity for bench/ipam-scale.ts: first the reads pinto-node makes at start (ClusterState's list
 // and watch, the node's affinities), then, on "go" from stdin, pod ADD/DEL cycles through the agent's IPAM
-// service (or the bare Ipam), each timed and its datastore calls counted. Prints one JSON line per phase.
+// service (with the watched resources pinto-node hands it) or the bare Ipam, each timed and its datastore
+// calls counted, back to back or at a fixed rate. Prints one JSON line per phase.
 // Usage: node dist/bench/ipam-scale-worker.js '<json ScaleWorkerArgs>'
 import { createInterface } from 'node:readline'
 import pino from 'pino'
@@ -10,6 +11,7 @@ import { ClusterState } from '../agent/cluster-state.js'
 import { IpamService } from '../agent/ipam-service.js'
 import { loadPoolSpecs } from '../agent/ipam-service-pools.js'
 import { Ipam } from '../ipam/ipam.js'
+import { startProfile } from './cpu-profile.js'
 
 export interface ScaleWorkerArgs {
   readonly store: string
@@ -24,11 +26,22 @@ export interface ScaleWorkerArgs {
   readonly path: 'service' | 'ipam'
   /** Make the agent's start-up reads (and time them) before the ADDs; without it the line says 0 ms. */
   readonly startup: boolean
+  /**
+   * ADDs started per second, on a fixed schedule whether or not the last has finished (a kubelet does not wait
+   * for one pod's network before the next pod's sandbox); 0: each ADD starts when the last ADD/DEL is done.
+   */
+  readonly rate: number
+  /** A CPU profile of the ADD/DEL phase is written here (a .cpuprofile) when set. */
+  readonly profile?: string
 }
 
 export type ScaleWorkerLine =
   | { readonly op: 'startup'; readonly ms: number; readonly resources: number; readonly blocks: number; readonly affinities: number; readonly counts: DatastoreCounts }
-  | { readonly op: 'done'; readonly add: readonly number[]; readonly del: readonly number[]; readonly addCounts: DatastoreCounts; readonly delCounts: DatastoreCounts; readonly errors: readonly string[]; readonly cpuMs: number }
+  | {
+    readonly op: 'done'; readonly add: readonly number[]; readonly del: readonly number[]; readonly addCounts: DatastoreCounts; readonly delCounts: DatastoreCounts
+    /** Everything the phase sent, ADDs and DELs together (exact when they overlap, where the per-op counts are not). */
+    readonly phaseCounts: DatastoreCounts; readonly errors: readonly string[]; readonly cpuMs: number; readonly wallMs: number
+  }
 
 const out = (l: ScaleWorkerLine): void => void process.stdout.write(JSON.stringify(l) + '\n')
 
@@ -40,7 +53,10 @@ async function main(): Promise<void> {
   const args = JSON.parse(process.argv[2] ?? '{}') as ScaleWorkerArgs
   const t0 = performance.now()
   const store = new CountingDatastore(await openDatastore(args.store))
-  const service = new IpamService({ store, node: args.node, socket: '/nonexistent/unused.sock' })
+  // The resources the service decides an ADD with, watched as pinto-node watches them (blocks left out: see
+  // below), started after the start-up reads are timed.
+  const resources = new ClusterState(store, pino({ level: 'silent' }), { blocks: false })
+  const service = new IpamService({ store, node: args.node, socket: '/nonexistent/unused.sock', ...(args.path === 'service' ? { cluster: resources } : {}) })
   if (args.startup) {
     const cluster = new ClusterState(store, pino({ level: 'silent' }))
     await cluster.start()
@@ -48,13 +64,14 @@ async function main(): Promise<void> {
     let blocks = 0
     for (const _ of cluster.blocks()) blocks++
     out({ op: 'startup', ms: performance.now() - t0, resources: cluster.list('Node').length + cluster.list('IPPool').length, blocks, affinities, counts: store.counts() })
-    // Twenty agents' watches decoding every other agent's writes would share this machine's two cores; in a
-    // cluster each runs on its own node, so the ADD phase runs without them.
+    // Twenty agents' block watches decoding every other agent's writes would share this machine's two cores; in
+    // a cluster each runs on its own node, so the ADD phase runs without them.
     cluster.close()
   } else {
     out({ op: 'startup', ms: 0, resources: 0, blocks: 0, affinities: 0, counts: store.counts() })
   }
 
+  if (args.path === 'service') await resources.start()
   await new Promise<void>((resolve) => createInterface({ input: process.stdin }).once('line', () => resolve()))
   const ipam = new Ipam(store, { pools: () => loadPoolSpecs(store) })
   const assign = args.path === 'service'
@@ -67,7 +84,11 @@ async function main(): Promise<void> {
   const delCounts = zeroCounts()
   const errors: string[] = []
   const held: string[] = []
+  const profile = args.profile !== undefined ? await startProfile() : undefined
   const cpu0 = process.cpuUsage()
+  const phaseStart = performance.now()
+  // Counts are taken around each call; with ADDs overlapping (a rate) they are summed over the phase instead.
+  const phase0 = store.counts()
   const del = async (handle: string): Promise<void> => {
     const before = store.counts()
     const s = performance.now()
@@ -75,7 +96,7 @@ async function main(): Promise<void> {
     delMs.push(performance.now() - s)
     add(delCounts, diffCounts(store.counts(), before))
   }
-  for (let i = 0; i < args.adds; i++) {
+  const one = async (i: number): Promise<void> => {
     const handle = `k8s-pod-network.${args.id}-${i}`
     const before = store.counts()
     const s = performance.now()
@@ -89,9 +110,23 @@ async function main(): Promise<void> {
     }
     if (held.length > args.window) await del(held.shift() as string)
   }
+  if (args.rate > 0) {
+    const running: Promise<void>[] = []
+    for (let i = 0; i < args.adds; i++) {
+      const at = phaseStart + (i * 1000) / args.rate
+      if (at > performance.now()) await new Promise((r) => setTimeout(r, at - performance.now()))
+      running.push(one(i))
+    }
+    await Promise.all(running)
+  } else {
+    for (let i = 0; i < args.adds; i++) await one(i)
+  }
   while (held.length > 0) await del(held.shift() as string)
+  const wallMs = performance.now() - phaseStart
   const cpu = process.cpuUsage(cpu0)
-  out({ op: 'done', add: addMs, del: delMs, addCounts, delCounts, errors: errors.slice(0, 5), cpuMs: (cpu.user + cpu.system) / 1000 })
+  await profile?.stop(args.profile as string)
+  out({ op: 'done', add: addMs, del: delMs, addCounts, delCounts, phaseCounts: diffCounts(store.counts(), phase0), errors: errors.slice(0, 5), cpuMs: (cpu.user + cpu.system) / 1000, wallMs })
+  resources.close()
   await service.close()
   await store.close()
 }

@@ -3,6 +3,7 @@
 // trips and writes per ADD beside Calico's count for the same allocation, CAS failures per ADD, the time of
 // `pintoctl ipam check` over the whole store and the agent's start-up reads, with the load average.
 // Run: npx tsc -p . && node dist/bench/ipam-scale.js [--nodes 5000] [--allocations 150000] [--agents 20] [--adds 200]
+//      [--rate ADDS_PER_S_PER_AGENT] [--path service|ipam] [--cpu-prof DIR]
 import { type ChildProcess, spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { loadavg } from 'node:os'
@@ -28,6 +29,10 @@ const AGENTS = numberArg('--agents', 20)
 const ADDS = numberArg('--adds', 200)
 /** Pods an agent holds before each ADD is followed by a DEL of its oldest: enough that each agent claims a second block. */
 const WINDOW = numberArg('--window', 40)
+/** ADDs per second each agent starts on a fixed schedule; 0: back to back (each when its last ADD/DEL is done). */
+const RATE = numberArg('--rate', 0)
+/** Where agent 0 of each path writes a CPU profile of its ADD/DEL phase (--cpu-prof DIR). */
+const PROFILE_DIR = process.argv.includes('--cpu-prof') ? process.argv[process.argv.indexOf('--cpu-prof') + 1] : undefined
 const PATHS = (process.argv.includes('--path') ? [process.argv[process.argv.indexOf('--path') + 1]] : ['service', 'ipam']) as ScaleWorkerArgs['path'][]
 // 198.18.0.0/15 has 131,072 addresses, fewer than 150,000 pods: the pods are IPv6, in Calico's default /122 blocks.
 const POOL = { name: 'bench-v6', cidr: '2001:db8:1::/64', blockSize: 122 }
@@ -139,7 +144,7 @@ const ms = (v: number): string => `${v.toFixed(1)} ms`
 
 function perOp(c: DatastoreCounts, n: number): string {
   const f = (v: number): string => (v / n).toFixed(2)
-  return `${f(roundTrips(c))} round trips (get ${f(c.get)}, list ${f(c.list)} returning ${f(c.listed)} records, txn ${f(c.txn)}, single writes ${f(commits(c) - c.txn)}), ` +
+  return `${f(roundTrips(c))} round trips (get ${f(c.get)}, list ${f(c.list)} returning ${f(c.listed)} records, txn ${f(c.txn)} (with ${f(c.txnChecks)} checks), single writes ${f(commits(c) - c.txn)}), ` +
     `${f(writes(c))} keys written (create ${f(c.create)}, update ${f(c.update)}, delete ${f(c.delete)}) in ${f(commits(c))} commits, ${f(c.casFailures)} CAS failures (conflict retries)`
 }
 
@@ -163,7 +168,8 @@ async function runAgents(etcdPid: number, endpoint: string, url: string, path: S
   const workers: Worker[] = []
   const starts: Extract<ScaleWorkerLine, { op: 'startup' }>[] = []
   for (let i = 0; i < AGENTS; i++) {
-    const w = startWorker({ store: `etcd://${endpoint}`, node: nodeName(Math.floor((i * NODES) / AGENTS)), id: `${path}-a${i}`, adds: ADDS, window: WINDOW, num4: 0, num6: 1, path, startup })
+    const w = startWorker({ store: `etcd://${endpoint}`, node: nodeName(Math.floor((i * NODES) / AGENTS)), id: `${path}-a${i}`, adds: ADDS, window: WINDOW, num4: 0, num6: 1, path, startup, rate: RATE,
+      ...(PROFILE_DIR !== undefined && i === 0 ? { profile: `${PROFILE_DIR}/ipam-scale-${path}-agent0.cpuprofile` } : {}) })
     workers.push(w)
     starts.push(await next(w, 'startup'))
   }
@@ -191,10 +197,17 @@ async function runAgents(etcdPid: number, endpoint: string, url: string, path: S
   if (startup && s0 !== undefined) {
     console.log(`  agent start-up reads (ClusterState list + watch, its affinities), one agent at a time: p50 ${ms(pct(startMs, 50))}, max ${ms(startMs[startMs.length - 1] ?? NaN)}; ${s0.resources} resources, ${s0.blocks} blocks, ${s0.affinities} affinities in ${roundTrips(s0.counts)} round trips returning ${s0.counts.listed} records`)
   }
+  const ops = adds.length + dels.length
+  const agentWall = done.reduce((a, d) => a + d.wallMs, 0) / done.length
+  console.log(RATE > 0
+    ? `  load offered: ${RATE} ADDs/s per agent on a fixed schedule (${(RATE * AGENTS).toFixed(0)}/s in all), each ADD past ${WINDOW} held followed by a DEL; achieved ${((1000 * ADDS) / agentWall).toFixed(1)} ADDs/s per agent`
+    : `  load offered: back to back (closed loop: each agent starts its next ADD when its last ADD and DEL are done, so the offered rate is whatever the system sustains): ${((1000 * ADDS) / agentWall).toFixed(1)} ADDs/s per agent, ${((1000 * ADDS * AGENTS) / wall).toFixed(0)}/s in all`)
+  if (PROFILE_DIR !== undefined) console.log(`  CPU profile of agent 0's ADD/DEL phase: ${PROFILE_DIR}/ipam-scale-${path}-agent0.cpuprofile (node dist/bench/cpu-profile-top.js FILE)`)
+  const phase = sum((d) => d.phaseCounts)
+  console.log(`  whole phase, ADDs and DELs together: ${(roundTrips(phase) / ops).toFixed(2)} round trips per ADD or DEL, ${(phase.txnChecks / adds.length).toFixed(2)} txn checks per ADD`)
   console.log(`  ADD p50 ${ms(pct(adds, 50))}  p99 ${ms(pct(adds, 99))}  max ${ms(adds[adds.length - 1] ?? NaN)}   (target p99 < 100 ms)${errors.length > 0 ? `   ${errors.length} errors, first: ${errors[0]}` : ''}`)
   console.log(`  ADD: ${perOp(sum((d) => d.addCounts), adds.length)}`)
   console.log(`  etcd meanwhile: ${f1.count - f0.count} WAL fsyncs, mean ${ms((1000 * (f1.sum - f0.sum)) / (f1.count - f0.count))} each (every write waits for one)`)
-  const ops = adds.length + dels.length
   console.log(`  CPU per ADD or DEL: agent ${ms(done.reduce((a, d) => a + d.cpuMs, 0) / ops)}, etcd ${ms(etcdCpu / ops)} (${((done.reduce((a, d) => a + d.cpuMs, 0) + etcdCpu) / wall).toFixed(2)} cores busy of 2, beside whatever else runs)`)
   console.log(`  DEL p50 ${ms(pct(dels, 50))}  p99 ${ms(pct(dels, 99))}; ${perOp(sum((d) => d.delCounts), dels.length)}`)
 }

@@ -14,14 +14,16 @@ export interface DatastoreCounts {
   delete: number
   /** Transactions: one round trip (one etcd commit) each, their ops counted as writes under create/update/delete. */
   txn: number
-  /** Ops inside those transactions (also counted under create/update/delete). */
+  /** Write ops inside those transactions (also counted under create/update/delete). */
   txnOps: number
+  /** Check ops inside those transactions: compares that write nothing. */
+  txnChecks: number
   watch: number
   /** create answered 'exists', update or delete answered 'conflict' or 'not-found': a lost race. */
   casFailures: number
 }
 
-export const zeroCounts = (): DatastoreCounts => ({ get: 0, list: 0, listed: 0, create: 0, update: 0, delete: 0, txn: 0, txnOps: 0, watch: 0, casFailures: 0 })
+export const zeroCounts = (): DatastoreCounts => ({ get: 0, list: 0, listed: 0, create: 0, update: 0, delete: 0, txn: 0, txnOps: 0, txnChecks: 0, watch: 0, casFailures: 0 })
 
 /** Calls that went to the store (a watch is a stream, not counted; a transaction is one). */
 export const roundTrips = (c: DatastoreCounts): number => c.get + c.list + c.create + c.update + c.delete - c.txnOps + c.txn
@@ -85,8 +87,12 @@ export class CountingDatastore implements Datastore {
 
   txn(ops: readonly TxnOp[]): Promise<KeyValue[]> {
     const list: readonly TxnOp[] = Array.isArray(ops) ? ops : []
-    this.c.txnOps += list.length
-    for (const o of list) if (o.op === 'create' || o.op === 'update' || o.op === 'delete') this.c[o.op]++
+    for (const o of list) {
+      if (o.op === 'create' || o.op === 'update' || o.op === 'delete') {
+        this.c[o.op]++
+        this.c.txnOps++
+      } else if (o.op === 'check') this.c.txnChecks++
+    }
     return this.counted('txn', () => this.inner.txn(ops), true)
   }
 

@@ -23,7 +23,7 @@
 
 import fs from 'node:fs'
 import path from 'node:path'
-import { DatastoreError, type Datastore, type KeyValue, type ListResult, type TxnOp, type Watch, type WatchEvent, checkTxnOps } from './datastore.js'
+import { DatastoreError, type Datastore, type KeyValue, type ListResult, type TxnOp, type Watch, type WatchEvent, checkFailure, checkTxnOps } from './datastore.js'
 import { DirLock } from './datastore-embedded-lock.js'
 import { decodeFrames, encodeRecord, encodeSnapshot, parseRecord, parseSnapshot, recordChanges, type LogRecord, type Snapshot } from './datastore-embedded-log.js'
 
@@ -442,13 +442,14 @@ export class EmbeddedDatastore implements Datastore {
           continue
         }
         rev++
-        for (const op of ops) staged.set(op.key, op.op === 'delete' ? null : { value: op.value, revision: rev })
-        const [only] = ops
-        const record: LogRecord = ops.length > 1 || only === undefined
-          ? { t: 'txn', r: rev, ops: ops.map((o) => (o.op === 'delete' ? { k: o.key } : { k: o.key, v: o.value })) }
+        const writes = ops.filter((o): o is Exclude<TxnOp, { op: 'check' }> => o.op !== 'check')
+        for (const op of writes) staged.set(op.key, op.op === 'delete' ? null : { value: op.value, revision: rev })
+        const [only] = writes
+        const record: LogRecord = writes.length > 1 || only === undefined
+          ? { t: 'txn', r: rev, ops: writes.map((o) => (o.op === 'delete' ? { k: o.key } : { k: o.key, v: o.value })) }
           : only.op === 'delete' ? { t: 'del', r: rev, k: only.key } : { t: 'put', r: rev, k: only.key, v: only.value }
         frames.push(encodeRecord(record))
-        outcomes.push(ops.map((o) => ({ key: o.key, value: o.op === 'delete' ? '' : o.value, revision: rev })))
+        outcomes.push(ops.map((o) => (o.op === 'check' ? { key: o.key, value: '', revision: o.revision } : { key: o.key, value: o.op === 'delete' ? '' : o.value, revision: rev })))
       }
       if (frames.length > 0) {
         written = this.fd
@@ -498,6 +499,7 @@ export class EmbeddedDatastore implements Datastore {
   }
 
   private precondition(op: TxnOp, current: Entry | undefined): DatastoreError | undefined {
+    if (op.op === 'check') return checkFailure(op.key, op.revision, current?.revision)
     if (op.op === 'create') {
       return current ? new DatastoreError('exists', `key ${op.key} already exists`, op.key) : undefined
     }

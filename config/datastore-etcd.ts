@@ -5,7 +5,7 @@
 import { isIP } from 'node:net'
 import tls from 'node:tls'
 import { Etcd3, EtcdError, Range, type IKeyValue, type Watcher } from 'etcd3'
-import { DatastoreError, type Datastore, type KeyValue, type ListResult, type TxnOp, type Watch, type WatchEvent, checkTxnOps } from './datastore.js'
+import { DatastoreError, type Datastore, type KeyValue, type ListResult, type TxnOp, type Watch, type WatchEvent, checkFailure, checkTxnOps } from './datastore.js'
 import type { EtcdCredentials } from './etcd-tls.js'
 import { tlsFailure } from './etcd-tls-errors.js'
 
@@ -193,8 +193,8 @@ export class EtcdDatastore implements Datastore {
   }
 
   /**
-   * One etcd Txn: each op's precondition is a compare (create: CreateRevision 0; update and a delete with a
-   * revision: ModRevision; a bare delete: CreateRevision > 0); when one fails the else branch reads every key,
+   * One etcd Txn: each op's precondition is a compare (create: CreateRevision 0; update, check and a delete
+   * with a revision: ModRevision; a bare delete: CreateRevision > 0), a check writing nothing; when one fails the else branch reads every key,
    * from which the first failing op is named.
    */
   async txn(ops: readonly TxnOp[]): Promise<KeyValue[]> {
@@ -202,19 +202,24 @@ export class EtcdDatastore implements Datastore {
     const res = await this.call(`txn on ${ops.map((o) => o.key).join(', ')}`, () => {
       let cmp: ReturnType<Etcd3['if']> | undefined
       for (const o of ops) {
+        // An absent key compares as mod revision 0, so a check of absence is the same compare.
         const [column, op, value] = o.op === 'create' ? (['Create', '==', 0] as const) : o.revision === undefined ? (['Create', '>', 0] as const) : (['Mod', '==', o.revision] as const)
         cmp = cmp === undefined ? this.client.if(o.key, column, op, value) : cmp.and(o.key, column, op, value)
       }
+      const writes = ops.flatMap((o) => (o.op === 'check' ? [] : [o.op === 'delete' ? this.client.delete().key(o.key) : this.client.put(o.key).value(o.value)]))
       return (cmp as ReturnType<Etcd3['if']>)
-        .then(...ops.map((o) => (o.op === 'delete' ? this.client.delete().key(o.key) : this.client.put(o.key).value(o.value))))
+        .then(...writes)
         .else(...ops.map((o) => this.client.get(o.key)))
         .commit()
     })
     const revision = Number(res.header.revision)
-    if (res.succeeded) return ops.map((o) => ({ key: o.key, value: o.op === 'delete' ? '' : o.value, revision }))
+    if (res.succeeded) return ops.map((o) => ({ key: o.key, value: o.op === 'delete' || o.op === 'check' ? '' : o.value, revision: o.op === 'check' ? o.revision : revision }))
     for (const [i, o] of ops.entries()) {
       const current = res.responses[i]?.response_range?.kvs[0]
-      if (o.op === 'create') {
+      if (o.op === 'check') {
+        const failure = checkFailure(o.key, o.revision, current === undefined ? undefined : Number(current.mod_revision))
+        if (failure) throw failure
+      } else if (o.op === 'create') {
         if (current) throw new DatastoreError('exists', `key ${o.key} already exists`, o.key)
       } else if (!current || (o.revision !== undefined && Number(current.mod_revision) !== o.revision)) {
         throw this.casFailure(o.key, o.revision, current)

@@ -38,23 +38,40 @@ export class DatastoreError extends Error {
   }
 }
 
-/** One write of a transaction, with the same precondition as the single call of that name. */
+/**
+ * One op of a transaction: a write with the same precondition as the single call of that name, or a check,
+ * which writes nothing and holds the transaction to a key read elsewhere: it fails ('conflict', or 'not-found'
+ * when the key is gone) unless the key's revision is `revision`, 0 meaning the key is absent.
+ */
 export type TxnOp =
   | { readonly op: 'create'; readonly key: string; readonly value: string }
   | { readonly op: 'update'; readonly key: string; readonly value: string; readonly revision: number }
   | { readonly op: 'delete'; readonly key: string; readonly revision?: number }
+  | { readonly op: 'check'; readonly key: string; readonly revision: number }
 
-/** Keys unique, at most 128 ops (etcd's default --max-txn-ops): what every backend accepts; 'invalid' otherwise. */
+/** The precondition failure of a check op on a key now at `current` (undefined: absent), if it fails. */
+export function checkFailure(key: string, wanted: number, current: number | undefined): DatastoreError | undefined {
+  if (wanted === 0) return current === undefined ? undefined : new DatastoreError('conflict', `key ${key} exists (revision ${current}), expected absent`, key)
+  if (current === undefined) return new DatastoreError('not-found', `key ${key} does not exist`, key)
+  return current === wanted ? undefined : new DatastoreError('conflict', `key ${key} is at revision ${current}, not ${wanted}`, key)
+}
+
+/**
+ * Keys unique, at most 128 ops (etcd's default --max-txn-ops), at least one of them a write: what every
+ * backend accepts; 'invalid' otherwise.
+ */
 export function checkTxnOps(ops: readonly TxnOp[]): void {
   if (!Array.isArray(ops) || ops.length === 0 || ops.length > 128) throw new DatastoreError('invalid', `txn: expected 1..128 ops, got ${Array.isArray(ops) ? ops.length : typeof ops}`)
   const seen = new Set<string>()
   ops.forEach((o, i) => {
     if (typeof o?.key !== 'string' || o.key.length === 0) throw new DatastoreError('invalid', `txn ops[${i}].key must be a non-empty string`)
-    if (!['create', 'update', 'delete'].includes(o.op)) throw new DatastoreError('invalid', `txn ops[${i}].op: ${JSON.stringify(o.op)} is not create, update or delete`, o.key)
-    if (o.op !== 'delete' && typeof o.value !== 'string') throw new DatastoreError('invalid', `txn ops[${i}].value for key ${o.key} must be a string`, o.key)
+    if (!['create', 'update', 'delete', 'check'].includes(o.op)) throw new DatastoreError('invalid', `txn ops[${i}].op: ${JSON.stringify(o.op)} is not create, update, delete or check`, o.key)
+    if (o.op === 'check' && (!Number.isInteger(o.revision) || o.revision < 0)) throw new DatastoreError('invalid', `txn ops[${i}].revision for check of ${o.key} must be an integer >= 0`, o.key)
+    if ((o.op === 'create' || o.op === 'update') && typeof o.value !== 'string') throw new DatastoreError('invalid', `txn ops[${i}].value for key ${o.key} must be a string`, o.key)
     if (seen.has(o.key)) throw new DatastoreError('invalid', `txn ops[${i}]: key ${o.key} appears twice`, o.key)
     seen.add(o.key)
   })
+  if (ops.every((o) => o.op === 'check')) throw new DatastoreError('invalid', 'txn: only checks, no write')
 }
 
 export interface Datastore {
@@ -69,7 +86,7 @@ export interface Datastore {
   /**
    * All of `ops` or none, as one write at one new revision: when any op's precondition fails nothing is
    * written and that op's error is thrown (its code as the single call would give, its key set). Answers
-   * per op what it wrote (a delete: value '').
+   * per op what it wrote (a delete: value ''; a check: value '' and the revision it held to).
    */
   txn(ops: readonly TxnOp[]): Promise<KeyValue[]>
   /** Events for keys under `prefix` with revision >= fromRevision, in revision order. */

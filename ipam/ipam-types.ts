@@ -4,6 +4,7 @@
 import { type Cidr, type Family, formatCidr } from '../config/ip/index.js'
 import type { AssignedAddress, ReleaseSkip } from './block.js'
 import type { NodeMatcher, PoolSpec, PoolUse } from './pools.js'
+import type { TxnOp } from '../config/datastore.js'
 
 export interface IpamConfig {
   readonly strictAffinity: boolean
@@ -14,8 +15,33 @@ export interface IpamConfig {
 
 export const DEFAULT_IPAM_CONFIG: IpamConfig = { strictAffinity: false, maxBlocksPerHost: 20, autoAllocateBlocks: true }
 
+/** What an ADD decides with: the pools, the node's labels (through nodeMatches) and the IPAMConfig. */
+export interface IpamInputView {
+  /** Read from the store for this ADD (not from a cache). */
+  readonly fresh: boolean
+  readonly pools: readonly PoolSpec[]
+  readonly config: Partial<IpamConfig>
+  readonly nodeMatches: NodeMatcher
+  /**
+   * Checks (txn ops 'check') holding a write to the records this view was read from: the IPAMConfig, the
+   * node's labels and the pools given. A one-transaction ADD carries them, so it commits only while they hold.
+   */
+  guards(node: string, pools: readonly PoolSpec[]): readonly TxnOp[]
+}
+
+/**
+ * Where autoAssign's inputs come from: `fresh` false may answer from a cached view (the agent's watched
+ * cluster state); true reads the store now. A cached view serves only the one-transaction ADD, whose guards
+ * catch it being stale; a stale guard, and the general path, read fresh.
+ */
+export interface IpamInputs {
+  read(node: string, fresh: boolean): Promise<IpamInputView>
+}
+
 export interface IpamOptions {
   readonly pools: readonly PoolSpec[] | (() => readonly PoolSpec[] | Promise<readonly PoolSpec[]>)
+  /** autoAssign's pools, node labels and config, read per ADD; without it, `pools`, `nodeMatches` and `config`. */
+  readonly inputs?: IpamInputs
   readonly config?: Partial<IpamConfig>
   readonly nodeMatches?: NodeMatcher
   /** Addresses and CIDRs never handed out automatically (Calico's IPReservation). */

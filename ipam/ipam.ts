@@ -13,13 +13,13 @@ import {
   addressOrdinal, blockAssign, blockAutoAssign, blockCidr, blockIsEmpty, blockOrdinalsOf, blockRelease, blockReleaseByHandle,
   hostAffinity, newBlock, ordinalAddress,
 } from './block.js'
-import { type Pool, type PoolSpec, blockCandidates, describePools, eligiblePools, poolBlockOf, toPool } from './pools.js'
+import { type NodeMatcher, type Pool, type PoolSpec, blockCandidates, describePools, eligiblePools, poolBlockOf, toPool } from './pools.js'
 import {
   type AffinityRecord, type HandleRecord, BLOCKS_PREFIX, affinityKey, affinityPrefix, affinityRecord, blockKey, checkSegment,
   decodeAffinity, decodeBlock, decodeHandle, handleKey,
 } from './records.js'
 import { type HandleWriter, HandleClaim } from './handle-claim.js'
-import { type LastBlocks, OneTxnPaths } from './one-txn.js'
+import { type AssignInputs, type LastBlocks, OneTxnPaths } from './one-txn.js'
 import { conflictBackoff, isConflict } from './conflict.js'
 
 export * from './ipam-types.js'
@@ -55,12 +55,39 @@ export class Ipam {
   private readonly validated = new WeakMap<PoolSpec, Pool>()
 
   async pools(): Promise<Pool[]> {
-    const specs = typeof this.options.pools === 'function' ? await this.options.pools() : this.options.pools
+    return this.validate(await this.poolSpecs())
+  }
+
+  private async poolSpecs(): Promise<readonly PoolSpec[]> {
+    return typeof this.options.pools === 'function' ? this.options.pools() : this.options.pools
+  }
+
+  private validate(specs: readonly PoolSpec[]): Pool[] {
     return specs.map((s, i) => {
       let p = this.validated.get(s)
       if (p === undefined) this.validated.set(s, (p = toPool(s, `pools[${i}]`)))
       return p
     })
+  }
+
+  /**
+   * The pools, node matcher and config an ADD for `node` decides with (the config applied to `config`), which
+   * pools may hold a block, and the guards of a one-transaction ADD from blocks at `cidrs`: through
+   * options.inputs when given (a cached view unless `fresh`), else the pools option and no guards.
+   */
+  private async inputsFor(node: string, fresh: boolean): Promise<AssignInputs> {
+    const view = await this.options.inputs?.read(node, fresh)
+    if (view !== undefined) {
+      Object.assign(this.config, { ...DEFAULT_IPAM_CONFIG, ...this.options.config, ...view.config })
+      if (this.config.maxBlocksPerHost === 0) Object.assign(this.config, { maxBlocksPerHost: DEFAULT_IPAM_CONFIG.maxBlocksPerHost })
+    }
+    const pools = this.validate(view?.pools ?? (await this.poolSpecs()))
+    const matcher = view?.nodeMatches ?? this.options.nodeMatches
+    return {
+      fresh: view?.fresh ?? true, pools, matcher,
+      eligible: (req, family, cidr) => eligiblePools(pools, family, req.node, req.use ?? 'Workload', req.pools, matcher).some((p) => poolBlockOf(p, family, cidr.base) !== undefined),
+      guards: (cidrs) => view?.guards(node, pools.filter((p) => cidrs.some((c) => poolBlockOf(p, c.family, c.base) !== undefined)).map((p) => p.spec)) ?? [],
+    }
   }
 
   /** Runs `attempt` until it stops hitting write conflicts, at most maxRetries times, with a small random backoff. */
@@ -115,11 +142,17 @@ export class Ipam {
     for (const f of [4, 6] as const) {
       if (!Number.isInteger(want[f]) || want[f] < 0 || want[f] > 256) throw new IpamError('invalid', `num${f}: ${want[f]} is not an integer in 0..256`)
     }
-    const pools = await this.pools()
-    const inEligiblePool = (family: Family, cidr: Cidr): boolean =>
-      eligiblePools(pools, family, req.node, req.use ?? 'Workload', req.pools, this.options.nodeMatches).some((p) => poolBlockOf(p, family, cidr.base) !== undefined)
-    const fast = await this.oneTxn.assign(req, want, inEligiblePool)
-    if (fast !== undefined && fast !== 'exists') return fast
+    // From a cached view, the common ADD alone; a stale view fails its guards and is read again.
+    let ctx = await this.inputsFor(req.node, false)
+    let fast = await this.oneTxn.assign(req, want, ctx)
+    if (fast === 'stale' && !ctx.fresh) {
+      ctx = await this.inputsFor(req.node, true)
+      fast = await this.oneTxn.assign(req, want, ctx)
+    }
+    if (fast !== undefined && fast !== 'exists' && fast !== 'stale') return fast
+    // The general path's writes carry no guards: it decides from a fresh read.
+    if (!ctx.fresh || fast === 'stale') ctx = await this.inputsFor(req.node, true)
+    const { pools, matcher } = ctx
     const h = await this.heldBy(req.handle)
     const held = h.addrs
     const claim = new HandleClaim(req.handle, this.writeHandle, h.kv ?? 'absent', held)
@@ -127,7 +160,7 @@ export class Ipam {
     try {
       for (const f of [4, 6] as const) {
         const have = held.filter((a) => a.family === f).length
-        if (want[f] > have) await this.assignFamily(f, want[f] - have, req, pools, got, claim)
+        if (want[f] > have) await this.assignFamily(f, want[f] - have, req, pools, matcher, got, claim)
       }
       await claim.settle()
     } catch (err) {
@@ -151,8 +184,8 @@ export class Ipam {
   }
 
   /** Allocates `num` addresses of one family, pushing onto `sink` as blocks are written so a failure can roll back. */
-  private async assignFamily(family: Family, num: number, req: AutoAssignRequest, pools: readonly Pool[], sink: IpamAddress[], claim: HandleClaim): Promise<void> {
-    const eligible = eligiblePools(pools, family, req.node, req.use ?? 'Workload', req.pools, this.options.nodeMatches)
+  private async assignFamily(family: Family, num: number, req: AutoAssignRequest, pools: readonly Pool[], matcher: NodeMatcher | undefined, sink: IpamAddress[], claim: HandleClaim): Promise<void> {
+    const eligible = eligiblePools(pools, family, req.node, req.use ?? 'Workload', req.pools, matcher)
     if (eligible.length === 0) {
       const manual = req.pools === undefined ? pools.filter((p) => p.cidr.family === family && p.spec.assignmentMode === 'Manual').map((p) => p.spec.name) : []
       const hint = manual.length > 0 ? ` (pools with assignmentMode Manual serve only requests that name them: ${manual.join(', ')})` : ''

@@ -7,6 +7,7 @@ import { type Cidr, type Family, formatCidr, readCidr } from '../config/ip/index
 import { type AllocationBlock, type IsReserved, blockAutoAssign, blockIsEmpty, blockReleaseByHandle, hostAffinity, ordinalAddress } from './block.js'
 import { HandleClaim } from './handle-claim.js'
 import { conflictBackoff, isLostRace } from './conflict.js'
+import type { NodeMatcher, Pool } from './pools.js'
 import { type AutoAssignRequest, type AutoAssignResult, type IpamAddress, type ReleaseResult, toIpamAddress } from './ipam-types.js'
 import { blockKey, decodeBlock, decodeHandle, handleKey } from './records.js'
 
@@ -21,8 +22,24 @@ const MAX_TXN_OPS = 128
  */
 const TXN_ATTEMPTS = 3
 
-/** Per `node|family`: the affine block last allocated from, as last written, while it has free ordinals. */
-export type LastBlocks = Map<string, { readonly cidr: Cidr; readonly kv: KeyValue }>
+/**
+ * Per `node|family`: the affine block last allocated from, as last written, while it has free ordinals; with
+ * it, when this process wrote it, the decoded block of exactly that value (so the next ADD or DEL does not parse
+ * it again). A path that edits the decoded block takes it out first: only a written block goes back.
+ */
+export type LastBlocks = Map<string, { readonly cidr: Cidr; readonly kv: KeyValue; readonly block?: AllocationBlock }>
+
+/** What an ADD decides with, as the Ipam read it for this request. */
+export interface AssignInputs {
+  /** Read from the store for this ADD, not taken from a cache. */
+  readonly fresh: boolean
+  readonly pools: readonly Pool[]
+  readonly matcher: NodeMatcher | undefined
+  /** Whether a block at `cidr` lies in a pool that may serve `req` for `family`. */
+  readonly eligible: (req: AutoAssignRequest, family: Family, cidr: Cidr) => boolean
+  /** The checks holding a one-transaction ADD from blocks at `cidrs` to the records its decision read. */
+  readonly guards: (cidrs: readonly Cidr[]) => readonly TxnOp[]
+}
 
 export interface OneTxnContext {
   readonly store: Datastore
@@ -61,27 +78,31 @@ export class OneTxnPaths {
   /**
    * A new handle's addresses, each family from the block this node last allocated from, in one transaction:
    * create the handle record (with exactly those counts) and compare-and-swap each block. 'exists' when the
-   * handle has a record (a retried ADD: the general path returns what it holds); undefined when a family has
-   * no cached block, its block is no longer this node's, lacks room, or is outside `eligible`, or the
-   * transaction kept losing races (nothing written).
+   * handle has a record (a retried ADD: the general path returns what it holds); 'stale' when a guard of the
+   * inputs failed (the inputs are to be read again); undefined when a family has no cached block, its block
+   * is no longer this node's, lacks room, or is outside an eligible pool, or the transaction kept losing
+   * races. Nothing is written unless it answers addresses.
    */
-  async assign(req: AutoAssignRequest, want: Readonly<Record<Family, number>>, eligible: (family: Family, cidr: Cidr) => boolean): Promise<AutoAssignResult | 'exists' | undefined> {
+  async assign(req: AutoAssignRequest, want: Readonly<Record<Family, number>>, inputs: AssignInputs): Promise<AutoAssignResult | 'exists' | 'stale' | undefined> {
     const families = ([4, 6] as const).filter((f) => want[f] > 0)
-    const picks: { family: Family; hint: string; cidr: Cidr; kv: KeyValue }[] = []
+    const picks: { family: Family; hint: string; cidr: Cidr; kv: KeyValue; block: AllocationBlock | undefined }[] = []
     for (const family of families) {
       const hint = `${req.node}|${family}`
       const last = this.ctx.lastBlock.get(hint)
-      if (last === undefined || !eligible(family, last.cidr)) return undefined
-      picks.push({ family, hint, cidr: last.cidr, kv: last.kv })
+      if (last === undefined || !inputs.eligible(req, family, last.cidr)) return undefined
+      picks.push({ family, hint, cidr: last.cidr, kv: last.kv, block: last.block })
     }
+    for (const p of picks) this.ctx.lastBlock.set(p.hint, { cidr: p.cidr, kv: p.kv })
     if (picks.length === 0) return undefined
+    const guards = inputs.guards(picks.map((p) => p.cidr))
     const hkey = handleKey(req.handle)
     return attempts(async () => {
       const counts: Record<string, number> = {}
       const ops: TxnOp[] = []
       const planned: { pick: (typeof picks)[number]; block: AllocationBlock; value: string; addrs: IpamAddress[] }[] = []
       for (const pick of picks) {
-        const block = decodeBlock(pick.kv.key, pick.kv.value)
+        const block = pick.block ?? decodeBlock(pick.kv.key, pick.kv.value)
+        pick.block = undefined
         const assigned = block.affinity === hostAffinity(req.node) ? blockAutoAssign(block, want[pick.family], req.handle, req.attrs ?? {}, this.ctx.isReserved) : []
         if (assigned.length < want[pick.family]) {
           this.ctx.lastBlock.delete(pick.hint)
@@ -94,9 +115,10 @@ export class OneTxnPaths {
       }
       let written: KeyValue[]
       try {
-        written = await this.ctx.store.txn([{ op: 'create', key: hkey, value: HandleClaim.createValue(req.handle, counts) }, ...ops])
+        written = await this.ctx.store.txn([{ op: 'create', key: hkey, value: HandleClaim.createValue(req.handle, counts) }, ...ops, ...guards])
       } catch (err) {
         if (err instanceof DatastoreError && err.code === 'exists' && err.key === hkey) return 'exists'
+        if (isLostRace(err) && guards.some((g) => g.key === err.key)) return 'stale'
         // A stale copy: read that block again and retry. Any other failure may or may not have landed as a
         // whole; the copies are dropped either way (a DEL of the handle finds what did).
         const stale = isLostRace(err) ? picks.find((p) => p.kv.key === err.key) : undefined
@@ -115,7 +137,7 @@ export class OneTxnPaths {
       this.remember(req.handle, written[0])
       planned.forEach(({ pick, block, value }, i) => {
         const kv = { key: pick.kv.key, value, revision: (written[i + 1] as KeyValue).revision }
-        if (block.unallocated.length > 0) this.ctx.lastBlock.set(pick.hint, { cidr: pick.cidr, kv })
+        if (block.unallocated.length > 0) this.ctx.lastBlock.set(pick.hint, { cidr: pick.cidr, kv, block })
         else this.ctx.lastBlock.delete(pick.hint)
       })
       const all = planned.flatMap((p) => p.addrs)
@@ -144,13 +166,15 @@ export class OneTxnPaths {
       if (named.length >= MAX_TXN_OPS) return undefined
       const ops: TxnOp[] = []
       const released: { address: string; handle: string | null }[] = []
-      const writes: { key: string; value: string | undefined }[] = []
+      const writes: { key: string; value: string | undefined; block: AllocationBlock }[] = []
       for (const cidrText of named) {
         const cidr = readCidr(cidrText, `${hkey}.blocks`)
         const key = blockKey(cidr)
-        const copy = useCache ? [...this.ctx.lastBlock.values()].find((l) => l.kv.key === key)?.kv : undefined
+        const last = useCache ? [...this.ctx.lastBlock.values()].find((l) => l.kv.key === key) : undefined
+        const copy = last?.kv
+        if (copy !== undefined) this.refresh(key, copy)
         let kv = copy ?? (await this.ctx.store.get(key))
-        let block = kv === undefined ? undefined : decodeBlock(key, kv.value)
+        let block = kv === undefined ? undefined : (last?.block ?? decodeBlock(key, kv.value))
         let r = block === undefined ? undefined : blockReleaseByHandle(block, handle)
         if (copy !== undefined && (r === undefined || r.released.length === 0 || r.skipped.length > 0)) {
           kv = await this.ctx.store.get(key)
@@ -160,11 +184,11 @@ export class OneTxnPaths {
         if (kv === undefined || block === undefined || r === undefined || r.released.length === 0) continue
         if (block.affinity === null && blockIsEmpty(block)) {
           ops.push({ op: 'delete', key, revision: kv.revision })
-          writes.push({ key, value: undefined })
+          writes.push({ key, value: undefined, block })
         } else {
           const value = JSON.stringify(block)
           ops.push({ op: 'update', key, value, revision: kv.revision })
-          writes.push({ key, value })
+          writes.push({ key, value, block })
         }
         for (const x of r.released) released.push({ address: ordinalAddress(cidr, x.ordinal), handle: x.handleId })
       }
@@ -178,17 +202,20 @@ export class OneTxnPaths {
         throw err
       }
       this.remember(handle, undefined)
-      writes.forEach((w, i) => this.refresh(w.key, w.value === undefined ? undefined : { key: w.key, value: w.value, revision: (written[i] as KeyValue).revision }))
+      writes.forEach((w, i) => this.refresh(w.key, w.value === undefined ? undefined : { key: w.key, value: w.value, revision: (written[i] as KeyValue).revision }, w.block))
       return { released, skipped: [] }
     })
   }
 
-  /** After a write of a block: the cached copy of it follows (or goes, when the block was deleted). */
-  refresh(key: string, kv: KeyValue | undefined): void {
+  /**
+   * After a write of a block: the cached copy of it follows (or goes, when the block was deleted), with `block`
+   * the decoded value of `kv` when the writer has it.
+   */
+  refresh(key: string, kv: KeyValue | undefined, block?: AllocationBlock): void {
     for (const [hint, last] of this.ctx.lastBlock) {
       if (last.kv.key !== key) continue
       if (kv === undefined) this.ctx.lastBlock.delete(hint)
-      else this.ctx.lastBlock.set(hint, { cidr: last.cidr, kv })
+      else this.ctx.lastBlock.set(hint, { cidr: last.cidr, kv, ...(block !== undefined ? { block } : {}) })
     }
   }
 }

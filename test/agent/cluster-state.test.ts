@@ -3,32 +3,24 @@
 import t from 'tap'
 import pino from 'pino'
 import { ClusterState } from '../../agent/cluster-state.js'
-import type { Datastore, Watch, WatchEvent } from '../../config/datastore.js'
+import type { Datastore } from '../../config/datastore.js'
 import { encodeResource, resourceKey } from '../../config/resources/index.js'
 import { parseCidr } from '../../config/ip/index.js'
 import { hostAffinity, newBlock } from '../../ipam/block.js'
 import { AFFINITIES_PREFIX, HANDLES_PREFIX, blockKey } from '../../ipam/records.js'
-import { embeddedStore } from '../ipam/stores.js'
+import { embeddedStore, relayWatches } from '../ipam/stores.js'
 import { waitFor } from '../harness/wait.js'
 
 /** The store, with every watch event it hands out counted by key. */
 function counting(store: Datastore): { store: Datastore; delivered: string[] } {
   const delivered: string[] = []
-  const wrapped: Datastore = {
-    get: (key) => store.get(key),
-    list: (prefix) => store.list(prefix),
-    create: (key, value) => store.create(key, value),
-    update: (key, value, revision) => store.update(key, value, revision),
-    delete: (key, revision) => store.delete(key, revision),
-    txn: (ops) => store.txn(ops),
-    close: () => store.close(),
-    watch: (prefix: string, from: number, onEvent: (e: WatchEvent) => void, onError?: (err: Error) => void): Watch =>
-      store.watch(prefix, from, (e) => {
-        delivered.push(e.key)
-        onEvent(e)
-      }, onError),
+  return {
+    store: relayWatches(store, (e, deliver) => {
+      delivered.push(e.key)
+      deliver()
+    }),
+    delivered,
   }
-  return { store: wrapped, delivered }
 }
 
 t.test('handle and affinity writes never reach the cluster view; resource and block writes do', async (t) => {

@@ -3,7 +3,7 @@
 // Each subtest uses its own key prefix, so one store serves the whole suite.
 
 import type { Test } from 'tap'
-import { DatastoreError, type Datastore, type WatchEvent } from '../../config/datastore.js'
+import { DatastoreError, type Datastore, type TxnOp, type WatchEvent } from '../../config/datastore.js'
 
 export type OpenClient = () => Promise<Datastore>
 
@@ -26,6 +26,20 @@ async function code(p: Promise<unknown>): Promise<string> {
 }
 
 let counter = 0
+/** Each txn's outcome: the failing op's code and key, or 'resolved'. */
+async function txnFailures(s: Datastore, txns: readonly (readonly TxnOp[])[]): Promise<[string, string | undefined][]> {
+  const out: [string, string | undefined][] = []
+  for (const ops of txns) {
+    try {
+      await s.txn(ops)
+      out.push(['resolved', undefined])
+    } catch (err) {
+      out.push(err instanceof DatastoreError ? [err.code, err.key] : [String(err), undefined])
+    }
+  }
+  return out
+}
+
 const uniquePrefix = (name: string): string => `/contract/${Date.now().toString(36)}-${counter++}/${name}/`
 
 export function datastoreContract(t: Test, open: OpenClient): void {
@@ -202,19 +216,11 @@ export function datastoreContract(t: Test, open: OpenClient): void {
     t.ok(rev > gone.revision && out.every((kv) => kv.revision === rev), `one new revision for every op: ${out.map((kv) => kv.revision).join(',')}`)
     t.same(out.map((kv) => [kv.key, kv.value]), [[`${p}handle`, 'h'], [`${p}block`, 'b1'], [`${p}gone`, '']])
     t.same((await s.list(p)).items, [{ key: `${p}block`, value: 'b1', revision: rev }, { key: `${p}handle`, value: 'h', revision: rev }])
-    const failures: [string, string | undefined][] = []
-    for (const ops of [
+    const failures = await txnFailures(s, [
       [{ op: 'create', key: `${p}new`, value: 'x' }, { op: 'update', key: `${p}block`, value: 'b2', revision: block.revision }],
       [{ op: 'create', key: `${p}handle`, value: 'x' }, { op: 'update', key: `${p}block`, value: 'b2', revision: rev }],
       [{ op: 'update', key: `${p}block`, value: 'b2', revision: rev }, { op: 'delete', key: `${p}gone` }],
-    ] as const) {
-      try {
-        await s.txn(ops)
-        failures.push(['resolved', undefined])
-      } catch (err) {
-        failures.push(err instanceof DatastoreError ? [err.code, err.key] : [String(err), undefined])
-      }
-    }
+    ])
     t.same(failures, [['conflict', `${p}block`], ['exists', `${p}handle`], ['not-found', `${p}gone`]], 'the failing op, by code and key')
     t.same((await s.list(p)).items.map((kv) => [kv.key, kv.value, kv.revision]), [[`${p}block`, 'b1', rev], [`${p}handle`, 'h', rev]], 'a failed txn wrote nothing')
     t.equal(await code(s.txn([])), 'invalid', 'an empty txn')
@@ -241,6 +247,27 @@ export function datastoreContract(t: Test, open: OpenClient): void {
     t.teardown(() => w2.close())
     await waitFor(() => replayed.length >= 4, 'the replay')
     t.same(replayed.map((e) => [e.key, e.revision]), events.map((e) => [e.key, e.revision]))
+  })
+
+  t.test('a txn check holds the txn to a key read elsewhere, writes nothing of it, and fails it when the key moved', async (t) => {
+    const s = await client()
+    const p = uniquePrefix('txn-check')
+    const guard = await s.create(`${p}guard`, 'g1')
+    const out = await s.txn([{ op: 'create', key: `${p}a`, value: '1' }, { op: 'check', key: `${p}guard`, revision: guard.revision }, { op: 'check', key: `${p}absent`, revision: 0 }])
+    t.same(out.map((kv) => [kv.key, kv.value]), [[`${p}a`, '1'], [`${p}guard`, ''], [`${p}absent`, '']])
+    t.equal(out[1]?.revision, guard.revision, 'a check answers the revision it held to')
+    t.same((await s.list(p)).items.map((kv) => [kv.key, kv.value, kv.revision]), [[`${p}a`, '1', out[0]?.revision], [`${p}guard`, 'g1', guard.revision]], 'the checked keys are not written')
+    const moved = await s.update(`${p}guard`, 'g2', guard.revision)
+    await s.create(`${p}absent`, 'now')
+    const failures = await txnFailures(s, [
+      [{ op: 'create', key: `${p}b`, value: '1' }, { op: 'check', key: `${p}guard`, revision: guard.revision }],
+      [{ op: 'create', key: `${p}b`, value: '1' }, { op: 'check', key: `${p}absent`, revision: 0 }],
+      [{ op: 'create', key: `${p}b`, value: '1' }, { op: 'check', key: `${p}never`, revision: moved.revision }],
+    ])
+    t.same(failures, [['conflict', `${p}guard`], ['conflict', `${p}absent`], ['not-found', `${p}never`]], 'the failing check, by code and key')
+    t.equal(await s.get(`${p}b`), undefined, 'a failed check wrote nothing')
+    t.equal(await code(s.txn([{ op: 'check', key: `${p}guard`, revision: moved.revision }])), 'invalid', 'a txn of checks only')
+    t.equal(await code(s.txn([{ op: 'create', key: `${p}c`, value: '1' }, { op: 'check', key: `${p}guard`, revision: -1 }])), 'invalid', 'a negative revision')
   })
 
   t.test('bad input is rejected as invalid', async (t) => {

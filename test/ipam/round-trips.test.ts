@@ -100,3 +100,30 @@ t.test('a DEL from a stale copy of its handle record (another process added to t
   t.same(report.problems, [])
   t.equal(report.allocations, 1, 'only the warm pod is left')
 })
+
+t.test('ADDs and DELs from the decoded copies of the blocks this process wrote leave the store exactly as the pods are held', async (t) => {
+  const { store } = await embeddedStore(t)
+  const pools = [{ name: 'v4', cidr: '198.18.0.0/24', blockSize: 28 }, { name: 'v6', cidr: '2001:db8::/120', blockSize: 124 }]
+  const ipam = new Ipam(store, { pools })
+  // Another process of the node writes the blocks now and then: its writes make this one's copies stale.
+  const other = new Ipam(store, { pools })
+  const held = new Map<string, string[]>()
+  let seed = 7
+  const rand = (n: number): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % n
+  for (let i = 0; i < 300; i++) {
+    const handles = [...held.keys()]
+    if (handles.length > 20 || (handles.length > 0 && rand(3) === 0)) {
+      const h = handles[rand(handles.length)] as string
+      await (rand(8) === 0 ? other : ipam).releaseByHandle(h)
+      held.delete(h)
+    } else {
+      const h = `pod-${i}`
+      const r = await (rand(8) === 0 ? other : ipam).autoAssign({ handle: h, node: 'n1', num4: 1 + rand(2), num6: rand(2) })
+      held.set(h, [...r.ipv4, ...r.ipv6].map((a) => a.address).sort())
+    }
+  }
+  for (const [h, addrs] of held) t.same((await ipam.handleAddresses(h)).map((a) => a.address).sort(), addrs, `${h} holds what its ADD answered`)
+  const report = await checkIpam(ipam)
+  t.same(report.problems, [])
+  t.equal(report.allocations, [...held.values()].reduce((n, a) => n + a.length, 0), 'and nothing else is allocated')
+})

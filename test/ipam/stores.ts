@@ -3,7 +3,7 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import type { Datastore } from '../../config/datastore.js'
+import type { Datastore, WatchEvent } from '../../config/datastore.js'
 import { openEmbeddedDatastore } from '../../config/datastore-embedded.js'
 
 export type Backend = 'embedded' | 'etcd'
@@ -19,4 +19,18 @@ export async function embeddedStore(t: Teardown): Promise<{ store: Datastore; sp
   const store = await openEmbeddedDatastore(dir)
   t.teardown(() => store.close())
   return { store, spec: dir }
+}
+
+/** `store` with every watch's events passed through `relay` (which hands each on with `deliver`, now or later). */
+export function relayWatches(store: Datastore, relay: (e: WatchEvent, deliver: () => void) => void): Datastore {
+  return {
+    get: (key) => store.get(key),
+    list: (prefix) => store.list(prefix),
+    create: (key, value) => store.create(key, value),
+    update: (key, value, revision) => store.update(key, value, revision),
+    delete: (key, revision) => store.delete(key, revision),
+    txn: (ops) => store.txn(ops),
+    close: () => store.close(),
+    watch: (prefix, from, onEvent, onError) => store.watch(prefix, from, (e) => relay(e, () => onEvent(e)), onError),
+  }
 }

@@ -1,6 +1,7 @@
 // Update groups (FRR's update-groups, GoBGP's peer groups): peers that export alike share one table of what
 // was sent, so a change is exported and batched once for all of them and every member sends the same
-// UPDATE bytes. A member's own routes (never sent back to it) are its exceptions. Pure, no timers.
+// UPDATE bytes. A member's own routes (never sent back to it) are its exceptions. Pure: a paced group asks
+// its host for the time and a wake-up, and owns no timer.
 
 import type { PathAttributes } from '../codec/attributes.js'
 import type { Prefix } from '../codec/nlri.js'
@@ -32,6 +33,21 @@ export interface GroupHost {
   /** An Adj-RIB-Out of its own (a member catching up) starts or stops being offered changes. */
   soloStarted(out: PeerRibOut): void
   soloEnded(out: PeerRibOut): void
+  /** Spacing of a group's rounds; undefined: a round whenever a member asks for one. */
+  readonly pacing: RoundPacing | undefined
+}
+
+/**
+ * Rounds no closer than `perMember` ms per member (at most `max` ms) after the previous one: a round costs
+ * every member a write, and while routes pour in (a cold start) each turn of the event loop would make one.
+ * A change after a quiet spell goes at once. As FRR's subgroup coalesce time, scaled by the peer count.
+ */
+export interface RoundPacing {
+  readonly perMember: number
+  readonly max: number
+  now(): number
+  /** Calls `fn` once after `ms`. */
+  later(fn: () => void, ms: number): void
 }
 
 const policyIds = new WeakMap<Policy, number>()
@@ -51,6 +67,7 @@ export function groupKey(peer: RibPeer): string {
 
 /** What one round sent, prefix by prefix, for the members it must send something else. */
 interface Round {
+  readonly ds: number[]
   readonly prefixes: Prefix[]
   readonly routes: (OutRoute | undefined)[]
   /** Source peer id of what the group held before (NOT_HELD: nothing). */
@@ -69,6 +86,11 @@ export class UpdateGroup {
   private dump: GroupDump | undefined
   /** Held destinations per source peer id: a member holds the group's table less its own. */
   private readonly heldFrom = new Map<number, number>()
+  /** When the last round was made (pacing's clock), and whether a wake-up for the next is set. */
+  private lastRound = -Infinity
+  private waking = false
+  /** Rounds made, for the bench and tests. */
+  rounds = 0
 
   constructor(
     readonly key: string,
@@ -105,24 +127,49 @@ export class UpdateGroup {
   }
 
   /**
-   * The group's whole table for a peer that joins it now, as shared batches (less the peer's own paths);
-   * undefined past DUMP_LIMIT. The group first sends what it has queued, so that table is the Loc-RIB's.
+   * Whether a round may be made now. When pacing says not yet, a wake-up is set that tells the members
+   * when it may (they find the group's queue pending and ask again).
    */
-  dumpFor(id: number): OutBatch[] | undefined {
-    while (this.out.pending > 0) this.produce()
+  mayProduce(): boolean {
+    const pacing = this.host.pacing
+    if (pacing === undefined) return true
+    const wait = this.lastRound + Math.min(pacing.max, this.members.size * pacing.perMember) - pacing.now()
+    if (wait <= 0) return true
+    if (!this.waking) {
+      this.waking = true
+      pacing.later(() => {
+        this.waking = false
+        for (const m of this.members.values()) m.notify()
+      }, wait)
+    }
+    return false
+  }
+
+  /**
+   * The group's whole table for a peer that joins it now, as shared batches (less the peer's own paths and
+   * what the group has queued since it sent it: `missing`, which the joiner is sent with the next rounds);
+   * undefined past DUMP_LIMIT. A join makes no round of its own once the dump is kept.
+   */
+  dumpFor(id: number): { batches: OutBatch[]; missing: Set<number> } | undefined {
     if (this.out.size > DUMP_LIMIT) return undefined
     if (this.dump === undefined) {
+      // heldRoutes() gives each held destination as it is sent now: nothing may be queued while it is read.
+      while (this.out.pending > 0) this.produce()
       const dump = new GroupDump()
       for (const [d, prefix, route] of this.out.heldRoutes()) dump.add(d, prefix, route, this.sentFrom[d]!)
       this.dump = dump
     }
-    return this.dump.batches(id)
+    const missing = new Set<number>()
+    for (const d of this.out.queuedHeld()) if (this.sentFrom[d] !== id) missing.add(d)
+    return { batches: this.dump.batches(id, missing), missing }
   }
 
   /** Takes one round (up to `max` prefixes) from the group's queue and hands every member what it is to send of it. */
   produce(max = ROUND): void {
+    this.rounds++
+    if (this.host.pacing !== undefined) this.lastRound = this.host.pacing.now()
     for (const m of [...this.members.values()]) if (m.backlog >= this.host.slowLimit) m.leaveGroup()
-    const round: Round = { prefixes: [], routes: [], prev: [], src: [] }
+    const round: Round = { ds: [], prefixes: [], routes: [], prev: [], src: [] }
     const members = this.members
     let affected: Set<number> | undefined
     const rib = this.host.rib
@@ -143,6 +190,7 @@ export class UpdateGroup {
           this.count(src, 1)
           dump?.add(d, prefix, out!, src)
         }
+        round.ds.push(d)
         round.prefixes.push(prefix)
         round.routes.push(out)
         round.prev.push(prev)
@@ -152,7 +200,16 @@ export class UpdateGroup {
       },
       true,
     )
-    for (const m of [...members.values()]) m.deliver(affected?.has(m.peer.id) === true ? variant(round, m.peer.id) : batches)
+    for (const m of [...members.values()]) {
+      const missing = m.missing
+      if (missing === undefined) {
+        m.deliver(affected?.has(m.peer.id) === true ? variant(round, m.peer.id) : batches)
+        continue
+      }
+      m.deliver(variant(round, m.peer.id, missing))
+      for (const d of round.ds) missing.delete(d)
+      if (missing.size === 0) m.missing = undefined
+    }
   }
 
   private count(src: number, by: number): void {
@@ -162,14 +219,17 @@ export class UpdateGroup {
   }
 }
 
-/** What member `id` is sent of a round: nothing of its own paths, a withdrawal where one replaced another's. */
-function variant(round: Round, id: number): OutBatch[] {
+/**
+ * What member `id` is sent of a round: nothing of its own paths, a withdrawal where one replaced another's;
+ * no withdrawal of what it is `missing` (held by the group, not yet sent to this joiner).
+ */
+function variant(round: Round, id: number, missing?: ReadonlySet<number>): OutBatch[] {
   const b = new BatchBuilder()
   for (let i = 0; i < round.prefixes.length; i++) {
     const prefix = round.prefixes[i]!
     const out = round.routes[i]
     const prev = round.prev[i]!
-    const heldBefore = prev !== NOT_HELD && prev !== id
+    const heldBefore = prev !== NOT_HELD && prev !== id && missing?.has(round.ds[i]!) !== true
     if (out !== undefined && round.src[i] !== id) b.announce(prefix, out)
     else if (heldBefore) b.withdraw(prefix)
   }
@@ -199,6 +259,8 @@ export class GroupMember implements AdjRibOut {
   private head = 0
   /** Prefixes in the fifo. */
   backlog = 0
+  /** Destinations the group holds that this member was not sent in its dump: they come with the group's next rounds. */
+  missing: Set<number> | undefined
   private readonly listeners: (() => void)[] = []
 
   constructor(
@@ -215,7 +277,8 @@ export class GroupMember implements AdjRibOut {
     const dump = group.dumpFor(peer.id)
     if (dump !== undefined) {
       this.enter(group)
-      this.deliver(dump)
+      if (dump.missing.size > 0) this.missing = dump.missing
+      this.deliver(dump.batches)
     } else {
       this.startSolo()
       const solo = this.solo!
@@ -232,7 +295,7 @@ export class GroupMember implements AdjRibOut {
 
   get size(): number {
     if (this.solo !== undefined) return this.solo.size
-    return this.group === undefined ? 0 : this.group.out.size - this.group.heldBy(this.peer.id)
+    return this.group === undefined ? 0 : this.group.out.size - this.group.heldBy(this.peer.id) - (this.missing?.size ?? 0)
   }
 
   /** Whether it sends on its own now (for tests and the API). */
@@ -263,7 +326,7 @@ export class GroupMember implements AdjRibOut {
         if (this.solo.pending === 0) this.rejoin()
         return batches
       }
-      if (this.group !== undefined && this.group.out.pending > 0) this.group.produce(Math.min(maxPrefixes, ROUND))
+      if (this.group !== undefined && this.group.out.pending > 0 && this.group.mayProduce()) this.group.produce(Math.min(maxPrefixes, ROUND))
     }
     const out: OutBatch[] = []
     let taken = 0
@@ -321,7 +384,9 @@ export class GroupMember implements AdjRibOut {
   leaveGroup(): void {
     const group = this.group!
     this.startSolo()
-    this.solo!.startFrom(group.out, (d) => group.sentBy(d, this.peer.id))
+    const missing = this.missing
+    this.missing = undefined
+    this.solo!.startFrom(group.out, (d) => group.sentBy(d, this.peer.id) || missing?.has(d) === true)
     this.exit()
   }
 
@@ -352,6 +417,7 @@ export class GroupMember implements AdjRibOut {
   }
 
   private exit(): void {
+    this.missing = undefined
     const group = this.group!
     group.members.delete(this.peer.id)
     this.group = undefined

@@ -93,7 +93,11 @@ export class UpdateSender {
     if (queued === undefined) return
     wire.corked(() => {
       while (queued !== undefined && queued < HIGH_WATER && out.pending > 0) {
-        for (const batch of out.take(PULL)) {
+        const before = out.pending
+        const batches = out.take(PULL)
+        // A paced update group holding its next round: it signals pending again when the round may be made.
+        if (batches.length === 0 && out.pending >= before) break
+        for (const batch of batches) {
           // A batch an update group's members share is packed by the first of them (they encode alike).
           const packed = batch.packed
           const messages = packed === undefined ? packUpdates(batch, session.tx) : (packed.bytes ??= packUpdates(batch, session.tx))

@@ -18,6 +18,8 @@ const NOT_HELD = -2
 const LOCAL = -1
 /** Prefixes one round takes from the group's queue. */
 export const ROUND = 4000
+/** Spacing while rounds come back to back (a gap under twice the spacing), until a gap of 1.5 times this. */
+const BURST = 4
 /** Largest table a joining peer is sent from the group's dump; past it, joiners catch up on their own. */
 const DUMP_LIMIT = 250_000
 
@@ -38,9 +40,10 @@ export interface GroupHost {
 }
 
 /**
- * Rounds no closer than `perMember` ms per member (at most `max` ms) after the previous one: a round costs
- * every member a write, and while routes pour in (a cold start) each turn of the event loop would make one.
- * A change after a quiet spell goes at once. As FRR's subgroup coalesce time, scaled by the peer count.
+ * Rounds no closer than a spacing of `perMember` ms per member (at most `max` ms) after the previous one,
+ * and BURST times that while rounds follow each other closely: a round costs every member a write, and
+ * while routes pour in (a cold start) each turn of the event loop would make one. A change after a quiet
+ * spell goes at once. As FRR's subgroup coalesce time, scaled by the peer count.
  */
 export interface RoundPacing {
   readonly perMember: number
@@ -89,6 +92,7 @@ export class UpdateGroup {
   /** When the last round was made (pacing's clock), and whether a wake-up for the next is set. */
   private lastRound = -Infinity
   private waking = false
+  private burst = false
   /** Rounds made, for the bench and tests. */
   rounds = 0
 
@@ -133,7 +137,7 @@ export class UpdateGroup {
   mayProduce(): boolean {
     const pacing = this.host.pacing
     if (pacing === undefined) return true
-    const wait = this.lastRound + Math.min(pacing.max, this.members.size * pacing.perMember) - pacing.now()
+    const wait = this.lastRound + this.spacing(pacing) * (this.burst ? BURST : 1) - pacing.now()
     if (wait <= 0) return true
     if (!this.waking) {
       this.waking = true
@@ -143,6 +147,10 @@ export class UpdateGroup {
       }, wait)
     }
     return false
+  }
+
+  private spacing(pacing: RoundPacing): number {
+    return Math.min(pacing.max, this.members.size * pacing.perMember)
   }
 
   /**
@@ -167,7 +175,14 @@ export class UpdateGroup {
   /** Takes one round (up to `max` prefixes) from the group's queue and hands every member what it is to send of it. */
   produce(max = ROUND): void {
     this.rounds++
-    if (this.host.pacing !== undefined) this.lastRound = this.host.pacing.now()
+    const pacing = this.host.pacing
+    if (pacing !== undefined) {
+      const now = pacing.now()
+      const gap = (now - this.lastRound) / this.spacing(pacing)
+      if (gap < 2) this.burst = true
+      else if (gap > 1.5 * BURST) this.burst = false
+      this.lastRound = now
+    }
     for (const m of [...this.members.values()]) if (m.backlog >= this.host.slowLimit) m.leaveGroup()
     const round: Round = { ds: [], prefixes: [], routes: [], prev: [], src: [] }
     const members = this.members

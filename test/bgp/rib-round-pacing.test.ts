@@ -75,11 +75,28 @@ t.test('changes within a paced group\'s spacing go in one round; a change after 
   t.same(announced(take(outs[0]!)), ['198.18.0.128/26', '198.18.0.64/26'])
   t.same(announced(take(outs[2]!)), ['198.18.0.128/26', '198.18.0.64/26'])
 
+  take(srcOut)
+
+  // Two rounds 40 ms apart, one spacing: rounds come back to back, and the next waits four spacings.
+  pacing.advance(50)
+  r.receive(src, session('10.0.0.9'), [px('198.18.1.0/26')], attrs({ nextHop: '192.0.2.9' }))
+  r.flush()
+  t.same(take(outs[0]!), [], 'back to back, one spacing is not enough')
+  pacing.advance(100)
+  t.same(take(outs[0]!), [], 'nor three')
+  pacing.advance(10)
+  t.same(announced(take(outs[0]!)), ['198.18.1.0/26'], 'four spacings after the last round it goes')
+  for (const o of [outs[1]!, outs[2]!, srcOut]) take(o)
+
   pacing.advance(1000)
   r.receive(src, session('10.0.0.9'), [px('198.18.0.192/26')], attrs({ nextHop: '192.0.2.9' }))
   r.flush()
   t.same(announced(take(outs[2]!)), ['198.18.0.192/26'], 'after a quiet spell a change goes at once')
-  t.equal(r.groupRounds, rounds + 2)
+  t.equal(r.groupRounds, rounds + 3)
+  pacing.advance(50)
+  r.receive(src, session('10.0.0.9'), [px('198.18.2.0/26')], attrs({ nextHop: '192.0.2.9' }))
+  r.flush()
+  t.same(announced(take(outs[2]!)), ['198.18.2.0/26'], 'and the group is out of its burst: one spacing later the next goes')
 })
 
 t.test('a peer joining a group with changes queued makes no round and is sent them with the next', async (t) => {

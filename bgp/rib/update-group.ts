@@ -18,7 +18,7 @@ const NOT_HELD = -2
 const LOCAL = -1
 /** Prefixes one round takes from the group's queue. */
 export const ROUND = 4000
-/** Spacing while rounds come back to back (a gap under twice the spacing), until a gap of 1.5 times this. */
+/** Spacing, in spacings, while changes keep coming: the queue filled again within a spacing of the last round. */
 const BURST = 4
 /** Largest table a joining peer is sent from the group's dump; past it, joiners catch up on their own. */
 const DUMP_LIMIT = 250_000
@@ -41,9 +41,9 @@ export interface GroupHost {
 
 /**
  * Rounds no closer than a spacing of `perMember` ms per member (at most `max` ms) after the previous one,
- * and BURST times that while rounds follow each other closely: a round costs every member a write, and
- * while routes pour in (a cold start) each turn of the event loop would make one. A change after a quiet
- * spell goes at once. As FRR's subgroup coalesce time, scaled by the peer count.
+ * and BURST times that while changes keep coming (the next arrived within a spacing of the last round): a
+ * round costs every member a write, and while routes pour in (a cold start) each turn of the event loop
+ * would make one. A change after a quiet spell goes at once. As FRR's subgroup coalesce time, scaled by the peer count.
  */
 export interface RoundPacing {
   readonly perMember: number
@@ -92,7 +92,8 @@ export class UpdateGroup {
   /** When the last round was made (pacing's clock), and whether a wake-up for the next is set. */
   private lastRound = -Infinity
   private waking = false
-  private burst = false
+  /** When the queue last went from empty to pending (pacing's clock). */
+  private pendingSince = -Infinity
   /** Rounds made, for the bench and tests. */
   rounds = 0
 
@@ -105,6 +106,7 @@ export class UpdateGroup {
     // The policy as it is now: a member whose policy changes leaves through refresh() and joins another.
     this.out = new PeerRibOut({ ...peer, id, name: `update group ${id}` }, host.rib)
     this.out.onPending(() => {
+      if (host.pacing !== undefined) this.pendingSince = host.pacing.now()
       for (const m of this.members.values()) m.notify()
     })
   }
@@ -137,7 +139,9 @@ export class UpdateGroup {
   mayProduce(): boolean {
     const pacing = this.host.pacing
     if (pacing === undefined) return true
-    const wait = this.lastRound + this.spacing(pacing) * (this.burst ? BURST : 1) - pacing.now()
+    const spacing = this.spacing(pacing)
+    const burst = this.pendingSince - this.lastRound < spacing
+    const wait = this.lastRound + spacing * (burst ? BURST : 1) - pacing.now()
     if (wait <= 0) return true
     if (!this.waking) {
       this.waking = true
@@ -175,14 +179,7 @@ export class UpdateGroup {
   /** Takes one round (up to `max` prefixes) from the group's queue and hands every member what it is to send of it. */
   produce(max = ROUND): void {
     this.rounds++
-    const pacing = this.host.pacing
-    if (pacing !== undefined) {
-      const now = pacing.now()
-      const gap = (now - this.lastRound) / this.spacing(pacing)
-      if (gap < 2) this.burst = true
-      else if (gap > 1.5 * BURST) this.burst = false
-      this.lastRound = now
-    }
+    if (this.host.pacing !== undefined) this.lastRound = this.host.pacing.now()
     for (const m of [...this.members.values()]) if (m.backlog >= this.host.slowLimit) m.leaveGroup()
     const round: Round = { ds: [], prefixes: [], routes: [], prev: [], src: [] }
     const members = this.members

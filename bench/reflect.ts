@@ -75,6 +75,7 @@ interface ClientEvent {
   at?: string | string[]
   id?: number
   updateBytes?: number[]
+  retries?: number
   message?: string
 }
 
@@ -155,6 +156,8 @@ interface PhaseResult {
   clientCpu: number
   changeMs: number[]
   bytesPerChange: number[]
+  /** Connections the clients opened again before Established (refused, reset or timed out). */
+  retries: number
   reflectors: { cpu: number; hwmMb: number; rssMb: number }[]
 }
 
@@ -177,9 +180,11 @@ async function runClients(topo: Topology, ns: string, pids: readonly number[], a
     await afterColdStart?.()
     const changeMs: number[] = []
     const bytesPerChange: number[] = []
+    let retries = 0
     const bytes = async (): Promise<number[]> => {
       clients.send({ cmd: 'counters' })
       const c = await clients.each('counters', (e) => e.event === 'counters')
+      retries = c.reduce((n, e) => n + (e.retries ?? 0), 0)
       return servers.map((_, s) => c.reduce((n, e) => n + e.updateBytes![s]!, 0))
     }
     let before = await bytes()
@@ -195,7 +200,7 @@ async function runClients(topo: Topology, ns: string, pids: readonly number[], a
       before = after
     }
     const clientCpu = clients.procs.reduce((n, c) => n + procStat(c.pid!).cpu, 0)
-    return { coldSeconds, upSeconds, clientCpu, changeMs, bytesPerChange, reflectors: pids.map(procStat) }
+    return { coldSeconds, upSeconds, clientCpu, changeMs, bytesPerChange, retries, reflectors: pids.map(procStat) }
   } finally {
     await clients.stop()
   }
@@ -298,7 +303,7 @@ async function birdPhase(topo: Topology, rr: NetNode): Promise<PhaseResult> {
 function rows(label: string, r: PhaseResult): string[][] {
   return [
     [`${label}: cold start, every client holds all ${plan.routes} routes (rr1 / rr2)`, r.coldSeconds.map((s) => `${s.toFixed(2)} s`).join(' / ')],
-    [`${label}: cold start, every session Established`, `${r.upSeconds.toFixed(2)} s`],
+    [`${label}: cold start, every session Established`, `${r.upSeconds.toFixed(2)} s (${r.retries} connections retried)`],
     [`${label}: one /26 change at all ${N} clients (both sessions), p50 / p99 of ${r.changeMs.length}`, `${pct(r.changeMs, 50).toFixed(1)} / ${pct(r.changeMs, 99).toFixed(1)} ms`],
     [`${label}: UPDATE bytes to the clients per change (both reflectors)`, `${pct(r.bytesPerChange, 50)}`],
     ...r.reflectors.map((x, k) => [`${label}: ${REFLECTORS[k]!.name} VmHWM, CPU (utime+stime)`, `${x.hwmMb.toFixed(1)} MB, ${x.cpu.toFixed(1)} s`]),

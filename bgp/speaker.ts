@@ -39,6 +39,7 @@ export interface SpeakerOptions {
 }
 
 const ROUND_PACING = { perMember: 0.05, max: 500 }
+const LISTEN_BACKLOG = 8192
 
 export interface PeerChangeSummary {
   readonly added: readonly string[]
@@ -108,7 +109,10 @@ export class BgpSpeaker {
       const server = createServer({ noDelay: true }, (socket) => this.onConnection(socket))
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject)
-        server.listen({ port, ...(host !== undefined ? { host } : {}) }, () => {
+        // A reflector's clients connect by the thousand at once: Node's default backlog (511) drops SYNs
+        // past it and each dropped client waits a retransmission (1 s, then 3 s...). The kernel caps it
+        // at net.core.somaxconn.
+        server.listen({ port, backlog: LISTEN_BACKLOG, ...(host !== undefined ? { host } : {}) }, () => {
           server.off('error', reject)
           resolve()
         })

@@ -37,7 +37,9 @@ const CONNECTING = numberArg('--connecting', 256)
 const WITH_NODE = numberArg('--node', 1) === 1
 const onlyAt = process.argv.indexOf('--only')
 const ONLY = onlyAt >= 0 ? process.argv[onlyAt + 1] : undefined
-const NOFILE = ['prlimit', `--nofile=${4 * N + 4096}:${4 * N + 4096}`, '--']
+/** Descriptors each process may need (a reflector: one per client and then some), within our hard limit. */
+const HARD_NOFILE = Number(/^Max open files\s+\S+\s+(\d+)/m.exec(readFileSync('/proc/self/limits', 'utf8'))?.[1] ?? 4 * N + 4096)
+const NOFILE = ['prlimit', `--nofile=${Math.min(4 * N + 4096, HARD_NOFILE)}:${Math.min(4 * N + 4096, HARD_NOFILE)}`, '--']
 const CLIENT_NODE = { name: 'client-node', address: '192.0.2.10' }
 const DEADLINE_MS = numberArg('--deadline', Math.max(120, N / 20)) * 1000
 const plan: Plan = makePlan(N, Math.ceil(CHANGES / 2))

@@ -9,7 +9,8 @@ import { mayExportFrom, type ExportContext } from './export.js'
 import type { InternedAttributes } from '../codec/intern.js'
 import type { Prefix } from '../codec/nlri.js'
 import type { AdjRibOut, Path, PeerSessionInfo, RibPeer } from './types.js'
-import { GroupMember, groupKey, UpdateGroup, type GroupHost, type RoundPacing } from './update-group.js'
+import { GroupMember } from './group-member.js'
+import { groupKey, UpdateGroup, type GroupHost, type RoundPacing } from './update-group.js'
 
 export interface RibOutsOptions {
   /** Share one table per update group (default); false gives every peer its own, as a reference. */

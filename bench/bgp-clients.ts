@@ -6,6 +6,8 @@
 // route per session. Events are JSON lines on stdout, times in ns of the monotonic clock (shared by
 // every process): "complete" when every session here to a server holds every route, "sent"/"reached"
 // for a change ({"cmd":"change",...} on stdin) once every session here holds or has lost the route.
+// It offers route refresh, as the BIRD and pinto-node it stands for do (a reflector then keeps no copy of
+// a client's routes as received for a soft reset); a ROUTE-REFRESH it is sent is ignored.
 
 import { connect, type Socket } from 'node:net'
 import { createInterface } from 'node:readline'
@@ -142,7 +144,7 @@ function open(s: Session): void {
   socket.setNoDelay(true)
   const framer = new Framer()
   socket.on('connect', () => {
-    const open = makeOpen({ asn: args.asn, holdTime: 240, bgpId: local, capabilities: [{ kind: 'multiprotocol', afi: Afi.IPV4, safi: Safi.UNICAST }, { kind: 'four-octet-as', asn: args.asn }] })
+    const open = makeOpen({ asn: args.asn, holdTime: 240, bgpId: local, capabilities: [{ kind: 'multiprotocol', afi: Afi.IPV4, safi: Safi.UNICAST }, { kind: 'route-refresh' }, { kind: 'four-octet-as', asn: args.asn }] })
     socket.write(encodeMessage(open, codecOptions()))
   })
   socket.on('data', (chunk: Buffer) => {

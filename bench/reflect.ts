@@ -37,7 +37,9 @@ const CONNECTING = numberArg('--connecting', 256)
 const WITH_NODE = numberArg('--node', 1) === 1
 const onlyAt = process.argv.indexOf('--only')
 const ONLY = onlyAt >= 0 ? process.argv[onlyAt + 1] : undefined
-const NOFILE = ['prlimit', `--nofile=${4 * N + 4096}:${4 * N + 4096}`, '--']
+/** Descriptors each process may need (a reflector: one per client and then some), within our hard limit. */
+const HARD_NOFILE = Number(/^Max open files\s+\S+\s+(\d+)/m.exec(readFileSync('/proc/self/limits', 'utf8'))?.[1] ?? 4 * N + 4096)
+const NOFILE = ['prlimit', `--nofile=${Math.min(4 * N + 4096, HARD_NOFILE)}:${Math.min(4 * N + 4096, HARD_NOFILE)}`, '--']
 const CLIENT_NODE = { name: 'client-node', address: '192.0.2.10' }
 const DEADLINE_MS = numberArg('--deadline', Math.max(120, N / 20)) * 1000
 const plan: Plan = makePlan(N, Math.ceil(CHANGES / 2))
@@ -75,6 +77,7 @@ interface ClientEvent {
   at?: string | string[]
   id?: number
   updateBytes?: number[]
+  retries?: number
   message?: string
 }
 
@@ -155,6 +158,8 @@ interface PhaseResult {
   clientCpu: number
   changeMs: number[]
   bytesPerChange: number[]
+  /** Connections the clients opened again before Established (refused, reset or timed out). */
+  retries: number
   reflectors: { cpu: number; hwmMb: number; rssMb: number }[]
 }
 
@@ -177,9 +182,11 @@ async function runClients(topo: Topology, ns: string, pids: readonly number[], a
     await afterColdStart?.()
     const changeMs: number[] = []
     const bytesPerChange: number[] = []
+    let retries = 0
     const bytes = async (): Promise<number[]> => {
       clients.send({ cmd: 'counters' })
       const c = await clients.each('counters', (e) => e.event === 'counters')
+      retries = c.reduce((n, e) => n + (e.retries ?? 0), 0)
       return servers.map((_, s) => c.reduce((n, e) => n + e.updateBytes![s]!, 0))
     }
     let before = await bytes()
@@ -195,7 +202,7 @@ async function runClients(topo: Topology, ns: string, pids: readonly number[], a
       before = after
     }
     const clientCpu = clients.procs.reduce((n, c) => n + procStat(c.pid!).cpu, 0)
-    return { coldSeconds, upSeconds, clientCpu, changeMs, bytesPerChange, reflectors: pids.map(procStat) }
+    return { coldSeconds, upSeconds, clientCpu, changeMs, bytesPerChange, retries, reflectors: pids.map(procStat) }
   } finally {
     await clients.stop()
   }
@@ -298,7 +305,7 @@ async function birdPhase(topo: Topology, rr: NetNode): Promise<PhaseResult> {
 function rows(label: string, r: PhaseResult): string[][] {
   return [
     [`${label}: cold start, every client holds all ${plan.routes} routes (rr1 / rr2)`, r.coldSeconds.map((s) => `${s.toFixed(2)} s`).join(' / ')],
-    [`${label}: cold start, every session Established`, `${r.upSeconds.toFixed(2)} s`],
+    [`${label}: cold start, every session Established`, `${r.upSeconds.toFixed(2)} s (${r.retries} connections retried)`],
     [`${label}: one /26 change at all ${N} clients (both sessions), p50 / p99 of ${r.changeMs.length}`, `${pct(r.changeMs, 50).toFixed(1)} / ${pct(r.changeMs, 99).toFixed(1)} ms`],
     [`${label}: UPDATE bytes to the clients per change (both reflectors)`, `${pct(r.bytesPerChange, 50)}`],
     ...r.reflectors.map((x, k) => [`${label}: ${REFLECTORS[k]!.name} VmHWM, CPU (utime+stime)`, `${x.hwmMb.toFixed(1)} MB, ${x.cpu.toFixed(1)} s`]),

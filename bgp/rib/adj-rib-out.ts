@@ -216,6 +216,11 @@ export class PeerRibOut implements AdjRibOut {
     }
   }
 
+  /** The queued destinations it holds: what its members hold of them is what they were sent before. */
+  *queuedHeld(): Iterable<number> {
+    for (let i = this.head; i < this.order.length; i++) if (this.held.has(this.order[i]!)) yield this.order[i]!
+  }
+
   /** Each held destination with what it is sent as now (what it was sent as, when nothing is pending). */
   *heldRoutes(): Iterable<[number, Prefix, OutRoute]> {
     for (const d of this.held) {

@@ -55,23 +55,40 @@ export class GroupDump {
     if (this.byRoute.get(b.route) === b) this.byRoute.delete(b.route)
   }
 
-  /** The whole table as batches, less the paths from peer `skip`. */
-  batches(skip: number): OutBatch[] {
+  /**
+   * The whole table as batches, less the paths from peer `skip` and the destinations in `without` (changed
+   * since they were sent: the joiner is sent them with the next round). A bucket holding one of those is
+   * a batch of this joiner's own.
+   */
+  batches(skip: number, without: ReadonlySet<number> = new Set()): OutBatch[] {
     const out: OutBatch[] = []
+    const touched = new Set<Bucket>()
+    for (const d of without) {
+      const b = this.bucketOf.get(d)
+      if (b !== undefined) touched.add(b)
+    }
     for (const b of this.byKey.values()) {
       if (b.src === skip) continue
-      b.batch ??= {
-        afi: b.afi,
-        safi: UNICAST,
-        attributes: b.route.attributes,
-        ...(b.route.nextHop.length > 0 ? { nextHop: b.route.nextHop } : {}),
-        announce: [...b.prefixes.values()],
-        withdraw: [],
-        encoded: b.route.encoded,
-        packed: {},
+      if (touched.has(b)) {
+        const announce = [...b.prefixes].filter(([d]) => !without.has(d)).map(([, p]) => p)
+        if (announce.length > 0) out.push(this.batchOf(b, announce))
+        continue
       }
-      out.push(b.batch)
+      out.push((b.batch ??= this.batchOf(b)))
     }
     return out
+  }
+
+  private batchOf(b: Bucket, announce: Prefix[] = [...b.prefixes.values()]): OutBatch {
+    return {
+      afi: b.afi,
+      safi: UNICAST,
+      attributes: b.route.attributes,
+      ...(b.route.nextHop.length > 0 ? { nextHop: b.route.nextHop } : {}),
+      announce,
+      withdraw: [],
+      encoded: b.route.encoded,
+      packed: {},
+    }
   }
 }

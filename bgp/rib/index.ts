@@ -8,3 +8,4 @@ export { decide, neighbourAs, REASONS, STEPS, DEFAULT_LOCAL_PREF, type Decision,
 export { mayExport, transform, type ExportContext, type OutRoute } from './export.js'
 export { validateReceived, badNextHop, type LocalIdentity, type Verdict } from './validate.js'
 export { LocRibDeltas, NextHopTable, DELTA_WITHDRAWN, DELTA_LOCAL, DELTA_NEW, DELTA_HAS_LOCAL_PREF } from './loc-rib-delta.js'
+export type { RoundPacing } from './update-group.js'

@@ -9,13 +9,16 @@ import { mayExportFrom, type ExportContext } from './export.js'
 import type { InternedAttributes } from '../codec/intern.js'
 import type { Prefix } from '../codec/nlri.js'
 import type { AdjRibOut, Path, PeerSessionInfo, RibPeer } from './types.js'
-import { GroupMember, groupKey, UpdateGroup, type GroupHost } from './update-group.js'
+import { GroupMember } from './group-member.js'
+import { groupKey, UpdateGroup, type GroupHost, type RoundPacing } from './update-group.js'
 
 export interface RibOutsOptions {
   /** Share one table per update group (default); false gives every peer its own, as a reference. */
   readonly updateGroups?: boolean
   /** Prefixes a group member may leave unread before it catches up on its own. */
   readonly slowLimit?: number
+  /** Spacing of each update group's rounds (default none: a round whenever a member asks). */
+  readonly pacing?: RoundPacing
 }
 
 /** No source seen yet in this flush (undefined is a source: our own routes). */
@@ -27,7 +30,9 @@ export class RibOuts implements RibView, GroupHost {
   private readonly tables = new Set<PeerRibOut>()
   private readonly groups = new Map<string, UpdateGroup>()
   private nextGroupId = 1
+  private roundsOfGone = 0
   readonly slowLimit: number
+  readonly pacing: RoundPacing | undefined
   private readonly grouping: boolean
   /** Export results by exportKey: a few keys (iBGP clients, each eBGP AS), not one per peer. */
   private readonly exportCaches = new Map<string, ExportCache>()
@@ -46,6 +51,7 @@ export class RibOuts implements RibView, GroupHost {
   ) {
     this.grouping = opts.updateGroups ?? true
     this.slowLimit = Math.max(1, opts.slowLimit ?? 16 * 4000)
+    this.pacing = opts.pacing
   }
 
   /** The rib as its Adj-RIB-Outs read it. */
@@ -85,6 +91,13 @@ export class RibOuts implements RibView, GroupHost {
 
   // GroupHost, for the update groups.
 
+  /** Rounds the update groups have made (groups gone included), for benches and tests. */
+  get rounds(): number {
+    let n = this.roundsOfGone
+    for (const g of this.groups.values()) n += g.rounds
+    return n
+  }
+
   groupFor(peer: RibPeer): UpdateGroup {
     const key = groupKey(peer)
     let g = this.groups.get(key)
@@ -100,6 +113,7 @@ export class RibOuts implements RibView, GroupHost {
   groupEmpty(group: UpdateGroup): void {
     if (this.groups.get(group.key) !== group) return
     this.groups.delete(group.key)
+    this.roundsOfGone += group.rounds
     group.out.clear()
     this.soloEnded(group.out)
   }

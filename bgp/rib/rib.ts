@@ -15,6 +15,7 @@ import type { AdjRibOut, BestPath, FamilyKey, LocRibChange, Path, PeerSessionInf
 import { NextHopTable, type LocRibDeltas } from './loc-rib-delta.js'
 import { LocRibFlush } from './loc-rib-flush.js'
 import { RibOuts } from './rib-outs.js'
+import type { RoundPacing } from './update-group.js'
 
 export type { PeerCounts, ReimportResult } from './adj-rib-in.js'
 
@@ -38,6 +39,8 @@ export interface RibOptions {
   readonly updateGroups?: boolean
   /** Prefixes an update group's member may leave unread before it catches up on its own (default 64,000). */
   readonly slowLimit?: number
+  /** Spacing of each update group's rounds (default none); the speaker paces by its peer count. */
+  readonly pacing?: RoundPacing
 }
 
 export interface OriginateOptions {
@@ -74,12 +77,18 @@ export class Rib {
     this.outs = new RibOuts(this.table, { clusterId: opts.clusterId, rfc8212, defaultLocalPref }, this.interfaces, {
       ...(opts.updateGroups !== undefined ? { updateGroups: opts.updateGroups } : {}),
       ...(opts.slowLimit !== undefined ? { slowLimit: opts.slowLimit } : {}),
+      ...(opts.pacing !== undefined ? { pacing: opts.pacing } : {}),
     })
     this.output = new LocRibFlush(this.table, this.outs, this.nextHops)
   }
 
   get exportContext(): ExportContext {
     return this.outs.exportContext
+  }
+
+  /** Rounds the update groups have made: each is one write to every member. */
+  get groupRounds(): number {
+    return this.outs.rounds
   }
 
   /** Destinations in the table: those emptied since the last flush, and those an Adj-RIB-Out has yet to withdraw, included. */

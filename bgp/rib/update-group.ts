@@ -1,15 +1,16 @@
 // Update groups (FRR's update-groups, GoBGP's peer groups): peers that export alike share one table of what
 // was sent, so a change is exported and batched once for all of them and every member sends the same
-// UPDATE bytes. A member's own routes (never sent back to it) are its exceptions. Pure, no timers.
+// UPDATE bytes. A member's own routes (never sent back to it) are its exceptions. Pure: a paced group asks
+// its host for the time and a wake-up, and owns no timer.
 
-import type { PathAttributes } from '../codec/attributes.js'
 import type { Prefix } from '../codec/nlri.js'
 import { exportKey, PeerRibOut, type RibView } from './adj-rib-out.js'
 import type { OutRoute } from './export.js'
 import { BatchBuilder } from './out-batches.js'
 import { GroupDump } from './group-dump.js'
 import { touchedArray } from './number-map.js'
-import type { AdjRibOut, FamilyKey, OutBatch, Policy, RibPeer } from './types.js'
+import type { GroupMember } from './group-member.js'
+import type { OutBatch, Policy, RibPeer } from './types.js'
 
 /** A prefix the group does not hold (in `prev`), or withdrew (in `src`). */
 const NOT_HELD = -2
@@ -17,6 +18,8 @@ const NOT_HELD = -2
 const LOCAL = -1
 /** Prefixes one round takes from the group's queue. */
 export const ROUND = 4000
+/** Spacing, in spacings, while changes keep coming: the queue filled again within a spacing of the last round. */
+const BURST = 4
 /** Largest table a joining peer is sent from the group's dump; past it, joiners catch up on their own. */
 const DUMP_LIMIT = 250_000
 
@@ -32,6 +35,22 @@ export interface GroupHost {
   /** An Adj-RIB-Out of its own (a member catching up) starts or stops being offered changes. */
   soloStarted(out: PeerRibOut): void
   soloEnded(out: PeerRibOut): void
+  /** Spacing of a group's rounds; undefined: a round whenever a member asks for one. */
+  readonly pacing: RoundPacing | undefined
+}
+
+/**
+ * Rounds no closer than a spacing of `perMember` ms per member (at most `max` ms) after the previous one,
+ * and BURST times that while changes keep coming (the next arrived within a spacing of the last round): a
+ * round costs every member a write, and while routes pour in (a cold start) each turn of the event loop
+ * would make one. A change after a quiet spell goes at once. As FRR's subgroup coalesce time, scaled by the peer count.
+ */
+export interface RoundPacing {
+  readonly perMember: number
+  readonly max: number
+  now(): number
+  /** Calls `fn` once after `ms`. */
+  later(fn: () => void, ms: number): void
 }
 
 const policyIds = new WeakMap<Policy, number>()
@@ -51,6 +70,7 @@ export function groupKey(peer: RibPeer): string {
 
 /** What one round sent, prefix by prefix, for the members it must send something else. */
 interface Round {
+  readonly ds: number[]
   readonly prefixes: Prefix[]
   readonly routes: (OutRoute | undefined)[]
   /** Source peer id of what the group held before (NOT_HELD: nothing). */
@@ -69,6 +89,13 @@ export class UpdateGroup {
   private dump: GroupDump | undefined
   /** Held destinations per source peer id: a member holds the group's table less its own. */
   private readonly heldFrom = new Map<number, number>()
+  /** When the last round was made (pacing's clock), and whether a wake-up for the next is set. */
+  private lastRound = -Infinity
+  private waking = false
+  /** When the queue last went from empty to pending (pacing's clock). */
+  private pendingSince = -Infinity
+  /** Rounds made, for the bench and tests. */
+  rounds = 0
 
   constructor(
     readonly key: string,
@@ -79,6 +106,7 @@ export class UpdateGroup {
     // The policy as it is now: a member whose policy changes leaves through refresh() and joins another.
     this.out = new PeerRibOut({ ...peer, id, name: `update group ${id}` }, host.rib)
     this.out.onPending(() => {
+      if (host.pacing !== undefined) this.pendingSince = host.pacing.now()
       for (const m of this.members.values()) m.notify()
     })
   }
@@ -105,24 +133,55 @@ export class UpdateGroup {
   }
 
   /**
-   * The group's whole table for a peer that joins it now, as shared batches (less the peer's own paths);
-   * undefined past DUMP_LIMIT. The group first sends what it has queued, so that table is the Loc-RIB's.
+   * Whether a round may be made now. When pacing says not yet, a wake-up is set that tells the members
+   * when it may (they find the group's queue pending and ask again).
    */
-  dumpFor(id: number): OutBatch[] | undefined {
-    while (this.out.pending > 0) this.produce()
+  mayProduce(): boolean {
+    const pacing = this.host.pacing
+    if (pacing === undefined) return true
+    const spacing = this.spacing(pacing)
+    const burst = this.pendingSince - this.lastRound < spacing
+    const wait = this.lastRound + spacing * (burst ? BURST : 1) - pacing.now()
+    if (wait <= 0) return true
+    if (!this.waking) {
+      this.waking = true
+      pacing.later(() => {
+        this.waking = false
+        for (const m of this.members.values()) m.notify()
+      }, wait)
+    }
+    return false
+  }
+
+  private spacing(pacing: RoundPacing): number {
+    return Math.min(pacing.max, this.members.size * pacing.perMember)
+  }
+
+  /**
+   * The group's whole table for a peer that joins it now, as shared batches (less the peer's own paths and
+   * what the group has queued since it sent it: `missing`, which the joiner is sent with the next rounds);
+   * undefined past DUMP_LIMIT. A join makes no round of its own once the dump is kept.
+   */
+  dumpFor(id: number): { batches: OutBatch[]; missing: Set<number> } | undefined {
     if (this.out.size > DUMP_LIMIT) return undefined
     if (this.dump === undefined) {
+      // heldRoutes() gives each held destination as it is sent now: nothing may be queued while it is read.
+      while (this.out.pending > 0) this.produce()
       const dump = new GroupDump()
       for (const [d, prefix, route] of this.out.heldRoutes()) dump.add(d, prefix, route, this.sentFrom[d]!)
       this.dump = dump
     }
-    return this.dump.batches(id)
+    const missing = new Set<number>()
+    for (const d of this.out.queuedHeld()) if (this.sentFrom[d] !== id) missing.add(d)
+    return { batches: this.dump.batches(id, missing), missing }
   }
 
   /** Takes one round (up to `max` prefixes) from the group's queue and hands every member what it is to send of it. */
   produce(max = ROUND): void {
+    this.rounds++
+    if (this.host.pacing !== undefined) this.lastRound = this.host.pacing.now()
     for (const m of [...this.members.values()]) if (m.backlog >= this.host.slowLimit) m.leaveGroup()
-    const round: Round = { prefixes: [], routes: [], prev: [], src: [] }
+    const round: Round = { ds: [], prefixes: [], routes: [], prev: [], src: [] }
     const members = this.members
     let affected: Set<number> | undefined
     const rib = this.host.rib
@@ -143,6 +202,7 @@ export class UpdateGroup {
           this.count(src, 1)
           dump?.add(d, prefix, out!, src)
         }
+        round.ds.push(d)
         round.prefixes.push(prefix)
         round.routes.push(out)
         round.prev.push(prev)
@@ -152,7 +212,16 @@ export class UpdateGroup {
       },
       true,
     )
-    for (const m of [...members.values()]) m.deliver(affected?.has(m.peer.id) === true ? variant(round, m.peer.id) : batches)
+    for (const m of [...members.values()]) {
+      const missing = m.missing
+      if (missing === undefined) {
+        m.deliver(affected?.has(m.peer.id) === true ? variant(round, m.peer.id) : batches)
+        continue
+      }
+      m.deliver(variant(round, m.peer.id, missing))
+      for (const d of round.ds) missing.delete(d)
+      if (missing.size === 0) m.missing = undefined
+    }
   }
 
   private count(src: number, by: number): void {
@@ -162,199 +231,19 @@ export class UpdateGroup {
   }
 }
 
-/** What member `id` is sent of a round: nothing of its own paths, a withdrawal where one replaced another's. */
-function variant(round: Round, id: number): OutBatch[] {
+/**
+ * What member `id` is sent of a round: nothing of its own paths, a withdrawal where one replaced another's;
+ * no withdrawal of what it is `missing` (held by the group, not yet sent to this joiner).
+ */
+function variant(round: Round, id: number, missing?: ReadonlySet<number>): OutBatch[] {
   const b = new BatchBuilder()
   for (let i = 0; i < round.prefixes.length; i++) {
     const prefix = round.prefixes[i]!
     const out = round.routes[i]
     const prev = round.prev[i]!
-    const heldBefore = prev !== NOT_HELD && prev !== id
+    const heldBefore = prev !== NOT_HELD && prev !== id && missing?.has(round.ds[i]!) !== true
     if (out !== undefined && round.src[i] !== id) b.announce(prefix, out)
     else if (heldBefore) b.withdraw(prefix)
   }
   return b.batches()
-}
-
-/** `b` as its first `n` prefixes (withdrawals first) and the rest, neither of them shared. */
-function split(b: OutBatch, n: number): [OutBatch, OutBatch] {
-  const { packed: _, ...plain } = b
-  const w = Math.min(n, b.withdraw.length)
-  const a = n - w
-  return [
-    { ...plain, withdraw: b.withdraw.slice(0, w), announce: b.announce.slice(0, a) },
-    { ...plain, withdraw: b.withdraw.slice(w), announce: b.announce.slice(a) },
-  ]
-}
-
-/**
- * One peer's Adj-RIB-Out as a member of an update group, or on its own while it catches up (a new session,
- * a member that fell behind, a refresh): then it rejoins its group once both have nothing left to send.
- */
-export class GroupMember implements AdjRibOut {
-  private group: UpdateGroup | undefined
-  private solo: PeerRibOut | undefined
-  /** Batches handed over by the group, not yet taken. */
-  private fifo: OutBatch[] = []
-  private head = 0
-  /** Prefixes in the fifo. */
-  backlog = 0
-  private readonly listeners: (() => void)[] = []
-
-  constructor(
-    readonly peer: RibPeer,
-    private readonly host: GroupHost,
-  ) {
-    const group = host.groupFor(peer)
-    // Nothing sent by the group yet: its queue holds all this peer is to be sent.
-    if (group.out.size === 0) {
-      this.enter(group)
-      return
-    }
-    // Otherwise the group's table, encoded once for every peer joining it, brings it where the group is.
-    const dump = group.dumpFor(peer.id)
-    if (dump !== undefined) {
-      this.enter(group)
-      this.deliver(dump)
-    } else {
-      this.startSolo()
-      const solo = this.solo!
-      for (const d of host.rib.indices()) {
-        host.rib.settle(d)
-        solo.offer(d)
-      }
-    }
-  }
-
-  get pending(): number {
-    return this.backlog + (this.solo?.pending ?? this.group?.out.pending ?? 0)
-  }
-
-  get size(): number {
-    if (this.solo !== undefined) return this.solo.size
-    return this.group === undefined ? 0 : this.group.out.size - this.group.heldBy(this.peer.id)
-  }
-
-  /** Whether it sends on its own now (for tests and the API). */
-  get grouped(): boolean {
-    return this.group !== undefined
-  }
-
-  onPending(listener: () => void): void {
-    this.listeners.push(listener)
-  }
-
-  notify(): void {
-    for (const l of this.listeners) l()
-  }
-
-  /** A round's batches for this member. No signal: the group's queue, which they come from, was pending already. */
-  deliver(batches: readonly OutBatch[]): void {
-    for (const b of batches) {
-      this.fifo.push(b)
-      this.backlog += b.announce.length + b.withdraw.length
-    }
-  }
-
-  take(maxPrefixes: number): OutBatch[] {
-    if (this.backlog === 0) {
-      if (this.solo !== undefined) {
-        const batches = this.solo.take(maxPrefixes)
-        if (this.solo.pending === 0) this.rejoin()
-        return batches
-      }
-      if (this.group !== undefined && this.group.out.pending > 0) this.group.produce(Math.min(maxPrefixes, ROUND))
-    }
-    const out: OutBatch[] = []
-    let taken = 0
-    while (this.head < this.fifo.length && taken < maxPrefixes) {
-      const b = this.fifo[this.head]!
-      const n = b.announce.length + b.withdraw.length
-      if (taken + n <= maxPrefixes) {
-        this.head++
-        taken += n
-        out.push(b)
-        continue
-      }
-      // A round bigger than this pull: the part taken and the rest are this member's own batches now.
-      const [part, rest] = split(b, maxPrefixes - taken)
-      this.fifo[this.head] = rest
-      taken = maxPrefixes
-      out.push(part)
-    }
-    this.backlog -= taken
-    if (this.head === this.fifo.length) {
-      this.fifo = []
-      this.head = 0
-    }
-    if (this.backlog === 0 && this.solo !== undefined && this.solo.pending === 0) this.rejoin()
-    return out
-  }
-
-  refresh(family?: FamilyKey): void {
-    if (this.group !== undefined) this.leaveGroup()
-    this.solo!.refresh(family)
-  }
-
-  entries(): Iterable<{ prefix: Prefix; attributes: PathAttributes; nextHop: readonly string[] }> {
-    if (this.solo !== undefined) return this.solo.entries()
-    return this.group === undefined ? [] : this.group.out.entries(this.peer.id)
-  }
-
-  /** The session went down: the member leaves, with all it held. */
-  clear(): void {
-    this.fifo = []
-    this.head = 0
-    this.backlog = 0
-    if (this.solo !== undefined) {
-      this.solo.clear()
-      this.host.soloEnded(this.solo)
-      this.solo = undefined
-    }
-    if (this.group !== undefined) this.exit()
-  }
-
-  /**
-   * Out of the group onto a table of its own, from where the group stands (what it holds less this peer's
-   * own paths, and its queue); batches already handed over still go first. Too slow a reader, or a refresh.
-   */
-  leaveGroup(): void {
-    const group = this.group!
-    this.startSolo()
-    this.solo!.startFrom(group.out, (d) => group.sentBy(d, this.peer.id))
-    this.exit()
-  }
-
-  private startSolo(): void {
-    const solo = new PeerRibOut(this.peer, this.host.rib)
-    solo.onPending(() => this.notify())
-    this.solo = solo
-    this.host.soloStarted(solo)
-  }
-
-  /**
-   * Everything sent on its own: into the group for its export as it stands now, once that group has sent
-   * all it has queued too. Both then hold the Loc-RIB as it is, this peer's own paths aside.
-   */
-  private rejoin(): void {
-    const group = this.host.groupFor(this.peer)
-    while (group.out.pending > 0) group.produce()
-    const solo = this.solo!
-    solo.clear()
-    this.host.soloEnded(solo)
-    this.solo = undefined
-    this.enter(group)
-  }
-
-  private enter(group: UpdateGroup): void {
-    this.group = group
-    group.members.set(this.peer.id, this)
-  }
-
-  private exit(): void {
-    const group = this.group!
-    group.members.delete(this.peer.id)
-    this.group = undefined
-    if (group.members.size === 0) this.host.groupEmpty(group)
-  }
 }

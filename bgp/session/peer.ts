@@ -112,7 +112,7 @@ export class BgpPeer {
     this.sender = new UpdateSender({
       log: deps.log,
       counters: this.counters,
-      wire: { queued: () => this.transport.queued, write: (bytes) => this.write(bytes), send: (m) => this.sendControl(m), corked: (fill) => this.transport.corked(fill) },
+      wire: { queued: () => this.transport.queued, write: (bytes, messages) => this.write(bytes, messages), send: (m) => this.sendControl(m), corked: (fill) => this.transport.corked(fill) },
       ...(deps.holdEndOfRib ? { holdEndOfRib: deps.holdEndOfRib } : {}),
     })
   }
@@ -308,10 +308,10 @@ export class BgpPeer {
 
   // ---- messages ---------------------------------------------------------------------------------
 
-  private write(bytes: Uint8Array): void {
+  private write(bytes: Uint8Array, messages = 1): void {
     const r = this.transport.write(bytes)
     if (r === 'closed') return
-    this.counters.messagesOut++
+    this.counters.messagesOut += messages
     if (r === 'full' && !this.timers.running('SendHold')) {
       // RFC 9687: the peer must read within max(8 minutes, 2 × hold time).
       const hold = this.state.session?.holdTime ?? 90

@@ -17,7 +17,8 @@ const PULL = 4000
 export interface SenderWire {
   /** Bytes queued and not yet taken by the kernel; undefined without a connection. */
   queued(): number | undefined
-  write(bytes: Uint8Array): void
+  /** `bytes` holds `messages` whole messages (default one). */
+  write(bytes: Uint8Array, messages?: number): void
   send(message: BgpMessage): void
   /** Runs `fill` so that its writes go out together (a reflector's client gets one small UPDATE per originator). */
   corked(fill: () => void): void
@@ -93,15 +94,26 @@ export class UpdateSender {
     if (queued === undefined) return
     wire.corked(() => {
       while (queued !== undefined && queued < HIGH_WATER && out.pending > 0) {
-        for (const batch of out.take(PULL)) {
+        const before = out.pending
+        const batches = out.take(PULL)
+        // A paced update group holding its next round: it signals pending again when the round may be made.
+        if (batches.length === 0 && out.pending >= before) break
+        // One write of the pull's UPDATEs: a joiner's table is thousands of small ones (one per source),
+        // and a socket write each costs more than copying them together.
+        const parts: Uint8Array[] = []
+        let size = 0
+        for (const batch of batches) {
           // A batch an update group's members share is packed by the first of them (they encode alike).
           const packed = batch.packed
           const messages = packed === undefined ? packUpdates(batch, session.tx) : (packed.bytes ??= packUpdates(batch, session.tx))
           for (const bytes of messages) {
-            wire.write(bytes)
-            this.deps.counters.updatesOut++
+            parts.push(bytes)
+            size += bytes.length
           }
         }
+        this.deps.counters.updatesOut += parts.length
+        if (parts.length === 1) wire.write(parts[0]!)
+        else if (parts.length > 1) wire.write(Buffer.concat(parts, size), parts.length)
         queued = wire.queued()
       }
     })

@@ -1,40 +1,15 @@
 // Where a .cpuprofile's time went: self time per function and per package or module (node_modules/<pkg>,
 // node: internals, the project's own files), and the busy share (samples not idle, gc or program).
 // Usage: node dist/bench/cpu-profile-top.js FILE.cpuprofile [--top 25]
-import { readFileSync } from 'node:fs'
 import { numberArg, positionalArgs } from './args.js'
-
-interface ProfileNode {
-  readonly id: number
-  readonly callFrame: { readonly functionName: string; readonly url: string; readonly lineNumber: number }
-  readonly children?: readonly number[]
-}
-interface Profile {
-  readonly nodes: readonly ProfileNode[]
-  readonly samples: readonly number[]
-  readonly timeDeltas: readonly number[]
-  readonly startTime: number
-  readonly endTime: number
-}
-
-/** The package or area a script URL belongs to. */
-function areaOf(url: string): string {
-  if (url === '') return '(native / vm)'
-  if (url.startsWith('node:')) return `node:${url.slice(5).split('/')[0]}`
-  const m = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url)
-  if (m !== null) return m[1] as string
-  const d = /\/dist\/(.+)$/.exec(url)
-  return d !== null ? (d[1] as string) : url
-}
+import { type ProfileNode, areaOf, readProfile, selfTimeByNode } from './cpu-profile-read.js'
 
 function main(): void {
   const [file] = positionalArgs()
   if (file === undefined) throw new Error('usage: cpu-profile-top FILE.cpuprofile [--top N]')
   const top = numberArg('--top', 25)
-  const p = JSON.parse(readFileSync(file, 'utf8')) as Profile
-  const byId = new Map(p.nodes.map((n) => [n.id, n]))
-  const self = new Map<number, number>()
-  p.samples.forEach((id, i) => self.set(id, (self.get(id) ?? 0) + (p.timeDeltas[i] ?? 0)))
+  const { profile: p, byId, parent } = readProfile(file)
+  const self = selfTimeByNode(p)
   const fn = new Map<string, number>()
   const area = new Map<string, number>()
   let total = 0
@@ -52,8 +27,6 @@ function main(): void {
     area.set(a, (area.get(a) ?? 0) + us)
   }
   // Inclusive time: each sample counted once for every distinct function on its stack.
-  const parent = new Map<number, number>()
-  for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id)
   const incl = new Map<string, number>()
   for (const [id, us] of self) {
     const seen = new Set<string>()

@@ -5,22 +5,9 @@
 // Run: node dist/bench/node-path-profile.js FILE.cpuprofile [--slice-ms 100] [--from-ms 0] [--to-ms 1e9]
 //   [--on-stack flush,send] (a column each: ms with that function anywhere on the stack) [--top N]
 
-import { readFileSync } from 'node:fs'
 import { table } from '../agent/demo/tables.js'
 import { numberArg, positionalArgs } from './args.js'
-
-interface ProfileNode {
-  readonly id: number
-  readonly callFrame: { readonly functionName: string; readonly url: string }
-  readonly children?: readonly number[]
-}
-
-interface Profile {
-  readonly nodes: readonly ProfileNode[]
-  readonly startTime: number
-  readonly samples: readonly number[]
-  readonly timeDeltas: readonly number[]
-}
+import { type ProfileNode, forEachSample, readProfile } from './cpu-profile-read.js'
 
 const PARTS: readonly (readonly [string, RegExp])[] = [
   ['codec', /\/bgp\/codec\//],
@@ -46,12 +33,9 @@ if (file === undefined) throw new Error('usage: node-path-profile FILE.cpuprofil
 const SLICE_MS = numberArg('--slice-ms', 100)
 const FROM_MS = numberArg('--from-ms', 0)
 const TO_MS = numberArg('--to-ms', 1e9)
-const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile
+const { profile, byId, parent } = readProfile(file)
 
 // Each node's part: its own, else the nearest ancestor's that has one (a native called by felix is felix's).
-const byId = new Map(profile.nodes.map((n) => [n.id, n]))
-const parent = new Map<number, number>()
-for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id)
 const part = new Map<number, string>()
 const resolve = (id: number): string => {
   const known = part.get(id)
@@ -79,24 +63,21 @@ const isUnder = (w: number, id: number): boolean => {
 const names = ['codec', 'session', 'rib', 'agent', 'felix', 'deps', 'node', 'program', 'gc', 'idle']
 const slices = new Map<number, Map<string, number>>()
 const totals = new Map<string, number>()
-let t = 0
-for (let i = 0; i < profile.samples.length; i++) {
-  t += profile.timeDeltas[i]! / 1000
-  const dt = (profile.timeDeltas[i + 1] ?? 0) / 1000
-  if (t < FROM_MS || t > TO_MS) continue
-  const p = resolve(profile.samples[i]!)
+forEachSample(profile, (id, t, dt) => {
+  if (t < FROM_MS || t > TO_MS) return
+  const p = resolve(id)
   const s = Math.floor(t / SLICE_MS)
   const m = slices.get(s) ?? new Map<string, number>()
   slices.set(s, m)
   m.set(p, (m.get(p) ?? 0) + dt)
   totals.set(p, (totals.get(p) ?? 0) + dt)
   for (let w = 0; w < watched.length; w++) {
-    if (!isUnder(w, profile.samples[i]!)) continue
+    if (!isUnder(w, id)) continue
     const key = `@${watched[w]}`
     m.set(key, (m.get(key) ?? 0) + dt)
     totals.set(key, (totals.get(key) ?? 0) + dt)
   }
-}
+})
 names.push(...watched.map((w) => `@${w}`))
 
 const rows: string[][] = []
@@ -113,14 +94,12 @@ process.stdout.write(table(['at ms', ...names], rows))
 const TOP = numberArg('--top', 0)
 if (TOP > 0) {
   const self = new Map<string, number>()
-  let at = 0
-  for (let i = 0; i < profile.samples.length; i++) {
-    at += profile.timeDeltas[i]! / 1000
-    if (at < FROM_MS || at > TO_MS) continue
-    const n = byId.get(profile.samples[i]!)!
+  forEachSample(profile, (id, at, dt) => {
+    if (at < FROM_MS || at > TO_MS) return
+    const n = byId.get(id)!
     const key = `${resolve(n.id)} ${n.callFrame.functionName || '(anonymous)'} ${n.callFrame.url.replace(/^.*\/(dist|node_modules)\//, '')}`
-    self.set(key, (self.get(key) ?? 0) + (profile.timeDeltas[i + 1] ?? 0) / 1000)
-  }
+    self.set(key, (self.get(key) ?? 0) + dt)
+  })
   const top = [...self].sort((a, b) => b[1] - a[1]).slice(0, TOP)
   process.stdout.write(table(['self ms', 'part function file'], top.map(([k, v]) => [v.toFixed(1), k])))
 }

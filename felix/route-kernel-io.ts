@@ -1,0 +1,334 @@
+// The reconciler's ground: its options, the state its parts share, and its I/O with the kernel's table: reads
+// (an rtnetlink dump, else `ip -N -json`, felix's nexthop objects beside), writes (the route socket, else `ip -force
+// -batch -`, failures per operation). It decides nothing to write (route-reconciler.ts) and watches nothing (route-monitor-watch.ts).
+
+import pino, { type Logger } from 'pino'
+import { DEFAULT_ROUTE_PROTOCOL, MAIN_TABLE, type Family, type KernelRoute, type NextHop } from './kernel-route.js'
+import type { KnownTable } from './known-table.js'
+import { PendingEchoes } from './pending-echoes.js'
+import { BatchDealer, type BatchPlan, type BatchWriter } from './batch-dealer.js'
+import type { RouteSocket } from './route-socket.js'
+import type { DumpFilter } from './rtnl-routes.js'
+import { parseBatchErrors, RouteDeltaTracker, type RouteOp } from './route-diff.js'
+import { parseRouteJson } from './route-parse.js'
+import { CommandError, type ProcessRunner, type RunResult } from './runner.js'
+import { NexthopRegistry, parseNexthopJson } from './nexthops.js'
+import type { DesiredRoutes } from './desired-routes.js'
+
+export interface RouteReconcilerOptions {
+  readonly runner: ProcessRunner
+  readonly netns?: string
+  readonly table?: number
+  readonly protocol?: number
+  /** Full resync period; Calico's RouteRefreshInterval is 90 s. */
+  readonly resyncIntervalMs?: number
+  /** How long an unknown /32 on a pinto veth survives (Calico: 10 s). */
+  readonly graceMs?: number
+  readonly vethPrefix?: string
+  /** Read (and clean) the IPv6 table even when no IPv6 route is desired. */
+  readonly ipv6?: boolean
+  /** Watch `ip monitor route` for drift (default true). */
+  readonly monitor?: boolean
+  /** Retry delay after per-route errors. */
+  readonly retryMs?: number
+  /** Concurrent `ip -batch` writers for large diffs (default 2). */
+  readonly writers?: number
+  /** Routes through kernel nexthop objects where the kernel has them (default true). */
+  readonly nexthopObjects?: boolean
+  /**
+   * Reads the table (a dump) and writes routes through this rtnetlink socket instead of `ip -json` and
+   * `ip -batch` (only for a reconciler of its own process's namespace, so never with `netns`). Routes it
+   * cannot express still go through `ip`.
+   */
+  readonly routeSocket?: RouteSocket
+  /** From this many listed changes an apply diffs and writes them a batch at a time (default 2,000). */
+  readonly streamMinChanges?: number
+  /** Changes per such batch (default 1,000 through the route socket, 25,000 through `ip`). */
+  readonly streamBatch?: number
+  readonly logger?: Logger
+  readonly now?: () => number
+}
+
+/** The objects a write's routes go through, made by the first script of each writer. */
+function nexthopPlan(reg: NexthopRegistry, ops: readonly RouteOp[]): BatchPlan {
+  const head: string[] = []
+  const ids = new Array<number | undefined>(ops.length)
+  // Runs of routes through the same hop (rendering shares hop objects) are asked about once.
+  let last: NextHop | undefined
+  let lastId: number | undefined
+  for (let i = 0; i < ops.length; i++) {
+    const o = ops[i] as RouteOp
+    if (o.op !== 'replace') continue
+    const hops = o.route.nexthops
+    if (hops.length === 1 && hops[0] === last && o.route.type === 'unicast') {
+      ids[i] = lastId
+      continue
+    }
+    ids[i] = reg.idFor(o.route, head)
+    ;[last, lastId] = hops.length === 1 && o.route.type === 'unicast' ? [hops[0], ids[i]] : [undefined, undefined]
+  }
+  return { head, nhid: (i) => ids[i] }
+}
+
+/** Below this many operations a second `ip -batch` process costs more to start than it saves. */
+const PARALLEL_MIN_OPS = 2_000
+/**
+ * Lines one `ip -batch` process runs before a fresh one takes over. ip 6.1 keeps ~4 KB per route line until
+ * it exits, and past ~200k lines each line gets slower (1M routes: one process 15.2 s, ten in turn 6.9 s).
+ */
+const LINES_PER_PROCESS = 50_000
+/** From this many operations a write runs with `ip monitor` stopped. */
+export const QUIET_MIN_OPS = 2_000
+
+export class RouteKernelIo {
+  protected readonly runner: ProcessRunner
+  protected readonly netns: string | undefined
+  protected readonly table: number
+  protected readonly protocol: number
+  protected readonly vethPrefix: string
+  protected readonly resyncMs: number
+  protected readonly retryMs: number
+  private readonly writers: number
+  protected readonly streamMin: number
+  protected readonly streamBatch: number | undefined
+  protected readonly log: Logger
+  protected readonly now: () => number
+  protected readonly tracker: RouteDeltaTracker
+  protected desired: DesiredRoutes = new Map<string, KernelRoute>()
+  protected workloads: ReadonlySet<string> | undefined
+  protected started = false
+  /**
+   * The table as felix last knew it: what it read, changed by what it wrote since. An apply driven by a
+   * desired-state change diffs against this instead of reading the kernel again; the periodic resync, the
+   * monitor and any write failure go back to the kernel. Undefined when unknown.
+   */
+  protected known: KnownTable | undefined
+  /** Felix's own writes whose monitor lines have not come yet. */
+  protected readonly echoes = new PendingEchoes()
+  /** felix's nexthop objects; undefined when the kernel has none (before 5.3) or they are turned off. */
+  protected nexthops: NexthopRegistry | undefined
+  private probed = false
+  /** The probe's answer, for the first read. */
+  private probedObjects: RunResult | undefined
+  /** The rtnetlink socket reads and writes go through, until it fails. */
+  protected socket: RouteSocket | undefined
+
+  constructor(protected readonly opts: RouteReconcilerOptions) {
+    this.runner = opts.runner
+    this.netns = opts.netns
+    this.table = opts.table ?? MAIN_TABLE
+    this.protocol = opts.protocol ?? DEFAULT_ROUTE_PROTOCOL
+    this.vethPrefix = opts.vethPrefix ?? 'pinto'
+    this.resyncMs = opts.resyncIntervalMs ?? 90_000
+    this.retryMs = opts.retryMs ?? 5_000
+    this.writers = Math.max(1, opts.writers ?? 2)
+    this.streamMin = Math.max(1, opts.streamMinChanges ?? QUIET_MIN_OPS)
+    this.streamBatch = opts.streamBatch !== undefined ? Math.max(1, opts.streamBatch) : undefined
+    this.now = opts.now ?? Date.now
+    this.log = (opts.logger ?? pino({ level: 'silent' })).child({ component: 'felix.routes', table: this.table, protocol: this.protocol })
+    this.tracker = new RouteDeltaTracker({ protocol: this.protocol, vethPrefix: this.vethPrefix, graceMs: opts.graceMs ?? 10_000 })
+    if (opts.routeSocket !== undefined && opts.netns !== undefined) throw new Error('routeSocket: a route socket writes to its own namespace only; it cannot be used with netns')
+    this.socket = opts.routeSocket
+  }
+
+  private families(): readonly Family[] {
+    if (this.opts.ipv6 === true) return [4, 6]
+    const known = this.desired.families?.()
+    if (known !== undefined) return known
+    for (const r of this.desired.values()) if (r.family === 6) return [4, 6]
+    return [4]
+  }
+
+  /** Whether the kernel has nexthop objects (Linux 5.3+), asked once. */
+  protected async probeNexthops(): Promise<void> {
+    if (this.probed || this.opts.nexthopObjects === false) return
+    const probe = await this.runner.run('ip', ['-N', '-json', 'nexthop', 'show'], this.nsOpt())
+    this.learnNexthopSupport(probe)
+    // The first read takes the objects from here rather than asking again.
+    if (probe.exitCode === 0) this.probedObjects = probe
+  }
+
+  private learnNexthopSupport(probe: RunResult): void {
+    this.probed = true
+    if (probe.exitCode === 0) this.nexthops = new NexthopRegistry(this.protocol)
+    else this.log.info({ err: probe.stderr.trim() }, 'the kernel has no nexthop objects; routes name their gateways')
+  }
+
+  protected async read(filter?: DumpFilter): Promise<KernelRoute[]> {
+    // The nexthop objects are read beside the routes; the first read also learns whether there are any.
+    const nexthops = this.opts.nexthopObjects !== false && (!this.probed || this.nexthops !== undefined)
+    const probed = this.probedObjects
+    this.probedObjects = undefined
+    const [objects, tables] = await Promise.all([probed ?? (nexthops ? this.runner.run('ip', ['-N', '-json', 'nexthop', 'show'], this.nsOpt()) : undefined), this.readTable(this.families(), filter)])
+    if (objects !== undefined) {
+      if (!this.probed) this.learnNexthopSupport(objects)
+      if (this.nexthops !== undefined) {
+        if (objects.exitCode !== 0) throw new CommandError('ip', ['-N', '-json', 'nexthop', 'show'], objects)
+        this.nexthops.load(parseNexthopJson(objects.stdout))
+      }
+    }
+    return tables
+  }
+
+  /**
+   * The table's routes: dumped over the route socket while there is one (100k routes: no process, no JSON
+   * text), else one `ip -N -json route show` per family. A dump that fails falls back to `ip` for this read;
+   * a socket that failed is given up for reads and writes alike. `filter` leaves out the dumped routes it
+   * accounts for (only over the socket: `ip` gives every route).
+   */
+  private async readTable(families: readonly Family[], filter?: DumpFilter): Promise<KernelRoute[]> {
+    const socket = this.socket
+    if (socket !== undefined) {
+      try {
+        return await socket.readTable(families, this.table, filter)
+      } catch (err) {
+        if (socket.error !== undefined) this.socket = undefined
+        this.log.warn({ err: (err as Error).message }, 'route dump over the route socket failed; this read goes through ip -json')
+      }
+    }
+    const tables = await Promise.all(
+      families.map(async (f) => {
+        const args = ['-N', '-json', `-${f}`, 'route', 'show', 'table', String(this.table)]
+        const r = await this.runner.run('ip', args, this.nsOpt())
+        // A table other than main exists only once a route is in it: until then it is empty, not an error.
+        if (r.exitCode !== 0 && this.table !== MAIN_TABLE && /FIB table does not exist/.test(r.stderr)) return []
+        if (r.exitCode !== 0) throw new CommandError('ip', args, r)
+        return parseRouteJson(r.stdout, f, this.table)
+      }),
+    )
+    return tables.flat()
+  }
+
+  private nsOpt(): { netns?: string } {
+    return this.netns !== undefined ? { netns: this.netns } : {}
+  }
+
+  /**
+   * Writes the ops; returns failures by op index, each a route's own, so one bad route never stops the
+   * rest. Routes go through nexthop objects unless `nexthops` is false (the per-route retry pass). Through
+   * the route socket while there is one, else `ip -batch`.
+   */
+  protected async write(ops: readonly RouteOp[], nexthops: boolean): Promise<Map<number, string>> {
+    const failures = await this.writeVia(ops, nexthops)
+    // A delete that finds no such route leaves the kernel as wanted: it went meanwhile (a device taking its
+    // routes along, or a change made while a streaming read ran that the next apply lists again).
+    for (const [i, m] of failures) if ((ops[i] as RouteOp).op === 'delete' && /ESRCH|No such process/.test(m)) failures.delete(i)
+    return failures
+  }
+
+  private async writeVia(ops: readonly RouteOp[], nexthops: boolean): Promise<Map<number, string>> {
+    const socket = this.socket
+    if (socket === undefined) return this.writeIp(ops, nexthops)
+    try {
+      return await this.writeNetlink(socket, ops, nexthops)
+    } catch (err) {
+      // What took effect is unknown: every op counts as failed, so the caller reads the kernel and retries.
+      this.log.warn({ err: (err as Error).message }, 'route socket failed; routes go through ip -batch from now on')
+      this.socket = undefined
+      return new Map(ops.map((_, i) => [i, `route socket failed: ${(err as Error).message}`]))
+    }
+  }
+
+  /**
+   * The write through the route socket: nexthop objects the write needs are made first by one `ip` (the
+   * few `nexthop replace` lines), then every route it can express goes to the kernel in chunks of
+   * messages, with no process and no text per route (100k routes: ~0.18 s, where two `ip -batch` writers
+   * need ~0.35 s). The rest (several hops without an object, a device the kernel does not know) goes
+   * through `ip` naming its hops.
+   */
+  private async writeNetlink(socket: RouteSocket, ops: readonly RouteOp[], nexthops: boolean): Promise<Map<number, string>> {
+    const reg = nexthops ? this.nexthops : undefined
+    const plan = reg !== undefined ? nexthopPlan(reg, ops) : undefined
+    if (plan !== undefined && plan.head.length > 0) {
+      const r = await this.runner.run('ip', ['-force', '-batch', '-'], { input: plan.head.join('\n') + '\n', ...this.nsOpt() })
+      for (const [i, m] of parseBatchErrors(r.stderr)) if (plan.head[i] !== undefined) this.forgetNexthop(plan.head[i] as string, m)
+    }
+    // Devices by index, for the routes that name one and go through no object.
+    const devices = new Set<string>()
+    for (let i = 0; i < ops.length; i++) {
+      const o = ops[i] as RouteOp
+      if (o.op === 'replace' && plan?.nhid?.(i) !== undefined) continue
+      for (const h of o.route.nexthops) if (h.dev !== undefined) devices.add(h.dev)
+    }
+    const index = devices.size > 0 ? await socket.linkIndexes(devices) : new Map<string, number>()
+    const link = (dev: string): number | undefined => index.get(dev)
+    const nhid = plan?.nhid
+    const { failures, skipped: rest } = await socket.write(ops.length, (i, seq, w) => {
+      const o = ops[i] as RouteOp
+      return o.op === 'replace' ? w.replace(o.route, nhid?.(i), seq, link) : w.delete(o.route, seq, link)
+    })
+    if (rest.length > 0) {
+      const failed = await this.writeIp(rest.map((i) => ops[i] as RouteOp), false)
+      for (const [k, m] of failed) failures.set(rest[k] as number, m)
+    }
+    return failures
+  }
+
+  /**
+   * The write through `ip -force -batch`, so one bad line cannot stop the rest. The first script of every
+   * writer makes the write's missing objects (`nexthop replace` is idempotent, so no writer waits for
+   * another). Large diffs go to a few concurrent `ip -batch` processes, dealt a chunk at a time as each
+   * reads: ip's per-line round trip is the cost, and two writers nearly halve the time.
+   */
+  private async writeIp(ops: readonly RouteOp[], nexthops: boolean): Promise<Map<number, string>> {
+    const reg = nexthops ? this.nexthops : undefined
+    const dealer = new BatchDealer(ops, reg !== undefined ? { plan: () => nexthopPlan(reg, ops) } : {})
+    const failures = new Map<number, string>()
+    const run = async (w: BatchWriter): Promise<void> => {
+      const r = await this.runner.run('ip', ['-force', '-batch', '-'], { input: w.script(), ...this.nsOpt() })
+      const lines = parseBatchErrors(r.stderr)
+      for (const [i, m] of lines) {
+        const at = w.line(i)
+        if (at === undefined) continue
+        if ('head' in at) this.forgetNexthop(dealer.plan().head[at.head] as string, m)
+        else failures.set(at.op, m)
+      }
+      // ip itself failed (not a line): count each of its ops as failed so the resync pass re-checks them.
+      if (r.exitCode !== 0 && lines.size === 0) for (const i of w.taken()) failures.set(i, r.stderr.trim() || `ip exited ${r.exitCode}`)
+    }
+    // Each writer's ip gives way to a fresh one after LINES_PER_PROCESS lines, started as soon as the old
+    // one's script is all written, so the two overlap. The fresh one skips the head: the old one ran it long
+    // before, and a second `nexthop replace` of an object that many routes use makes the kernel announce
+    // every one of them again (1M routes over two writers: 5.5 s with the head repeated, 3.0 s without).
+    const slot = async (): Promise<void> => {
+      const runs: Promise<void>[] = []
+      for (;;) {
+        const w = dealer.writer(LINES_PER_PROCESS, runs.length === 0)
+        const running = run(w)
+        runs.push(running)
+        await Promise.race([w.ended, running])
+        if (!w.full) break
+      }
+      await Promise.all(runs)
+    }
+    await Promise.all(Array.from({ length: ops.length >= PARALLEL_MIN_OPS ? this.writers : 1 }, slot))
+    for (let i = dealer.dealt; i < ops.length; i++) failures.set(i, 'not written: every ip -batch writer ended early')
+    return failures
+  }
+
+  private forgetNexthop(line: string, message: string): void {
+    const id = Number(/ id (\d+) /.exec(line)?.[1])
+    this.log.debug({ id, err: message }, 'nexthop object not made')
+    this.nexthops?.forget(id)
+  }
+
+  /**
+   * After a clean apply from a fresh read: felix's nexthop objects that neither a desired route nor a route
+   * in the kernel uses go (deleting an object would take its routes with it).
+   */
+  protected async sweepNexthops(known: KnownTable): Promise<void> {
+    const reg = this.nexthops
+    if (reg === undefined || reg.size === 0) return
+    const inUse = new Set<number>()
+    for (const r of this.desired.hopRoutes?.() ?? this.desired.values()) {
+      const id = reg.lookup(r)
+      if (id !== undefined) inUse.add(id)
+    }
+    // felix's own routes in the known table are the desired ones (no object named); others' may name one.
+    for (const [, r] of known.others()) if (r.nhid !== undefined) inUse.add(r.nhid)
+    const lines = reg.sweep(inUse)
+    if (lines.length === 0) return
+    const r = await this.runner.run('ip', ['-force', '-batch', '-'], { input: lines.join('\n') + '\n', ...this.nsOpt() })
+    if (r.exitCode !== 0) this.log.debug({ err: r.stderr.trim() }, 'removing unused nexthop objects failed; the next resync retries')
+  }
+}

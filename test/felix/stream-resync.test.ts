@@ -3,7 +3,7 @@
 // objects; drift made by hand (a route deleted, one through another hop, one with another metric, a stale
 // route of felix's protocol) is repaired, routes of other protocols are left alone; IPv6 as IPv4.
 
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { execa } from 'execa'
 import { fileURLToPath } from 'node:url'
 import { createTopology } from '../harness/netns.js'
@@ -21,11 +21,9 @@ interface Step {
   socketError: string | null
 }
 
-t.test('a resync compares the dump against the table as it reads it, and repairs drift', async (t) => {
-  const topo = await createTopology(t)
-  const a = await topo.addNode({ name: 'a', v4: '192.0.2.11/24' })
-  await execa('ip', ['-n', a.ns, 'neigh', 'replace', '192.0.2.12', 'lladdr', '02:00:00:00:00:12', 'dev', 'eth0'])
-  const child = execa('ip', ['netns', 'exec', a.ns, process.execPath, CHILD, String(COUNT)], { stdin: 'pipe', reject: false })
+/** The child that owns the reconciler, in namespace `ns`: each apply's result is a line; stdin's lines step it. */
+function startChild(t: Test, ns: string, args: readonly string[]) {
+  const child = execa('ip', ['netns', 'exec', ns, process.execPath, CHILD, ...args], { stdin: 'pipe', reject: false })
   t.teardown(() => {
     child.kill('SIGTERM')
     return child
@@ -43,6 +41,14 @@ t.test('a resync compares the dump against the table as it reads it, and repairs
     await waitFor(() => lines.length >= n, { timeoutMs: 30_000, what: `the child's apply ${n}` })
     return lines[n - 1]!
   }
+  return { child, step }
+}
+
+t.test('a resync compares the dump against the table as it reads it, and repairs drift', async (t) => {
+  const topo = await createTopology(t)
+  const a = await topo.addNode({ name: 'a', v4: '192.0.2.11/24' })
+  await execa('ip', ['-n', a.ns, 'neigh', 'replace', '192.0.2.12', 'lladdr', '02:00:00:00:00:12', 'dev', 'eth0'])
+  const { child, step } = startChild(t, a.ns, [String(COUNT)])
   const first = await step(1)
   t.match(first, { planned: COUNT, errors: 0, socketError: null })
   const written = await ourRoutes(a.ns)
@@ -78,24 +84,7 @@ t.test('an IPv6 resync compares the dump by its address bytes, and repairs drift
   const topo = await createTopology(t)
   const a = await topo.addNode({ name: 'a', v6: '2001:db8::11/64' })
   for (const h of ['12', '13']) await execa('ip', ['-n', a.ns, '-6', 'neigh', 'replace', `2001:db8::${h}`, 'lladdr', `02:00:00:00:00:${h}`, 'dev', 'eth0'])
-  const child = execa('ip', ['netns', 'exec', a.ns, process.execPath, CHILD, String(COUNT), '6'], { stdin: 'pipe', reject: false })
-  t.teardown(() => {
-    child.kill('SIGTERM')
-    return child
-  })
-  const lines: Step[] = []
-  let out = ''
-  child.stdout?.on('data', (b: Buffer) => {
-    out += b.toString()
-    for (let i = out.indexOf('\n'); i >= 0; i = out.indexOf('\n')) {
-      lines.push(JSON.parse(out.slice(0, i)) as Step)
-      out = out.slice(i + 1)
-    }
-  })
-  const step = async (n: number): Promise<Step> => {
-    await waitFor(() => lines.length >= n, { timeoutMs: 30_000, what: `the child's apply ${n}` })
-    return lines[n - 1]!
-  }
+  const { child, step } = startChild(t, a.ns, [String(COUNT), '6'])
   t.match(await step(1), { planned: COUNT, errors: 0, socketError: null })
   const written = await ourRoutes(a.ns, 6)
   t.equal(written.length, COUNT, 'every route in, the blackhole in place of the learned route it covers')

@@ -172,6 +172,7 @@ export class OneTxnPaths {
         const key = blockKey(cidr)
         const last = useCache ? [...this.ctx.lastBlock.values()].find((l) => l.kv.key === key) : undefined
         const copy = last?.kv
+        // The decoded block is edited below: until the write lands the cache keeps only the record's text.
         if (copy !== undefined) this.refresh(key, copy)
         let kv = copy ?? (await this.ctx.store.get(key))
         let block = kv === undefined ? undefined : (last?.block ?? decodeBlock(key, kv.value))

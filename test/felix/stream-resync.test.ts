@@ -44,70 +44,71 @@ function startChild(t: Test, ns: string, args: readonly string[]) {
   return { child, step }
 }
 
-t.test('a resync compares the dump against the table as it reads it, and repairs drift', async (t) => {
-  const topo = await createTopology(t)
-  const a = await topo.addNode({ name: 'a', v4: '192.0.2.11/24' })
-  await execa('ip', ['-n', a.ns, 'neigh', 'replace', '192.0.2.12', 'lladdr', '02:00:00:00:00:12', 'dev', 'eth0'])
-  const { child, step } = startChild(t, a.ns, [String(COUNT)])
-  const first = await step(1)
-  t.match(first, { planned: COUNT, errors: 0, socketError: null })
-  const written = await ourRoutes(a.ns)
-  t.equal(written.length, COUNT, 'every route in, the blackhole in place of the learned route it covers')
-  t.ok(written.includes('route replace blackhole 198.18.0.32/28 proto 87'))
+/** One family's case: the node's address, its neighbours, the blackhole written, and the drift made by hand. */
+interface Family {
+  readonly family: 4 | 6
+  readonly title: string
+  readonly node: { v4: string } | { v6: string }
+  readonly neighbours: readonly string[]
+  readonly blackhole: (written: readonly string[]) => boolean
+  /** The deleted route, the one through another hop, the one given another metric, a stale one, another protocol's. */
+  readonly drift: { readonly del: string; readonly hop: string; readonly metric: string; readonly stale: string; readonly other: string }
+  /** Via these: the table's own gateway and another. */
+  readonly gw: string
+  readonly gw2: string
+}
 
-  child.stdin?.write('\n')
-  const clean = await step(2)
-  t.match(clean, { planned: 0, errors: 0, ipReads: 0 }, 'nothing to do, read over the socket')
-  t.ok(clean.kept < 20, `the read kept ${clean.kept} routes as objects (the blackhole, the kernel's own), not ${COUNT}`)
+const FAMILIES: readonly Family[] = [
+  {
+    family: 4, title: 'a resync compares the dump against the table as it reads it, and repairs drift',
+    node: { v4: '192.0.2.11/24' }, neighbours: ['192.0.2.12'],
+    blackhole: (w) => w.includes('route replace blackhole 198.18.0.32/28 proto 87'),
+    drift: { del: '198.18.0.64/28', hop: '198.18.0.80/28', metric: '198.18.0.112/28', stale: '198.18.200.0/24', other: '198.18.201.0/24' },
+    gw: '192.0.2.12', gw2: '192.0.2.13',
+  },
+  {
+    family: 6, title: 'an IPv6 resync compares the dump by its address bytes, and repairs drift',
+    node: { v6: '2001:db8::11/64' }, neighbours: ['2001:db8::12', '2001:db8::13'],
+    blackhole: (w) => w.some((l) => l.startsWith('route replace blackhole 2001:db8:1:2::/64 ')),
+    drift: { del: '2001:db8:1:4::/64', hop: '2001:db8:1:5::/64', metric: '2001:db8:1:7::/64', stale: '2001:db8:1:ff00::/64', other: '2001:db8:1:ff01::/64' },
+    gw: '2001:db8::12', gw2: '2001:db8::13',
+  },
+]
 
-  const ipn = (...args: string[]) => execa('ip', ['-n', a.ns, ...args])
-  await ipn('route', 'del', '198.18.0.64/28', 'proto', String(PROTO))
-  await ipn('route', 'replace', '198.18.0.80/28', 'via', '192.0.2.12', 'dev', 'eth0', 'proto', String(PROTO))
-  await ipn('route', 'del', '198.18.0.112/28', 'proto', String(PROTO), 'metric', '300')
-  await ipn('route', 'add', '198.18.0.112/28', 'via', '192.0.2.13', 'dev', 'eth0', 'proto', String(PROTO))
-  await ipn('route', 'add', '198.18.200.0/24', 'via', '192.0.2.12', 'dev', 'eth0', 'proto', String(PROTO))
-  await ipn('route', 'add', '198.18.201.0/24', 'via', '192.0.2.12', 'dev', 'eth0', 'proto', 'static')
-  child.stdin?.write('\n')
-  const repaired = await step(3)
-  // Back: the deleted one and the one with its metric; replaced: the changed hop; deleted: the stale one
-  // and the one with the wrong metric.
-  t.match(repaired, { planned: 5, errors: 0, ipReads: 0 })
-  t.same(await ourRoutes(a.ns), written, 'the kernel holds the table again')
-  t.ok((await ipn('route', 'show', '198.18.201.0/24')).stdout.includes('proto static'), 'another protocol\'s route left alone')
-  child.stdin?.write('\n')
-  t.match(await step(4), { planned: 0, errors: 0 }, 'and nothing is left to do')
-  child.stdin?.end()
-  t.equal((await child).exitCode, 0, 'the child stopped cleanly')
-})
+for (const f of FAMILIES) {
+  t.test(f.title, async (t) => {
+    const topo = await createTopology(t)
+    const a = await topo.addNode({ name: 'a', ...f.node })
+    const fam = f.family === 6 ? ['-6'] : []
+    for (const n of f.neighbours) await execa('ip', ['-n', a.ns, ...fam, 'neigh', 'replace', n, 'lladdr', `02:00:00:00:00:${n.slice(-2)}`, 'dev', 'eth0'])
+    const { child, step } = startChild(t, a.ns, f.family === 6 ? [String(COUNT), '6'] : [String(COUNT)])
+    t.match(await step(1), { planned: COUNT, errors: 0, socketError: null })
+    const written = await ourRoutes(a.ns, f.family)
+    t.equal(written.length, COUNT, 'every route in, the blackhole in place of the learned route it covers')
+    t.ok(f.blackhole(written), `the blackhole: ${written.filter((l) => l.includes('blackhole')).join(', ')}`)
 
-t.test('an IPv6 resync compares the dump by its address bytes, and repairs drift', async (t) => {
-  const topo = await createTopology(t)
-  const a = await topo.addNode({ name: 'a', v6: '2001:db8::11/64' })
-  for (const h of ['12', '13']) await execa('ip', ['-n', a.ns, '-6', 'neigh', 'replace', `2001:db8::${h}`, 'lladdr', `02:00:00:00:00:${h}`, 'dev', 'eth0'])
-  const { child, step } = startChild(t, a.ns, [String(COUNT), '6'])
-  t.match(await step(1), { planned: COUNT, errors: 0, socketError: null })
-  const written = await ourRoutes(a.ns, 6)
-  t.equal(written.length, COUNT, 'every route in, the blackhole in place of the learned route it covers')
-  t.ok(written.some((l) => l.startsWith('route replace blackhole 2001:db8:1:2::/64 ')), `the blackhole: ${written.filter((l) => l.includes('blackhole')).join(', ')}`)
+    child.stdin?.write('\n')
+    const clean = await step(2)
+    t.match(clean, { planned: 0, errors: 0, ipReads: 0 }, 'nothing to do, read over the socket')
+    t.ok(clean.kept < 20, `the read kept ${clean.kept} routes as objects (the blackhole, the kernel's own), not ${COUNT}`)
 
-  child.stdin?.write('\n')
-  const clean = await step(2)
-  t.match(clean, { planned: 0, errors: 0, ipReads: 0 }, 'nothing to do, read over the socket')
-  t.ok(clean.kept < 20, `the read kept ${clean.kept} routes as objects (the blackhole, the kernel's own), not ${COUNT}`)
-
-  const ipn = (...args: string[]) => execa('ip', ['-n', a.ns, '-6', ...args])
-  await ipn('route', 'del', '2001:db8:1:4::/64', 'proto', String(PROTO))
-  await ipn('route', 'replace', '2001:db8:1:5::/64', 'via', '2001:db8::12', 'dev', 'eth0', 'proto', String(PROTO))
-  await ipn('route', 'del', '2001:db8:1:7::/64', 'proto', String(PROTO), 'metric', '300')
-  await ipn('route', 'add', '2001:db8:1:7::/64', 'via', '2001:db8::13', 'dev', 'eth0', 'proto', String(PROTO))
-  await ipn('route', 'add', '2001:db8:1:ff00::/64', 'via', '2001:db8::12', 'dev', 'eth0', 'proto', String(PROTO))
-  await ipn('route', 'add', '2001:db8:1:ff01::/64', 'via', '2001:db8::12', 'dev', 'eth0', 'proto', 'static')
-  child.stdin?.write('\n')
-  t.match(await step(3), { planned: 5, errors: 0, ipReads: 0 }, 'back, replaced, deleted')
-  t.same(await ourRoutes(a.ns, 6), written, 'the kernel holds the table again')
-  t.ok((await ipn('route', 'show', '2001:db8:1:ff01::/64')).stdout.includes('proto static'), "another protocol's route left alone")
-  child.stdin?.write('\n')
-  t.match(await step(4), { planned: 0, errors: 0 }, 'and nothing is left to do')
-  child.stdin?.end()
-  t.equal((await child).exitCode, 0, 'the child stopped cleanly')
-})
+    const ipn = (...args: string[]) => execa('ip', ['-n', a.ns, ...fam, ...args])
+    const d = f.drift
+    await ipn('route', 'del', d.del, 'proto', String(PROTO))
+    await ipn('route', 'replace', d.hop, 'via', f.gw, 'dev', 'eth0', 'proto', String(PROTO))
+    await ipn('route', 'del', d.metric, 'proto', String(PROTO), 'metric', '300')
+    await ipn('route', 'add', d.metric, 'via', f.gw2, 'dev', 'eth0', 'proto', String(PROTO))
+    await ipn('route', 'add', d.stale, 'via', f.gw, 'dev', 'eth0', 'proto', String(PROTO))
+    await ipn('route', 'add', d.other, 'via', f.gw, 'dev', 'eth0', 'proto', 'static')
+    child.stdin?.write('\n')
+    // Back: the deleted one and the one with its metric; replaced: the changed hop; deleted: the stale one
+    // and the one with the wrong metric.
+    t.match(await step(3), { planned: 5, errors: 0, ipReads: 0 }, 'back, replaced, deleted')
+    t.same(await ourRoutes(a.ns, f.family), written, 'the kernel holds the table again')
+    t.ok((await ipn('route', 'show', d.other)).stdout.includes('proto static'), "another protocol's route left alone")
+    child.stdin?.write('\n')
+    t.match(await step(4), { planned: 0, errors: 0 }, 'and nothing is left to do')
+    child.stdin?.end()
+    t.equal((await child).exitCode, 0, 'the child stopped cleanly')
+  })
+}

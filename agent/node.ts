@@ -109,6 +109,8 @@ export class PintoNode {
   private eorTimer: NodeJS.Timeout | undefined
   /** Started within the graceful-restart window of a previous run: peers hold our routes as stale. */
   private restarting = false
+  /** End-of-RIB may follow our table (released once; the speaker holds it until then). */
+  private endOfRibReleased = false
   private readonly peersJob: Coalescer
   private readonly originJob: Coalescer
   private readonly dataplaneJob: Coalescer
@@ -662,10 +664,21 @@ export class PintoNode {
   private releaseEndOfRibWhenSynced(): void {
     clearTimeout(this.eorTimer)
     this.eorTimer = undefined
+    if (this.endOfRibReleased) return
     const waited = Date.now() - this.startedAt
-    if (!this.restarting || (this.peersComputed && this.speaker.synced())) this.speaker.releaseEndOfRib()
-    else if (waited >= this.settings.syncDeadlineSeconds * 1000) this.speaker.releaseEndOfRib()
-    else this.eorTimer = setTimeout(() => this.releaseEndOfRibWhenSynced(), 100)
+    const synced = this.peersComputed && this.speaker.synced()
+    if (this.restarting && !synced && waited < this.settings.syncDeadlineSeconds * 1000) {
+      this.eorTimer = setTimeout(() => this.releaseEndOfRibWhenSynced(), 100)
+      return
+    }
+    this.endOfRibReleased = true
+    this.speaker.releaseEndOfRib()
+    if (this.restarting) {
+      this.log.info(
+        { waitedMs: waited, peersSynced: synced },
+        synced ? "every peer's table in: End-of-RIB follows ours" : 'not every peer sent its table in time: End-of-RIB follows ours anyway',
+      )
+    }
   }
 
   /** Whether a block is ours or holds one of our pods. */

@@ -122,7 +122,8 @@ export async function filledManifest(docs: readonly KubeObject[], v: ManifestVal
 
 export class PodmanNodes {
   /** Pods played and not removed: node name -> pod name. */
-  private readonly playing = new Map<string, string>()
+  /** The pod each node runs now, by node name. */
+  private readonly playing = new Map<string, { node: PodmanNode; pod: string; image: string }>()
 
   /**
    * @param docs the manifest's objects with the ConfigMap and Secret filled in
@@ -185,7 +186,7 @@ export class PodmanNodes {
     await rm(this.socket(n), { force: true })
     const file = join(n.dir, 'pod.yaml')
     await writeFile(file, stringify(pod))
-    this.playing.set(n.name, name)
+    this.playing.set(n.name, { node: n, pod: name, image: opts.image ?? this.image })
     await podman(['kube', 'play', file], { netns: n.ns, timeoutMs: 120_000 })
     const deadline = Date.now() + (opts.timeoutMs ?? 60_000)
     for (;;) {
@@ -215,7 +216,7 @@ export class PodmanNodes {
    * `graceSeconds`; its logs appended to n.log; then the pod is removed (`kube down`).
    */
   async stop(n: PodmanNode, graceSeconds = 30): Promise<void> {
-    const name = this.playing.get(n.name)
+    const name = this.playing.get(n.name)?.pod
     if (name === undefined) return
     await podman(['pod', 'stop', '--time', String(graceSeconds), name], { timeoutMs: (graceSeconds + 30) * 1000 }).catch(() => undefined)
     await this.saveLogs(n)
@@ -225,10 +226,11 @@ export class PodmanNodes {
 
   private async saveLogs(n: PodmanNode): Promise<void> {
     const name = this.podName(n)
+    const image = this.playing.get(n.name)?.image ?? this.image
     // install-cni's container is gone by now: podman removes an init container once it has run.
     for (const c of ['pinto-node']) {
       const r = await execa('podman', ['logs', `${name}-${c}`], { env: { CONTAINERS_CONF: process.env['CONTAINERS_CONF'] ?? PODMAN_CONF }, reject: false, all: true })
-      await writeFile(n.log, `--- ${name}-${c} (${this.image})\n${String(r.all ?? '')}\n`, { flag: 'a' })
+      await writeFile(n.log, `--- ${name}-${c} (${image})\n${String(r.all ?? '')}\n`, { flag: 'a' })
     }
   }
 
@@ -251,7 +253,13 @@ export class PodmanNodes {
 
   /** Removes every pod played here (SIGTERM first unless `hurry`), with their containers. */
   async destroy(hurry = false): Promise<void> {
-    await Promise.all([...this.playing.values()].map((name) => podman(['pod', 'rm', '--force', '--time', hurry ? '0' : '10', name], { timeoutMs: 60_000 }).catch(() => undefined)))
+    await Promise.all(
+      [...this.playing.values()].map(async ({ node, pod }) => {
+        // The pods' logs join the earlier ones in each node's n.log before they go.
+        if (!hurry) await this.saveLogs(node).catch(() => undefined)
+        await podman(['pod', 'rm', '--force', '--time', hurry ? '0' : '10', pod], { timeoutMs: 60_000 }).catch(() => undefined)
+      }),
+    )
     this.playing.clear()
   }
 }

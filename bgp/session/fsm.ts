@@ -152,6 +152,24 @@ function toIdle(
   }
 }
 
+/** Whether the peer restarts gracefully for a family of the session: a lost connection keeps its routes (RFC 4724). */
+function restartsGracefully(session: Negotiated | undefined): boolean {
+  const gr = session?.peerGracefulRestart
+  return gr !== undefined && [...gr.families.keys()].some((f) => session!.families.has(f))
+}
+
+/**
+ * A lost connection to a peer that restarts gracefully: the session goes down as any other (its routes are
+ * kept as stale), but the speaker waits for the peer in Connect or Active instead of an Idle hold, which
+ * would refuse its new connection and keep the restart waiting (RFC 4724 §4.2: the receiving speaker is
+ * ready for the restarting peer's new session).
+ */
+function awaitRestart(s: FsmState, config: FsmConfig, why: string): FsmStep {
+  const down = toIdle(s, config, `connection closed: ${why}`)
+  const up = start(down.state, config, `connection closed: ${why}; waiting for the peer's new connection (it restarts gracefully)`)
+  return { state: up.state, actions: [...down.actions.filter((a) => !(a.type === 'timer' && a.timer === 'IdleHold')), timer('IdleHold', 0), ...up.actions] }
+}
+
 function start(s: FsmState, config: FsmConfig, reason: string): FsmStep {
   if (config.passive) {
     return { state: { ...s, name: 'Active', reason }, actions: [timer('ConnectRetry', config.connectRetryTime)] }
@@ -343,7 +361,7 @@ export function step(s: FsmState, event: FsmEvent, config: FsmConfig): FsmStep {
         case 'KeepaliveTimer_Expires':
           return { state: s, actions: [send(KEEPALIVE), timer('Keepalive', s.session?.keepaliveTime ?? 0)] }
         case 'TcpConnectionFails':
-          return toIdle(s, config, `connection closed: ${event.reason}`)
+          return restartsGracefully(s.session) ? awaitRestart(s, config, event.reason) : toIdle(s, config, `connection closed: ${event.reason}`)
         case 'KeepAliveMsg':
         case 'UpdateMsg':
           return { state: s, actions: s.session && s.session.holdTime > 0 ? [timer('Hold', s.session.holdTime)] : [] }

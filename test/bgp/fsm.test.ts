@@ -177,6 +177,30 @@ t.test('a stop names its cause; a graceful stop sends no NOTIFICATION; both are 
   t.equal(run([{ type: 'ManualStart', reason: 'BFD is up again' }]).state.reason, 'BFD is up again')
 })
 
+t.test('a lost connection: an Idle hold, or straight back to Connect when the peer restarts gracefully', async (t) => {
+  const grCap = { kind: 'graceful-restart' as const, restartState: false, notification: false, restartTime: 120 }
+  const cases: { name: string; peerCaps: OpenMessage['capabilities']; passive: boolean; state: string; idleHold: number; connects: boolean }[] = [
+    { name: 'no graceful restart', peerCaps: [], passive: false, state: 'Idle', idleHold: 5, connects: false },
+    { name: 'graceful restart, no family kept', peerCaps: [{ ...grCap, families: [] }], passive: false, state: 'Idle', idleHold: 5, connects: false },
+    { name: 'graceful restart for IPv4 unicast', peerCaps: [{ ...grCap, families: [{ afi: 1, safi: 1, forwardingPreserved: true }] }], passive: false, state: 'Connect', idleHold: 0, connects: true },
+    { name: 'the same, passive', peerCaps: [{ ...grCap, families: [{ afi: 1, safi: 1, forwardingPreserved: false }] }], passive: true, state: 'Active', idleHold: 0, connects: false },
+  ]
+  for (const c of cases) {
+    const open = peerOpen()
+    const withCaps = peerOpen({ capabilities: [...open.capabilities, ...c.peerCaps] })
+    const events: FsmEvent[] = [{ type: 'ManualStart' }, { type: 'TcpConnectionConfirmed' }, { type: 'BGPOpen', open: withCaps }, { type: 'KeepAliveMsg' }]
+    const { state, actions } = run([...events, { type: 'TcpConnectionFails', reason: 'reset' }], config({ passive: c.passive }))
+    const last = actions.at(-1)!
+    t.equal(state.name, c.state, `${c.name}: ${c.state}`)
+    t.equal(timers(last).IdleHold, c.idleHold, `${c.name}: Idle hold ${c.idleHold} s`)
+    t.equal(last.some((a) => a.type === 'connect'), c.connects, `${c.name}: ${c.connects ? 'connects again at once' : 'no connect now'}`)
+    t.ok(last.some((a) => a.type === 'down' && !a.localStop), `${c.name}: the session went down (not a local stop)`)
+    if (c.connects) t.ok(last.findIndex((a) => a.type === 'down') < last.findIndex((a) => a.type === 'connect'), `${c.name}: down before the new connect`)
+  }
+  const restarting = run([...toEstablished.slice(0, 2), { type: 'BGPOpen', open: peerOpen({ capabilities: [...peerOpen().capabilities, { ...grCap, families: [{ afi: 1, safi: 1, forwardingPreserved: true }] }] }) }, { type: 'KeepAliveMsg' }, { type: 'TcpConnectionFails', reason: 'reset' }, { type: 'TcpConnectionConfirmed' }])
+  t.equal(restarting.state.name, 'OpenSent', "the restarting peer's new connection is taken: OPEN sent")
+})
+
 t.test('TakeOverConnection: the old connection goes with a Cease, the new one answers its OPEN', async (t) => {
   const { state, actions } = run([...toEstablished.slice(0, 2), { type: 'TakeOverConnection', open: peerOpen(), reason: 'connection collision: the incoming connection wins (§6.8)' }])
   const a = actions.at(-1)!

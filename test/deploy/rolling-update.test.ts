@@ -187,6 +187,12 @@ t.test('the DaemonSet on three nodes under podman, and a rolling update to a reb
   t.same(gone, [], 'no pod block left BIRD\'s table while the nodes were replaced')
   t.same(ownWithdrawn, [], 'no node\'s own block was withdrawn at BIRD (graceful restart kept them)')
   t.same(paths, [], 'no path withdrawn at BIRD: a restarted node ends its table only once its peers have sent theirs')
+  for (const name of new Set(paths.map((l) => /(node\d+)\.ipv4 > /.exec(l)?.[1] ?? ''))) {
+    // What the restarted node's speaker did: its sessions, the peers' End-of-RIB and when it sent its own.
+    const n = c.nodes.find((x) => x.name === name)
+    const log = n === undefined ? '' : await podman(['logs', `${pm.podName(n)}-pinto-node`]).catch((err: Error) => err.message)
+    t.comment(`${name}'s pinto-node after its restart:\n${log.split('\n').filter((l) => /established|End-of-RIB|peers updated|tables in|restarting|deadline/.test(l)).join('\n')}`)
+  }
   const ups = c.nodes.filter((n) => new RegExp(`${n.name}: State changed to up`).test(log))
   t.equal(ups.length, 3, 'BIRD saw every node\'s session come back up (the trace covers the update)')
   t.same(await tor.learned(), learnedBefore, 'BIRD holds the same blocks after the update')

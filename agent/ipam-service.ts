@@ -3,6 +3,7 @@
 // It must not wire anything, and it opens no datastore itself (the caller hands one in). With a state dir,
 // a failed ADD's handle is released until confirmed (PendingReleases), and an assign over the socket whose
 // answer never went out (the agent killed) is released at the next start (journal of assigns in flight).
+// At start it also makes the releases plugins left owed (cni/release-spool.ts).
 
 import { mkdirSync, readFileSync, readdirSync, rmSync, unlinkSync, writeFileSync, renameSync } from 'node:fs'
 import { chmod, mkdir, readFile, rm } from 'node:fs/promises'
@@ -20,6 +21,7 @@ import { PendingReleases } from './pending-releases.js'
 
 export { DEFAULT_MTU_FILE } from '../cni/config.js'
 import { DEFAULT_MTU_FILE } from '../cni/config.js'
+import { takeOwedReleases } from '../cni/release-spool.js'
 
 export interface IpamServiceOptions {
   readonly store: Datastore
@@ -136,7 +138,18 @@ export class IpamService {
       }
       rmSync(file, { force: true })
     }
-    this.pending?.start()
+  }
+
+  /**
+   * Releases the plugins could not make (an assign of theirs was never answered and the agent stayed away:
+   * cni/release-spool.ts), unless a later ADD of the container wired its pod: its host veth names it.
+   */
+  private settleOwedReleases(): void {
+    for (const r of takeOwedReleases(this.options.socket)) {
+      if (hostVethOwner(r.hostVeth) === r.containerId) continue
+      this.options.log?.('releasing an IPAM assign a plugin never had answered', { handle: r.handle })
+      this.releaseLater(r.handle)
+    }
   }
 
   /** Records an assign over the socket before its work starts; the entry goes before its answer does. */
@@ -156,6 +169,8 @@ export class IpamService {
   /** Listens on the socket (replacing a stale one), mode 0600. */
   async listen(): Promise<void> {
     this.replayJournal()
+    this.settleOwedReleases()
+    this.pending?.start()
     const { socket } = this.options
     await mkdir(dirname(socket), { recursive: true, mode: 0o700 })
     await rm(socket, { force: true })
@@ -351,4 +366,13 @@ async function readBody(req: IncomingMessage): Promise<Record<string, unknown>> 
   }
   if (!isObject(body)) throw new RequestError(400, 'invalid', 'body: expected a JSON object')
   return body
+}
+
+/** The container ID a host veth's ifalias names (the plugin writes it there), '' when the link is not there. */
+function hostVethOwner(name: string): string {
+  try {
+    return readFileSync(`/sys/class/net/${name}/ifalias`, 'utf8').trim()
+  } catch {
+    return ''
+  }
 }

@@ -5,8 +5,13 @@ import { type NetConf, handleOf, podIdentity } from './config.js'
 import { type AssignReply, IpamClient, type IpamPort } from './ipam-client.js'
 import { type CniEnv, CniError, ERR } from './spec.js'
 
+/** The agent's IPAM socket the network's plugins talk to. */
+export function ipamSocket(conf: NetConf): string {
+  return conf.ipam?.socket ?? conf.socket
+}
+
 export function clientFor(conf: NetConf): IpamClient {
-  return new IpamClient(conf.ipam?.socket ?? conf.socket)
+  return new IpamClient(ipamSocket(conf))
 }
 
 export function assign(conf: NetConf, env: CniEnv, client: IpamPort): Promise<AssignReply> {

@@ -2,9 +2,10 @@
 // back if a later step fails; DEL is idempotent; CHECK reads the kernel. Wiring details live in wiring*.ts.
 
 import { closeSync, existsSync, openSync, readFileSync, readSync } from 'node:fs'
-import { type NetConf, podIdentity, validAttachments } from './config.js'
+import { type NetConf, handleOf, podIdentity, validAttachments } from './config.js'
+import { oweRelease, settleRelease } from './release-spool.js'
 import { delegate } from './delegate.js'
-import { ERR_CHECK, assign, checkHeld, clientFor, collect, release, status } from './ipam-core.js'
+import { ERR_CHECK, assign, checkHeld, clientFor, collect, ipamSocket, release, status } from './ipam-core.js'
 import { type IpamPort, OutcomeUnknown } from './ipam-client.js'
 import { type CniIp, type CniResult, parseResult } from './result.js'
 import { type CniEnv, CniError, ERR } from './spec.js'
@@ -69,6 +70,8 @@ async function ipamAdd(inv: Invocation, client: IpamPort = clientFor(inv.conf)):
   if (type === 'pinto-ipam') {
     // In-process rather than exec'ing pinto-ipam: the same request, without a second Node.js start per pod.
     const r = await assign(inv.conf, inv.env, client)
+    // Answered: a release an earlier ADD of this container left owed would now free this pod's addresses.
+    settleRelease(ipamSocket(inv.conf), handleOf(inv.conf.name, inv.env.containerId))
     return { v4: r.ipv4[0]?.address, v6: r.ipv6[0]?.address }
   }
   const r = await delegate(type, 'ADD', inv.stdin, inv.env.path)
@@ -80,17 +83,30 @@ async function ipamAdd(inv: Invocation, client: IpamPort = clientFor(inv.conf)):
 /**
  * The assign went out and no answer came (the agent died in it): the addresses may be held. The handle is
  * this container's alone, so it is released, retried while the agent restarts (a DaemonSet brings it
- * back in seconds), for at most 10 s; past that the runtime's DEL or the agent's journal frees them.
+ * back in seconds), for at most 10 s. The release is noted as owed first (release-spool.ts): past the
+ * 10 s, pinto-node makes it when it starts (unless a later ADD wired the pod), as does the runtime's DEL.
  * Returns the error ADD answers: released, it is "try again later", as for an agent that was not running.
  */
 async function releaseUnknown(inv: Invocation, client: IpamPort, err: OutcomeUnknown): Promise<CniError> {
+  const socket = ipamSocket(inv.conf)
+  const handle = handleOf(inv.conf.name, inv.env.containerId)
+  let owed = false
+  try {
+    oweRelease(socket, { handle, containerId: inv.env.containerId, hostVeth: hostVethOf(inv) })
+    owed = true
+  } catch {
+    // No note (the socket's directory is gone): the retries below and the runtime's DEL remain.
+  }
   const until = Date.now() + 10_000
   for (;;) {
     try {
       await ipamDel(inv, client)
+      settleRelease(socket, handle)
       return new CniError(ERR.tryAgainLater, `pinto-node is not running: it went away before answering (${err.message}); what it may have assigned to this container was released`, err.details)
     } catch (e) {
-      if (!(e instanceof CniError) || e.code !== ERR.tryAgainLater || Date.now() > until) return err
+      if (!(e instanceof CniError) || e.code !== ERR.tryAgainLater || Date.now() > until) {
+        return owed ? new OutcomeUnknown(new CniError(err.code, `${err.message}; pinto-node releases what it may have assigned to this container when it starts again`, err.details)) : err
+      }
       await new Promise((r) => setTimeout(r, 200))
     }
   }

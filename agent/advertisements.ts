@@ -64,15 +64,6 @@ export function serviceCidrs(config: BGPConfigurationSpec): string[] {
   return out
 }
 
-/** Whether a prefix lies inside one of the CIDRs (a learned service route is never programmed). */
-export function insideAny(cidrs: readonly string[]): (p: Prefix) => boolean {
-  const tests = cidrs.map((c) => {
-    const net = parsePrefix(c)
-    return prefixMatcher(c, 'In', net.afi, undefined, c)
-  })
-  return (p) => tests.some((t) => t(p))
-}
-
 const isV6 = (cidr: string): boolean => cidr.includes(':')
 
 /**

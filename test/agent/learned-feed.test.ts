@@ -4,13 +4,20 @@
 // prefix routed statically, and not this node's own block (another node announcing it is a conflict).
 
 import t from 'tap'
-import { IPV6_UNICAST, formatPrefix, type Prefix } from '../../bgp/index.js'
+import { IPV4_UNICAST, IPV6_UNICAST, formatPrefix, type Prefix } from '../../bgp/index.js'
 import { DesiredTable } from '../../felix/index.js'
-import { insideAny } from '../../agent/advertisements.js'
+import { parsePrefix } from '../../bgp/codec/nlri.js'
+import { prefixMatcher } from '../../bgp/policy/match.js'
 import { LearnedFeed, type ProgramRules } from '../../agent/dataplane.js'
 import { attrs, peer, px, rib, session } from '../bgp/rib-helpers.js'
 import { pool } from '../felix/render-fixtures.js'
 import { Rng } from '../harness/random.js'
+
+/** The oracle for the feed's service check: inside one of the CIDRs by the policy code's own matcher. */
+function insideAny(cidrs: readonly string[]): (p: Prefix) => boolean {
+  const tests = cidrs.map((c) => prefixMatcher(c, 'In', parsePrefix(c).afi, undefined, c))
+  return (p) => tests.some((m) => m(p))
+}
 
 const SERVICES = ['2001:db8:ff::/112', '2001:db8:f0::/44', '2001:db8:7:8000::/49']
 const FIXED = ['2001:db8:5::/64']
@@ -59,4 +66,32 @@ t.test('IPv6 deltas are programmed as the text-based rules say', async (t) => {
     t.same(conflicts, held.has(OWNED) ? [OWNED] : [], `seed ${seed}: our own block announced by a peer is a conflict`)
     t.ok(got.every((dst) => d.get(`254 ${dst} 0 1024`)?.nexthops[0]?.gateway === '2001:db8::12'), `seed ${seed}: through the peer's next hop`)
   }
+})
+
+t.test('service ranges: a learned route inside one is not programmed, a covering one is (IPv4 and IPv6)', async (t) => {
+  const r = rib()
+  const from = peer({ address: '192.0.2.12', families: new Set([IPV4_UNICAST, IPV6_UNICAST]) })
+  const d = new DesiredTable({ protocol: 87 })
+  const pools = [pool('v4', '198.18.0.0/15'), pool('v6', '2001:db8::/32')]
+  d.setContext({ pools, vteps: [], localNode: { name: 'a', ipv4Address: '192.0.2.11/24', ipv6Address: '2001:db8::11/64', parentInterface: 'eth0' } }, { hop: (id) => (id >= 0 && id < r.nextHops.size ? { address: r.nextHops.text(id) } : undefined) })
+  const feed = new LearnedFeed(r, d, () => undefined)
+  r.subscribeDeltas((deltas) => feed.apply(deltas))
+  feed.setRules({ me: 'a', services: ['203.0.113.0/26', '2001:db8:5::/112'], owners: new Map(), fixed: [], nodeOfAddress: new Map([['192.0.2.12', 'b'], ['2001:db8::12', 'b']]) })
+  const cases: [string, boolean][] = [
+    ['203.0.113.5/32', false],
+    ['203.0.113.0/26', false],
+    ['203.0.113.0/24', true],
+    ['203.0.113.64/26', true],
+    ['198.18.0.0/26', true],
+    ['2001:db8:5::1/128', false],
+    ['2001:db8:5::/112', false],
+    ['2001:db8:5::/64', true],
+  ]
+  for (const [prefix] of cases) {
+    if (prefix.includes(':')) r.receive(from, session(from.address), [px(prefix)], attrs({ nextHop: undefined }), ['2001:db8::12'])
+    else r.receive(from, session(from.address), [px(prefix)], attrs({ nextHop: '192.0.2.12' }))
+  }
+  r.flush()
+  const programmed = new Set([...d].map(([, x]) => x.dst))
+  for (const [prefix, want] of cases) t.equal(programmed.has(prefix), want, `${prefix}: ${want ? 'programmed' : 'a service route, not programmed'}`)
 })

@@ -1,11 +1,12 @@
 // The storage under the destination table: a destination is an index; its flags, address, compact path
 // (source and attribute ids) and path objects live in columns, found through one Ipv4Index per IPv4 length
-// and a Map for IPv6. Only destinations.ts and settle.ts read these; nothing here decides or counts.
+// and one Ipv6Index. Only destinations.ts and settle.ts read these; nothing here decides or counts.
 
 import { ipv4Prefix, ipv6Prefix, type Prefix } from '../codec/nlri.js'
 import type { InternedAttributes } from '../codec/intern.js'
 import type { Path, PeerSessionInfo, RibPeer } from './types.js'
 import { Ipv4Index } from './number-map.js'
+import { Ipv6Column, Ipv6Index } from './ipv6-index.js'
 
 // bits[d]: the best path's reason (low byte), DIRTY, UNSETTLED, COMPACT, STALE, then the AFI (2 bits), the
 // prefix length (8 bits), MULTIPATH and LIVE.
@@ -37,37 +38,6 @@ const LIVE = 1 << 23
 export interface PathSource {
   readonly peer: RibPeer | undefined
   readonly session: PeerSessionInfo | undefined
-}
-
-/** Bytes i and i+1 of an address as one 16-bit word. */
-const word = (a: Uint8Array, i: number): number => (a[i]! << 8) | a[i + 1]!
-
-/**
- * The IPv6 index's key of a network (host bits clear): its length, then the address words that hold
- * those bits, as one flat string made in one call (a string grown a byte at a time is rebuilt flat when
- * the Map hashes it). Words past the length are zero in a network, so no two networks share a key.
- */
-function v6Key(addr: Uint8Array, len: number): string {
-  switch ((len + 15) >> 4) {
-    case 0:
-      return String.fromCharCode(len)
-    case 1:
-      return String.fromCharCode(len, word(addr, 0))
-    case 2:
-      return String.fromCharCode(len, word(addr, 0), word(addr, 2))
-    case 3:
-      return String.fromCharCode(len, word(addr, 0), word(addr, 2), word(addr, 4))
-    case 4:
-      return String.fromCharCode(len, word(addr, 0), word(addr, 2), word(addr, 4), word(addr, 6))
-    case 5:
-      return String.fromCharCode(len, word(addr, 0), word(addr, 2), word(addr, 4), word(addr, 6), word(addr, 8))
-    case 6:
-      return String.fromCharCode(len, word(addr, 0), word(addr, 2), word(addr, 4), word(addr, 6), word(addr, 8), word(addr, 10))
-    case 7:
-      return String.fromCharCode(len, word(addr, 0), word(addr, 2), word(addr, 4), word(addr, 6), word(addr, 8), word(addr, 10), word(addr, 12))
-    default:
-      return String.fromCharCode(len, word(addr, 0), word(addr, 2), word(addr, 4), word(addr, 6), word(addr, 8), word(addr, 10), word(addr, 12), word(addr, 14))
-  }
 }
 
 /**
@@ -208,8 +178,8 @@ export class DestinationColumns {
   bits = new Int32Array(1024)
   /** The IPv4 network address (as int32); the IPv4 indices read their keys back from here. */
   addr4 = new Int32Array(1024)
-  /** The IPv6 network address, by destination (IPv6 destinations are the few). */
-  private readonly addr6 = new Map<number, Uint8Array>()
+  /** The IPv6 network address, by destination; the IPv6 index reads its keys back from here. */
+  readonly addr6 = new Ipv6Column()
   /** COMPACT: the one path's source. */
   readonly source = new SourceColumn()
   /** COMPACT: the one path's attributes. */
@@ -225,7 +195,7 @@ export class DestinationColumns {
   private readonly free: number[] = []
   private count = 0
   private readonly v4: (Ipv4Index | undefined)[] = new Array(33).fill(undefined)
-  private readonly v6 = new Map<string, number>()
+  private readonly v6 = new Ipv6Index(this)
 
   /** `interner`: where the attribute sets of compact paths are read back by id. */
   constructor(interner: AttributeIds) {
@@ -250,30 +220,28 @@ export class DestinationColumns {
     return (this.bits[d]! >>> LEN_SHIFT) & 0xff
   }
 
-  /** The IPv6 network address of an IPv6 destination. */
+  /** The IPv6 network address of an IPv6 destination, as a view valid until the index serves another. */
   ipv6(d: number): Uint8Array {
-    return this.addr6.get(d)!
+    return this.addr6.get(d)
   }
 
   /** The prefix (path id 0) as a new object. */
   prefix(d: number): Prefix {
-    return this.afi(d) === 1 ? ipv4Prefix(this.addr4[d]! >>> 0, this.len(d)) : ipv6Prefix(this.addr6.get(d)!, this.len(d))
+    return this.afi(d) === 1 ? ipv4Prefix(this.addr4[d]! >>> 0, this.len(d)) : ipv6Prefix(this.addr6.get(d), this.len(d))
   }
 
   /** The destination of `p` (any path id), or -1. */
   get(p: Prefix): number {
     if (p.afi === 1) return this.v4[p.len]?.get(p.addr) ?? -1
-    return this.v6.get(v6Key(p.addr, p.len)) ?? -1
+    return this.v6.get(p.addr, p.len)
   }
 
   /** The destination of `p` (any path id), made (empty) when missing. */
   obtain(p: Prefix): number {
     if (p.afi === 1) return this.obtainIpv4(p.addr, p.len)
-    const k = v6Key(p.addr, p.len)
-    const known = this.v6.get(k)
-    if (known !== undefined) return known
     const next = this.take()
-    this.v6.set(k, next)
+    const d = this.v6.obtain(p.addr, p.len, next)
+    if (d !== next) return d
     this.addr6.set(next, p.addr)
     this.made(next, 2, p.len)
     return next
@@ -401,10 +369,7 @@ export class DestinationColumns {
     if (!this.isLive(d) || (this.bits[d]! & DIRTY) !== 0 || !this.isEmpty(d) || this.holders[d] !== 0) return
     const len = this.len(d)
     if (this.afi(d) === 1) this.v4[len]!.delete(this.addr4[d]!)
-    else {
-      this.v6.delete(v6Key(this.addr6.get(d)!, len))
-      this.addr6.delete(d)
-    }
+    else this.v6.delete(d)
     this.bits[d] = 0
     this.best.set(d, undefined)
     this.free.push(d)
@@ -420,7 +385,10 @@ export class DestinationColumns {
   indices(afi?: number): number[] {
     const out: number[] = []
     if (afi === undefined || afi === 1) for (const m of this.v4) if (m !== undefined) for (const d of m.values()) out.push(d)
-    if (afi === undefined || afi === 2) for (const d of this.v6.values()) out.push(d)
+    if ((afi === undefined || afi === 2) && this.v6.size > 0) {
+      const bits = this.bits
+      for (let d = 0; d < this.end; d++) if ((bits[d]! & LIVE) !== 0 && ((bits[d]! >>> AFI_SHIFT) & 3) === 2) out.push(d)
+    }
     return out
   }
 }

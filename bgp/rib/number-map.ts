@@ -28,6 +28,24 @@ const GROUP_MASK = (1 << GROUP_BITS) - 1
  */
 export const homeSlot = (key: number, shift: number): number => ((Math.imul(key >>> GROUP_BITS, 0x9e3779b1) >>> (shift + GROUP_BITS)) << GROUP_BITS) | (key & GROUP_MASK)
 
+/**
+ * Empties slot `i` of an open-addressing table of `mask + 1` slots (0: empty) by backward shift: the later
+ * entries of its run move up unless their home slot (`home` of the slot's value) lies cyclically in
+ * (hole, j], so lookups need no tombstones.
+ */
+export function emptySlot(slots: Int32Array, mask: number, i: number, home: (v: number) => number): void {
+  let hole = i
+  for (let j = (i + 1) & mask; slots[j] !== 0; j = (j + 1) & mask) {
+    const h = home(slots[j]!)
+    const between = hole <= j ? h > hole && h <= j : h > hole || h <= j
+    if (!between) {
+      slots[hole] = slots[j]!
+      hole = j
+    }
+  }
+  slots[hole] = 0
+}
+
 /** What an Ipv4Index reads its keys back from: the table's IPv4 address (as int32) by destination index. */
 export interface AddressColumn {
   readonly addr4: Int32Array
@@ -119,18 +137,7 @@ export class Ipv4Index {
     const mask = this.mask
     const i = this.slotOf(addr)
     if (slots[i] === 0) return false
-    // Backward-shift deletion: later entries of the run move up, so no tombstones are needed.
-    let hole = i
-    for (let j = (i + 1) & mask; slots[j] !== 0; j = (j + 1) & mask) {
-      const home = this.home(addr4[slots[j]! - 1]!, this.shift)
-      // Move j into the hole unless its home lies cyclically in (hole, j].
-      const between = hole <= j ? home > hole && home <= j : home > hole || home <= j
-      if (!between) {
-        slots[hole] = slots[j]!
-        hole = j
-      }
-    }
-    slots[hole] = 0
+    emptySlot(slots, mask, i, (v) => this.home(addr4[v - 1]!, this.shift))
     this.count--
     return true
   }

@@ -53,3 +53,39 @@ t.test('each IPv6 network has its own destination, found by that network only', 
   t.ok([...gone].every((text) => cols.get(networks.get(text)!) === -1), `${gone.size} released networks are not found`)
   t.ok(kept.every(([text, p]) => cols.get(p) === dest.get(text)), `${kept.length} others still are`)
 })
+
+t.test('agrees with a Map through random makes and releases in a crowded index', async (t) => {
+  const cols = new DestinationColumns(new AttributeInterner())
+  const rng = new Rng(0x6e7)
+  // Few distinct networks, so runs of the open-addressing table collide and releases shift entries back.
+  const pool = Array.from({ length: 3000 }, (_, i) => {
+    const a = new Uint8Array(16)
+    a[0] = 0x20
+    a[1] = 0x01
+    a[5] = i >> 8
+    a[6] = i & 0xff
+    return ipv6Prefix(a, rng.int(2) === 0 ? 48 : 64)
+  })
+  const ref = new Map<string, number>()
+  let wrong = 0
+  for (let i = 0; i < 60_000; i++) {
+    const p = pool[rng.int(pool.length)]!
+    const text = formatPrefix(p)
+    if (rng.int(3) === 0) {
+      const d = ref.get(text)
+      if (d !== undefined) cols.release(d)
+      ref.delete(text)
+    } else {
+      const d = cols.obtain(p)
+      if (ref.has(text) && ref.get(text) !== d && wrong++ < 5) t.fail(`${text}: made again as ${d}, held as ${ref.get(text)}`)
+      ref.set(text, d)
+    }
+    if (i % 1000 === 0) for (const q of pool) {
+      const d = cols.get(q)
+      const want = ref.get(formatPrefix(q)) ?? -1
+      if (d !== want && wrong++ < 5) t.fail(`after ${i} steps ${formatPrefix(q)}: ${d}, want ${want}`)
+    }
+  }
+  t.equal(wrong, 0, 'every lookup agrees with the Map')
+  t.equal(cols.indices(2).length, ref.size)
+})

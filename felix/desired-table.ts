@@ -133,7 +133,7 @@ export class DesiredTable implements DesiredRoutes {
       const key = routeKey(r)
       if (this.fixed.has(key) || (written !== undefined && !written(key))) continue
       // Written as it is now: a change listed since counts from here.
-      if (written !== undefined) this.pending.rebase(e.family, e.addr4, e.addr6, e.len, e.combo)
+      if (written !== undefined) this.pending.written(e.family, e.addr4, e.addr6, e.len)
       yield [key, r]
     }
   }
@@ -240,7 +240,7 @@ export class DesiredTable implements DesiredRoutes {
    */
   private *learnedChange(p: KeyPrefix, before: number, fixedChanged: ReadonlyMap<string, KernelRoute | null>): Generator<KeyChange> {
     const now = this.learned.get(p.family, p.addr4, p.addr6, p.len)
-    this.pending.rebase(p.family, p.addr4, p.addr6, p.len, now)
+    this.pending.written(p.family, p.addr4, p.addr6, p.len)
     const old = before < 0 ? undefined : this.render(p.family, p.addr4, p.addr6, p.len, before)
     const oldKey = old === undefined ? undefined : routeKey(old)
     const r = now < 0 ? undefined : now === before ? old : this.render(p.family, p.addr4, p.addr6, p.len, now)

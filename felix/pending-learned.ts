@@ -52,18 +52,18 @@ export class PendingLearned {
     this.size = 0
   }
 
-  /** Sets what a noted prefix counts as holding (what a walk of the earlier take rendered for it). */
-  rebase(family: 4 | 6, addr4: number, addr6: Uint8Array | undefined, len: number, combo: number): void {
+  /**
+   * The prefix is written as the table holds it now (a walk of an earlier take, or of the table, rendered
+   * it): a change noted before no longer differs from what the kernel holds, so it is dropped, and the
+   * list of a table arriving while it is written stays as small as what is not yet written.
+   */
+  written(family: 4 | 6, addr4: number, addr6: Uint8Array | undefined, len: number): void {
     const map = family === 4 ? this.v4 : this.v6
     const s = family === 4 ? this.v4.find(addr4, len) : this.v6.find(addr6!, len)
     if (s < 0) return
-    this.swap(map.valueAt(s), combo)
-    map.setValueAt(s, combo)
-  }
-
-  private swap(was: number, now: number): void {
-    if (now >= 0) this.learned.retain(now)
-    this.walked(was)
+    this.walked(map.valueAt(s))
+    map.deleteAt(s)
+    this.size--
   }
 }
 

@@ -133,7 +133,7 @@ export class DesiredTable implements DesiredRoutes {
       const key = routeKey(r)
       if (this.fixed.has(key) || (written !== undefined && !written(key))) continue
       // Written as it is now: a change listed since counts from here.
-      if (written !== undefined) this.pending.rebase(e.family, e.addr4, e.addr6, e.len, e.combo)
+      if (written !== undefined) this.pending.written(e.family, e.addr4, e.addr6, e.len)
       yield [key, r]
     }
   }
@@ -204,22 +204,20 @@ export class DesiredTable implements DesiredRoutes {
     try {
       yield* fixed
       const e: KeyPrefix = { family: 4, addr4: 0, addr6: undefined, len: 0 }
-      for (let len = 0; len <= 32; len++) {
-        const m = taken.v4[len]
-        if (m === undefined) continue
-        e.len = len
-        for (const [a, before] of m) {
-          e.addr4 = a >>> 0
-          yield* this.learnedChange(e, before, fixed)
-          m.delete(a)
-          taken.walked(before)
-        }
+      // Nothing inserts into a taken list, so its slots stay where they are.
+      const v4 = taken.v4
+      for (let s = v4.next(-1); s >= 0; s = v4.next(s)) {
+        e.addr4 = v4.addrAt(s)
+        e.len = v4.lenAt(s)
+        const before = v4.valueAt(s)
+        yield* this.learnedChange(e, before, fixed)
+        v4.deleteAt(s)
+        taken.walked(before)
       }
       e.family = 6
       e.addr4 = 0
       const addr6 = (e.addr6 = new Uint8Array(16))
       const v6 = taken.v6
-      // Nothing inserts into a taken list, so its slots stay where they are.
       for (let s = v6.next(-1); s >= 0; s = v6.next(s)) {
         v6.addrAt(s, addr6)
         e.len = v6.lenAt(s)
@@ -242,7 +240,7 @@ export class DesiredTable implements DesiredRoutes {
    */
   private *learnedChange(p: KeyPrefix, before: number, fixedChanged: ReadonlyMap<string, KernelRoute | null>): Generator<KeyChange> {
     const now = this.learned.get(p.family, p.addr4, p.addr6, p.len)
-    this.pending.rebase(p.family, p.addr4, p.addr6, p.len, now)
+    this.pending.written(p.family, p.addr4, p.addr6, p.len)
     const old = before < 0 ? undefined : this.render(p.family, p.addr4, p.addr6, p.len, before)
     const oldKey = old === undefined ? undefined : routeKey(old)
     const r = now < 0 ? undefined : now === before ? old : this.render(p.family, p.addr4, p.addr6, p.len, now)
@@ -290,10 +288,8 @@ export class DesiredTable implements DesiredRoutes {
         }
         for (const [k, r] of c) if (r !== null) yield [k, r] as const
         // Prefixes withdrawn since the take: the kernel holds them until the next write.
-        for (const [len, m] of self.pending.v4.entries()) {
-          if (m === undefined) continue
-          for (const [a, before] of m) yield* self.withdrawnSince(4, a >>> 0, undefined, len, before)
-        }
+        const v4 = self.pending.v4
+        for (let s = v4.next(-1); s >= 0; s = v4.next(s)) yield* self.withdrawnSince(4, v4.addrAt(s), undefined, v4.lenAt(s), v4.valueAt(s))
         const v6 = self.pending.v6
         const addr6 = new Uint8Array(16)
         for (let s = v6.next(-1); s >= 0; s = v6.next(s)) yield* self.withdrawnSince(6, 0, v6.addrAt(s, addr6), v6.lenAt(s), v6.valueAt(s))

@@ -1,7 +1,8 @@
 // The learned routes felix programs, by prefix, as numbers: each prefix holds one small id of an interned
-// (next-hop ids, metric) pair, so a million routes through a few nodes cost a Map entry each and no object
-// or string. Next hops are ids the caller gives (see DesiredTable's HopSource). Pure storage, no rendering.
+// (next-hop ids, metric) pair in a typed-array hash table slot, so a million routes through a few nodes cost
+// no object or string. Next hops are ids the caller gives (see DesiredTable's HopSource). Pure storage, no rendering.
 
+import { V4PrefixMap } from './v4-prefix-map.js'
 import { V6PrefixMap } from './v6-prefix-map.js'
 
 /**
@@ -25,8 +26,8 @@ export interface LearnedEntry {
 }
 
 export class LearnedRoutes {
-  /** IPv4 by prefix length: network address (as int32, so a small integer key) -> combo. */
-  private readonly v4: (Map<number, number> | undefined)[] = new Array<undefined>(33).fill(undefined)
+  /** IPv4: prefix -> combo (with SEEN). */
+  private readonly v4 = new V4PrefixMap()
   /** IPv6: prefix -> combo (with SEEN). */
   private readonly v6 = new V6PrefixMap()
   private readonly comboHops: (readonly number[] | undefined)[] = []
@@ -58,8 +59,8 @@ export class LearnedRoutes {
   /** The combo of a prefix, or -1 when none is held. */
   get(family: 4 | 6, addr4: number, addr6: Uint8Array | undefined, len: number): number {
     if (family === 4) {
-      const v = this.v4[len]?.get(addr4 | 0)
-      return v === undefined ? -1 : v & COMBO
+      const v = this.v4.get(addr4, len)
+      return v < 0 ? -1 : v & COMBO
     }
     const v = this.v6.get(addr6!, len)
     return v < 0 ? -1 : v & COMBO
@@ -73,10 +74,8 @@ export class LearnedRoutes {
 
   /** Marks an IPv4 route seen (until clearSeen(), or a change of the route). */
   markSeen(addr4: number, len: number): void {
-    const m = this.v4[len]
-    const k = addr4 | 0
-    const v = m?.get(k)
-    if (v !== undefined) m!.set(k, v | SEEN)
+    const s = this.v4.find(addr4, len)
+    if (s >= 0) this.v4.setValueAt(s, this.v4.valueAt(s) | SEEN)
   }
 
   /** Marks an IPv6 route (its address at byte `at` of `buf`) seen, as markSeen() does. */
@@ -87,15 +86,13 @@ export class LearnedRoutes {
 
   /** Whether an IPv4 route is marked seen. */
   seen(addr4: number, len: number): boolean {
-    return ((this.v4[len]?.get(addr4 | 0) ?? 0) & SEEN) !== 0
+    return (this.v4.get(addr4, len, 0) & SEEN) !== 0
   }
 
   /** Clears every mark markSeen() made. */
   clearSeen(): void {
-    for (const m of this.v4) {
-      if (m === undefined) continue
-      for (const [k, v] of m) if ((v & SEEN) !== 0) m.set(k, v & COMBO)
-    }
+    const v4 = this.v4
+    for (let s = v4.next(-1); s >= 0; s = v4.next(s)) v4.setValueAt(s, v4.valueAt(s) & COMBO)
     const v6 = this.v6
     for (let s = v6.next(-1); s >= 0; s = v6.next(s)) v6.setValueAt(s, v6.valueAt(s) & COMBO)
   }
@@ -123,11 +120,8 @@ export class LearnedRoutes {
   set(family: 4 | 6, addr4: number, addr6: Uint8Array | undefined, len: number, combo: number): number {
     let before = -1
     if (family === 4) {
-      const m = (this.v4[len] ??= new Map())
-      const k = addr4 | 0
-      const v = m.get(k)
-      before = v === undefined ? -1 : v & COMBO
-      m.set(k, combo)
+      const v = this.v4.set(addr4, len, combo)
+      before = v < 0 ? -1 : v & COMBO
     } else {
       const v = this.v6.set(addr6!, len, combo)
       before = v < 0 ? -1 : v & COMBO
@@ -142,11 +136,11 @@ export class LearnedRoutes {
   delete(family: 4 | 6, addr4: number, addr6: Uint8Array | undefined, len: number): number {
     let before = -1
     if (family === 4) {
-      const m = this.v4[len]
-      const k = addr4 | 0
-      const v = m?.get(k)
-      before = v === undefined ? -1 : v & COMBO
-      if (before >= 0) m!.delete(k)
+      const s = this.v4.find(addr4, len)
+      if (s >= 0) {
+        before = this.v4.valueAt(s) & COMBO
+        this.v4.deleteAt(s)
+      }
     } else {
       const s = this.v6.find(addr6!, len)
       if (s >= 0) {
@@ -184,28 +178,32 @@ export class LearnedRoutes {
   }
 
   /**
-   * Every route, IPv4 by length then IPv6; the entry object (and an IPv6 entry's address) is reused. A
-   * route changed meanwhile may or may not be seen, and a route may be seen twice when IPv6 storage grows
-   * meanwhile (the walk of IPv6 then starts again); every route held throughout is seen.
+   * Every route, IPv4 then IPv6, each in slot order; the entry object (and an IPv6 entry's address) is
+   * reused. A route changed meanwhile may or may not be seen, and a route may be seen twice when the storage
+   * grows meanwhile (the walk of that family then starts again); every route held throughout is seen.
    */
   *entries(): IterableIterator<LearnedEntry> {
     const e: LearnedEntry = { family: 4, addr4: 0, addr6: undefined, len: 0, combo: 0, seen: false }
-    for (let len = 0; len <= 32; len++) {
-      const m = this.v4[len]
-      if (m === undefined) continue
-      e.len = len
-      for (const [a, combo] of m) {
-        e.addr4 = a >>> 0
-        e.combo = combo & COMBO
-        e.seen = (combo & SEEN) !== 0
-        yield e
+    const v4 = this.v4
+    let epoch = v4.epoch
+    for (let s = v4.next(-1); s >= 0; s = v4.next(s)) {
+      if (v4.epoch !== epoch) {
+        epoch = v4.epoch
+        s = v4.next(-1)
+        if (s < 0) break
       }
+      e.addr4 = v4.addrAt(s)
+      e.len = v4.lenAt(s)
+      const v = v4.valueAt(s)
+      e.combo = v & COMBO
+      e.seen = (v & SEEN) !== 0
+      yield e
     }
     e.family = 6
     e.addr4 = 0
     const addr6 = (e.addr6 = new Uint8Array(16))
     const v6 = this.v6
-    let epoch = v6.epoch
+    epoch = v6.epoch
     for (let s = v6.next(-1); s >= 0; s = v6.next(s)) {
       if (v6.epoch !== epoch) {
         epoch = v6.epoch

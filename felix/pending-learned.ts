@@ -1,9 +1,10 @@
 // The learned prefixes changed since the desired table's last take, as numbers: each with the combo it held
-// at that take (-1: none), so a million changed routes cost a Map entry each and no key; and the parsing of
-// a route key back into the prefix a learned route would have. Pure storage.
+// at that take (-1: none), in typed-array hash tables, so a million changed routes cost no object or key;
+// and the parsing of a route key back into the prefix a learned route would have. Pure storage.
 
 import { parseIpv4, parseIpv6 } from '../bgp/codec/ip.js'
 import type { LearnedRoutes } from './learned-routes.js'
+import { V4PrefixMap } from './v4-prefix-map.js'
 import { V6PrefixMap } from './v6-prefix-map.js'
 
 /** Not in a pending map: no change since the last take. */
@@ -14,7 +15,8 @@ export const NOT_PENDING = -2
  * retained in `learned` until the change is walked (see walked()), so its id keeps naming those hops.
  */
 export class PendingLearned {
-  readonly v4: (Map<number, number> | undefined)[] = new Array<undefined>(33).fill(undefined)
+  /** IPv4: prefix -> the combo it held (-1: none). */
+  readonly v4 = new V4PrefixMap()
   /** IPv6: prefix -> the combo it held (-1: none). */
   readonly v6 = new V6PrefixMap()
   size = 0
@@ -22,18 +24,14 @@ export class PendingLearned {
   constructor(private readonly learned: LearnedRoutes) {}
 
   before(family: 4 | 6, addr4: number, addr6: Uint8Array | undefined, len: number): number {
-    if (family === 4) return this.v4[len]?.get(addr4 | 0) ?? NOT_PENDING
+    if (family === 4) return this.v4.get(addr4, len, NOT_PENDING)
     return this.v6.get(addr6!, len, NOT_PENDING)
   }
 
   /** Notes the prefix with the combo it holds now, unless it is noted already (the first change keeps its). */
   note(family: 4 | 6, addr4: number, addr6: Uint8Array | undefined, len: number, combo: number): void {
-    if (family === 4) {
-      const m = (this.v4[len] ??= new Map())
-      const k = addr4 | 0
-      if (m.has(k)) return
-      m.set(k, combo)
-    } else if (this.v6.add(addr6!, len, combo, NOT_PENDING) !== NOT_PENDING) return
+    const held = family === 4 ? this.v4.add(addr4, len, combo, NOT_PENDING) : this.v6.add(addr6!, len, combo, NOT_PENDING)
+    if (held !== NOT_PENDING) return
     if (combo >= 0) this.learned.retain(combo)
     this.size++
   }
@@ -45,34 +43,27 @@ export class PendingLearned {
 
   /** Drops every noted change, releasing their combos. */
   clear(): void {
-    for (const m of this.v4) if (m !== undefined) for (const c of m.values()) this.walked(c)
+    const v4 = this.v4
+    for (let s = v4.next(-1); s >= 0; s = v4.next(s)) this.walked(v4.valueAt(s))
     const v6 = this.v6
     for (let s = v6.next(-1); s >= 0; s = v6.next(s)) this.walked(v6.valueAt(s))
-    this.v4.fill(undefined)
-    this.v6.clear()
+    v4.clear()
+    v6.clear()
     this.size = 0
   }
 
-  /** Sets what a noted prefix counts as holding (what a walk of the earlier take rendered for it). */
-  rebase(family: 4 | 6, addr4: number, addr6: Uint8Array | undefined, len: number, combo: number): void {
-    if (family === 4) {
-      const m = this.v4[len]
-      const k = addr4 | 0
-      const was = m?.get(k)
-      if (was === undefined) return
-      m!.set(k, combo)
-      this.swap(was, combo)
-      return
-    }
-    const s = this.v6.find(addr6!, len)
+  /**
+   * The prefix is written as the table holds it now (a walk of an earlier take, or of the table, rendered
+   * it): a change noted before no longer differs from what the kernel holds, so it is dropped, and the
+   * list of a table arriving while it is written stays as small as what is not yet written.
+   */
+  written(family: 4 | 6, addr4: number, addr6: Uint8Array | undefined, len: number): void {
+    const map = family === 4 ? this.v4 : this.v6
+    const s = family === 4 ? this.v4.find(addr4, len) : this.v6.find(addr6!, len)
     if (s < 0) return
-    this.swap(this.v6.valueAt(s), combo)
-    this.v6.setValueAt(s, combo)
-  }
-
-  private swap(was: number, now: number): void {
-    if (now >= 0) this.learned.retain(now)
-    this.walked(was)
+    this.walked(map.valueAt(s))
+    map.deleteAt(s)
+    this.size--
   }
 }
 

@@ -108,20 +108,27 @@ function writeIpv4(w: Writer, text: string, what: string): void {
 
 /** RFC 4271 §4.3 and RFC 7606 §7.2: segments of 2- or 4-octet AS numbers. */
 export function decodeAsPath(buf: Uint8Array, start: number, len: number, asSize: 2 | 4, name = 'AS_PATH'): AsPathSegment[] {
-  const segments: AsPathSegment[] = []
-  let i = start
   const end = start + len
-  while (i < end) {
+  // The segments are counted (and checked) first: an interned attribute set keeps this array, and one
+  // grown by push would keep room for 17 segments where a path mostly has one.
+  let n = 0
+  for (let i = start; i < end; n++) {
     if (end - i < 2) throw new ValueError(UpdateSubcode.MALFORMED_AS_PATH, `${name}: one octet left where a segment header belongs`)
     const type = buf[i]!
     const count = buf[i + 1]!
     if (type < 1 || type > 4) throw new ValueError(UpdateSubcode.MALFORMED_AS_PATH, `${name}: unknown segment type ${type}`)
     if (count === 0) throw new ValueError(UpdateSubcode.MALFORMED_AS_PATH, `${name}: segment of length zero`)
+    i += 2 + count * asSize
+    if (i > end) throw new ValueError(UpdateSubcode.MALFORMED_AS_PATH, `${name}: segment of ${count} ASes overruns the attribute`)
+  }
+  const segments = new Array<AsPathSegment>(n)
+  for (let s = 0, i = start; s < n; s++) {
+    const type = buf[i]! as SegmentTypeValue
+    const count = buf[i + 1]!
     i += 2
-    if (i + count * asSize > end) throw new ValueError(UpdateSubcode.MALFORMED_AS_PATH, `${name}: segment of ${count} ASes overruns the attribute`)
     const asns = new Array<number>(count)
     for (let k = 0; k < count; k++, i += asSize) asns[k] = asSize === 4 ? u32(buf, i) : u16(buf, i)
-    segments.push({ type: type as SegmentTypeValue, asns })
+    segments[s] = { type, asns }
   }
   return segments
 }

@@ -17,7 +17,7 @@ import { createInterface } from 'node:readline'
 import type { ResultPromise } from 'execa'
 import { execa } from 'execa'
 import { Topology, type NetNode } from '../test/harness/netns.js'
-import { waitFor } from '../test/harness/wait.js'
+import { WaitTimeoutError, waitFor } from '../test/harness/wait.js'
 import { openDatastore } from '../config/datastore-open.js'
 import { encodeResource, resourceKey } from '../config/resources/index.js'
 import { AGENT_NODE_FLAGS } from '../agent/node-flags.js'
@@ -78,6 +78,7 @@ interface ClientEvent {
   id?: number
   updateBytes?: number[]
   retries?: number
+  established?: number
   message?: string
 }
 
@@ -161,6 +162,8 @@ interface PhaseResult {
   /** Connections the clients opened again before Established (refused, reset or timed out). */
   retries: number
   reflectors: { cpu: number; hwmMb: number; rssMb: number }[]
+  /** Set when not every session came up within the deadline: how far it got (the rest is then empty). */
+  unfinished?: string
 }
 
 /** Starts the clients against running reflectors, measures, stops the clients. */
@@ -173,7 +176,19 @@ async function runClients(topo: Topology, ns: string, pids: readonly number[], a
     const going = await clients.each('clients going', (e) => e.event === 'going')
     const t0 = going.map((e) => BigInt(e.at as string)).reduce((a, b) => (a < b ? a : b))
     const coldSeconds: number[] = []
-    const up = await clients.each('every session Established', (e) => e.event === 'up')
+    let up: ClientEvent[]
+    try {
+      up = await clients.each('every session Established', (e) => e.event === 'up')
+    } catch (err) {
+      if (!(err instanceof WaitTimeoutError)) throw err
+      // What the reflectors reached by the deadline, so a run that falls behind still prints its figures.
+      clients.send({ cmd: 'counters' })
+      const c = await clients.each('counters', (e) => e.event === 'counters', 60_000)
+      const established = c.reduce((n, e) => n + (e.established ?? 0), 0)
+      const clientCpu = clients.procs.reduce((n, p) => n + procStat(p.pid!).cpu, 0)
+      const unfinished = `${established} of ${N * servers.length} sessions Established after ${DEADLINE_MS / 1000} s`
+      return { coldSeconds: [], upSeconds: NaN, clientCpu, changeMs: [], bytesPerChange: [], retries: c.reduce((n, e) => n + (e.retries ?? 0), 0), reflectors: pids.map(procStat), unfinished }
+    }
     const upSeconds = Math.max(...up.map((e) => ms(BigInt(e.at as string) - t0))) / 1000
     for (let s = 0; s < servers.length; s++) {
       const done = await clients.each(`every client holding all ${plan.routes} routes from ${servers[s]}`, (e) => e.event === 'complete' && e.server === s)
@@ -303,12 +318,16 @@ async function birdPhase(topo: Topology, rr: NetNode): Promise<PhaseResult> {
 }
 
 function rows(label: string, r: PhaseResult): string[][] {
+  const stats = r.reflectors.map((x, k) => [`${label}: ${REFLECTORS[k]!.name} VmHWM, CPU (utime+stime)${r.unfinished !== undefined ? ' at the deadline' : ''}`, `${x.hwmMb.toFixed(1)} MB, ${x.cpu.toFixed(1)} s`])
+  if (r.unfinished !== undefined) {
+    return [[`${label}: cold start (did not finish)`, `${r.unfinished} (${r.retries} connections retried)`], ...stats, [`${label}: the client processes' CPU`, `${r.clientCpu.toFixed(1)} s`]]
+  }
   return [
     [`${label}: cold start, every client holds all ${plan.routes} routes (rr1 / rr2)`, r.coldSeconds.map((s) => `${s.toFixed(2)} s`).join(' / ')],
     [`${label}: cold start, every session Established`, `${r.upSeconds.toFixed(2)} s (${r.retries} connections retried)`],
     [`${label}: one /26 change at all ${N} clients (both sessions), p50 / p99 of ${r.changeMs.length}`, `${pct(r.changeMs, 50).toFixed(1)} / ${pct(r.changeMs, 99).toFixed(1)} ms`],
     [`${label}: UPDATE bytes to the clients per change (both reflectors)`, `${pct(r.bytesPerChange, 50)}`],
-    ...r.reflectors.map((x, k) => [`${label}: ${REFLECTORS[k]!.name} VmHWM, CPU (utime+stime)`, `${x.hwmMb.toFixed(1)} MB, ${x.cpu.toFixed(1)} s`]),
+    ...stats,
     [`${label}: the client processes' CPU`, `${r.clientCpu.toFixed(1)} s`],
   ]
 }

@@ -4,6 +4,7 @@
 // calls counted, back to back or at a fixed rate. Prints one JSON line per phase.
 // Usage: node dist/bench/ipam-scale-worker.js '<json ScaleWorkerArgs>'
 import { createInterface } from 'node:readline'
+import { PerformanceObserver, monitorEventLoopDelay } from 'node:perf_hooks'
 import pino from 'pino'
 import { openDatastore } from '../config/datastore-open.js'
 import { CountingDatastore, type DatastoreCounts, diffCounts, zeroCounts } from '../config/datastore-counting.js'
@@ -48,6 +49,8 @@ export type ScaleWorkerLine =
     readonly prepareMs: number
     /** Everything the phase sent, ADDs and DELs together (exact when they overlap, where the per-op counts are not). */
     readonly phaseCounts: DatastoreCounts; readonly errors: readonly string[]; readonly cpuMs: number; readonly wallMs: number
+    /** How late this process's event loop ran its timers over the phase (GC pauses, no CPU to be had), and its GC pauses. */
+    readonly loopDelayMs: { readonly p99: number; readonly max: number }; readonly gc: { readonly count: number; readonly totalMs: number; readonly maxMs: number }
   }
 
 const out = (l: ScaleWorkerLine): void => void process.stdout.write(JSON.stringify(l) + '\n')
@@ -80,6 +83,9 @@ async function main(): Promise<void> {
   }
 
   let prepareMs = 0
+  // The start-up view's garbage (every block, decoded) is collected now, as a running agent's would have been:
+  // left, each agent's first major GC falls in the timed phase (seconds of wall time on a starved machine).
+  ;(globalThis as { gc?: () => void }).gc?.()
   if (args.path === 'service') {
     await resources.start()
     // What pinto-node's listen() does before the first ADD: the node's blocks decoded, a claim ahead if due.
@@ -102,6 +108,17 @@ async function main(): Promise<void> {
   const addTraces: AddTrace[] = []
   const held: string[] = []
   const profile = args.profile !== undefined ? await startProfile() : undefined
+  const loop = monitorEventLoopDelay({ resolution: 10 })
+  loop.enable()
+  const gc = { count: 0, totalMs: 0, maxMs: 0 }
+  const gcs = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) {
+      gc.count++
+      gc.totalMs += e.duration
+      gc.maxMs = Math.max(gc.maxMs, e.duration)
+    }
+  })
+  gcs.observe({ entryTypes: ['gc'] })
   const cpu0 = process.cpuUsage()
   const phaseStart = performance.now()
   // Counts are taken around each call; with ADDs overlapping (a rate) they are summed over the phase instead.
@@ -142,9 +159,12 @@ async function main(): Promise<void> {
   while (held.length > 0) await del(held.shift() as string)
   const wallMs = performance.now() - phaseStart
   const cpu = process.cpuUsage(cpu0)
+  loop.disable()
+  gcs.disconnect()
   await profile?.stop(args.profile as string)
   await service.ahead.settled()
-  out({ op: 'done', add: addMs, del: delMs, addCounts, delCounts, addTraces, prepareMs, phaseCounts: diffCounts(counting.counts(), phase0), errors: errors.slice(0, 5), cpuMs: (cpu.user + cpu.system) / 1000, wallMs })
+  out({ op: 'done', add: addMs, del: delMs, addCounts, delCounts, addTraces, prepareMs, phaseCounts: diffCounts(counting.counts(), phase0), errors: errors.slice(0, 5), cpuMs: (cpu.user + cpu.system) / 1000, wallMs,
+    loopDelayMs: { p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 }, gc })
   resources.close()
   await service.close()
   await store.close()

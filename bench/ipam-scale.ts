@@ -121,7 +121,7 @@ interface Worker {
 const children = new Set<ChildProcess>()
 
 function startWorker(args: ScaleWorkerArgs): Worker {
-  const child = spawn(process.execPath, [WORKER, JSON.stringify(args)], { stdio: ['pipe', 'pipe', 'inherit'] })
+  const child = spawn(process.execPath, ['--expose-gc', WORKER, JSON.stringify(args)], { stdio: ['pipe', 'pipe', 'inherit'] })
   children.add(child)
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => { children.delete(child); resolve(code) }))
   async function* lines(): AsyncGenerator<ScaleWorkerLine> {
@@ -254,6 +254,9 @@ async function runAgents(etcdPid: number, endpoint: string, url: string, path: S
   console.log(`  ADD: ${perOp(sum((d) => d.addCounts), adds.length)}`)
   console.log(`  etcd meanwhile: WAL fsyncs ${describeHistogram(d1.fsync, d0.fsync)}; backend commits ${describeHistogram(d1.commit, d0.commit)} (every write waits for a WAL fsync)`)
   if (path === 'service') console.log(`  start-up warm (IpamService.prepare: the node's blocks read and decoded, a claim ahead if due) ${AHEAD ? `p50 ${ms(pct(done.map((d) => d.prepareMs).sort((a, b) => a - b), 50))}` : 'off (--ahead off)'}`)
+  const delays = done.map((d) => d.loopDelayMs.max).sort((a, b) => a - b)
+  console.log(`  the agents' own processes: event loop late by p99 ${ms(pct(done.map((d) => d.loopDelayMs.p99).sort((a, b) => a - b), 50))} (median agent), max ${ms(pct(delays, 50))} (median agent) to ${ms(delays[delays.length - 1] ?? NaN)} (worst); ` +
+    `GC pauses ${(done.reduce((a, d) => a + d.gc.count, 0) / done.length).toFixed(0)} per agent, ${ms(done.reduce((a, d) => a + d.gc.totalMs, 0) / done.length)} in all per agent, longest ${ms(Math.max(...done.map((d) => d.gc.maxMs)))}`)
   console.log('  where the ADDs\' time went (per ADD, its own datastore calls):')
   for (const l of describeTail(done.flatMap((d) => d.addTraces.map((x, i) => ({ ...x, first: i === 0 }))))) console.log(l)
   console.log(`  CPU per ADD or DEL: agent ${ms(done.reduce((a, d) => a + d.cpuMs, 0) / ops)}, etcd ${ms(etcdCpu / ops)} (${((done.reduce((a, d) => a + d.cpuMs, 0) + etcdCpu) / wall).toFixed(2)} cores busy of 2, beside whatever else runs)`)

@@ -21,6 +21,7 @@ export interface ServiceSettings {
   readonly stateDir: string
   readonly ipamRepairSeconds: number
   readonly ipamRepairGraceSeconds: number
+  readonly ipamClaimAhead?: number | undefined
 }
 
 /** The agent's own settings (one line naming a bad variable), narrowed to what the service needs. */
@@ -28,7 +29,7 @@ export function settingsFromEnv(env: Readonly<Record<string, string | undefined>
   const s = agentSettings(env)
   return {
     datastore: s.datastore, etcdTls: s.etcdTls, socket: s.socket, node: s.nodeName, mtuFile: s.mtuFile, stateDir: s.stateDir,
-    ipamRepairSeconds: s.ipamRepairSeconds, ipamRepairGraceSeconds: s.ipamRepairGraceSeconds,
+    ipamRepairSeconds: s.ipamRepairSeconds, ipamRepairGraceSeconds: s.ipamRepairGraceSeconds, ipamClaimAhead: s.ipamClaimAhead,
   }
 }
 
@@ -37,7 +38,7 @@ const log = (msg: string, fields: Record<string, unknown>): void => void process
 export async function startIpamService(s: ServiceSettings): Promise<{ service: IpamService; cni: CniService | undefined; stop: () => Promise<void> }> {
   const store = await openDatastore(s.datastore, s.etcdTls ? { etcdTls: s.etcdTls } : {})
   let repair: NodeIpamRepair | undefined
-  const service = new IpamService({ store, node: s.node, socket: s.socket, mtuFile: s.mtuFile, stateDir: s.stateDir, log, onDatastoreBack: () => void repair?.trigger() })
+  const service = new IpamService({ store, node: s.node, socket: s.socket, mtuFile: s.mtuFile, stateDir: s.stateDir, claimAheadBelow: s.ipamClaimAhead, log, onDatastoreBack: () => void repair?.trigger() })
   try {
     await service.listen()
   } catch (err) {

@@ -18,6 +18,7 @@ import { BLOCKS_PREFIX, IpamRecordError, decodeBlock } from '../ipam/records.js'
 import { cachedInputs, loadPoolSpecs, readInputs } from './ipam-service-pools.js'
 import type { ClusterState } from './cluster-state.js'
 import { PendingReleases } from './pending-releases.js'
+import { ClaimAhead } from './ipam-claim-ahead.js'
 
 export { DEFAULT_MTU_FILE } from '../cni/config.js'
 import { DEFAULT_MTU_FILE } from '../cni/config.js'
@@ -37,6 +38,11 @@ export interface IpamServiceOptions {
   readonly mtuFile?: string
   /** The agent's state dir (PINTO_STATE_DIR): where pending releases and assigns in flight are kept across restarts. */
   readonly stateDir?: string
+  /**
+   * Claim the node's next block when its blocks have fewer free addresses than this (agent/ipam-claim-ahead.ts);
+   * 0: never, claiming inline as Calico does; undefined: a quarter of a block.
+   */
+  readonly claimAheadBelow?: number | undefined
   /** Called when a release that had failed goes through: the datastore is back. */
   readonly onDatastoreBack?: () => void
   readonly log?: (msg: string, fields: Record<string, unknown>) => void
@@ -83,6 +89,8 @@ export class IpamService {
   readonly pending: PendingReleases | undefined
   private readonly journalDir: string | undefined
   private journalSeq = 0
+  /** The node's next block, claimed before an ADD needs it. */
+  readonly ahead: ClaimAhead
 
   constructor(private readonly options: IpamServiceOptions) {
     const { store, cluster } = options
@@ -90,6 +98,7 @@ export class IpamService {
       pools: () => loadPoolSpecs(store),
       inputs: { read: async (node, fresh) => (fresh || cluster === undefined ? readInputs(store, node) : cachedInputs(cluster, node)) },
     })
+    this.ahead = new ClaimAhead({ ipam: this.ipam, node: options.node, below: options.claimAheadBelow, log: options.log })
     if (options.stateDir !== undefined) {
       this.journalDir = join(options.stateDir, 'ipam-assigns')
       this.pending = new PendingReleases({
@@ -166,8 +175,25 @@ export class IpamService {
     if (name !== undefined && this.journalDir !== undefined) unlinkSync(join(this.journalDir, name))
   }
 
-  /** Listens on the socket (replacing a stale one), mode 0600. */
+  /**
+   * Reads what the first ADD would otherwise read cold: the node's blocks, decoded (so it is one transaction),
+   * and the pools the ADD decides with; then checks whether a block is due to be claimed ahead. A failure is
+   * logged, not thrown: the ADDs then read for themselves.
+   */
+  async prepare(): Promise<void> {
+    try {
+      const blocks = await this.ipam.warm(this.options.node)
+      await this.ipam.pools()
+      this.options.log?.('IPAM blocks of this node read before the first ADD', { blocks })
+      this.ahead.note(([4, 6] as const).filter((f) => this.ipam.headroom(this.options.node, f) !== undefined))
+    } catch (err) {
+      this.options.log?.('reading this node\'s IPAM blocks at start failed; the first ADD reads them', { err: (err as Error).message })
+    }
+  }
+
+  /** Listens on the socket (replacing a stale one), mode 0600; ADDs wait for prepare(), which starts now. */
   async listen(): Promise<void> {
+    void this.serial(() => this.prepare())
     this.replayJournal()
     this.settleOwedReleases()
     this.pending?.start()
@@ -207,6 +233,7 @@ export class IpamService {
     }
     await this.pending?.close()
     await this.queue.catch(() => undefined)
+    await this.ahead.settled()
   }
 
   private serial<T>(fn: () => Promise<T>): Promise<T> {
@@ -284,6 +311,7 @@ export class IpamService {
       this.pending?.drop(handle)
       try {
         const r = await this.ipam.autoAssign(req)
+        if (req.node === this.options.node) this.ahead.note([...(r.ipv4.length > 0 ? [4 as const] : []), ...(r.ipv6.length > 0 ? [6 as const] : [])])
         return { node: req.node, ipv4: r.ipv4, ipv6: r.ipv6 }
       } catch (err) {
         // Whatever the failure, a write may have landed: the ADD answers failure, so its handle goes.

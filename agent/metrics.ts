@@ -211,6 +211,7 @@ export interface IpamSafetySources {
   readonly repaired: () => Readonly<Record<string, number>>
   readonly pendingReleases: () => number
   readonly addsRolledBack: () => number
+  readonly blocksClaimedAhead: () => number
 }
 
 /** Registers the IPAM repair and rollback metrics on `registry` (once per registry). */
@@ -228,6 +229,12 @@ export function registerIpamSafetyMetrics(registry: Registry, src: IpamSafetySou
     name: 'pinto_cni_adds_rolled_back_total', help: 'CNI ADDs a previous run took and never answered, rolled back at start', registers,
     collect() {
       mirrorCounter(this, [[{}, src.addsRolledBack()]])
+    },
+  })
+  new Counter({
+    name: 'pinto_ipam_blocks_claimed_ahead_total', help: "IPAM blocks the agent claimed for its node before an ADD needed them (PINTO_IPAM_CLAIM_AHEAD)", registers,
+    collect() {
+      mirrorCounter(this, [[{}, src.blocksClaimedAhead()]])
     },
   })
 }

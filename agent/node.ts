@@ -174,7 +174,7 @@ export class PintoNode {
 
     const ipamLog = this.log.child({ component: 'ipam' })
     const logTo = (msg: string, fields: Record<string, unknown>): void => ipamLog.info(fields, msg)
-    this.ipamService = new IpamService({ store: this.store, cluster: this.cluster, node: s.nodeName, socket: s.socket, mtuFile: s.mtuFile, stateDir: s.stateDir, log: logTo, onDatastoreBack: () => void this.ipamRepair?.trigger() })
+    this.ipamService = new IpamService({ store: this.store, cluster: this.cluster, node: s.nodeName, socket: s.socket, mtuFile: s.mtuFile, stateDir: s.stateDir, claimAheadBelow: s.ipamClaimAhead, log: logTo, onDatastoreBack: () => void this.ipamRepair?.trigger() })
     await this.ipamService.listen()
     this.log.info({ socket: s.socket }, 'IPAM service listening for the CNI plugins')
     const cni = new CniService({ socket: s.socket, ipam: this.ipamService, stateDir: s.stateDir, log: logTo })
@@ -316,6 +316,7 @@ export class PintoNode {
       repaired: () => this.ipamRepair?.repaired ?? {},
       pendingReleases: () => this.ipamService.pending?.size ?? 0,
       addsRolledBack: () => this.cniService?.rolledBack ?? 0,
+      blocksClaimedAhead: () => this.ipamService.ahead.claimed,
     })
     registerAnnouncementMetrics(registry, this.refusals, () => this.speaker.peerStatus().map((p) => p.name))
     return registry

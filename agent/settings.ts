@@ -64,6 +64,11 @@ export interface AgentSettings {
   readonly stateDir: string
   /** Longest wait for the peers' End-of-RIB before the kernel is programmed at start. */
   readonly syncDeadlineSeconds: number
+  /**
+   * PINTO_IPAM_CLAIM_AHEAD: claim the node's next IPAM block when its blocks have fewer free addresses than this;
+   * 0 claims only when an ADD finds no room (as Calico does); unset: a quarter of a block.
+   */
+  readonly ipamClaimAhead: number | undefined
   /** How often the agent checks and repairs its own node's IPAM records; 0 turns it off. */
   readonly ipamRepairSeconds: number
   /** How long a problem must stay unchanged (over two checks) before the agent repairs it. */
@@ -203,6 +208,7 @@ export function settingsFromEnv(env: Env): AgentSettings {
     stateDir: text(env, 'PINTO_STATE_DIR', '/var/lib/pinto'),
     syncDeadlineSeconds: integer(env, 'PINTO_SYNC_DEADLINE_SECONDS', 10, 0, 600),
     ipamRepairSeconds: integer(env, 'PINTO_IPAM_REPAIR_SECONDS', 60, 0, 86400),
+    ipamClaimAhead: env.PINTO_IPAM_CLAIM_AHEAD === undefined || env.PINTO_IPAM_CLAIM_AHEAD === '' ? undefined : integer(env, 'PINTO_IPAM_CLAIM_AHEAD', 0, 0, 65536),
     ipamRepairGraceSeconds: integer(env, 'PINTO_IPAM_REPAIR_GRACE_SECONDS', 120, 1, 86400),
     secretsDir: text(env, 'PINTO_SECRETS_DIR', '/etc/pinto/secrets'),
   }

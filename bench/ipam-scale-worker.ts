@@ -4,6 +4,7 @@
 // calls counted, back to back or at a fixed rate. Prints one JSON line per phase.
 // Usage: node dist/bench/ipam-scale-worker.js '<json ScaleWorkerArgs>'
 import { createInterface } from 'node:readline'
+import { PerformanceObserver, monitorEventLoopDelay } from 'node:perf_hooks'
 import pino from 'pino'
 import { openDatastore } from '../config/datastore-open.js'
 import { CountingDatastore, type DatastoreCounts, diffCounts, zeroCounts } from '../config/datastore-counting.js'
@@ -12,6 +13,7 @@ import { IpamService } from '../agent/ipam-service.js'
 import { loadPoolSpecs } from '../agent/ipam-service-pools.js'
 import { Ipam } from '../ipam/ipam.js'
 import { startProfile } from './cpu-profile.js'
+import { type AddTrace, TracingDatastore } from './ipam-scale-trace.js'
 
 export interface ScaleWorkerArgs {
   readonly store: string
@@ -31,6 +33,8 @@ export interface ScaleWorkerArgs {
    * for one pod's network before the next pod's sandbox); 0: each ADD starts when the last ADD/DEL is done.
    */
   readonly rate: number
+  /** The service warms at start and claims blocks ahead (false: claims inline, as before either existed). */
+  readonly ahead: boolean
   /** A CPU profile of the ADD/DEL phase is written here (a .cpuprofile) when set. */
   readonly profile?: string
 }
@@ -39,8 +43,14 @@ export type ScaleWorkerLine =
   | { readonly op: 'startup'; readonly ms: number; readonly resources: number; readonly blocks: number; readonly affinities: number; readonly counts: DatastoreCounts }
   | {
     readonly op: 'done'; readonly add: readonly number[]; readonly del: readonly number[]; readonly addCounts: DatastoreCounts; readonly delCounts: DatastoreCounts
+    /** Per ADD in the order made (failed ones left out): what its own datastore calls were. */
+    readonly addTraces: readonly AddTrace[]
+    /** IpamService.prepare() before the first ADD (0 on the ipam path). */
+    readonly prepareMs: number
     /** Everything the phase sent, ADDs and DELs together (exact when they overlap, where the per-op counts are not). */
     readonly phaseCounts: DatastoreCounts; readonly errors: readonly string[]; readonly cpuMs: number; readonly wallMs: number
+    /** How late this process's event loop ran its timers over the phase (GC pauses, no CPU to be had), and its GC pauses. */
+    readonly loopDelayMs: { readonly p99: number; readonly max: number }; readonly gc: { readonly count: number; readonly totalMs: number; readonly maxMs: number }
   }
 
 const out = (l: ScaleWorkerLine): void => void process.stdout.write(JSON.stringify(l) + '\n')
@@ -52,26 +62,38 @@ function add(into: DatastoreCounts, d: DatastoreCounts): void {
 async function main(): Promise<void> {
   const args = JSON.parse(process.argv[2] ?? '{}') as ScaleWorkerArgs
   const t0 = performance.now()
-  const store = new CountingDatastore(await openDatastore(args.store))
+  const counting = new CountingDatastore(await openDatastore(args.store))
+  const store = new TracingDatastore(counting)
   // The resources the service decides an ADD with, watched as pinto-node watches them (blocks left out: see
   // below), started after the start-up reads are timed.
   const resources = new ClusterState(store, pino({ level: 'silent' }), { blocks: false })
-  const service = new IpamService({ store, node: args.node, socket: '/nonexistent/unused.sock', ...(args.path === 'service' ? { cluster: resources } : {}) })
+  const service = new IpamService({ store, node: args.node, socket: '/nonexistent/unused.sock', ...(args.path === 'service' ? { cluster: resources } : {}), ...(args.ahead ? {} : { claimAheadBelow: 0 }) })
   if (args.startup) {
     const cluster = new ClusterState(store, pino({ level: 'silent' }))
     await cluster.start()
     const affinities = (await service.ipam.affinities(args.node)).length
     let blocks = 0
     for (const _ of cluster.blocks()) blocks++
-    out({ op: 'startup', ms: performance.now() - t0, resources: cluster.list('Node').length + cluster.list('IPPool').length, blocks, affinities, counts: store.counts() })
+    out({ op: 'startup', ms: performance.now() - t0, resources: cluster.list('Node').length + cluster.list('IPPool').length, blocks, affinities, counts: counting.counts() })
     // Twenty agents' block watches decoding every other agent's writes would share this machine's two cores; in
     // a cluster each runs on its own node, so the ADD phase runs without them.
     cluster.close()
   } else {
-    out({ op: 'startup', ms: 0, resources: 0, blocks: 0, affinities: 0, counts: store.counts() })
+    out({ op: 'startup', ms: 0, resources: 0, blocks: 0, affinities: 0, counts: counting.counts() })
   }
 
-  if (args.path === 'service') await resources.start()
+  let prepareMs = 0
+  // The start-up view's garbage (every block, decoded) is collected now, as a running agent's would have been:
+  // left, each agent's first major GC falls in the timed phase (seconds of wall time on a starved machine).
+  ;(globalThis as { gc?: () => void }).gc?.()
+  if (args.path === 'service') {
+    await resources.start()
+    // What pinto-node's listen() does before the first ADD: the node's blocks decoded, a claim ahead if due.
+    const p0 = performance.now()
+    if (args.ahead) await service.prepare()
+    await service.ahead.settled()
+    prepareMs = performance.now() - p0
+  }
   await new Promise<void>((resolve) => createInterface({ input: process.stdin }).once('line', () => resolve()))
   const ipam = new Ipam(store, { pools: () => loadPoolSpecs(store) })
   const assign = args.path === 'service'
@@ -83,27 +105,40 @@ async function main(): Promise<void> {
   const addCounts = zeroCounts()
   const delCounts = zeroCounts()
   const errors: string[] = []
+  const addTraces: AddTrace[] = []
   const held: string[] = []
   const profile = args.profile !== undefined ? await startProfile() : undefined
+  const loop = monitorEventLoopDelay({ resolution: 10 })
+  loop.enable()
+  const gc = { count: 0, totalMs: 0, maxMs: 0 }
+  const gcs = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) {
+      gc.count++
+      gc.totalMs += e.duration
+      gc.maxMs = Math.max(gc.maxMs, e.duration)
+    }
+  })
+  gcs.observe({ entryTypes: ['gc'] })
   const cpu0 = process.cpuUsage()
   const phaseStart = performance.now()
   // Counts are taken around each call; with ADDs overlapping (a rate) they are summed over the phase instead.
-  const phase0 = store.counts()
+  const phase0 = counting.counts()
   const del = async (handle: string): Promise<void> => {
-    const before = store.counts()
+    const before = counting.counts()
     const s = performance.now()
     await release(handle)
     delMs.push(performance.now() - s)
-    add(delCounts, diffCounts(store.counts(), before))
+    add(delCounts, diffCounts(counting.counts(), before))
   }
   const one = async (i: number): Promise<void> => {
     const handle = `k8s-pod-network.${args.id}-${i}`
-    const before = store.counts()
+    const before = counting.counts()
     const s = performance.now()
     try {
-      await assign(handle, i)
+      const { trace } = await store.trace(() => assign(handle, i))
       addMs.push(performance.now() - s)
-      add(addCounts, diffCounts(store.counts(), before))
+      addTraces.push(trace)
+      add(addCounts, diffCounts(counting.counts(), before))
       held.push(handle)
     } catch (err) {
       errors.push((err as Error).message)
@@ -124,8 +159,12 @@ async function main(): Promise<void> {
   while (held.length > 0) await del(held.shift() as string)
   const wallMs = performance.now() - phaseStart
   const cpu = process.cpuUsage(cpu0)
+  loop.disable()
+  gcs.disconnect()
   await profile?.stop(args.profile as string)
-  out({ op: 'done', add: addMs, del: delMs, addCounts, delCounts, phaseCounts: diffCounts(store.counts(), phase0), errors: errors.slice(0, 5), cpuMs: (cpu.user + cpu.system) / 1000, wallMs })
+  await service.ahead.settled()
+  out({ op: 'done', add: addMs, del: delMs, addCounts, delCounts, addTraces, prepareMs, phaseCounts: diffCounts(counting.counts(), phase0), errors: errors.slice(0, 5), cpuMs: (cpu.user + cpu.system) / 1000, wallMs,
+    loopDelayMs: { p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 }, gc })
   resources.close()
   await service.close()
   await store.close()

@@ -3,7 +3,9 @@
 // trips and writes per ADD beside Calico's count for the same allocation, CAS failures per ADD, the time of
 // `pintoctl ipam check` over the whole store and the agent's start-up reads, with the load average.
 // Run: npx tsc -p . && node dist/bench/ipam-scale.js [--nodes 5000] [--allocations 150000] [--agents 20] [--adds 200]
-//      [--rate ADDS_PER_S_PER_AGENT] [--path service|ipam] [--cpu-prof DIR]
+//      [--rate ADDS_PER_S_PER_AGENT] [--path service|ipam] [--ahead on|off] [--cpu-prof DIR]
+// Per ADD it keeps what the ADD's own datastore calls were (a block claim, round trips, commits, time in etcd),
+// and etcd's WAL fsync and backend commit latencies over each phase, so the tail can be told pinto's or the disk's.
 import { type ChildProcess, spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { loadavg } from 'node:os'
@@ -19,6 +21,7 @@ import { HandleClaim } from '../ipam/handle-claim.js'
 import { blockCandidates, toPool } from '../ipam/pools.js'
 import { BLOCKS_PREFIX, affinityKey, affinityRecord, blockKey, handleKey } from '../ipam/records.js'
 import type { ScaleWorkerArgs, ScaleWorkerLine } from './ipam-scale-worker.js'
+import type { AddTrace } from './ipam-scale-trace.js'
 import { numberArg } from './args.js'
 
 const WORKER = fileURLToPath(new URL('./ipam-scale-worker.js', import.meta.url))
@@ -33,6 +36,8 @@ const WINDOW = numberArg('--window', 40)
 const RATE = numberArg('--rate', 0)
 /** Where agent 0 of each path writes a CPU profile of its ADD/DEL phase (--cpu-prof DIR). */
 const PROFILE_DIR = process.argv.includes('--cpu-prof') ? process.argv[process.argv.indexOf('--cpu-prof') + 1] : undefined
+/** --ahead off: the service without its start-up warm and claims ahead (each block claimed by the ADD that needs it). */
+const AHEAD = !(process.argv.includes('--ahead') && process.argv[process.argv.indexOf('--ahead') + 1] === 'off')
 const PATHS = (process.argv.includes('--path') ? [process.argv[process.argv.indexOf('--path') + 1]] : ['service', 'ipam']) as ScaleWorkerArgs['path'][]
 // 198.18.0.0/15 has 131,072 addresses, fewer than 150,000 pods: the pods are IPv6, in Calico's default /122 blocks.
 const POOL = { name: 'bench-v6', cidr: '2001:db8:1::/64', blockSize: 122 }
@@ -116,7 +121,7 @@ interface Worker {
 const children = new Set<ChildProcess>()
 
 function startWorker(args: ScaleWorkerArgs): Worker {
-  const child = spawn(process.execPath, [WORKER, JSON.stringify(args)], { stdio: ['pipe', 'pipe', 'inherit'] })
+  const child = spawn(process.execPath, ['--expose-gc', WORKER, JSON.stringify(args)], { stdio: ['pipe', 'pipe', 'inherit'] })
   children.add(child)
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => { children.delete(child); resolve(code) }))
   async function* lines(): AsyncGenerator<ScaleWorkerLine> {
@@ -148,11 +153,51 @@ function perOp(c: DatastoreCounts, n: number): string {
     `${f(writes(c))} keys written (create ${f(c.create)}, update ${f(c.update)}, delete ${f(c.delete)}) in ${f(commits(c))} commits, ${f(c.casFailures)} CAS failures (conflict retries)`
 }
 
-/** etcd's own account of its WAL fsyncs (count, seconds), from its Prometheus endpoint. */
-async function fsyncs(url: string): Promise<{ count: number; sum: number }> {
+/** One of etcd's latency histograms (seconds), cumulative per bucket bound. */
+interface Histogram { readonly count: number; readonly sum: number; readonly buckets: ReadonlyMap<number, number> }
+
+/** etcd's own account of its disk (WAL fsyncs, backend commits), from its Prometheus endpoint. */
+async function etcdDisk(url: string): Promise<{ fsync: Histogram; commit: Histogram }> {
   const text = await (await fetch(`${url}/metrics`)).text()
-  const v = (name: string): number => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN)
-  return { count: v('etcd_disk_wal_fsync_duration_seconds_count'), sum: v('etcd_disk_wal_fsync_duration_seconds_sum') }
+  const hist = (name: string): Histogram => {
+    const v = (suffix: string): number => Number(new RegExp(`^${name}_${suffix} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN)
+    const buckets = new Map<number, number>()
+    for (const m of text.matchAll(new RegExp(`^${name}_bucket\\{le="([^"]+)"\\} (\\S+)$`, 'gm'))) buckets.set(m[1] === '+Inf' ? Infinity : Number(m[1]), Number(m[2]))
+    return { count: v('count'), sum: v('sum'), buckets }
+  }
+  return { fsync: hist('etcd_disk_wal_fsync_duration_seconds'), commit: hist('etcd_disk_backend_commit_duration_seconds') }
+}
+
+/** The phase's share of a histogram: count, mean, and the bucket bounds holding its p50 and p99 (etcd's buckets double). */
+function describeHistogram(after: Histogram, before: Histogram): string {
+  const n = after.count - before.count
+  if (!(n > 0)) return 'none'
+  const bounds = [...after.buckets.keys()].sort((a, b) => a - b)
+  const at = (p: number): string => {
+    const b = bounds.find((le) => (after.buckets.get(le) ?? 0) - (before.buckets.get(le) ?? 0) >= p * n)
+    return b === undefined || b === Infinity ? '> the largest bucket' : `<= ${(b * 1000).toFixed(0)} ms`
+  }
+  return `${n}, mean ${ms((1000 * (after.sum - before.sum)) / n)}, p50 ${at(0.5)}, p99 ${at(0.99)}`
+}
+
+/** Where the slow ADDs' time went: those that claimed a block against those that did not, the first of each agent, the slowest 1 %. */
+function describeTail(traces: readonly (AddTrace & { readonly first: boolean })[]): string[] {
+  const group = (label: string, g: readonly AddTrace[]): string => {
+    if (g.length === 0) return `  ${label}: none`
+    const t = [...g].sort((a, b) => a.ms - b.ms)
+    const mean = (f: (x: AddTrace) => number): string => (g.reduce((a, x) => a + f(x), 0) / g.length).toFixed(1)
+    return `  ${label}: ${g.length}, p50 ${ms(pct(t.map((x) => x.ms), 50))}, p99 ${ms(pct(t.map((x) => x.ms), 99))}; mean ${mean((x) => x.roundTrips)} round trips, ${mean((x) => x.commits)} commits, ` +
+      `${mean((x) => x.storeMs)} ms with a datastore call outstanding, ${mean((x) => x.waitMs)} ms before its first call`
+  }
+  const sorted = [...traces].sort((a, b) => a.ms - b.ms)
+  const slowest = sorted.slice(Math.floor(sorted.length * 0.99))
+  return [
+    group('ADDs that claimed a block inline', traces.filter((x) => x.claims > 0)),
+    group('ADDs from a block with room', traces.filter((x) => x.claims === 0)),
+    group('first ADD of each agent', traces.filter((x) => x.first)),
+    group('the others, neither first nor claiming', traces.filter((x) => !x.first && x.claims === 0)),
+    group(`slowest 1 % (${slowest.filter((x) => x.claims > 0).length} of them claimed, ${slowest.filter((x) => x.first).length} first ADDs)`, slowest),
+  ]
 }
 
 /** Starts the agents, lets them read what they read at start, then runs their ADD/DEL cycles at once. */
@@ -168,20 +213,20 @@ async function runAgents(etcdPid: number, endpoint: string, url: string, path: S
   const workers: Worker[] = []
   const starts: Extract<ScaleWorkerLine, { op: 'startup' }>[] = []
   for (let i = 0; i < AGENTS; i++) {
-    const w = startWorker({ store: `etcd://${endpoint}`, node: nodeName(Math.floor((i * NODES) / AGENTS)), id: `${path}-a${i}`, adds: ADDS, window: WINDOW, num4: 0, num6: 1, path, startup, rate: RATE,
+    const w = startWorker({ store: `etcd://${endpoint}`, node: nodeName(Math.floor((i * NODES) / AGENTS)), id: `${path}-a${i}`, adds: ADDS, window: WINDOW, num4: 0, num6: 1, path, startup, rate: RATE, ahead: AHEAD,
       ...(PROFILE_DIR !== undefined && i === 0 ? { profile: `${PROFILE_DIR}/ipam-scale-${path}-agent0.cpuprofile` } : {}) })
     workers.push(w)
     starts.push(await next(w, 'startup'))
   }
   const startMs = starts.map((s) => s.ms).sort((a, b) => a - b)
   const s0 = starts[0]
-  const f0 = await fsyncs(url)
+  const d0 = await etcdDisk(url)
   const etcdCpu0 = cpuMsOf(etcdPid)
   const t0 = performance.now()
   for (const w of workers) w.child.stdin?.end('go\n')
   const done = await Promise.all(workers.map((w) => next(w, 'done')))
   const wall = performance.now() - t0
-  const f1 = await fsyncs(url)
+  const d1 = await etcdDisk(url)
   const etcdCpu = cpuMsOf(etcdPid) - etcdCpu0
   await Promise.all(workers.map((w) => w.exited))
   const adds = done.flatMap((d) => d.add).sort((a, b) => a - b)
@@ -207,7 +252,13 @@ async function runAgents(etcdPid: number, endpoint: string, url: string, path: S
   console.log(`  whole phase, ADDs and DELs together: ${(roundTrips(phase) / ops).toFixed(2)} round trips per ADD or DEL, ${(phase.txnChecks / adds.length).toFixed(2)} txn checks per ADD`)
   console.log(`  ADD p50 ${ms(pct(adds, 50))}  p99 ${ms(pct(adds, 99))}  max ${ms(adds[adds.length - 1] ?? NaN)}   (target p99 < 100 ms)${errors.length > 0 ? `   ${errors.length} errors, first: ${errors[0]}` : ''}`)
   console.log(`  ADD: ${perOp(sum((d) => d.addCounts), adds.length)}`)
-  console.log(`  etcd meanwhile: ${f1.count - f0.count} WAL fsyncs, mean ${ms((1000 * (f1.sum - f0.sum)) / (f1.count - f0.count))} each (every write waits for one)`)
+  console.log(`  etcd meanwhile: WAL fsyncs ${describeHistogram(d1.fsync, d0.fsync)}; backend commits ${describeHistogram(d1.commit, d0.commit)} (every write waits for a WAL fsync)`)
+  if (path === 'service') console.log(`  start-up warm (IpamService.prepare: the node's blocks read and decoded, a claim ahead if due) ${AHEAD ? `p50 ${ms(pct(done.map((d) => d.prepareMs).sort((a, b) => a - b), 50))}` : 'off (--ahead off)'}`)
+  const delays = done.map((d) => d.loopDelayMs.max).sort((a, b) => a - b)
+  console.log(`  the agents' own processes: event loop late by p99 ${ms(pct(done.map((d) => d.loopDelayMs.p99).sort((a, b) => a - b), 50))} (median agent), max ${ms(pct(delays, 50))} (median agent) to ${ms(delays[delays.length - 1] ?? NaN)} (worst); ` +
+    `GC pauses ${(done.reduce((a, d) => a + d.gc.count, 0) / done.length).toFixed(0)} per agent, ${ms(done.reduce((a, d) => a + d.gc.totalMs, 0) / done.length)} in all per agent, longest ${ms(Math.max(...done.map((d) => d.gc.maxMs)))}`)
+  console.log('  where the ADDs\' time went (per ADD, its own datastore calls):')
+  for (const l of describeTail(done.flatMap((d) => d.addTraces.map((x, i) => ({ ...x, first: i === 0 }))))) console.log(l)
   console.log(`  CPU per ADD or DEL: agent ${ms(done.reduce((a, d) => a + d.cpuMs, 0) / ops)}, etcd ${ms(etcdCpu / ops)} (${((done.reduce((a, d) => a + d.cpuMs, 0) + etcdCpu) / wall).toFixed(2)} cores busy of 2, beside whatever else runs)`)
   console.log(`  DEL p50 ${ms(pct(dels, 50))}  p99 ${ms(pct(dels, 99))}; ${perOp(sum((d) => d.delCounts), dels.length)}`)
 }

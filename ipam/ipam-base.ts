@@ -9,7 +9,7 @@ import { type AllocationBlock, type IsReserved, addressOrdinal, blockOrdinalsOf,
 import { type Pool, type PoolSpec, eligiblePools, poolBlockOf, toPool } from './pools.js'
 import { type HandleRecord, blockKey, decodeBlock, decodeHandle, handleKey } from './records.js'
 import { type HandleWriter } from './handle-claim.js'
-import { type AssignInputs, type LastBlocks, OneTxnPaths } from './one-txn.js'
+import { type AssignInputs, type LastBlocks, type SpareBlocks, OneTxnPaths } from './one-txn.js'
 import { conflictBackoff, isConflict } from './conflict.js'
 
 export class IpamBase {
@@ -18,6 +18,7 @@ export class IpamBase {
   protected readonly now: () => Date
   private readonly reserved: Cidr[]
   protected readonly lastBlock: LastBlocks = new Map()
+  protected readonly spareBlock: SpareBlocks = new Map()
   /** The common ADD and DEL, one transaction each. */
   protected readonly oneTxn: OneTxnPaths
 
@@ -29,7 +30,7 @@ export class IpamBase {
     this.reserved = (options.reservations ?? []).map((r, i) =>
       parseCidr(r, `reservations[${i}]`, { bare: true }),
     )
-    this.oneTxn = new OneTxnPaths({ store, lastBlock: this.lastBlock, isReserved: this.isReserved })
+    this.oneTxn = new OneTxnPaths({ store, lastBlock: this.lastBlock, spareBlock: this.spareBlock, isReserved: this.isReserved })
   }
 
   protected readonly isReserved: IsReserved = (family, value) =>

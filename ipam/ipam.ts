@@ -10,11 +10,12 @@ import { type NodeMatcher, type Pool, describePools, eligiblePools, poolBlockOf 
 import { BLOCKS_PREFIX, blockKey, checkSegment, decodeBlock } from './records.js'
 import { HandleClaim } from './handle-claim.js'
 import { isConflict } from './conflict.js'
-import { IpamRelease } from './ipam-release.js'
+import { IpamAhead } from './ipam-ahead.js'
 
 export * from './ipam-types.js'
+export type { AheadOutcome } from './ipam-ahead.js'
 
-export class Ipam extends IpamRelease {
+export class Ipam extends IpamAhead {
   /**
    * Dual-stack assignment, all or nothing. Idempotent per handle: addresses the handle already holds are
    * returned again and only the shortfall is allocated (a retried CNI ADD gets the same pod addresses).
@@ -28,6 +29,11 @@ export class Ipam extends IpamRelease {
     const want = { 4: req.num4 ?? 0, 6: req.num6 ?? 0 } as const
     for (const f of [4, 6] as const) {
       if (!Number.isInteger(want[f]) || want[f] < 0 || want[f] > 256) throw new IpamError('invalid', `num${f}: ${want[f]} is not an integer in 0..256`)
+    }
+    // A block being claimed ahead for a family with no room left is waited for, not claimed a second time inline.
+    for (const f of [4, 6] as const) {
+      const claiming = want[f] > 0 && (this.headroom(req.node, f)?.free ?? 0) < want[f] ? this.claimingAhead(req.node, f) : undefined
+      if (claiming !== undefined) await claiming.catch(() => undefined)
     }
     // From a cached view, the common ADD alone; a stale view fails its guards and is read again.
     let ctx = await this.inputsFor(req.node, false)
@@ -83,7 +89,7 @@ export class Ipam extends IpamRelease {
       sink.push(...a)
     }
     // 0. The block this node last allocated from, if it had room: the common case costs one write.
-    const last = this.lastBlock.get(`${req.node}|${family}`)
+    const last = this.lastBlock.get(`${req.node}|${family}`) ?? this.oneTxn.promote(`${req.node}|${family}`)
     if (last !== undefined) {
       if (eligible.some((p) => poolBlockOf(p, family, last.cidr.base) !== undefined)) await take(last.cidr, req.node, last.kv)
       if (got.length >= num) return
@@ -141,7 +147,11 @@ export class Ipam extends IpamRelease {
         throw err
       })
       if (owner !== undefined && b.block.unallocated.length > 0) this.lastBlock.set(hintKey, { cidr, kv: { key, value, revision: written.revision } })
-      else if (this.lastBlock.get(hintKey)?.kv.key === key) this.lastBlock.delete(hintKey)
+      else if (this.lastBlock.get(hintKey)?.kv.key === key) {
+        this.lastBlock.delete(hintKey)
+        this.oneTxn.promote(hintKey)
+      }
+      if (this.spareBlock.get(hintKey)?.kv.key === key) this.spareBlock.delete(hintKey)
       const out = assigned.map((a) => ({ ...toIpamAddress(cidr, a), ...(owner === undefined && b.block.affinity !== hostAffinity(req.node) ? { borrowed: true as const } : {}) }))
       claim.confirmed(out)
       return out

@@ -29,6 +29,13 @@ const TXN_ATTEMPTS = 3
  */
 export type LastBlocks = Map<string, { readonly cidr: Cidr; readonly kv: KeyValue; readonly block?: AllocationBlock }>
 
+/**
+ * Per `node|family`: another affine block with room (claimed ahead, or found with room), which takes the last
+ * block's place when that one fills, so the next ADD is still one transaction. A hint like the last block: a
+ * stale copy fails its compare.
+ */
+export type SpareBlocks = Map<string, { readonly cidr: Cidr; readonly kv: KeyValue; /** Its free addresses when it became the spare. */ readonly free: number }>
+
 /** What an ADD decides with, as the Ipam read it for this request. */
 export interface AssignInputs {
   /** Read from the store for this ADD, not taken from a cache. */
@@ -44,6 +51,7 @@ export interface AssignInputs {
 export interface OneTxnContext {
   readonly store: Datastore
   readonly lastBlock: LastBlocks
+  readonly spareBlock: SpareBlocks
   readonly isReserved: IsReserved
 }
 
@@ -70,6 +78,16 @@ export class OneTxnPaths {
     if (this.handles.size > RECENT_HANDLES) this.handles.delete(this.handles.keys().next().value as string)
   }
 
+  /** Moves the spare block of `hint` into the last block's place (the last one is full); the entry now there. */
+  promote(hint: string): { readonly cidr: Cidr; readonly kv: KeyValue } | undefined {
+    const spare = this.ctx.spareBlock.get(hint)
+    if (spare === undefined) return this.ctx.lastBlock.get(hint)
+    this.ctx.spareBlock.delete(hint)
+    const last = { cidr: spare.cidr, kv: spare.kv }
+    this.ctx.lastBlock.set(hint, last)
+    return last
+  }
+
   /** The record a handle op of the general path wrote (or deleted), so the cache never outlives it. */
   handleWritten(handle: string, kv: KeyValue | undefined): void {
     if (this.handles.has(handle) || kv !== undefined) this.remember(handle, kv)
@@ -88,7 +106,8 @@ export class OneTxnPaths {
     const picks: { family: Family; hint: string; cidr: Cidr; kv: KeyValue; block: AllocationBlock | undefined }[] = []
     for (const family of families) {
       const hint = `${req.node}|${family}`
-      const last = this.ctx.lastBlock.get(hint)
+      let last = this.ctx.lastBlock.get(hint)
+      if (last === undefined || (last.block !== undefined && last.block.unallocated.length < want[family])) last = this.promote(hint)
       if (last === undefined || !inputs.eligible(req, family, last.cidr)) return undefined
       picks.push({ family, hint, cidr: last.cidr, kv: last.kv, block: last.block })
     }
@@ -106,6 +125,7 @@ export class OneTxnPaths {
         const assigned = block.affinity === hostAffinity(req.node) ? blockAutoAssign(block, want[pick.family], req.handle, req.attrs ?? {}, this.ctx.isReserved) : []
         if (assigned.length < want[pick.family]) {
           this.ctx.lastBlock.delete(pick.hint)
+          this.promote(pick.hint)
           return undefined
         }
         const value = JSON.stringify(block)
@@ -138,7 +158,10 @@ export class OneTxnPaths {
       planned.forEach(({ pick, block, value }, i) => {
         const kv = { key: pick.kv.key, value, revision: (written[i + 1] as KeyValue).revision }
         if (block.unallocated.length > 0) this.ctx.lastBlock.set(pick.hint, { cidr: pick.cidr, kv, block })
-        else this.ctx.lastBlock.delete(pick.hint)
+        else {
+          this.ctx.lastBlock.delete(pick.hint)
+          this.promote(pick.hint)
+        }
       })
       const all = planned.flatMap((p) => p.addrs)
       return { ipv4: all.filter((a) => a.family === 4), ipv6: all.filter((a) => a.family === 6) }
@@ -217,6 +240,11 @@ export class OneTxnPaths {
       if (last.kv.key !== key) continue
       if (kv === undefined) this.ctx.lastBlock.delete(hint)
       else this.ctx.lastBlock.set(hint, { cidr: last.cidr, kv, ...(block !== undefined ? { block } : {}) })
+    }
+    for (const [hint, spare] of this.ctx.spareBlock) {
+      if (spare.kv.key !== key) continue
+      if (kv === undefined) this.ctx.spareBlock.delete(hint)
+      else this.ctx.spareBlock.set(hint, { ...spare, kv })
     }
   }
 }

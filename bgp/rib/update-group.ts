@@ -20,6 +20,11 @@ const LOCAL = -1
 export const ROUND = 4000
 /** Spacing, in spacings, while changes keep coming: the queue filled again within a spacing of the last round. */
 const BURST = 4
+/**
+ * Destinations queued below which a refill is a few changes, not routes pouring in: they go one spacing
+ * after the last round (a stream of single block changes would otherwise wait four spacings each).
+ */
+const BURST_MIN = 32
 /** Largest table a joining peer is sent from the group's dump; past it, joiners catch up on their own. */
 const DUMP_LIMIT = 250_000
 
@@ -41,7 +46,8 @@ export interface GroupHost {
 
 /**
  * Rounds no closer than a spacing of `perMember` ms per member (at most `max` ms) after the previous one,
- * and BURST times that while changes keep coming (the next arrived within a spacing of the last round): a
+ * and BURST times that while changes keep coming (the next arrived within a spacing of the last round and
+ * BURST_MIN or more wait): a
  * round costs every member a write, and while routes pour in (a cold start) each turn of the event loop
  * would make one. A change after a quiet spell goes at once. As FRR's subgroup coalesce time, scaled by the peer count.
  */
@@ -140,7 +146,7 @@ export class UpdateGroup {
     const pacing = this.host.pacing
     if (pacing === undefined) return true
     const spacing = this.spacing(pacing)
-    const burst = this.pendingSince - this.lastRound < spacing
+    const burst = this.pendingSince - this.lastRound < spacing && this.out.pending >= BURST_MIN
     const wait = this.lastRound + spacing * (burst ? BURST : 1) - pacing.now()
     if (wait <= 0) return true
     if (!this.waking) {

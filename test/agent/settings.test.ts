@@ -60,6 +60,8 @@ const bad: [Record<string, string>, string, RegExp][] = [
   [{ PINTO_DATASTORE: 'etcd://e:2379', PINTO_ETCD_CA_CERT_FILE: '/ca.crt' }, 'PINTO_ETCD_CA_CERT_FILE', /needs https:\/\//],
   [{ PINTO_ETCD_KEY_FILE: '/c.key', PINTO_ETCD_CERT_FILE: '/c.crt' }, 'PINTO_ETCD_CERT_FILE', /embedded datastore/],
   [{ PINTO_DATASTORE: 'https://e:2379', PINTO_ETCD_CA_CERT_FILE: ' /ca.crt' }, 'PINTO_ETCD_CA_CERT_FILE', /spaces/],
+  [{ PINTO_IPAM_CLAIM_AHEAD: '-1' }, 'PINTO_IPAM_CLAIM_AHEAD', /whole number from 0 to 65536/],
+  [{ PINTO_IPAM_CLAIM_AHEAD: 'quarter' }, 'PINTO_IPAM_CLAIM_AHEAD', /whole number from 0 to 65536/],
 ]
 for (const [env, variable, message] of bad) {
   t.test(`${JSON.stringify(env)} names ${variable}`, async (t) => {

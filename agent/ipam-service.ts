@@ -176,14 +176,13 @@ export class IpamService {
   }
 
   /**
-   * Reads what the first ADD would otherwise read cold: the node's blocks, decoded (so it is one transaction),
-   * and the pools the ADD decides with; then checks whether a block is due to be claimed ahead. A failure is
-   * logged, not thrown: the ADDs then read for themselves.
+   * Reads what the first ADD would otherwise read cold: the node's blocks, decoded (so it is one transaction;
+   * the ADD takes its pools from the ADD's inputs, not from here); then checks whether a block is due to be
+   * claimed ahead. A failure is logged, not thrown: the ADDs then read for themselves.
    */
   async prepare(): Promise<void> {
     try {
       const blocks = await this.ipam.warm(this.options.node)
-      await this.ipam.pools()
       this.options.log?.('IPAM blocks of this node read before the first ADD', { blocks })
       this.ahead.note(([4, 6] as const).filter((f) => this.ipam.headroom(this.options.node, f) !== undefined))
     } catch (err) {

@@ -1,14 +1,8 @@
-// IPv6 prefixes (16 network-order address bytes and a length) mapped to small integers, kept in typed arrays:
-// an open-addressing hash table with linear probing, so a table of IPv6 routes costs ~22 bytes a slot and no
-// object, string or Uint8Array per prefix. Pure storage; what a value means is its user's.
+// IPv6 prefixes (16 network-order address bytes and a length) mapped to small integers, kept in typed arrays
+// (prefix-slots.ts), so a table of IPv6 routes costs ~21 bytes a slot and no object, string or Uint8Array per
+// prefix. Pure storage; what a value means is its user's.
 
-/** Slot states. */
-const EMPTY = 0
-const FULL = 1
-/** A deleted entry: probing goes on past it, and an insert may reuse it. */
-const GONE = 2
-
-const MIN_SLOTS = 16
+import { EMPTY, GONE, MIN_SLOTS, PrefixSlots } from './prefix-slots.js'
 
 /** Whether the first `bits` bits of `net` (from 0) and `addr` (from `at`) agree. */
 export function ipv6Within(net: Uint8Array, bits: number, addr: Uint8Array, at = 0): boolean {
@@ -30,26 +24,13 @@ function mix(h: number, w: number): number {
   return Math.imul((h << 15) | (h >>> 17), 0x1b873593)
 }
 
-export class V6PrefixMap {
+export class V6PrefixMap extends PrefixSlots<Uint32Array> {
+  /** Four big-endian address words per slot. */
   private words: Uint32Array
-  private lens: Uint8Array
-  private state: Uint8Array
-  private vals: Int32Array
-  private mask: number
-  private used = 0
-  /** How many prefixes are held. */
-  size = 0
-  /** Counts the times the slots moved (a resize, a clear): a walk by slot that sees it change starts again. */
-  epoch = 0
 
   constructor(slots = MIN_SLOTS) {
-    let n = MIN_SLOTS
-    while (n < slots) n *= 2
-    this.words = new Uint32Array(n * 4)
-    this.lens = new Uint8Array(n)
-    this.state = new Uint8Array(n)
-    this.vals = new Int32Array(n)
-    this.mask = n - 1
+    super(slots)
+    this.words = new Uint32Array((this.mask + 1) * 4)
   }
 
   /** The slot holding `addr`/`len` (the address from byte `at` of `addr`), or -1. */
@@ -58,11 +39,12 @@ export class V6PrefixMap {
     const w1 = word(addr, at + 4)
     const w2 = word(addr, at + 8)
     const w3 = word(addr, at + 12)
-    const { words, lens, state, mask } = this
+    const tag = len + 1
+    const { words, tags, mask } = this
     for (let s = this.hash(w0, w1, w2, w3, len); ; s = (s + 1) & mask) {
-      const st = state[s]
-      if (st === EMPTY) return -1
-      if (st === FULL && lens[s] === len) {
+      const t = tags[s]
+      if (t === EMPTY) return -1
+      if (t === tag) {
         const o = s * 4
         if (words[o] === w0 && words[o + 1] === w1 && words[o + 2] === w2 && words[o + 3] === w3) return s
       }
@@ -89,78 +71,12 @@ export class V6PrefixMap {
     return this.put(addr, len, value, absent, at, false)
   }
 
-  /** One probe run: the prefix's slot if held (its value replaced when `replace`), else the first free one. */
-  private put(addr: Uint8Array, len: number, value: number, absent: number, at: number, replace: boolean): number {
-    if ((this.used + 1) * 4 > (this.mask + 1) * 3) this.rehash(this.size + 1)
-    const w0 = word(addr, at)
-    const w1 = word(addr, at + 4)
-    const w2 = word(addr, at + 8)
-    const w3 = word(addr, at + 12)
-    const { words, lens, state, mask } = this
-    let free = -1
-    for (let s = this.hash(w0, w1, w2, w3, len); ; s = (s + 1) & mask) {
-      const st = state[s]
-      if (st === EMPTY) {
-        this.fill(free >= 0 ? free : s, w0, w1, w2, w3, len, value)
-        return absent
-      }
-      if (st === GONE) {
-        if (free < 0) free = s
-        continue
-      }
-      if (lens[s] !== len) continue
-      const o = s * 4
-      if (words[o] === w0 && words[o + 1] === w1 && words[o + 2] === w2 && words[o + 3] === w3) {
-        const was = this.vals[s]!
-        if (replace) this.vals[s] = value
-        return was
-      }
-    }
-  }
-
   /** Removes `addr`/`len`; true when it was held. */
   delete(addr: Uint8Array, len: number, at = 0): boolean {
     const s = this.find(addr, len, at)
     if (s < 0) return false
     this.deleteAt(s)
     return true
-  }
-
-  /** Removes the prefix in `slot` (from find() or next()). */
-  deleteAt(slot: number): void {
-    if (this.state[slot] !== FULL) return
-    this.state[slot] = GONE
-    this.size--
-  }
-
-  clear(): void {
-    if (this.used === 0) return
-    this.epoch++
-    this.state.fill(EMPTY)
-    this.used = 0
-    this.size = 0
-  }
-
-  /**
-   * The slot after `slot` (start from -1) that holds a prefix, or -1 at the end. Deleting meanwhile is
-   * allowed; an insert may move every slot (see epoch).
-   */
-  next(slot: number): number {
-    const state = this.state
-    for (let s = slot + 1; s <= this.mask; s++) if (state[s] === FULL) return s
-    return -1
-  }
-
-  valueAt(slot: number): number {
-    return this.vals[slot]!
-  }
-
-  setValueAt(slot: number, value: number): void {
-    this.vals[slot] = value
-  }
-
-  lenAt(slot: number): number {
-    return this.lens[slot]!
   }
 
   /** Copies a slot's address into `out` (16 bytes). */
@@ -176,6 +92,42 @@ export class V6PrefixMap {
     return out
   }
 
+  /** One probe run: the prefix's slot if held (its value replaced when `replace`), else the first free one. */
+  private put(addr: Uint8Array, len: number, value: number, absent: number, at: number, replace: boolean): number {
+    this.makeRoom()
+    const w0 = word(addr, at)
+    const w1 = word(addr, at + 4)
+    const w2 = word(addr, at + 8)
+    const w3 = word(addr, at + 12)
+    const tag = len + 1
+    const { words, tags, mask } = this
+    let free = -1
+    for (let s = this.hash(w0, w1, w2, w3, len); ; s = (s + 1) & mask) {
+      const t = tags[s]
+      if (t === EMPTY) {
+        if (free < 0) free = s
+        const o = free * 4
+        words[o] = w0
+        words[o + 1] = w1
+        words[o + 2] = w2
+        words[o + 3] = w3
+        this.fill(free, len, value)
+        return absent
+      }
+      if (t === GONE) {
+        if (free < 0) free = s
+        continue
+      }
+      if (t !== tag) continue
+      const o = s * 4
+      if (words[o] === w0 && words[o + 1] === w1 && words[o + 2] === w2 && words[o + 3] === w3) {
+        const was = this.vals[s]!
+        if (replace) this.vals[s] = value
+        return was
+      }
+    }
+  }
+
   private hash(w0: number, w1: number, w2: number, w3: number, len: number): number {
     let h = mix(mix(mix(mix(len, w0), w1), w2), w3)
     h ^= h >>> 16
@@ -184,45 +136,28 @@ export class V6PrefixMap {
     return h & this.mask
   }
 
-  /** Puts a prefix known not to be held into its first free slot (a resize). */
-  private insert(w0: number, w1: number, w2: number, w3: number, len: number, value: number): void {
-    const { state, mask } = this
-    let s = this.hash(w0, w1, w2, w3, len)
-    while (state[s] === FULL) s = (s + 1) & mask
-    this.fill(s, w0, w1, w2, w3, len, value)
+  protected keys(): Uint32Array {
+    return this.words
   }
 
-  private fill(s: number, w0: number, w1: number, w2: number, w3: number, len: number, value: number): void {
-    const state = this.state
-    if (state[s] === EMPTY) this.used++
-    const o = s * 4
-    this.words[o] = w0
-    this.words[o + 1] = w1
-    this.words[o + 2] = w2
-    this.words[o + 3] = w3
-    this.lens[s] = len
-    this.vals[s] = value
-    state[s] = FULL
-    this.size++
-  }
-
-  /** A table sized for `count` prefixes at most half full, without the deleted entries. */
-  private rehash(count: number): void {
-    const { words, lens, state, vals } = this
-    this.epoch++
-    let n = MIN_SLOTS
-    while (n < count * 2) n *= 2
+  protected newKeys(n: number): void {
     this.words = new Uint32Array(n * 4)
-    this.lens = new Uint8Array(n)
-    this.state = new Uint8Array(n)
-    this.vals = new Int32Array(n)
-    this.mask = n - 1
-    this.used = 0
-    this.size = 0
-    for (let s = 0; s < state.length; s++) {
-      if (state[s] !== FULL) continue
-      const o = s * 4
-      this.insert(words[o]!, words[o + 1]!, words[o + 2]!, words[o + 3]!, lens[s]!, vals[s]!)
-    }
+  }
+
+  protected place(from: Uint32Array, slot: number, len: number): number {
+    const o = slot * 4
+    const w0 = from[o]!
+    const w1 = from[o + 1]!
+    const w2 = from[o + 2]!
+    const w3 = from[o + 3]!
+    const { tags, mask, words } = this
+    let s = this.hash(w0, w1, w2, w3, len)
+    while (tags[s] !== EMPTY) s = (s + 1) & mask
+    const p = s * 4
+    words[p] = w0
+    words[p + 1] = w1
+    words[p + 2] = w2
+    words[p + 3] = w3
+    return s
   }
 }

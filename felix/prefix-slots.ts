@@ -1,0 +1,125 @@
+// The slot bookkeeping felix's prefix hash tables share (v4-prefix-map.ts, v6-prefix-map.ts): open
+// addressing with linear probing over typed arrays, a tag and a value per slot, deletion by tombstone, the
+// walk by slot, growth and clearing. Each table keeps its own key columns, hash and probe. Pure storage.
+
+/** A slot's tag: EMPTY, GONE, or the prefix length + 1. */
+export const EMPTY = 0
+/**
+ * A deleted entry: probing goes on past it, and an insert may reuse it. Deletion leaves this mark rather than
+ * shifting the entries behind it back, so no held entry moves under a walk by slot (see next()).
+ */
+export const GONE = 255
+export const MIN_SLOTS = 16
+
+/** The smallest power of two of at least MIN_SLOTS slots and `count`. */
+function slotsFor(count: number): number {
+  let n = MIN_SLOTS
+  while (n < count) n *= 2
+  return n
+}
+
+/** `K`: a table's key columns, handed back to it while it moves its entries into larger ones. */
+export abstract class PrefixSlots<K> {
+  protected tags: Uint8Array
+  protected vals: Int32Array
+  protected mask: number
+  /** Slots not empty: held and deleted ones. */
+  protected used = 0
+  /** How many prefixes are held. */
+  size = 0
+  /** Counts the times the slots moved (a resize, a clear): a walk by slot that sees it change starts again. */
+  epoch = 0
+
+  constructor(slots: number) {
+    const n = slotsFor(slots)
+    this.tags = new Uint8Array(n)
+    this.vals = new Int32Array(n)
+    this.mask = n - 1
+  }
+
+  /** The key columns now. */
+  protected abstract keys(): K
+  /** Makes empty key columns of `n` slots. */
+  protected abstract newKeys(n: number): void
+  /** Copies the key of `slot` in the columns `from` into the first empty slot of the current ones; returns it. */
+  protected abstract place(from: K, slot: number, len: number): number
+
+  /** Grows (dropping the deleted entries) when one more slot in use would take the table past 3/4. */
+  protected makeRoom(): void {
+    if ((this.used + 1) * 4 > (this.mask + 1) * 3) this.rehash(this.size + 1)
+  }
+
+  /** Fills `slot`, found empty or deleted by a probe, with a prefix of length `len`. */
+  protected fill(slot: number, len: number, value: number): void {
+    if (this.tags[slot] === EMPTY) this.used++
+    this.tags[slot] = len + 1
+    this.vals[slot] = value
+    this.size++
+  }
+
+  /** Removes the prefix in `slot` (from find() or next()). */
+  deleteAt(slot: number): void {
+    const t = this.tags[slot]
+    if (t === EMPTY || t === GONE) return
+    this.tags[slot] = GONE
+    this.size--
+  }
+
+  /** Removes every prefix, and gives back the storage of a large table. */
+  clear(): void {
+    if (this.used === 0) return
+    this.epoch++
+    if (this.mask + 1 > MIN_SLOTS) this.resize(MIN_SLOTS)
+    else this.tags.fill(EMPTY)
+    this.used = 0
+    this.size = 0
+  }
+
+  /**
+   * The slot after `slot` (start from -1) that holds a prefix, or -1 at the end. Deleting meanwhile is
+   * allowed (no held entry moves); an insert may move every slot (see epoch).
+   */
+  next(slot: number): number {
+    const tags = this.tags
+    for (let s = slot + 1; s <= this.mask; s++) {
+      const t = tags[s]
+      if (t !== EMPTY && t !== GONE) return s
+    }
+    return -1
+  }
+
+  valueAt(slot: number): number {
+    return this.vals[slot]!
+  }
+
+  setValueAt(slot: number, value: number): void {
+    this.vals[slot] = value
+  }
+
+  lenAt(slot: number): number {
+    return this.tags[slot]! - 1
+  }
+
+  private resize(n: number): void {
+    this.tags = new Uint8Array(n)
+    this.vals = new Int32Array(n)
+    this.mask = n - 1
+    this.newKeys(n)
+  }
+
+  /** A table sized for `count` prefixes at most half full, without the deleted entries. */
+  private rehash(count: number): void {
+    const { tags, vals } = this
+    const from = this.keys()
+    this.epoch++
+    this.resize(slotsFor(count * 2))
+    for (let s = 0; s < tags.length; s++) {
+      const t = tags[s]!
+      if (t === EMPTY || t === GONE) continue
+      const to = this.place(from, s, t - 1)
+      this.tags[to] = t
+      this.vals[to] = vals[s]!
+    }
+    this.used = this.size
+  }
+}

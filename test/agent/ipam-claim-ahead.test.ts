@@ -146,6 +146,28 @@ async function obeysTheRules(t: Test, inner: Datastore, spec: string): Promise<v
   t.equal((await affinities(inner, 'e')).length, 2, 'one block claimed ahead, not two')
 }
 
+t.test('the service claims ahead at the threshold it is given (PINTO_IPAM_CLAIM_AHEAD), and not at all with 0', async (t) => {
+  const runs: [number | undefined, number][] = []
+  for (const below of [0, 12] as const) {
+    const { store } = await embeddedStore(t)
+    await store.create(resourceKey('IPPool', 'p'), poolText('198.18.0.0/24'))
+    const svc = new IpamService({ store, node: 'n1', socket: '/nonexistent/unused.sock', claimAheadBelow: below })
+    t.teardown(() => svc.close())
+    await svc.prepare()
+    // The first ADD claims the node's first /28 inline; then ADD until a second block is held, at most 15.
+    let adds = 1
+    await svc.assign({ handle: 'h0', num4: 1 })
+    while (adds < 16 && (await affinities(store, 'n1')).length < 2) {
+      await svc.assign({ handle: `h${adds++}`, num4: 1 })
+      await svc.ahead.settled()
+    }
+    runs.push([below, (await affinities(store, 'n1')).length === 2 ? adds : -1])
+  }
+  t.same(runs[0], [0, -1], 'with 0, the 16 addresses of the first block are used and no block is claimed ahead')
+  // 12 below: claimed after the ADD that leaves 11 free, the 5th; the default (a quarter, 4) waits for the 13th.
+  t.same(runs[1], [12, 5], 'with 12, a block is claimed ahead once fewer than 12 addresses are free')
+})
+
 for (const backend of ['embedded', 'etcd'] as const) {
   t.test(`${backend}: a block is claimed ahead, and the ADD that finds its block full claims nothing`, async (t) => {
     if (backend === 'embedded') return claimsAhead(t, (await embeddedStore(t)).store)

@@ -21,6 +21,9 @@ t.test('defaults as DESIGN.md lists them', async (t) => {
     bgpPort: 179,
   })
   t.equal(s.asNumber, undefined)
+  t.equal(s.ipamClaimAhead, undefined, 'a quarter of a block, worked out per block')
+  t.equal(settingsFromEnv({ PINTO_NODENAME: 'n1', PINTO_IPAM_CLAIM_AHEAD: '0' }).ipamClaimAhead, 0)
+  t.equal(settingsFromEnv({ PINTO_NODENAME: 'n1', PINTO_IPAM_CLAIM_AHEAD: '12' }).ipamClaimAhead, 12)
 })
 
 t.test('etcd TLS files are named, not read, by the settings', async (t) => {

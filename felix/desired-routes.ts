@@ -3,6 +3,7 @@
 // streaming read's matching. Interfaces only; desired-table.ts is the implementation.
 
 import type { Family, KernelRoute } from './kernel-route.js'
+import type { LearnedOps } from './learned-ops.js'
 import type { KeyChange, KeyedRoutes } from './route-diff.js'
 import type { DumpedRoute } from './rtnl-routes.js'
 
@@ -52,6 +53,20 @@ export interface ChangeList {
    * entry's `want` holds until the table next changes.
    */
   entries(): IterableIterator<KeyChange>
+  /**
+   * Walks the list as entries() does, but the change of a learned route that nothing but felix's own route
+   * can be in the way of (no fixed route at its prefix, and `sink.free` says no other protocol's) goes into
+   * `sink.ops` as the kernel operations it needs, and yields undefined in place of its keys. A table
+   * arriving then costs no route object, prefix text or key per route.
+   */
+  walk?(sink: LearnedSink): IterableIterator<KeyChange | undefined>
   /** Drops the list unwalked (a full diff covers it). */
   drop(): void
+}
+
+/** Where ChangeList.walk() puts the learned routes' changes it need not list by key. */
+export interface LearnedSink {
+  readonly ops: LearnedOps
+  /** Whether no route of another protocol is at the prefix in the kernel (at any tos or metric). */
+  free(family: 4 | 6, addr4: number, addr6: Uint8Array | undefined, len: number): boolean
 }

@@ -11,12 +11,13 @@ import { LearnedRenderer, type HopSource } from './learned-render.js'
 import { LearnedRoutes, type LearnedEntry } from './learned-routes.js'
 import { NOT_PENDING, parseKey, PendingLearned, type KeyPrefix } from './pending-learned.js'
 import { RenderContext, type RenderOptions, type RenderProblem } from './render-context.js'
-import type { ChangeList, DesiredRoutes, OwnRoutes } from './desired-routes.js'
+import type { ChangeList, DesiredRoutes, LearnedSink, OwnRoutes } from './desired-routes.js'
+import type { LearnedOps } from './learned-ops.js'
 import type { KeyChange } from './route-diff.js'
 import type { DumpedRoute } from './rtnl-routes.js'
 import { V6PrefixMap } from './v6-prefix-map.js'
 
-export type { ChangeList, DesiredRoutes, OwnRoutes } from './desired-routes.js'
+export type { ChangeList, DesiredRoutes, LearnedSink, OwnRoutes } from './desired-routes.js'
 export type { HopSource } from './learned-render.js'
 
 /** An IPv4 `addr/len` as address * 64 + length. */
@@ -38,6 +39,12 @@ export class DesiredTable implements DesiredRoutes {
   private pending: PendingLearned
   private readonly scratch: KeyPrefix = { family: 4, addr4: 0, addr6: undefined, len: 0 }
   private readonly addr6 = new Uint8Array(16)
+  /** The prefix learnedOps() works on, and its text for a problem's path (made only for one). */
+  private opPrefix: KeyPrefix = this.scratch
+  private readonly opDst = (): string => {
+    const p = this.opPrefix
+    return p.family === 4 ? `${formatIpv4(p.addr4)}/${p.len}` : `${formatIpv6(p.addr6!)}/${p.len}`
+  }
 
   constructor(
     private readonly opts: RenderOptions = {},
@@ -197,20 +204,30 @@ export class DesiredTable implements DesiredRoutes {
     const taken = this.pending
     this.changed = new Map()
     this.pending = new PendingLearned(this.learned)
-    return { size: fixed.size + taken.size, entries: () => this.walkChanges(fixed, taken), drop: () => taken.clear() }
+    return {
+      size: fixed.size + taken.size,
+      // Without a sink every change is listed by key: nothing yields undefined.
+      entries: () => this.walkChanges(fixed, taken, undefined) as Generator<KeyChange>,
+      walk: (sink) => this.walkChanges(fixed, taken, sink),
+      drop: () => taken.clear(),
+    }
   }
 
-  private *walkChanges(fixed: ReadonlyMap<string, KernelRoute | null>, taken: PendingLearned): Generator<KeyChange> {
+  private *walkChanges(fixed: ReadonlyMap<string, KernelRoute | null>, taken: PendingLearned, sink: LearnedSink | undefined): Generator<KeyChange | undefined> {
     try {
       yield* fixed
       const e: KeyPrefix = { family: 4, addr4: 0, addr6: undefined, len: 0 }
+      const plain = sink !== undefined ? this.plainPrefixes(fixed, sink) : undefined
       // Nothing inserts into a taken list, so its slots stay where they are.
       const v4 = taken.v4
       for (let s = v4.next(-1); s >= 0; s = v4.next(s)) {
         e.addr4 = v4.addrAt(s)
         e.len = v4.lenAt(s)
         const before = v4.valueAt(s)
-        yield* this.learnedChange(e, before, fixed)
+        if (plain?.(e) === true) {
+          this.learnedOps(e, before, sink!.ops)
+          yield undefined
+        } else yield* this.learnedChange(e, before, fixed)
         v4.deleteAt(s)
         taken.walked(before)
       }
@@ -222,13 +239,62 @@ export class DesiredTable implements DesiredRoutes {
         v6.addrAt(s, addr6)
         e.len = v6.lenAt(s)
         const before = v6.valueAt(s)
-        yield* this.learnedChange(e, before, fixed)
+        if (plain?.(e) === true) {
+          this.learnedOps(e, before, sink!.ops)
+          yield undefined
+        } else yield* this.learnedChange(e, before, fixed)
         v6.deleteAt(s)
         taken.walked(before)
       }
     } finally {
       taken.clear()
     }
+  }
+
+  /**
+   * Which learned prefixes' changes can go to a sink as operations: those no fixed route is at, nor was at
+   * the take before (a fixed route's change in `fixedChanged`), and that the sink says only felix's own
+   * route can be at in the kernel.
+   */
+  private plainPrefixes(fixedChanged: ReadonlyMap<string, KernelRoute | null>, sink: LearnedSink): (p: KeyPrefix) => boolean {
+    const was4 = new Set<number>()
+    const was6 = new V6PrefixMap()
+    const k: KeyPrefix = { family: 4, addr4: 0, addr6: undefined, len: 0 }
+    for (const key of fixedChanged.keys()) {
+      if (!parseKey(key, this.ctx.table, k)) continue
+      if (k.family === 4) was4.add(k.addr4 * 64 + k.len)
+      else was6.set(k.addr6!, k.len, 1)
+    }
+    const fixed4 = this.fixed4
+    const fixed6 = this.fixed6
+    return (p) => {
+      if (p.family === 4) {
+        const at = p.addr4 * 64 + p.len
+        if ((fixed4.size > 0 && fixed4.has(at)) || (was4.size > 0 && was4.has(at))) return false
+      } else if ((fixed6.size > 0 && fixed6.has(p.addr6!, p.len)) || (was6.size > 0 && was6.has(p.addr6!, p.len))) return false
+      return sink.free(p.family, p.addr4, p.addr6, p.len)
+    }
+  }
+
+  /**
+   * A learned prefix's change as the kernel operations it needs, given that only felix's own route can be
+   * at its keys: the route rendered from the combo it held at the take is what the kernel holds, the one
+   * rendered now is what it should. A new metric is a new key, so the old route goes and the new one comes;
+   * the same metric and other hops replace it. The prefix then counts as written as it is now.
+   */
+  private learnedOps(p: KeyPrefix, before: number, ops: LearnedOps): void {
+    const { family, addr4, addr6, len } = p
+    const now = this.learned.get(family, addr4, addr6, len)
+    this.pending.written(family, addr4, addr6, len)
+    const pool = family === 4 ? this.ctx.poolForIpv4(addr4, len) : this.ctx.poolForIpv6(addr6!, len)
+    this.opPrefix = p
+    const dst = this.opDst
+    const old = before < 0 ? null : this.renderer.hopsFor(before, pool, family, dst)
+    const hops = now < 0 ? null : now === before ? old : this.renderer.hopsFor(now, pool, family, dst)
+    const oldMetric = old === null ? 0 : (this.learned.metric(before) ?? defaultMetric(family))
+    const metric = hops === null ? 0 : (this.learned.metric(now) ?? defaultMetric(family))
+    if (old !== null && (hops === null || metric !== oldMetric)) ops.push(true, family, addr4, addr6, len, oldMetric, old)
+    if (hops !== null && (old === null || metric !== oldMetric || !sameHops(old, hops))) ops.push(false, family, addr4, addr6, len, metric, hops)
   }
 
   /**

@@ -14,6 +14,7 @@ import { parseRouteJson } from './route-parse.js'
 import { CommandError, type ProcessRunner, type RunResult } from './runner.js'
 import { NexthopRegistry, parseNexthopJson } from './nexthops.js'
 import type { DesiredRoutes } from './desired-routes.js'
+import { RouteOpList, type WriteOps } from './learned-ops.js'
 
 export interface RouteReconcilerOptions {
   readonly runner: ProcessRunner
@@ -50,22 +51,27 @@ export interface RouteReconcilerOptions {
 }
 
 /** The objects a write's routes go through, made by the first script of each writer. */
-function nexthopPlan(reg: NexthopRegistry, ops: readonly RouteOp[]): BatchPlan {
+function nexthopPlan(reg: NexthopRegistry, ops: WriteOps): BatchPlan {
   const head: string[] = []
   const ids = new Array<number | undefined>(ops.length)
-  // Runs of routes through the same hop (rendering shares hop objects) are asked about once.
-  let last: NextHop | undefined
+  // Runs of routes through the same hops (rendering shares hop lists and hop objects) are asked about once.
+  let last: readonly NextHop[] | undefined
+  let lastHop: NextHop | undefined
   let lastId: number | undefined
   for (let i = 0; i < ops.length; i++) {
-    const o = ops[i] as RouteOp
-    if (o.op !== 'replace') continue
-    const hops = o.route.nexthops
-    if (hops.length === 1 && hops[0] === last && o.route.type === 'unicast') {
+    if (ops.isDelete(i)) continue
+    const r = ops.route(i)
+    const hops = r.nexthops
+    if (r.type === 'unicast' && (hops === last || (hops.length === 1 && hops[0] === lastHop))) {
       ids[i] = lastId
       continue
     }
-    ids[i] = reg.idFor(o.route, head)
-    ;[last, lastId] = hops.length === 1 && o.route.type === 'unicast' ? [hops[0], ids[i]] : [undefined, undefined]
+    ids[i] = reg.idFor(r, head)
+    if (r.type === 'unicast') {
+      last = hops
+      lastHop = hops.length === 1 ? hops[0] : undefined
+      lastId = ids[i]
+    } else [last, lastHop, lastId] = [undefined, undefined, undefined]
   }
   return { head, nhid: (i) => ids[i] }
 }
@@ -79,6 +85,12 @@ const PARALLEL_MIN_OPS = 2_000
 const LINES_PER_PROCESS = 50_000
 /** From this many operations a write runs with `ip monitor` stopped. */
 export const QUIET_MIN_OPS = 2_000
+
+/** Every operation of `ops` as a RouteOp of its own. */
+function routeOps(ops: WriteOps): readonly RouteOp[] {
+  if (ops instanceof RouteOpList) return ops.ops
+  return Array.from({ length: ops.length }, (_, i) => ops.op(i))
+}
 
 export class RouteKernelIo {
   protected readonly runner: ProcessRunner
@@ -208,24 +220,25 @@ export class RouteKernelIo {
    * rest. Routes go through nexthop objects unless `nexthops` is false (the per-route retry pass). Through
    * the route socket while there is one, else `ip -batch`.
    */
-  protected async write(ops: readonly RouteOp[], nexthops: boolean): Promise<Map<number, string>> {
+  protected async write(ops: WriteOps, nexthops: boolean): Promise<Map<number, string>> {
     const failures = await this.writeVia(ops, nexthops)
     // A delete that finds no such route leaves the kernel as wanted: it went meanwhile (a device taking its
     // routes along, or a change made while a streaming read ran that the next apply lists again).
-    for (const [i, m] of failures) if ((ops[i] as RouteOp).op === 'delete' && /ESRCH|No such process/.test(m)) failures.delete(i)
+    for (const [i, m] of failures) if (ops.isDelete(i) && /ESRCH|No such process/.test(m)) failures.delete(i)
     return failures
   }
 
-  private async writeVia(ops: readonly RouteOp[], nexthops: boolean): Promise<Map<number, string>> {
+  private async writeVia(ops: WriteOps, nexthops: boolean): Promise<Map<number, string>> {
     const socket = this.socket
-    if (socket === undefined) return this.writeIp(ops, nexthops)
+    if (socket === undefined) return this.writeIp(routeOps(ops), nexthops)
     try {
       return await this.writeNetlink(socket, ops, nexthops)
     } catch (err) {
       // What took effect is unknown: every op counts as failed, so the caller reads the kernel and retries.
       this.log.warn({ err: (err as Error).message }, 'route socket failed; routes go through ip -batch from now on')
       this.socket = undefined
-      return new Map(ops.map((_, i) => [i, `route socket failed: ${(err as Error).message}`]))
+      const message = `route socket failed: ${(err as Error).message}`
+      return new Map(Array.from({ length: ops.length }, (_, i) => [i, message]))
     }
   }
 
@@ -236,7 +249,7 @@ export class RouteKernelIo {
    * need ~0.35 s). The rest (several hops without an object, a device the kernel does not know) goes
    * through `ip` naming its hops.
    */
-  private async writeNetlink(socket: RouteSocket, ops: readonly RouteOp[], nexthops: boolean): Promise<Map<number, string>> {
+  private async writeNetlink(socket: RouteSocket, ops: WriteOps, nexthops: boolean): Promise<Map<number, string>> {
     const reg = nexthops ? this.nexthops : undefined
     const plan = reg !== undefined ? nexthopPlan(reg, ops) : undefined
     if (plan !== undefined && plan.head.length > 0) {
@@ -245,20 +258,20 @@ export class RouteKernelIo {
     }
     // Devices by index, for the routes that name one and go through no object.
     const devices = new Set<string>()
+    let lastHops: readonly NextHop[] | undefined
     for (let i = 0; i < ops.length; i++) {
-      const o = ops[i] as RouteOp
-      if (o.op === 'replace' && plan?.nhid?.(i) !== undefined) continue
-      for (const h of o.route.nexthops) if (h.dev !== undefined) devices.add(h.dev)
+      if (!ops.isDelete(i) && plan?.nhid?.(i) !== undefined) continue
+      const hops = ops.route(i).nexthops
+      if (hops === lastHops) continue
+      lastHops = hops
+      for (const h of hops) if (h.dev !== undefined) devices.add(h.dev)
     }
     const index = devices.size > 0 ? await socket.linkIndexes(devices) : new Map<string, number>()
     const link = (dev: string): number | undefined => index.get(dev)
     const nhid = plan?.nhid
-    const { failures, skipped: rest } = await socket.write(ops.length, (i, seq, w) => {
-      const o = ops[i] as RouteOp
-      return o.op === 'replace' ? w.replace(o.route, nhid?.(i), seq, link) : w.delete(o.route, seq, link)
-    })
+    const { failures, skipped: rest } = await socket.write(ops.length, (i, seq, w) => (ops.isDelete(i) ? w.delete(ops.route(i), seq, link) : w.replace(ops.route(i), nhid?.(i), seq, link)))
     if (rest.length > 0) {
-      const failed = await this.writeIp(rest.map((i) => ops[i] as RouteOp), false)
+      const failed = await this.writeIp(rest.map((i) => ops.op(i)), false)
       for (const [k, m] of failed) failures.set(rest[k] as number, m)
     }
     return failures
@@ -272,7 +285,7 @@ export class RouteKernelIo {
    */
   private async writeIp(ops: readonly RouteOp[], nexthops: boolean): Promise<Map<number, string>> {
     const reg = nexthops ? this.nexthops : undefined
-    const dealer = new BatchDealer(ops, reg !== undefined ? { plan: () => nexthopPlan(reg, ops) } : {})
+    const dealer = new BatchDealer(ops, reg !== undefined ? { plan: () => nexthopPlan(reg, new RouteOpList(ops)) } : {})
     const failures = new Map<number, string>()
     const run = async (w: BatchWriter): Promise<void> => {
       const r = await this.runner.run('ip', ['-force', '-batch', '-'], { input: w.script(), ...this.nsOpt() })

@@ -7,7 +7,8 @@ import { routeKey } from './kernel-route.js'
 import { KnownTable } from './known-table.js'
 import type { DumpedRoute } from './rtnl-routes.js'
 import { type DiffResult, type KeyChange, type RouteConflict, type RouteOp } from './route-diff.js'
-import type { DesiredRoutes } from './desired-routes.js'
+import type { DesiredRoutes, LearnedSink } from './desired-routes.js'
+import { LearnedOps, RouteOpList } from './learned-ops.js'
 import { QUIET_MIN_OPS } from './route-kernel-io.js'
 import { RouteMonitorWatch } from './route-monitor-watch.js'
 
@@ -47,6 +48,8 @@ export class RouteReconciler extends RouteMonitorWatch {
   private queued: Promise<ApplyResult> | undefined
   private timer: NodeJS.Timeout | undefined
   private wantRead = false
+  /** The columns a batch's learned operations go into (see applyBatches), kept from one apply to the next. */
+  private learnedOps: LearnedOps | undefined
   /** Errors from the latest apply, by route key. */
   readonly errors = new Map<string, RouteError>()
 
@@ -162,7 +165,7 @@ export class RouteReconciler extends RouteMonitorWatch {
     const known = this.known as KnownTable
     // Taken at every apply: a full diff covers what changed as well.
     const list = streamed ? undefined : d.takeChanges?.()
-    if (!read && list !== undefined && list.size >= this.streamMin) return this.applyBatches(list.entries(), list.size, known, t0)
+    if (!read && list !== undefined && list.size >= this.streamMin) return this.applyBatches((sink) => (sink !== undefined && list.walk !== undefined ? list.walk(sink) : list.entries()), list.size, known, t0)
     if (read) list?.drop()
     const changed = read || list === undefined ? undefined : [...list.entries()]
     const incremental = changed !== undefined
@@ -177,7 +180,7 @@ export class RouteReconciler extends RouteMonitorWatch {
         function* missing(): Generator<KeyChange> {
           for (const [key, r] of d.unmatched!((k) => known.get(k) === undefined)) yield [key, null, r]
         }
-        return await this.applyBatches(missing(), Math.max(kept.ops.length, d.size - matched), known, t0, kept)
+        return await this.applyBatches(missing, Math.max(kept.ops.length, d.size - matched), known, t0, kept)
       } finally {
         d.clearMatched!()
       }
@@ -203,7 +206,7 @@ export class RouteReconciler extends RouteMonitorWatch {
     // with). What others changed meanwhile waits for the periodic resync.
     const quiet = first.ops.length >= QUIET_MIN_OPS && (await this.pauseMonitor())
     if (!quiet) this.echoes.note(first.ops)
-    const failures = await this.write(first.ops, true)
+    const failures = await this.write(new RouteOpList(first.ops), true)
       .catch((err: unknown) => {
         this.known = undefined
         throw err
@@ -232,7 +235,7 @@ export class RouteReconciler extends RouteMonitorWatch {
     this.log.info({ failed, of }, 'batch had failures; resyncing once')
     const second = this.tracker.diff(this.desired, await this.read(), this.now(), this.workloads)
     this.echoes.note(second.ops)
-    const retry = await this.write(second.ops, false)
+    const retry = await this.write(new RouteOpList(second.ops), false)
     return [...retry].map(([i, message]) => ({ op: second.ops[i] as RouteOp, message }))
   }
 
@@ -249,36 +252,46 @@ export class RouteReconciler extends RouteMonitorWatch {
    * walked, diffed and written a batch at a time, so no more than a batch of operations and rendered routes
    * exists at once, and each batch diffs against the known table the ones before it left. `first`, when
    * given, is a full diff of a fresh read (the routes it kept), written first; the entries are then the
-   * desired routes that read lacked. A large one runs with `ip monitor` stopped, as in applyOnce. A failed
+   * desired routes that read lacked. A large one runs with `ip monitor` stopped, as in applyOnce. With no
+   * monitor reading (no echo to note), `open` is given a sink: the learned routes' changes nothing else can
+   * be in the way of come as operations in columns (an undefined entry each), not keys to diff. A failed
    * route sends the whole table through retryAfterFailures.
    */
-  private async applyBatches(entries: Iterator<KeyChange>, size: number, start: KnownTable, t0: number, first?: DiffResult): Promise<ApplyResult> {
+  private async applyBatches(open: (sink: LearnedSink | undefined) => Iterator<KeyChange | undefined>, size: number, start: KnownTable, t0: number, first?: DiffResult): Promise<ApplyResult> {
     const written = this.desired.asWritten?.() ?? this.desired
     const per = this.streamBatch ?? (this.socket !== undefined ? STREAM_BATCH : STREAM_BATCH_IP)
+    // The monitor stops before anything is written (and is no longer reading once this returns).
+    const pausing = size >= QUIET_MIN_OPS ? this.pauseMonitor() : Promise.resolve(false)
+    const learned = this.monitor === undefined ? (this.learnedOps ??= new LearnedOps(this.table, this.protocol, per)) : undefined
+    learned?.reset()
+    const entries = open(learned !== undefined ? { ops: learned, free: (f, a4, a6, len) => start.noOther(f, a4, a6, len) } : undefined)
     // A batch is diffed as soon as it is taken: each entry's desired route holds until the table changes.
     const take = (): KeyChange[] => {
       const m: KeyChange[] = []
-      while (m.length < per) {
+      learned?.reset()
+      for (let n = 0; n < per; n++) {
         const r = entries.next()
         if (r.done === true) break
-        m.push(r.value)
+        if (r.value !== undefined) m.push(r.value)
       }
       return m
     }
-    // The first batch is diffed at once, with the fixed routes' changes as of the take.
-    let batch: KeyChange[] = first !== undefined ? [] : take()
-    let d: DiffResult = first ?? this.tracker.diffKeys(this.desired, start, batch, start.others(), this.now(), this.workloads)
-    if (d.graceDeadline !== undefined) this.schedule(Math.max(0, d.graceDeadline - this.now()) + 10)
-    else this.schedule(this.resyncMs)
-    let readMs = performance.now() - t0
+    let readMs = 0
     let writeMs = 0
     const conflicts: RouteConflict[] = []
     const counts = { replace: 0, delete: 0 }
     let failed = 0
     let known = start
-    const quiet = size >= QUIET_MIN_OPS && (await this.pauseMonitor())
     let full = first !== undefined
+    let quiet = false
     try {
+      // The first batch is diffed at once, with the fixed routes' changes as of the take.
+      let batch: KeyChange[] = first !== undefined ? [] : take()
+      let d: DiffResult = first ?? this.tracker.diffKeys(this.desired, start, batch, start.others(), this.now(), this.workloads)
+      if (d.graceDeadline !== undefined) this.schedule(Math.max(0, d.graceDeadline - this.now()) + 10)
+      else this.schedule(this.resyncMs)
+      readMs = performance.now() - t0
+      quiet = await pausing
       for (;;) {
         for (const c of d.conflicts) conflicts.push(c)
         const before = known
@@ -286,15 +299,20 @@ export class RouteReconciler extends RouteMonitorWatch {
         full = false
         // Unless the monitor saw drift meanwhile (the known table is then gone until the next read).
         if (this.known === before) this.known = known
+        const t1 = performance.now()
         if (d.ops.length > 0) {
           for (const o of d.ops) counts[o.op]++
           if (!quiet) this.echoes.note(d.ops)
-          const t1 = performance.now()
-          failed += (await this.write(d.ops, true)).size
-          writeMs += performance.now() - t1
+          failed += (await this.write(new RouteOpList(d.ops), true)).size
         }
+        if (learned !== undefined && learned.length > 0) {
+          counts.delete += learned.deletes
+          counts.replace += learned.length - learned.deletes
+          failed += (await this.write(learned, true)).size
+        }
+        writeMs += performance.now() - t1
         batch = take()
-        if (batch.length === 0) break
+        if (batch.length === 0 && (learned === undefined || learned.length === 0)) break
         const t2 = performance.now()
         d = this.tracker.diffKeys(this.desired, known, batch, undefined, this.now(), this.workloads)
         readMs += performance.now() - t2
@@ -304,7 +322,8 @@ export class RouteReconciler extends RouteMonitorWatch {
       throw err
     } finally {
       entries.return?.(undefined)
-      if (quiet) this.startMonitor()
+      learned?.reset()
+      if (await pausing.catch(() => false)) this.startMonitor()
     }
     this.reportConflicts(conflicts)
     const planned = counts.replace + counts.delete

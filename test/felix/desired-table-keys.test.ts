@@ -1,12 +1,14 @@
 // felix's desired table keyed by numbers and bytes against references keyed by text: IPv6 routes of random
 // lengths (stored by their bytes) equal a full render of a model keyed by prefix text; every listed change's
 // desired route is what get() finds by parsing the key; a streaming read's IPv6 match marks exactly the
-// routes the table wants; and a combo id that is freed and made again for other hops renders those hops.
+// routes the table wants; a combo id that is freed and made again for other hops renders those hops; and
+// a walk that puts learned changes into operations leaves the kernel as the keyed walk does.
 
 import t from 'tap'
 import { formatIpv6, parseIpv6 } from '../../bgp/codec/ip.js'
 import { DesiredTable, renderDesired, type HopSource, type KernelRoute, type LearnedNextHop, type LearnedRoute } from '../../felix/index.js'
 import { replaceLine } from '../../felix/kernel-route.js'
+import { LearnedOps } from '../../felix/learned-ops.js'
 import type { DumpedRoute } from '../../felix/rtnl-routes.js'
 import { Rng } from '../harness/random.js'
 import { pools, vteps, localNode } from './render-fixtures.js'
@@ -123,4 +125,68 @@ t.test('a combo id freed and made again for other hops renders the new hops', as
   d.set(6, 0, b, 64, [3], undefined)
   t.match(line(d.get(`254 2001:db8:1:2::/64 0 1024`)), /via 2001:db8::13 /, 'through the hop it was set with')
   t.same([...d.hopRoutes()].map((x) => x.nexthops[0]!.gateway), ['2001:db8::13'], 'and the nexthop sweep keeps that hop alone')
+})
+
+t.test('a walk into learned operations leaves the kernel as the keyed walk does, and lists by key what others may hold', async (t) => {
+  const ipv4 = (n: number): number => ((198 << 24) | (18 << 16)) + n * 64
+  for (const seed of [31, 32, 33]) {
+    const r = new Rng(seed)
+    const d = table()
+    const kernel = new Map<string, string>()
+    // Prefixes another protocol's route is at in the kernel: their changes must come by key.
+    const others = new Set<string>()
+    let localBlocks: string[] = []
+    let wrong = 0
+    const fail = (m: string): void => {
+      if (wrong++ < 5) t.fail(`seed ${seed}: ${m}`)
+    }
+    const ops = new LearnedOps(254, 87, 16)
+    const take = (): void => {
+      ops.reset()
+      const sink = { ops, free: (f: 4 | 6, a4: number, a6: Uint8Array | undefined, len: number) => !others.has(f === 4 ? `${a4}/${len}` : `${formatIpv6(a6!)}/${len}`) }
+      for (const c of d.takeChanges().walk!(sink)) {
+        if (c === undefined) continue
+        const [key, held] = c
+        if (line(held) !== kernel.get(key)) fail(`${key}: listed as holding ${line(held)}, written ${kernel.get(key)}`)
+        const now = d.get(key)
+        if (now === undefined) kernel.delete(key)
+        else kernel.set(key, replaceLine(now))
+      }
+      for (let i = 0; i < ops.length; i++) {
+        const o = ops.op(i)
+        const at = o.route.family === 4 ? `${o.route.dst4}/${o.route.dstLen}` : o.route.dst
+        if (others.has(at)) fail(`${o.route.dst}: another protocol's route is there, yet it came as an operation`)
+        if (o.op === 'delete') {
+          if (kernel.get(o.key) !== replaceLine(o.route)) fail(`${o.key}: deleted ${replaceLine(o.route)}, written ${kernel.get(o.key)}`)
+          kernel.delete(o.key)
+        } else {
+          if (kernel.get(o.key) === replaceLine(o.route)) fail(`${o.key}: replaced with what it held`)
+          kernel.set(o.key, replaceLine(o.route))
+        }
+      }
+    }
+    for (let step = 0; step < 8000; step++) {
+      const choice = r.int(24)
+      const v6 = r.int(3) === 0
+      const p = randomPrefix(r)
+      const addr4 = ipv4(r.int(200))
+      const len4 = r.pick([26, 27, 32])
+      const metric = r.int(4) === 0 ? 100 + r.int(2) : undefined
+      if (choice < 12) {
+        if (v6) d.set(6, 0, p.addr, p.len, r.int(3) === 0 ? [2, 3] : [2 + r.int(2)], metric)
+        else d.set(4, addr4, undefined, len4, r.int(3) === 0 ? [0, 1] : [r.int(2)], metric)
+      } else if (choice < 20) {
+        if (v6) d.delete(6, 0, p.addr, p.len)
+        else d.delete(4, addr4, undefined, len4)
+      } else if (choice < 21) {
+        localBlocks = r.int(2) === 0 ? [] : [v6 ? p.text : `198.18.${(addr4 >>> 8) & 255}.${addr4 & 255}/${len4}`]
+        d.setFixed(renderDesired({ pools: [], routes: [], localBlocks, vteps: [], localNode }, { protocol: 87 }).routes)
+      } else if (choice < 22 && others.size < 20) others.add(v6 ? p.text : `${addr4}/${len4}`)
+      if (r.int(60) === 0) take()
+    }
+    take()
+    t.equal(wrong, 0, `seed ${seed}: every operation and listed change named what was written and what is desired`)
+    const got = [...d].map(([k, x]) => [k, replaceLine(x)]).sort()
+    t.same([...kernel].sort(), got, `seed ${seed}: writing the operations and the listed keys leaves the kernel equal to the table (${got.length} routes)`)
+  }
 })

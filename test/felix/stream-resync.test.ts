@@ -1,7 +1,9 @@
 // felix's resync over the route socket on a real kernel, with a desired table of learned routes: the dump
 // is compared route by route against the table as it is read, so only the routes that differ become
 // objects; drift made by hand (a route deleted, one through another hop, one with another metric, a stale
-// route of felix's protocol) is repaired, routes of other protocols are left alone; IPv6 as IPv4.
+// route of felix's protocol) is repaired, routes of other protocols are left alone; a churn of most of the
+// table, written a batch at a time, leaves the kernel equal to the table and another protocol's route at
+// a learned route's key untouched; IPv6 as IPv4.
 
 import t, { type Test } from 'tap'
 import { execa } from 'execa'
@@ -19,6 +21,7 @@ interface Step {
   kept: number
   ipReads: number
   socketError: string | null
+  lines?: string[]
 }
 
 /** The child that owns the reconciler, in namespace `ns`: each apply's result is a line; stdin's lines step it. */
@@ -53,6 +56,8 @@ interface Family {
   readonly blackhole: (written: readonly string[]) => boolean
   /** The deleted route, the one through another hop, the one given another metric, a stale one, another protocol's. */
   readonly drift: { readonly del: string; readonly hop: string; readonly metric: string; readonly stale: string; readonly other: string }
+  /** A learned route's prefix (metric as the table has it) that another protocol's route takes before the churn. */
+  readonly taken: string
   /** Via these: the table's own gateway and another. */
   readonly gw: string
   readonly gw2: string
@@ -64,6 +69,7 @@ const FAMILIES: readonly Family[] = [
     node: { v4: '192.0.2.11/24' }, neighbours: ['192.0.2.12'],
     blackhole: (w) => w.includes('route replace blackhole 198.18.0.32/28 proto 87'),
     drift: { del: '198.18.0.64/28', hop: '198.18.0.80/28', metric: '198.18.0.112/28', stale: '198.18.200.0/24', other: '198.18.201.0/24' },
+    taken: '198.18.0.208/28',
     gw: '192.0.2.12', gw2: '192.0.2.13',
   },
   {
@@ -71,6 +77,7 @@ const FAMILIES: readonly Family[] = [
     node: { v6: '2001:db8::11/64' }, neighbours: ['2001:db8::12', '2001:db8::13'],
     blackhole: (w) => w.some((l) => l.startsWith('route replace blackhole 2001:db8:1:2::/64 ')),
     drift: { del: '2001:db8:1:4::/64', hop: '2001:db8:1:5::/64', metric: '2001:db8:1:7::/64', stale: '2001:db8:1:ff00::/64', other: '2001:db8:1:ff01::/64' },
+    taken: '2001:db8:1:d::/64',
     gw: '2001:db8::12', gw2: '2001:db8::13',
   },
 ]
@@ -108,6 +115,20 @@ for (const f of FAMILIES) {
     t.ok((await ipn('route', 'show', d.other)).stdout.includes('proto static'), "another protocol's route left alone")
     child.stdin?.write('\n')
     t.match(await step(4), { planned: 0, errors: 0 }, 'and nothing is left to do')
+
+    // Another protocol's route takes a learned route's key; the resync sees it there and leaves it.
+    await ipn('route', 'replace', f.taken, 'via', f.gw2, 'dev', 'eth0', 'proto', 'static')
+    child.stdin?.write('\n')
+    t.match(await step(5), { planned: 0, errors: 0 }, 'the taken key is left to its holder')
+    child.stdin?.write('churn\n')
+    const churned = await step(6)
+    t.match(churned, { errors: 0, ipReads: 0, socketError: null }, 'the churn is written')
+    t.ok(churned.planned > COUNT / 2, `most of the table changed (${churned.planned} operations)`)
+    const want = (churned.lines ?? []).filter((l) => !l.includes(`${f.taken} `))
+    t.same(await ourRoutes(a.ns, f.family), want, 'the kernel equals the table but for the taken key')
+    t.ok((await ipn('route', 'show', f.taken)).stdout.includes('proto static'), "the route another protocol holds at a learned key is left alone")
+    child.stdin?.write('\n')
+    t.match(await step(7), { planned: 0, errors: 0 }, 'and a resync finds nothing more to do')
     child.stdin?.end()
     t.equal((await child).exitCode, 0, 'the child stopped cleanly')
   })

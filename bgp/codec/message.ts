@@ -21,9 +21,9 @@ export const KEEPALIVE: KeepaliveMessage = Object.freeze({ type: 'keepalive' })
 
 /**
  * Decodes one whole message (header included). Throws BgpError; never anything else for bad bytes.
- * `ipv4Columns`: see decodeUpdate.
+ * `columns`: see decodeUpdate.
  */
-export function decodeMessage(frame: Uint8Array, opts: CodecOptions, ipv4Columns = false): BgpMessage {
+export function decodeMessage(frame: Uint8Array, opts: CodecOptions, columns = false): BgpMessage {
   const max = opts.extendedMessage ? MAX_EXTENDED_MESSAGE_LENGTH : MAX_MESSAGE_LENGTH
   if (frame.length < HEADER_LENGTH) {
     // A frame always comes from the framer; a short one is a caller's mistake, reported as the wire would.
@@ -36,7 +36,7 @@ export function decodeMessage(frame: Uint8Array, opts: CodecOptions, ipv4Columns
     case MessageType.OPEN:
       return decodeOpen(body)
     case MessageType.UPDATE:
-      return decodeUpdate(body, opts, ipv4Columns)
+      return decodeUpdate(body, opts, columns)
     case MessageType.NOTIFICATION:
       return decodeNotification(body)
     case MessageType.KEEPALIVE:

@@ -6,14 +6,17 @@ import { Afi, AttrCode, ErrorCode, Safi, UpdateSubcode, familyKey } from './cons
 import { BgpError, ErrorAction, type ErrorActionValue } from './errors.js'
 import { Writer } from './buffer.js'
 import { formatIpv4, formatIpv6, parseIpv4, parseIpv6 } from './ip.js'
-import { decodeNlri, nlriSize, writeNlri, type Prefix } from './nlri.js'
+import { decodeIpv6Prefixes, decodeNlri, nlriSize, writeNlri, type Ipv6Prefixes, type Prefix } from './nlri.js'
 
 export interface MpReach {
   readonly afi: number
   readonly safi: number
   /** One address, or an IPv6 global address followed by its link-local address. */
   readonly nextHop: readonly string[]
+  /** The prefixes announced (empty when they are in `nlriColumns`). */
   readonly nlri: readonly Prefix[]
+  /** IPv6 unicast prefixes as columns, when decoded with `ipv6Columns` and without add-path. */
+  readonly nlriColumns?: Ipv6Prefixes
   /** The whole attribute value, for families this speaker does not decode. */
   readonly raw?: Uint8Array
 }
@@ -51,7 +54,11 @@ function decodeNextHop(buf: Uint8Array, start: number, len: number, afi: number)
 }
 
 /** `offset` is where the attribute header starts, for error positions. */
-export function decodeMpReach(buf: Uint8Array, start: number, len: number, offset: number, addPath: (family: number) => boolean): MpReach {
+/**
+ * MP_REACH_NLRI's value. With `ipv6Columns`, IPv6 unicast prefixes (unless they carry path identifiers)
+ * come as columns in `nlriColumns` instead of objects in `nlri`: a receiver's hot path for a table dump.
+ */
+export function decodeMpReach(buf: Uint8Array, start: number, len: number, offset: number, addPath: (family: number) => boolean, ipv6Columns = false): MpReach {
   const code = AttrCode.MP_REACH_NLRI
   // Without AFI and SAFI nothing can be disabled selectively: the session goes (RFC 7606 §7.11).
   if (len < 3) throw mpError(code, `length ${len} leaves no AFI/SAFI`, offset, ErrorAction.SESSION_RESET)
@@ -68,8 +75,11 @@ export function decodeMpReach(buf: Uint8Array, start: number, len: number, offse
   if (nextHop === undefined) {
     throw mpError(code, `next hop length ${nhLen} is not valid for AFI ${afi}`, offset, ErrorAction.AFI_SAFI_DISABLE, family)
   }
-  const nlri: Prefix[] = []
   // The reserved octet after the next hop (once SNPAs) is ignored on receipt (RFC 4760 §3).
+  if (ipv6Columns && afi === Afi.IPV6 && safi === Safi.UNICAST && !addPath(family)) {
+    return { afi, safi, nextHop, nlri: [], nlriColumns: decodeIpv6Prefixes(buf, start + 5 + nhLen, start + len, ErrorAction.AFI_SAFI_DISABLE, family) }
+  }
+  const nlri: Prefix[] = []
   decodeNlri(buf, start + 5 + nhLen, start + len, afi, addPath(family), nlri, ErrorAction.AFI_SAFI_DISABLE, family)
   return { afi, safi, nextHop, nlri }
 }

@@ -213,6 +213,50 @@ export function ipv4PrefixList(p: Ipv4Prefixes): Prefix[] {
   return out
 }
 
+/**
+ * IPv6 prefixes without path identifiers as columns, for the hot path of a table dump: no object or
+ * Uint8Array per prefix. Entry i's network (host bits clear) is addr[16i, 16i + 16), its length len[i].
+ */
+export interface Ipv6Prefixes {
+  readonly count: number
+  readonly addr: Uint8Array
+  readonly len: Uint8Array
+}
+
+/**
+ * Decodes the IPv6 prefixes (no path identifiers) in buf[start, end) as columns, with decodeNlri's errors
+ * (`action` and `family` as given: MP_REACH_NLRI's disable the family).
+ */
+export function decodeIpv6Prefixes(buf: Uint8Array, start: number, end: number, action: ErrorActionValue, family: number | undefined): Ipv6Prefixes {
+  let n = 0
+  for (let i = start; i < end; n++) {
+    const len = buf[i]!
+    if (len > 128) throw nlriError(`prefix length ${len} exceeds 128`, i, action, family)
+    const next = i + 1 + ((len + 7) >> 3)
+    if (next > end) throw nlriError(`prefix of length ${len} overruns the field`, i, action, family)
+    i = next
+  }
+  const addrs = new Uint8Array(n * 16)
+  const lens = new Uint8Array(n)
+  for (let k = 0, i = start; k < n; k++) {
+    const len = buf[i]!
+    const nb = (len + 7) >> 3
+    const at = k * 16
+    for (let b = 0; b < nb; b++) addrs[at + b] = buf[i + 1 + b]!
+    if (len & 7) addrs[at + nb - 1]! &= (0xff << (8 - (len & 7))) & 0xff
+    lens[k] = len
+    i += 1 + nb
+  }
+  return { count: n, addr: addrs, len: lens }
+}
+
+/** The columns as prefix objects. */
+export function ipv6PrefixList(p: Ipv6Prefixes): Prefix[] {
+  const out = new Array<Prefix>(p.count)
+  for (let i = 0; i < p.count; i++) out[i] = { afi: 2, len: p.len[i]!, addr: p.addr.slice(i * 16, i * 16 + 16), pathId: 0 }
+  return out
+}
+
 /** Writes one prefix at buf[pos]; returns the position after it. The caller has checked the space. */
 export function writeNlri(buf: Uint8Array, pos: number, p: Prefix, addPath: boolean): number {
   if (addPath) {

@@ -22,7 +22,7 @@ export interface UpdateMessage {
   readonly attributes: PathAttributes
   /** IPv4 unicast prefixes in the NLRI field (empty when they are in `nlriColumns`). */
   readonly nlri: readonly Prefix[]
-  /** The NLRI field's prefixes as columns, when decoded with `ipv4Columns` and without add-path. */
+  /** The NLRI field's prefixes as columns, when decoded with `columns` and without add-path. */
   readonly nlriColumns?: Ipv4Prefixes
   readonly mpReach?: MpReach
   readonly mpUnreach?: MpUnreach
@@ -52,10 +52,11 @@ function missing(code: number, name: string): BgpError {
 }
 
 /**
- * Decodes an UPDATE. With `ipv4Columns`, the NLRI field's prefixes (unless they carry path identifiers)
- * come as columns in `nlriColumns` instead of objects in `nlri`: a receiver's hot path for a table dump.
+ * Decodes an UPDATE. With `columns`, the NLRI field's prefixes and MP_REACH_NLRI's IPv6 unicast ones
+ * (unless they carry path identifiers) come as columns in `nlriColumns` and `mpReach.nlriColumns` instead
+ * of objects: a receiver's hot path for a table dump. encodeUpdate writes neither.
  */
-export function decodeUpdate(frame: Uint8Array, opts: CodecOptions, ipv4Columns = false): UpdateMessage {
+export function decodeUpdate(frame: Uint8Array, opts: CodecOptions, columns = false): UpdateMessage {
   const end = frame.length
   let i = HEADER_LENGTH
   // RFC 7606 §4 keeps a session reset for lengths that leave the fields unlocatable.
@@ -79,7 +80,7 @@ export function decodeUpdate(frame: Uint8Array, opts: CodecOptions, ipv4Columns 
   let nlri: Prefix[] | readonly Prefix[] = EMPTY
   let nlriColumns: Ipv4Prefixes | undefined
   if (i < end) {
-    if (ipv4Columns && !addPath4) nlriColumns = decodeIpv4Prefixes(frame, i, end)
+    if (columns && !addPath4) nlriColumns = decodeIpv4Prefixes(frame, i, end)
     else {
       const out: Prefix[] = []
       decodeNlri(frame, i, end, Afi.IPV4, addPath4, out)
@@ -95,7 +96,7 @@ export function decodeUpdate(frame: Uint8Array, opts: CodecOptions, ipv4Columns 
   if (decoded?.mpReach) {
     const m = decoded.mpReach
     try {
-      mpReach = decodeMpReach(frame, m.start, m.len, m.offset, addPath)
+      mpReach = decodeMpReach(frame, m.start, m.len, m.offset, addPath, columns)
     } catch (err) {
       if (!(err instanceof BgpError) || err.action === ErrorAction.SESSION_RESET) throw err
       error = strongest(error, err)
@@ -112,7 +113,7 @@ export function decodeUpdate(frame: Uint8Array, opts: CodecOptions, ipv4Columns 
   }
   const attrs = decoded?.attrs ?? {}
   // RFC 7606 §3(d): mandatory attributes are only required when something is announced.
-  if (announced || (mpReach && mpReach.nlri.length > 0)) {
+  if (announced || (mpReach !== undefined && (mpReach.nlri.length > 0 || (mpReach.nlriColumns?.count ?? 0) > 0))) {
     if (attrs.origin === undefined) error = strongest(error, missing(AttrCode.ORIGIN, 'ORIGIN'))
     if (attrs.asPath === undefined) error = strongest(error, missing(AttrCode.AS_PATH, 'AS_PATH'))
     if (announced && attrs.nextHop === undefined) error = strongest(error, missing(AttrCode.NEXT_HOP, 'NEXT_HOP'))

@@ -4,7 +4,7 @@
 
 import type { BGPFilter, BGPFilterRule } from '../../config/resources/types.js'
 import type { PathAttributes } from '../codec/attributes.js'
-import { parsePrefix, type Prefix } from '../codec/nlri.js'
+import { parsePrefix, type Ipv6Prefix, type Prefix } from '../codec/nlri.js'
 import type { Policy, RibPeer, RouteContext } from '../rib/types.js'
 import { compileBgpFilters } from './bgp-filter.js'
 import { prefixMatcher } from './match.js'
@@ -16,9 +16,21 @@ export interface PoolGuard {
   verdict(prefix: Prefix, attrs: PathAttributes, peer: RibPeer, route?: RouteContext): PoolPrefixVerdict
   /** Whether the IPv4 network `addr`/`len` (host bits clear) lies outside every pool: verdict 'outside'. */
   outsideIpv4(addr: number, len: number): boolean
+  /** outsideIpv4() for the IPv6 network of bytes addr[at, at + 16) and length `len` (host bits clear). */
+  outsideIpv6(addr: Uint8Array, at: number, len: number): boolean
 }
 
 const REJECT_REST: BGPFilterRule = { action: 'Reject' }
+
+/** Whether the address at addr[at, at + 16) lies in the network `net`/`len`. */
+function within6(net: Uint8Array, len: number, addr: Uint8Array, at: number): boolean {
+  const whole = len >> 3
+  for (let b = 0; b < whole; b++) if (addr[at + b] !== net[b]) return false
+  const bits = len & 7
+  if (bits === 0) return true
+  const mask = (0xff << (8 - bits)) & 0xff
+  return ((addr[at + whole]! ^ net[whole]!) & mask) === 0
+}
 
 /**
  * The guard for these pool CIDRs and the peer's import filters. Each explicit Accept rule is compiled
@@ -35,6 +47,7 @@ export function compilePoolGuard(poolCidrs: readonly string[], filters: readonly
   const v4Len = Int32Array.from(v4, (n) => n.len)
   const v4Addr = Int32Array.from(v4, (n) => n.addr | 0)
   const v4Mask = Int32Array.from(v4, (n) => (n.len === 0 ? 0 : -1 << (32 - n.len)))
+  const v6 = poolCidrs.map((c) => parsePrefix(c)).filter((n): n is Ipv6Prefix => n.afi === 2)
   const explicit: Policy[] = []
   for (const f of filters) {
     for (const list of ['importV4', 'importV6'] as const) {
@@ -53,16 +66,20 @@ export function compilePoolGuard(poolCidrs: readonly string[], filters: readonly
       for (let i = 0; i < v4Len.length; i++) if (len >= v4Len[i]! && (addr & v4Mask[i]!) === v4Addr[i]) return false
       return true
     },
+    outsideIpv6(addr, at, len) {
+      for (const pool of v6) if (len >= pool.len && within6(pool.addr, pool.len, addr, at)) return false
+      return true
+    },
   }
 }
 
 /** `inner` behind the guard: a refused prefix is rejected and reported, the rest goes through `inner`. */
 export function guardPoolPrefixes(inner: Policy, guard: PoolGuard, onRefused: (prefix: Prefix, peer: RibPeer) => void): Policy {
   // A network outside every pool meets only `inner`: when that passes all, so does the guard for it.
-  const passesIpv4 = inner.passesAll === true ? (addr: number, len: number) => guard.outsideIpv4(addr, len) : undefined
+  const all = inner.passesAll === true
   return {
     empty: inner.empty,
-    ...(passesIpv4 !== undefined ? { passesIpv4 } : {}),
+    ...(all ? { passesIpv4: (addr: number, len: number) => guard.outsideIpv4(addr, len), passesIpv6: (addr: Uint8Array, at: number, len: number) => guard.outsideIpv6(addr, at, len) } : {}),
     apply(prefix, attrs, peer, route) {
       if (guard.verdict(prefix, attrs, peer, route) === 'refused') {
         onRefused(prefix, peer)

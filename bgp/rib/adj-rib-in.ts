@@ -5,7 +5,7 @@
 import { familyKey } from '../codec/constants.js'
 import type { AttributeInterner, InternedAttributes } from '../codec/intern.js'
 import type { PathAttributes } from '../codec/attributes.js'
-import { ipv4Prefix, ipv4PrefixList, type Ipv4Prefixes, type Prefix } from '../codec/nlri.js'
+import { ipv4Prefix, ipv4PrefixList, ipv6Prefix, ipv6PrefixList, type Ipv4Prefixes, type Ipv6Prefixes, type Prefix } from '../codec/nlri.js'
 import { PATH_ADDED, PATH_REMOVED, PATH_WAS_STALE, type Destinations, type PathSource } from './destinations.js'
 import { validateReceived, type LocalIdentity, type Refusal } from './validate.js'
 import { ImportTable, reimportOp } from './import-table.js'
@@ -44,6 +44,15 @@ function passesSection(policy: Policy, prefixes: Ipv4Prefixes): boolean {
   for (let i = 0; i < count; i++) if (!passes(addr[i]!, len[i]!)) return false
   return true
 }
+/** passesSection() for IPv6 networks, by the policy's passesIpv6. */
+function passesSection6(policy: Policy, prefixes: Ipv6Prefixes): boolean {
+  const passes = policy.passesIpv6
+  if (passes === undefined) return false
+  const { count, addr, len } = prefixes
+  for (let i = 0; i < count; i++) if (!passes(addr, i * 16, len[i]!)) return false
+  return true
+}
+
 const FAMILIES = [1, 2] as const
 const UNICAST = 1
 
@@ -124,23 +133,36 @@ export class AdjRibIn {
    */
   receiveIpv4(peer: RibPeer, session: PeerSessionInfo, prefixes: Ipv4Prefixes, attrs: PathAttributes | undefined, nextHop?: readonly string[]): Refusal | undefined {
     const policy = peer.importPolicy
-    const t = this.table
-    if (attrs === undefined || (policy !== undefined && policy.passesAll !== true && !passesSection(policy, prefixes)) || !t.runsAppend || peer.importTable === true) {
+    if (attrs === undefined || (policy !== undefined && policy.passesAll !== true && !passesSection(policy, prefixes)) || !this.table.runsAppend || peer.importTable === true) {
       return this.receive(peer, session, ipv4PrefixList(prefixes), attrs, nextHop)
     }
+    return this.receiveRun(peer, session, prefixes, (i) => ipv4Prefix(prefixes.addr[i]! >>> 0, prefixes.len[i]!), attrs, nextHop)
+  }
+
+  /** receiveIpv4() for IPv6 prefixes without path identifiers as columns (MP_REACH_NLRI of a table dump). */
+  receiveIpv6(peer: RibPeer, session: PeerSessionInfo, prefixes: Ipv6Prefixes, attrs: PathAttributes | undefined, nextHop?: readonly string[]): Refusal | undefined {
+    const policy = peer.importPolicy
+    if (attrs === undefined || (policy !== undefined && policy.passesAll !== true && !passesSection6(policy, prefixes)) || !this.table.runsAppend || peer.importTable === true) {
+      return this.receive(peer, session, ipv6PrefixList(prefixes), attrs, nextHop)
+    }
+    return this.receiveRun(peer, session, prefixes, (i) => ipv6Prefix(prefixes.addr.subarray(i * 16, i * 16 + 16), prefixes.len[i]!), attrs, nextHop)
+  }
+
+  /** A section as one run of new destinations (see receiveIpv4); `prefixAt` makes prefix i as an object. */
+  private receiveRun(peer: RibPeer, session: PeerSessionInfo, prefixes: Ipv4Prefixes | Ipv6Prefixes, prefixAt: (i: number) => Prefix, attrs: PathAttributes, nextHop: readonly string[] | undefined): Refusal | undefined {
     const c = this.countersOf(peer)
-    const { count, addr, len } = prefixes
+    const count = prefixes.count
     c.received += count
     const clean = this.admit(peer, attrs, nextHop)
     if ('kind' in clean) {
-      for (let i = 0; i < count; i++) this.removePath(peer.id, ipv4Prefix(addr[i]! >>> 0, len[i]!), c)
+      for (let i = 0; i < count; i++) this.removePath(peer.id, prefixAt(i), c)
       return clean
     }
     const shared = this.interner.intern(clean, nextHop ?? [])
     const source = this.sourceOf(peer, session)
     const held: number[] = []
-    c.accepted += t.addRun(source, prefixes, shared, held)
-    for (const i of held) this.setPath(source, ipv4Prefix(addr[i]! >>> 0, len[i]!), shared, c)
+    c.accepted += this.table.addRun(source, prefixes, shared, held)
+    for (const i of held) this.setPath(source, prefixAt(i), shared, c)
     this.interner.release(shared)
     return undefined
   }

@@ -296,6 +296,26 @@ export class DestinationColumns {
     this.count += end - from
   }
 
+  /** obtainIpv4Run() for IPv6 networks: network i is addrs[16i, 16i + 16) with length lens[i]. */
+  obtainIpv6Run(addrs: Uint8Array, lens: Uint8Array, count: number, held: number[]): void {
+    while (this.end + count > this.bits.length) this.grow()
+    const bits = this.bits
+    const v6 = this.v6
+    const from = this.end
+    let end = from
+    for (let i = 0; i < count; i++) {
+      const l = lens[i]!
+      const d = v6.obtainAt(addrs, i * 16, l, end)
+      if (d === end) {
+        this.addr6.setAt(d, addrs, i * 16)
+        bits[d] = LIVE | (2 << AFI_SHIFT) | (l << LEN_SHIFT)
+        end++
+      } else if (d < from) held.push(i)
+    }
+    this.end = end
+    this.count += end - from
+  }
+
   /** Whether new destinations take consecutive indices from `used` (none freed waits to be reused). */
   get appendOnly(): boolean {
     return this.free.length === 0

@@ -3,7 +3,7 @@
 // counts on attribute sets stay inside. It applies no policy, keeps no counters, knows no Adj-RIB-Out.
 
 import type { AttributeInterner, InternedAttributes } from '../codec/intern.js'
-import type { Ipv4Prefixes, Prefix } from '../codec/nlri.js'
+import type { Ipv4Prefixes, Ipv6Prefixes, Prefix } from '../codec/nlri.js'
 import { decide, REASONS, type DecisionContext } from './best-path.js'
 import { COMPACT, DestinationColumns, LEN_SHIFT, MULTIPATH, REASON_MASK, STALE, UNSETTLED, type PathSource } from './columns.js'
 import { Changes, type BestChangeSink } from './settle.js'
@@ -195,15 +195,16 @@ export class Destinations {
   }
 
   /**
-   * A section of IPv4 prefixes without path ids from `source`, all with `attrs` (the caller's reference):
-   * each new one stored with a few bulk writes and no object. The positions in the section of the prefixes
-   * held before go into `held`, for the caller to setPath(). Returns how many were new (each PATH_ADDED).
-   * Only while runsAppend.
+   * A section of IPv4 or IPv6 prefixes without path ids from `source`, all with `attrs` (the caller's
+   * reference): each new one stored with a few bulk writes and no object. The positions in the section of
+   * the prefixes held before go into `held`, for the caller to setPath(). Returns how many were new (each
+   * PATH_ADDED). Only while runsAppend.
    */
-  addRun(source: PathSource, prefixes: Ipv4Prefixes, attrs: InternedAttributes, held: number[]): number {
+  addRun(source: PathSource, prefixes: Ipv4Prefixes | Ipv6Prefixes, attrs: InternedAttributes, held: number[]): number {
     const t = this.t
     const from = t.used
-    t.obtainIpv4Run(prefixes.addr, prefixes.len, prefixes.count, held)
+    if (prefixes.addr instanceof Int32Array) t.obtainIpv4Run(prefixes.addr, prefixes.len, prefixes.count, held)
+    else t.obtainIpv6Run(prefixes.addr, prefixes.len, prefixes.count, held)
     const to = t.used
     t.storeCompact(from, to, source, attrs)
     this.changes.addNew(from, to)

@@ -24,17 +24,26 @@ export class Ipv6Column {
     page.set(addr.length === 16 ? addr : addr.subarray(0, 16), (d & PAGE_MASK) * 16)
   }
 
+  /** Stores the address of `d`: the 16 bytes of `buf` at `at`. */
+  setAt(d: number, buf: Uint8Array, at: number): void {
+    const p = d >>> PAGE_BITS
+    while (this.pages.length <= p) this.pages.push(undefined)
+    const page = (this.pages[p] ??= new Uint8Array(PAGE_SIZE * 16))
+    const to = (d & PAGE_MASK) * 16
+    for (let i = 0; i < 16; i++) page[to + i] = buf[at + i]!
+  }
+
   /** The address of `d`, as a view into the column (valid until `d` is stored again). */
   get(d: number): Uint8Array {
     const at = (d & PAGE_MASK) * 16
     return this.pages[d >>> PAGE_BITS]!.subarray(at, at + 16)
   }
 
-  /** Whether `d`'s address is `addr`. */
-  equals(d: number, addr: Uint8Array): boolean {
+  /** Whether `d`'s address is the 16 bytes of `addr` at `from`. */
+  equals(d: number, addr: Uint8Array, from = 0): boolean {
     const page = this.pages[d >>> PAGE_BITS]!
     const at = (d & PAGE_MASK) * 16
-    for (let i = 15; i >= 0; i--) if (page[at + i] !== addr[i]) return false
+    for (let i = 15; i >= 0; i--) if (page[at + i] !== addr[from + i]) return false
     return true
   }
 
@@ -77,12 +86,12 @@ export class Ipv6Index {
     return this.count
   }
 
-  /** The slot holding the destination of `addr`/`len`, or the empty slot where it would go. */
-  private slotOf(addr: Uint8Array, len: number): number {
+  /** The slot holding the destination of the network (16 bytes of `addr` at `at`)/`len`, or the empty slot where it would go. */
+  private slotOf(addr: Uint8Array, len: number, at = 0): number {
     const { slots, mask, table } = this
-    let i = hashBytes(addr, 0, len) & mask
+    let i = hashBytes(addr, at, len) & mask
     let v: number
-    while ((v = slots[i]!) !== 0 && !(table.len(v - 1) === len && table.addr6.equals(v - 1, addr))) i = (i + 1) & mask
+    while ((v = slots[i]!) !== 0 && !(table.len(v - 1) === len && table.addr6.equals(v - 1, addr, at))) i = (i + 1) & mask
     return i
   }
 
@@ -96,8 +105,13 @@ export class Ipv6Index {
    * the address and length of `value` into the table's columns.
    */
   obtain(addr: Uint8Array, len: number, value: number): number {
+    return this.obtainAt(addr, 0, len, value)
+  }
+
+  /** obtain() of the network whose 16 bytes are `buf`'s at `at`. */
+  obtainAt(buf: Uint8Array, at: number, len: number, value: number): number {
     if ((this.count + 1) * 4 > (this.mask + 1) * 3) this.grow()
-    const i = this.slotOf(addr, len)
+    const i = this.slotOf(buf, len, at)
     const v = this.slots[i]!
     if (v !== 0) return v - 1
     this.slots[i] = value + 1

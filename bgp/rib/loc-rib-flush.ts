@@ -79,12 +79,15 @@ export class LocRibFlush implements BestChangeSink {
         changes.push({ prefix, best: t.best(d, prefix), previous: undefined })
       }
     }
+    // A stretch is of one family (see Settler.settleRuns).
+    const afi = t.afi(from)
     const deltas = this.pending
     if (deltas !== undefined) {
       const flags = DELTA_NEW | (source.peer === undefined ? DELTA_LOCAL : 0)
-      for (let d = from; d < to; d++) deltas.addOne(4, t.ipv4(d), undefined, t.len(d), flags, attrs)
+      if (afi === 1) for (let d = from; d < to; d++) deltas.addOne(4, t.ipv4(d), undefined, t.len(d), flags, attrs)
+      else for (let d = from; d < to; d++) deltas.addOne(6, 0, t.ipv6(d), t.len(d), flags, attrs)
     }
-    this.outs.offerNewRun(from, to, source.peer, 1)
+    this.outs.offerNewRun(from, to, source.peer, afi)
   }
 
   bestChanged(d: number, previous: PreviousBest): void {

@@ -5,7 +5,7 @@
 import { AttributeInterner } from '../codec/intern.js'
 import { parseIpv4 } from '../codec/ip.js'
 import type { PathAttributes } from '../codec/attributes.js'
-import type { Ipv4Prefixes, Prefix } from '../codec/nlri.js'
+import type { Ipv4Prefixes, Ipv6Prefixes, Prefix } from '../codec/nlri.js'
 import { DEFAULT_LOCAL_PREF } from './best-path.js'
 import { Destinations, type PathSource } from './destinations.js'
 import { AdjRibIn, type PeerCounts, type ReimportResult } from './adj-rib-in.js'
@@ -114,6 +114,11 @@ export class Rib {
   /** receive() for IPv4 prefixes without path identifiers as columns, the hot path of a table dump. */
   receiveIpv4(peer: RibPeer, session: PeerSessionInfo, prefixes: Ipv4Prefixes, attrs: PathAttributes | undefined, nextHop?: readonly string[]): Refusal | undefined {
     return this.adjIn.receiveIpv4(peer, session, prefixes, attrs, nextHop)
+  }
+
+  /** receive() for IPv6 prefixes without path identifiers as columns (MP_REACH_NLRI of a table dump). */
+  receiveIpv6(peer: RibPeer, session: PeerSessionInfo, prefixes: Ipv6Prefixes, attrs: PathAttributes | undefined, nextHop?: readonly string[]): Refusal | undefined {
+    return this.adjIn.receiveIpv6(peer, session, prefixes, attrs, nextHop)
   }
 
   /** Import runs again over the peer's import table (its import policy changed); the caller flushes. */

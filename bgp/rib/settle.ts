@@ -7,6 +7,9 @@ import type { Prefix } from '../codec/nlri.js'
 import { AFI_SHIFT, COMPACT, DIRTY, LEN_SHIFT, MULTIPATH, REASON_MASK, UNSETTLED, type DestinationColumns, type PathSource } from './columns.js'
 import type { Path } from './types.js'
 
+/** A destination's AFI bits (see AFI_SHIFT). */
+const AFI_BITS = 3 << AFI_SHIFT
+
 /** Told by a flush of each destination whose best path changed. */
 export interface BestChangeSink {
   /**
@@ -17,7 +20,7 @@ export interface BestChangeSink {
   added(d: number, afi: 1 | 2, addr4: number, len: number, source: PathSource, attrs: InternedAttributes, held: boolean): void
   /**
    * Destinations [from, to) are new since the last flush and held by no Adj-RIB-Out, and each has one
-   * path, from `source` with `attrs`, as its best: a table dump's new IPv4 prefixes, told in one call.
+   * path, from `source` with `attrs`, as its best: a table dump's new prefixes of one family, told in one call.
    */
   addedRun(from: number, to: number, source: PathSource, attrs: InternedAttributes): void
   /**
@@ -177,7 +180,7 @@ export class Changes {
   /**
    * The runs of new destinations (the first `r` bounds of `runs`): those still holding the one compact
    * path their section gave them (a dump's every prefix) need only their flags cleared, and go to the sink
-   * in stretches that share a source and an attribute set. Any other went on to change before the flush
+   * in stretches that share a source, an attribute set and a family. Any other went on to change before the flush
    * (or an Adj-RIB-Out attached since holds it): the general way. No call per destination on the common
    * path, since a dump's first prefixes run in the interpreter.
    */
@@ -197,7 +200,7 @@ export class Changes {
           from = d + 1
           continue
         }
-        if (sources[d] !== sources[from] || attrs[d] !== attrs[from]) {
+        if (sources[d] !== sources[from] || attrs[d] !== attrs[from] || ((now ^ bits[from]!) & AFI_BITS) !== 0) {
           this.addedRun(from, d, sink)
           from = d
         }

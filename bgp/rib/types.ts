@@ -143,4 +143,6 @@ export interface Policy {
    * the attributes and peer: a section whose networks all pass is taken whole, as with passesAll.
    */
   readonly passesIpv4?: (addr: number, len: number) => boolean
+  /** passesIpv4() for the IPv6 network of bytes addr[at, at + 16) and length `len` (host bits clear). */
+  readonly passesIpv6?: (addr: Uint8Array, at: number, len: number) => boolean
 }

@@ -1,7 +1,7 @@
 // The part of the RIB a peer session uses (implemented by bgp/rib's Rib): kept narrow so the
 // session shell can be read and tested without the whole routing table.
 
-import type { Ipv4Prefixes, PathAttributes, Prefix } from '../codec/index.js'
+import type { Ipv4Prefixes, Ipv6Prefixes, PathAttributes, Prefix } from '../codec/index.js'
 import type { AdjRibOut, FamilyKey, PeerSessionInfo, RibPeer } from '../rib/types.js'
 import type { Refusal } from '../rib/validate.js'
 
@@ -9,6 +9,7 @@ export interface RibPort {
   /** Returns why the section was refused (its prefixes then count as withdrawn), or undefined. */
   receive(peer: RibPeer, session: PeerSessionInfo, prefixes: readonly Prefix[], attrs: PathAttributes | undefined, nextHop?: readonly string[]): Refusal | undefined
   receiveIpv4(peer: RibPeer, session: PeerSessionInfo, prefixes: Ipv4Prefixes, attrs: PathAttributes | undefined): Refusal | undefined
+  receiveIpv6(peer: RibPeer, session: PeerSessionInfo, prefixes: Ipv6Prefixes, attrs: PathAttributes | undefined, nextHop?: readonly string[]): Refusal | undefined
   flush(): void
   attachPeer(peer: RibPeer): AdjRibOut
   detachPeer(peer: RibPeer): void

@@ -90,7 +90,10 @@ export class UpdateReceiver {
     }
     if (u.mpReach && u.mpReach.raw === undefined) {
       const f = familyKey(u.mpReach.afi, u.mpReach.safi)
-      if (s.families.has(f) && !this.disabled.has(f)) this.refused(rib.receive(peer, info, u.mpReach.nlri, announced, u.mpReach.nextHop))
+      if (s.families.has(f) && !this.disabled.has(f)) {
+        const cols = u.mpReach.nlriColumns
+        this.refused(cols !== undefined ? rib.receiveIpv6(peer, info, cols, announced, u.mpReach.nextHop) : rib.receive(peer, info, u.mpReach.nlri, announced, u.mpReach.nextHop))
+      }
     }
     this.checkMaxPrefixes(peer)
     return true

@@ -1,5 +1,5 @@
 // The Loc-RIB's typed deltas against its LocRibChange objects: after random operations (dumps through the
-// column path and the object path, multipath, our own routes, withdrawals, sessions going down), every
+// IPv4 and IPv6 column paths and the object path, multipath, our own routes, withdrawals, sessions going down), every
 // flush hands delta listeners exactly the changes it hands change listeners, as numbers: prefix, withdrawn,
 // ours, new, next hops, LOCAL_PREF. The streaming walk names every best path as locRib() does.
 
@@ -63,7 +63,11 @@ t.test('every flush hands delta listeners the changes it hands change listeners'
           const addr = new Int32Array(v4.map((p) => (p.afi === 1 ? p.addr | 0 : 0)))
           r.receiveIpv4(who, session(who.address), { count: v4.length, addr, len: new Uint8Array(v4.map((p) => p.len)) }, a)
         } else r.receive(who, session(who.address), v4, a)
-        if (v6.length > 0) r.receive(who, session(who.address), v6, { ...a, nextHop: undefined }, ['2001:db8::1'])
+        if (v6.length > 0 && rng.int(2) === 0) {
+          const addr = new Uint8Array(v6.length * 16)
+          v6.forEach((p, k) => addr.set(p.afi === 2 ? p.addr : [], k * 16))
+          r.receiveIpv6(who, session(who.address), { count: v6.length, addr, len: new Uint8Array(v6.map((p) => p.len)) }, { ...a, nextHop: undefined }, ['2001:db8::1'])
+        } else if (v6.length > 0) r.receive(who, session(who.address), v6, { ...a, nextHop: undefined }, ['2001:db8::1'])
       } else if (x < 65) r.receive(who, session(who.address), pick(), undefined)
       else if (x < 72) r.originate(rng.pick(pool))
       else if (x < 76) r.withdrawOrigin(rng.pick(pool))

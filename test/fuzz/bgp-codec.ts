@@ -14,6 +14,7 @@ import {
   endOfRibUpdate,
   ipv4Prefix,
   ipv4PrefixList,
+  ipv6PrefixList,
   makeOpen,
   messageToJson,
   notification,
@@ -21,6 +22,7 @@ import {
   parsePrefix,
   type BgpMessage,
   type CodecOptions,
+  type MpReach,
   type UpdateMessage,
 } from '../../bgp/index.js'
 import { Rng } from '../harness/random.js'
@@ -132,13 +134,18 @@ function isNoOp(u: UpdateMessage): boolean {
   return u.endOfRib === undefined && u.withdrawn.length === 0 && u.nlri.length === 0 && !u.mpReach && !u.mpUnreach && Object.keys(u.attributes).length === 0
 }
 
-/** A decode's outcome as text: the message as JSON (IPv4 NLRI columns as prefixes), or the BgpError. */
+/** A decode's outcome as text: the message as JSON (IPv4 and IPv6 NLRI columns as prefixes), or the BgpError. */
 function outcome(decode: () => BgpMessage): string {
   try {
     const msg = decode()
-    if (msg.type !== 'update' || msg.nlriColumns === undefined) return JSON.stringify(messageToJson(msg))
-    const { nlriColumns, ...rest } = msg
-    return JSON.stringify(messageToJson({ ...rest, nlri: ipv4PrefixList(nlriColumns) }))
+    if (msg.type !== 'update' || (msg.nlriColumns === undefined && msg.mpReach?.nlriColumns === undefined)) return JSON.stringify(messageToJson(msg))
+    const { nlriColumns, mpReach, ...rest } = msg
+    const reach = (m: MpReach): MpReach => {
+      const { nlriColumns: columns6, ...plain } = m
+      return columns6 !== undefined ? { ...plain, nlri: ipv6PrefixList(columns6) } : m
+    }
+    const objects: UpdateMessage = { ...rest, nlri: nlriColumns !== undefined ? ipv4PrefixList(nlriColumns) : msg.nlri, ...(mpReach !== undefined ? { mpReach: reach(mpReach) } : {}) }
+    return JSON.stringify(messageToJson(objects))
   } catch (err) {
     if (!(err instanceof BgpError)) throw err
     return `BgpError ${err.code}/${err.subcode} at ${err.offset}: ${err.message}`

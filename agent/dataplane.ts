@@ -163,7 +163,7 @@ export class LearnedFeed {
       const addr4 = family === 4 ? batch.ipv4(i) : 0
       const addr6 = family === 6 ? batch.ipv6(i) : undefined
       const net6 = addr6 !== undefined && (this.owned6.size > 0 || this.fixed6.size > 0 || this.services6.length > 0) ? network6(addr6, len) : addr6
-      if (family === 4 ? this.owned4.has(key4(addr4, len)) : this.owned6.size > 0 && this.owned6.has(net6!, len)) {
+      if (family === 4 ? this.owned4.size > 0 && this.owned4.has(key4(addr4, len)) : this.owned6.size > 0 && this.owned6.has(net6!, len)) {
         if (owned) (touched ??= []).push(family === 4 ? `${formatIpv4(addr4)}/${len}` : formatPrefix(ipv6Prefix(net6!, len)))
         continue
       }
@@ -188,7 +188,7 @@ export class LearnedFeed {
       for (const s of this.services6) if (len >= s.len && ipv6Within(s.net, s.len, net6!)) return true
       return false
     }
-    if (this.fixed4.has(key4(addr4, len))) return true
+    if (this.fixed4.size > 0 && this.fixed4.has(key4(addr4, len))) return true
     for (const s of this.services4) if (len >= s.len && (s.len === 0 || addr4 >>> (32 - s.len) === s.net >>> (32 - s.len))) return true
     return false
   }

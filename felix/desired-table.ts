@@ -162,10 +162,11 @@ export class DesiredTable implements DesiredRoutes {
   set(family: 4 | 6, addr4: number, addr6: Uint8Array | undefined, len: number, hops: readonly number[], metric: number | undefined): void {
     addr6 = this.own6(addr6)
     const combo = this.learned.intern(hops, metric)
-    const before = this.learned.get(family, addr4, addr6, len)
-    if (before === combo) return
-    this.pending.note(family, addr4, addr6, len, before)
-    this.learned.set(family, addr4, addr6, len, combo)
+    // One probe: the combo it held comes back from the write, with the prefix's reference on it, which the
+    // pending list takes (the same combo again changes nothing).
+    const before = this.learned.set(family, addr4, addr6, len, combo, true)
+    if (before === combo) this.learned.release(before)
+    else this.pending.note(family, addr4, addr6, len, before, true)
   }
 
   delete(family: 4 | 6, addr4: number, addr6: Uint8Array | undefined, len: number): void {

@@ -116,19 +116,25 @@ export class LearnedRoutes {
     return id
   }
 
-  /** Sets a prefix's combo (from intern()); returns the one it had, or -1. */
-  set(family: 4 | 6, addr4: number, addr6: Uint8Array | undefined, len: number, combo: number): number {
+  /**
+   * Sets a prefix's combo (from intern()); returns the one it had, or -1. With `handBack`, the reference the
+   * prefix held on that combo passes to the caller, who release()s it when done.
+   */
+  set(family: 4 | 6, addr4: number, addr6: Uint8Array | undefined, len: number, combo: number, handBack = false): number {
     let before = -1
     if (family === 4) {
       const v = this.v4.set(addr4, len, combo)
       before = v < 0 ? -1 : v & COMBO
+      // The same route again keeps its seen mark.
+      if (before === combo && (v & SEEN) !== 0) this.v4.set(addr4, len, v)
     } else {
       const v = this.v6.set(addr6!, len, combo)
       before = v < 0 ? -1 : v & COMBO
+      if (before === combo && (v & SEEN) !== 0) this.v6.set(addr6!, len, v)
     }
     this.comboRefs[combo]!++
     if (before < 0) this.count++
-    else this.unref(before)
+    else if (!handBack) this.unref(before)
     return before
   }
 

@@ -28,11 +28,17 @@ export class PendingLearned {
     return this.v6.get(addr6!, len, NOT_PENDING)
   }
 
-  /** Notes the prefix with the combo it holds now, unless it is noted already (the first change keeps its). */
-  note(family: 4 | 6, addr4: number, addr6: Uint8Array | undefined, len: number, combo: number): void {
+  /**
+   * Notes the prefix with the combo it holds now, unless it is noted already (the first change keeps its).
+   * `retained`: the caller holds a reference on the combo for the list, which takes it (or releases it).
+   */
+  note(family: 4 | 6, addr4: number, addr6: Uint8Array | undefined, len: number, combo: number, retained = false): void {
     const held = family === 4 ? this.v4.add(addr4, len, combo, NOT_PENDING) : this.v6.add(addr6!, len, combo, NOT_PENDING)
-    if (held !== NOT_PENDING) return
-    if (combo >= 0) this.learned.retain(combo)
+    if (held !== NOT_PENDING) {
+      if (retained) this.walked(combo)
+      return
+    }
+    if (combo >= 0 && !retained) this.learned.retain(combo)
     this.size++
   }
 

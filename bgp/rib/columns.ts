@@ -225,6 +225,11 @@ export class DestinationColumns {
     return this.addr6.get(d)
   }
 
+  /** The IPv6 network address of `d` copied into `out` (16 bytes), which is returned: no view is made. */
+  ipv6Into(d: number, out: Uint8Array): Uint8Array {
+    return this.addr6.copyTo(d, out)
+  }
+
   /** The prefix (path id 0) as a new object. */
   prefix(d: number): Prefix {
     return this.afi(d) === 1 ? ipv4Prefix(this.addr4[d]! >>> 0, this.len(d)) : ipv6Prefix(this.addr6.get(d), this.len(d))

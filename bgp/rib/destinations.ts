@@ -89,6 +89,11 @@ export class Destinations {
     return this.t.ipv6(d)
   }
 
+  /** The IPv6 network address of `d` copied into `out` (16 bytes), which is returned. */
+  ipv6Into(d: number, out: Uint8Array): Uint8Array {
+    return this.t.ipv6Into(d, out)
+  }
+
   /** Every live destination: IPv4 (shortest prefixes first), then IPv6; `afi` limits to one family. */
   indices(afi?: number): number[] {
     return this.t.indices(afi)

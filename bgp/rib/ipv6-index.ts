@@ -39,6 +39,14 @@ export class Ipv6Column {
     return this.pages[d >>> PAGE_BITS]!.subarray(at, at + 16)
   }
 
+  /** Copies the address of `d` into `out` (16 bytes), which is returned. */
+  copyTo(d: number, out: Uint8Array): Uint8Array {
+    const page = this.pages[d >>> PAGE_BITS]!
+    const at = (d & PAGE_MASK) * 16
+    for (let i = 0; i < 16; i++) out[i] = page[at + i]!
+    return out
+  }
+
   /** Whether `d`'s address is the 16 bytes of `addr` at `from`. */
   equals(d: number, addr: Uint8Array, from = 0): boolean {
     const page = this.pages[d >>> PAGE_BITS]!

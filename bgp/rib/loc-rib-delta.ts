@@ -82,7 +82,10 @@ export class LocRibDeltas {
   private fam = new Uint8Array(256)
   private length = new Uint8Array(256)
   private a4 = new Uint32Array(256)
-  private readonly a6: (Uint8Array | undefined)[] = []
+  /** Entry i's IPv6 address is a6[16i, 16i + 16). */
+  private a6 = new Uint8Array(256 * 16)
+  /** What ipv6() hands out: one array, filled anew at each call. */
+  private readonly view6 = new Uint8Array(16)
   private lp = new Uint32Array(256)
   /** Entry i's hops are hopIds[hopStart[i] .. hopStart[i + 1]). */
   private hopStart = new Int32Array(257)
@@ -94,7 +97,6 @@ export class LocRibDeltas {
   constructor(readonly nextHops: NextHopTable) {}
 
   reset(): void {
-    for (let i = 0; i < this.count; i++) this.a6[i] = undefined
     this.count = 0
   }
 
@@ -115,8 +117,12 @@ export class LocRibDeltas {
     return this.a4[i]!
   }
 
+  /** The IPv6 network address: the same 16-byte array from call to call, valid until the next call. */
   ipv6(i: number): Uint8Array {
-    return this.a6[i]!
+    const v = this.view6
+    const a = this.a6
+    for (let k = 0, at = i * 16; k < 16; k++) v[k] = a[at + k]!
+    return v
   }
 
   localPref(i: number): number | undefined {
@@ -151,7 +157,7 @@ export class LocRibDeltas {
     this.fam[i] = family
     this.length[i] = len
     this.a4[i] = addr4
-    this.a6[i] = addr6
+    if (addr6 !== undefined) for (let k = 0, a = this.a6, at = i * 16; k < 16; k++) a[at + k] = addr6[k] ?? 0
     this.lp[i] = lp ?? 0
     this.hopStart[i + 1] = this.hopStart[i]!
     return i
@@ -185,6 +191,7 @@ export class LocRibDeltas {
     this.fam = fit(this.fam, n)
     this.length = fit(this.length, n)
     this.a4 = fit(this.a4, n)
+    this.a6 = fit(this.a6, this.flag.length * 16)
     this.lp = fit(this.lp, n)
     this.hopStart = fit(this.hopStart, this.flag.length + 1)
   }

@@ -16,6 +16,8 @@ export class LocRibFlush implements BestChangeSink {
   private changes: LocRibChange[] | undefined = undefined
   /** This flush's deltas, while there are delta listeners. */
   private pending: LocRibDeltas | undefined = undefined
+  /** An IPv6 destination's address on its way into a delta (which copies it). */
+  private readonly addr6 = new Uint8Array(16)
 
   constructor(
     private readonly table: Destinations,
@@ -64,7 +66,7 @@ export class LocRibFlush implements BestChangeSink {
     const deltas = this.pending
     if (deltas !== undefined) {
       const flags = DELTA_NEW | (source.peer === undefined ? DELTA_LOCAL : 0)
-      deltas.addOne(afi === 1 ? 4 : 6, addr4, afi === 1 ? undefined : this.table.ipv6(d), len, flags, attrs)
+      deltas.addOne(afi === 1 ? 4 : 6, addr4, afi === 1 ? undefined : this.table.ipv6Into(d, this.addr6), len, flags, attrs)
     }
     if (held) this.outs.offerFrom(d, source.peer, afi)
     else this.outs.offerNew(d, source.peer, afi)
@@ -85,7 +87,7 @@ export class LocRibFlush implements BestChangeSink {
     if (deltas !== undefined) {
       const flags = DELTA_NEW | (source.peer === undefined ? DELTA_LOCAL : 0)
       if (afi === 1) for (let d = from; d < to; d++) deltas.addOne(4, t.ipv4(d), undefined, t.len(d), flags, attrs)
-      else for (let d = from; d < to; d++) deltas.addOne(6, 0, t.ipv6(d), t.len(d), flags, attrs)
+      else for (let d = from; d < to; d++) deltas.addOne(6, 0, t.ipv6Into(d, this.addr6), t.len(d), flags, attrs)
     }
     this.outs.offerNewRun(from, to, source.peer, afi)
   }
@@ -125,7 +127,7 @@ export class LocRibFlush implements BestChangeSink {
     const v4 = t.afi(d) === 1
     const family = v4 ? 4 : 6
     const addr4 = v4 ? t.ipv4(d) : 0
-    const addr6 = v4 ? undefined : t.ipv6(d)
+    const addr6 = v4 ? undefined : t.ipv6Into(d, this.addr6)
     const len = t.len(d)
     const src = t.bestSource(d)
     if (src === undefined) return out.addOne(family, addr4, addr6, len, flags, undefined)

@@ -10,6 +10,7 @@ import {
   ExecaRunner,
   RouteReconciler,
   VXLAN_DEVICE,
+  V4PrefixMap,
   V6PrefixMap,
   applyNat,
   detectHostMtu,
@@ -70,8 +71,6 @@ export interface ProgramRules {
 }
 
 const NO_RULES: ProgramRules = { me: '', services: [], owners: new Map(), fixed: [], nodeOfAddress: new Map() }
-/** An IPv4 prefix as one number (address * 64 + length), a Map key without a string. */
-const key4 = (addr: number, len: number): number => addr * 64 + len
 
 /** An IPv6 network address with its host bits clear: `addr` itself unless a peer sent bits past the length. */
 function network6(addr: Uint8Array, len: number): Uint8Array {
@@ -93,9 +92,9 @@ export class LearnedFeed {
   private rulesKey = ''
   private services4: { readonly net: number; readonly len: number }[] = []
   private services6: { readonly net: Uint8Array; readonly len: number }[] = []
-  private readonly owned4 = new Set<number>()
+  private readonly owned4 = new V4PrefixMap()
   private readonly owned6 = new V6PrefixMap()
-  private readonly fixed4 = new Set<number>()
+  private readonly fixed4 = new V4PrefixMap()
   private readonly fixed6 = new V6PrefixMap()
   private readonly hops: number[] = []
   /** Affinity conflicts by block, kept per block so one block's change re-resolves that block alone. */
@@ -140,9 +139,9 @@ export class LearnedFeed {
     if (changed.length > 0) this.resolveBlocks(changed)
   }
 
-  private addTo(text: string, v4: Set<number>, v6: V6PrefixMap): void {
+  private addTo(text: string, v4: V4PrefixMap, v6: V6PrefixMap): void {
     const p = parsePrefix(text)
-    if (p.afi === 1) v4.add(key4(p.addr, p.len))
+    if (p.afi === 1) v4.set(p.addr, p.len, 1)
     else v6.set(ipv6Prefix(p.addr, p.len).addr, p.len, 1)
   }
 
@@ -163,7 +162,7 @@ export class LearnedFeed {
       const addr4 = family === 4 ? batch.ipv4(i) : 0
       const addr6 = family === 6 ? batch.ipv6(i) : undefined
       const net6 = addr6 !== undefined && (this.owned6.size > 0 || this.fixed6.size > 0 || this.services6.length > 0) ? network6(addr6, len) : addr6
-      if (family === 4 ? this.owned4.size > 0 && this.owned4.has(key4(addr4, len)) : this.owned6.size > 0 && this.owned6.has(net6!, len)) {
+      if (family === 4 ? this.owned4.size > 0 && this.owned4.has(addr4, len) : this.owned6.size > 0 && this.owned6.has(net6!, len)) {
         if (owned) (touched ??= []).push(family === 4 ? `${formatIpv4(addr4)}/${len}` : formatPrefix(ipv6Prefix(net6!, len)))
         continue
       }
@@ -185,11 +184,17 @@ export class LearnedFeed {
   private excluded(family: 4 | 6, addr4: number, net6: Uint8Array | undefined, len: number): boolean {
     if (family === 6) {
       if (this.fixed6.size > 0 && this.fixed6.has(net6!, len)) return true
-      for (const s of this.services6) if (len >= s.len && ipv6Within(s.net, s.len, net6!)) return true
+      const services = this.services6
+      for (let i = 0; i < services.length; i++) if (len >= services[i]!.len && ipv6Within(services[i]!.net, services[i]!.len, net6!)) return true
       return false
     }
-    if (this.fixed4.size > 0 && this.fixed4.has(key4(addr4, len))) return true
-    for (const s of this.services4) if (len >= s.len && (s.len === 0 || addr4 >>> (32 - s.len) === s.net >>> (32 - s.len))) return true
+    if (this.fixed4.size > 0 && this.fixed4.has(addr4, len)) return true
+    // Indexed: it runs for every learned route (an iterator each time until optimized).
+    const services = this.services4
+    for (let i = 0; i < services.length; i++) {
+      const s = services[i]!
+      if (len >= s.len && (s.len === 0 || addr4 >>> (32 - s.len) === s.net >>> (32 - s.len))) return true
+    }
     return false
   }
 

@@ -56,8 +56,9 @@ export interface ChangeList {
   /**
    * Walks the list as entries() does, but the change of a learned route that nothing but felix's own route
    * can be in the way of (no fixed route at its prefix, and `sink.free` says no other protocol's) goes into
-   * `sink.ops` as the kernel operations it needs, and yields undefined in place of its keys. A table
-   * arriving then costs no route object, prefix text or key per route.
+   * `sink.ops` as the kernel operations it needs, listing no key; the walk yields undefined once `sink.ops`
+   * holds `sink.limit` operations, for the walker to take them. A table arriving then costs no route
+   * object, prefix text, key or iteration step per route.
    */
   walk?(sink: LearnedSink): IterableIterator<KeyChange | undefined>
   /** Drops the list unwalked (a full diff covers it). */
@@ -67,6 +68,8 @@ export interface ChangeList {
 /** Where ChangeList.walk() puts the learned routes' changes it need not list by key. */
 export interface LearnedSink {
   readonly ops: LearnedOps
+  /** How many operations make a batch (see ChangeList.walk). */
+  readonly limit: number
   /** Whether no route of another protocol is at the prefix in the kernel (at any tos or metric). */
   free(family: 4 | 6, addr4: number, addr6: Uint8Array | undefined, len: number): boolean
 }

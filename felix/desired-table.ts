@@ -15,23 +15,18 @@ import type { ChangeList, DesiredRoutes, LearnedSink, OwnRoutes } from './desire
 import type { LearnedOps } from './learned-ops.js'
 import type { KeyChange } from './route-diff.js'
 import type { DumpedRoute } from './rtnl-routes.js'
+import { V4PrefixMap } from './v4-prefix-map.js'
 import { V6PrefixMap } from './v6-prefix-map.js'
 
 export type { ChangeList, DesiredRoutes, LearnedSink, OwnRoutes } from './desired-routes.js'
 export type { HopSource } from './learned-render.js'
 
-/** An IPv4 `addr/len` as address * 64 + length. */
-function dst4Key(dst: string): number {
-  const slash = dst.indexOf('/')
-  return (parseIpv4(dst.slice(0, slash)) ?? 0) * 64 + Number(dst.slice(slash + 1))
-}
-
 export class DesiredTable implements DesiredRoutes {
   private readonly learned = new LearnedRoutes()
   private renderer: LearnedRenderer
   private fixed: ReadonlyMap<string, KernelRoute> = new Map()
-  /** The fixed IPv4 routes' destinations as address * 64 + length. */
-  private fixed4 = new Set<number>()
+  /** The fixed IPv4 routes' destinations. */
+  private fixed4 = new V4PrefixMap()
   /** The fixed IPv6 routes' destinations. */
   private fixed6 = new V6PrefixMap()
   /** Fixed routes' keys changed since the last take, each with what it held then (null: nothing). */
@@ -93,10 +88,16 @@ export class DesiredTable implements DesiredRoutes {
     for (const [k, r] of this.fixed) if (routes.get(k) !== r) this.noteFixed(k)
     for (const [k, r] of routes) if (this.fixed.get(k) !== r) this.noteFixed(k)
     this.fixed = routes
-    this.fixed4 = new Set()
+    this.fixed4 = new V4PrefixMap()
     this.fixed6 = new V6PrefixMap()
     for (const r of routes.values()) {
-      if (r.family === 4) this.fixed4.add(r.dst4 !== undefined ? r.dst4 * 64 + (r.dstLen ?? 32) : dst4Key(r.dst))
+      if (r.family === 4) {
+        if (r.dst4 !== undefined) this.fixed4.set(r.dst4, r.dstLen ?? 32, 1)
+        else {
+          const slash = r.dst.indexOf('/')
+          this.fixed4.set(parseIpv4(r.dst.slice(0, slash)) ?? 0, Number(r.dst.slice(slash + 1)), 1)
+        }
+      }
       else {
         const slash = r.dst.indexOf('/')
         const addr = parseIpv6(r.dst.slice(0, slash))
@@ -109,7 +110,7 @@ export class DesiredTable implements DesiredRoutes {
     const { table, protocol } = this.ctx
     if (r.protocol !== protocol || r.table !== table || r.tos !== 0 || r.type !== 'unicast') return false
     if (r.family === 6) return this.matchDumped6(r)
-    if (this.fixed4.has(r.dst4 * 64 + r.len)) return false
+    if (this.fixed4.size > 0 && this.fixed4.has(r.dst4, r.len)) return false
     const combo = this.learned.get(4, r.dst4, undefined, r.len)
     if (combo < 0 || (this.learned.metric(combo) ?? 0) !== r.metric) return false
     const hops = this.renderer.hopsFor(combo, this.ctx.poolForIpv4(r.dst4, r.len), 4, () => `${formatIpv4(r.dst4)}/${r.len}`)
@@ -227,7 +228,8 @@ export class DesiredTable implements DesiredRoutes {
         const before = v4.valueAt(s)
         if (plain?.(e) === true) {
           this.learnedOps(e, before, sink!.ops)
-          yield undefined
+          // A batch's worth: the walker takes them before the walk goes on.
+          if (sink!.ops.length >= sink!.limit) yield undefined
         } else yield* this.learnedChange(e, before, fixed)
         v4.deleteAt(s)
         taken.walked(before)
@@ -242,7 +244,8 @@ export class DesiredTable implements DesiredRoutes {
         const before = v6.valueAt(s)
         if (plain?.(e) === true) {
           this.learnedOps(e, before, sink!.ops)
-          yield undefined
+          // A batch's worth: the walker takes them before the walk goes on.
+          if (sink!.ops.length >= sink!.limit) yield undefined
         } else yield* this.learnedChange(e, before, fixed)
         v6.deleteAt(s)
         taken.walked(before)
@@ -258,20 +261,19 @@ export class DesiredTable implements DesiredRoutes {
    * route can be at in the kernel.
    */
   private plainPrefixes(fixedChanged: ReadonlyMap<string, KernelRoute | null>, sink: LearnedSink): (p: KeyPrefix) => boolean {
-    const was4 = new Set<number>()
+    const was4 = new V4PrefixMap()
     const was6 = new V6PrefixMap()
     const k: KeyPrefix = { family: 4, addr4: 0, addr6: undefined, len: 0 }
     for (const key of fixedChanged.keys()) {
       if (!parseKey(key, this.ctx.table, k)) continue
-      if (k.family === 4) was4.add(k.addr4 * 64 + k.len)
+      if (k.family === 4) was4.set(k.addr4, k.len, 1)
       else was6.set(k.addr6!, k.len, 1)
     }
     const fixed4 = this.fixed4
     const fixed6 = this.fixed6
     return (p) => {
       if (p.family === 4) {
-        const at = p.addr4 * 64 + p.len
-        if ((fixed4.size > 0 && fixed4.has(at)) || (was4.size > 0 && was4.has(at))) return false
+        if ((fixed4.size > 0 && fixed4.has(p.addr4, p.len)) || (was4.size > 0 && was4.has(p.addr4, p.len))) return false
       } else if ((fixed6.size > 0 && fixed6.has(p.addr6!, p.len)) || (was6.size > 0 && was6.has(p.addr6!, p.len))) return false
       return sink.free(p.family, p.addr4, p.addr6, p.len)
     }
@@ -413,7 +415,7 @@ export class DesiredTable implements DesiredRoutes {
     let n = this.fixed.size
     const fixed4 = this.fixed4
     for (const e of this.learned.entries()) {
-      if (e.family === 6 || fixed4.has(e.addr4 * 64 + e.len)) {
+      if (e.family === 6 || (fixed4.size > 0 && fixed4.has(e.addr4, e.len))) {
         const r = this.renderEntry(e)
         if (r !== undefined && !this.fixed.has(routeKey(r))) n++
         continue

@@ -91,11 +91,10 @@ export class LearnedOps implements WriteOps {
     this.view = { family: 4, table, dst: '', tos: 0, metric: 0, type: 'unicast', protocol, nexthops: NO_HOPS, dst4: 0, dst6: undefined, dstLen: 0 }
   }
 
-  /** Empties the list (its storage is kept for the next batch). */
+  /** Empties the list (its storage is kept for the next batch; the hop lists it names are shared ones). */
   reset(): void {
     this.length = 0
     this.deletes = 0
-    this.hops.length = 0
   }
 
   /** Appends a replace (the route as rendered) or a delete (the route felix wrote there) of a unicast route. */

@@ -174,7 +174,10 @@ export class RenderContext {
   /** The most specific pool holding the IPv4 network `addr`/`len` (unsigned, host bits clear). */
   poolForIpv4(addr: number, len: number): PoolMatch {
     let best: { readonly match: PoolMatch; readonly len: number } | undefined
-    for (const v of this.v4Pools) {
+    // Indexed: it runs for every learned route, and an iterator would be made each time until optimized.
+    const pools = this.v4Pools
+    for (let i = 0; i < pools.length; i++) {
+      const v = pools[i]!
       if (v.len > len) continue
       const shift = 32 - v.len
       if (v.len !== 0 && addr >>> shift !== v.net >>> shift) continue
@@ -186,7 +189,9 @@ export class RenderContext {
   /** The most specific pool holding the IPv6 network `addr`/`len` (16 bytes, host bits clear). */
   poolForIpv6(addr: Uint8Array, len: number): PoolMatch {
     let best: { readonly match: PoolMatch; readonly len: number } | undefined
-    for (const v of this.v6Pools) {
+    const pools = this.v6Pools
+    for (let i = 0; i < pools.length; i++) {
+      const v = pools[i]!
       if (v.len > len || (best !== undefined && v.len <= best.len)) continue
       if (ipv6Within(v.net, v.len, addr)) best = v
     }

@@ -254,7 +254,8 @@ export class RouteReconciler extends RouteMonitorWatch {
    * given, is a full diff of a fresh read (the routes it kept), written first; the entries are then the
    * desired routes that read lacked. A large one runs with `ip monitor` stopped, as in applyOnce. With no
    * monitor reading (no echo to note), `open` is given a sink: the learned routes' changes nothing else can
-   * be in the way of come as operations in columns (an undefined entry each), not keys to diff. A failed
+   * be in the way of come as operations in columns (an undefined entry once a batch's worth is in), not
+   * keys to diff. A failed
    * route sends the whole table through retryAfterFailures.
    */
   private async applyBatches(open: (sink: LearnedSink | undefined) => Iterator<KeyChange | undefined>, size: number, start: KnownTable, t0: number, first?: DiffResult): Promise<ApplyResult> {
@@ -264,12 +265,12 @@ export class RouteReconciler extends RouteMonitorWatch {
     const pausing = size >= QUIET_MIN_OPS ? this.pauseMonitor() : Promise.resolve(false)
     const learned = this.monitor === undefined ? (this.learnedOps ??= new LearnedOps(this.table, this.protocol, per)) : undefined
     learned?.reset()
-    const entries = open(learned !== undefined ? { ops: learned, free: (f, a4, a6, len) => start.noOther(f, a4, a6, len) } : undefined)
+    const entries = open(learned !== undefined ? { ops: learned, limit: per, free: (f, a4, a6, len) => start.noOther(f, a4, a6, len) } : undefined)
     // A batch is diffed as soon as it is taken: each entry's desired route holds until the table changes.
     const take = (): KeyChange[] => {
       const m: KeyChange[] = []
       learned?.reset()
-      for (let n = 0; n < per; n++) {
+      while (m.length + (learned?.length ?? 0) < per) {
         const r = entries.next()
         if (r.done === true) break
         if (r.value !== undefined) m.push(r.value)

@@ -141,17 +141,8 @@ t.test('a walk into learned operations leaves the kernel as the keyed walk does,
       if (wrong++ < 5) t.fail(`seed ${seed}: ${m}`)
     }
     const ops = new LearnedOps(254, 87, 16)
-    const take = (): void => {
-      ops.reset()
-      const sink = { ops, free: (f: 4 | 6, a4: number, a6: Uint8Array | undefined, len: number) => !others.has(f === 4 ? `${a4}/${len}` : `${formatIpv6(a6!)}/${len}`) }
-      for (const c of d.takeChanges().walk!(sink)) {
-        if (c === undefined) continue
-        const [key, held] = c
-        if (line(held) !== kernel.get(key)) fail(`${key}: listed as holding ${line(held)}, written ${kernel.get(key)}`)
-        const now = d.get(key)
-        if (now === undefined) kernel.delete(key)
-        else kernel.set(key, replaceLine(now))
-      }
+    // The operations of a batch, written as the reconciler writes them.
+    const write = (): void => {
       for (let i = 0; i < ops.length; i++) {
         const o = ops.op(i)
         const at = o.route.family === 4 ? `${o.route.dst4}/${o.route.dstLen}` : o.route.dst
@@ -164,6 +155,25 @@ t.test('a walk into learned operations leaves the kernel as the keyed walk does,
           kernel.set(o.key, replaceLine(o.route))
         }
       }
+      ops.reset()
+    }
+    const take = (): void => {
+      ops.reset()
+      // Small batches: the walk stops for the writer several times a take.
+      const sink = { ops, limit: 7, free: (f: 4 | 6, a4: number, a6: Uint8Array | undefined, len: number) => !others.has(f === 4 ? `${a4}/${len}` : `${formatIpv6(a6!)}/${len}`) }
+      for (const c of d.takeChanges().walk!(sink)) {
+        if (c === undefined) {
+          if (ops.length < 7) fail(`the walk stopped with ${ops.length} operations, fewer than a batch`)
+          write()
+          continue
+        }
+        const [key, held] = c
+        if (line(held) !== kernel.get(key)) fail(`${key}: listed as holding ${line(held)}, written ${kernel.get(key)}`)
+        const now = d.get(key)
+        if (now === undefined) kernel.delete(key)
+        else kernel.set(key, replaceLine(now))
+      }
+      write()
     }
     for (let step = 0; step < 8000; step++) {
       const choice = r.int(24)

@@ -4,6 +4,7 @@
 
 import { parseIpv4, parseIpv6 } from '../bgp/codec/ip.js'
 import { routeKey, type KernelRoute } from './kernel-route.js'
+import { V4PrefixMap } from './v4-prefix-map.js'
 import { V6PrefixMap } from './v6-prefix-map.js'
 import type { RouteConflict, RouteOp } from './route-diff.js'
 import type { OwnRoutes } from './desired-routes.js'
@@ -26,20 +27,20 @@ export class KnownTable implements Iterable<readonly [string, KernelRoute]> {
     return new KnownTable(ours, others, new Set())
   }
 
-  /** The other protocols' prefixes (IPv4 as address * 64 + length), made when first asked. */
-  private otherPrefixes: { readonly v4: ReadonlySet<number>; readonly v6: V6PrefixMap; readonly unreadable: boolean } | undefined
+  /** The other protocols' prefixes, made when first asked. */
+  private otherPrefixes: { readonly v4: V4PrefixMap; readonly v6: V6PrefixMap; readonly unreadable: boolean } | undefined
 
   /** Whether no other protocol's route is at the prefix (at any tos or metric). */
   noOther(family: 4 | 6, addr4: number, addr6: Uint8Array | undefined, len: number): boolean {
     if (this.otherRoutes.size === 0) return true
     const o = (this.otherPrefixes ??= KnownTable.prefixes(this.otherRoutes.values()))
     if (o.unreadable) return false
-    return family === 4 ? !o.v4.has(addr4 * 64 + len) : !o.v6.has(addr6!, len)
+    return family === 4 ? !o.v4.has(addr4, len) : !o.v6.has(addr6!, len)
   }
 
   /** The routes' prefixes; `unreadable` when some destination is not a prefix (then none counts as free). */
-  private static prefixes(routes: Iterable<KernelRoute>): { v4: Set<number>; v6: V6PrefixMap; unreadable: boolean } {
-    const v4 = new Set<number>()
+  private static prefixes(routes: Iterable<KernelRoute>): { v4: V4PrefixMap; v6: V6PrefixMap; unreadable: boolean } {
+    const v4 = new V4PrefixMap()
     const v6 = new V6PrefixMap()
     let unreadable = false
     for (const r of routes) {
@@ -47,7 +48,7 @@ export class KnownTable implements Iterable<readonly [string, KernelRoute]> {
       const len = Number(r.dst.slice(slash + 1))
       const addr = slash < 0 || !Number.isInteger(len) ? undefined : r.family === 4 ? parseIpv4(r.dst.slice(0, slash)) : parseIpv6(r.dst.slice(0, slash))
       if (addr === undefined) unreadable = true
-      else if (typeof addr === 'number') v4.add(addr * 64 + len)
+      else if (typeof addr === 'number') v4.set(addr, len, 1)
       else v6.set(addr, len, 1)
     }
     return { v4, v6, unreadable }

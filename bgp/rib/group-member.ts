@@ -186,12 +186,14 @@ export class GroupMember implements AdjRibOut {
   private enter(group: UpdateGroup): void {
     this.group = group
     group.members.set(this.peer.id, this)
+    group.membershipChanged()
   }
 
   private exit(): void {
     this.missing = undefined
     const group = this.group!
     group.members.delete(this.peer.id)
+    group.membershipChanged()
     this.group = undefined
     if (group.members.size === 0) this.host.groupEmpty(group)
   }

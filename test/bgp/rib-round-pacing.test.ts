@@ -101,6 +101,32 @@ t.test('changes within a paced group\'s spacing go in one round; a change after 
   r.flush()
   t.same(announced(take(outs[2]!)), ['198.18.0.192/26'], 'after a quiet spell a change goes at once')
   t.equal(r.groupRounds, rounds + 4)
+  for (const o of [outs[0]!, outs[1]!, srcOut]) take(o)
+
+  // No member has joined or left for ten spacings: the group is settled, few changes wait a quarter spacing.
+  pacing.advance(15)
+  r.receive(src, session('10.0.0.9'), [px('198.18.3.0/26')], attrs({ nextHop: '192.0.2.9' }))
+  r.flush()
+  t.same(announced(take(outs[0]!)), ['198.18.3.0/26'], 'settled: a change 15 ms after the last round goes at once')
+  for (const o of [outs[1]!, outs[2]!, srcOut]) take(o)
+  pacing.advance(5)
+  r.receive(src, session('10.0.0.9'), [px('198.18.3.64/26')], attrs({ nextHop: '192.0.2.9' }))
+  r.flush()
+  t.same(take(outs[0]!), [], 'settled: a change 5 ms after the last round waits')
+  pacing.advance(5)
+  t.same(announced(take(outs[0]!)), ['198.18.3.64/26'], 'a quarter spacing (10 ms) after the last round it goes')
+  for (const o of [outs[1]!, outs[2]!, srcOut]) take(o)
+  t.equal(r.groupRounds, rounds + 6)
+
+  // A member joining unsettles the group: a full spacing again.
+  const late = r.attachPeer(peer({ address: '192.0.2.4', rrClient: true }))
+  take(late)
+  pacing.advance(15)
+  r.receive(src, session('10.0.0.9'), [px('198.18.3.128/26')], attrs({ nextHop: '192.0.2.9' }))
+  r.flush()
+  t.same(take(outs[0]!), [], 'after a join: a change 15 ms after the last round waits')
+  pacing.advance(40)
+  t.same(announced(take(outs[0]!)), ['198.18.3.128/26'], 'and goes a spacing (5 members: 50 ms) after it')
 })
 
 t.test('a peer joining a group with changes queued makes no round and is sent them with the next', async (t) => {

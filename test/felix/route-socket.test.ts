@@ -127,6 +127,17 @@ t.test('a large write in many chunks: each refusal is mapped back to its own rou
   t.equal(lines.length, 3000 - bad.size + 1, 'every other route and the blackhole')
 })
 
+t.test('a write of 12,000 routes, every one refused: each refusal is answered and reported, and the socket stays up', async (t) => {
+  const a = await node(t)
+  // Far more answers than the receive buffer holds at once: a lost answer would fail the socket.
+  const routes = Array.from({ length: 12_000 }, (_, i) => ({ prefix: `198.19.${i >> 8}.${i & 255}/32`, nextHops: [{ address: '203.0.113.9' }] }))
+  const [step] = await run(a, [state([...FIRST.routes, ...routes])], false)
+  t.equal(step?.socketError, null, 'no answer was lost')
+  t.equal(step?.errors.length, routes.length, 'each refused')
+  t.ok(step?.errors.every((e) => /^netlink: ENETUNREACH/.test(e.message)), 'each for its own reason')
+  t.same(await ourRoutes(a.ns), FIRST_LINES, 'the routes that could go in are in')
+})
+
 t.test('drift: a route deleted or changed by hand is written back through the socket within 2 s', async (t) => {
   const a = await node(t)
   const child = execa('ip', ['netns', 'exec', a.ns, process.execPath, CHILD], { input: JSON.stringify({ states: [FIRST], nexthopObjects: true, protocol: PROTO, hold: true }), reject: false })

@@ -24,9 +24,13 @@ function showsRoute(ev: MonitorEvent, hops: readonly string[] | undefined, k: Ke
   return hop?.gateway === ev.gateway && (ev.dev === undefined || hop?.dev === ev.dev)
 }
 
+/** How long after a large write the monitor comes back, unless another large write starts meanwhile. */
+const RESUME_MS = 100
+
 export abstract class RouteMonitorWatch extends RouteKernelIo {
   protected monitor: WatchHandle | undefined
   protected monitorTimer: NodeJS.Timeout | undefined
+  private resumeTimer: NodeJS.Timeout | undefined
   /** A multipath route's head line from the monitor, waiting for its hop lines. */
   private multipath: { line: string; ev: MonitorEvent; key: string; hops: string[] } | undefined
 
@@ -45,13 +49,40 @@ export abstract class RouteMonitorWatch extends RouteKernelIo {
     })
   }
 
-  /** Stops the monitor for a large write (see applyOnce); true if it was running. */
+  /**
+   * Stops the monitor for a large write (see applyOnce); true if it was running, or paused for a write
+   * just before and not yet back. No line of the monitor is read from the call on, so the write need not
+   * wait for `ip monitor` to exit.
+   */
   protected async pauseMonitor(): Promise<boolean> {
+    if (this.resumeTimer !== undefined) {
+      clearTimeout(this.resumeTimer)
+      this.resumeTimer = undefined
+      return true
+    }
     const m = this.monitor
     if (m === undefined) return false
     this.monitor = undefined
-    await m.stop()
+    m.stop().catch((err: unknown) => this.log.warn({ err }, 'ip monitor did not stop'))
     return true
+  }
+
+  /**
+   * Starts the monitor again after a large write, once no other has followed for RESUME_MS: a table
+   * arrives as several large writes, and each restart of `ip monitor` costs a process's start-up.
+   */
+  protected resumeMonitor(): void {
+    if (this.resumeTimer !== undefined || !this.started) return
+    this.resumeTimer = setTimeout(() => {
+      this.resumeTimer = undefined
+      if (this.monitor === undefined) this.startMonitor()
+    }, RESUME_MS)
+    this.resumeTimer.unref()
+  }
+
+  protected stopResume(): void {
+    clearTimeout(this.resumeTimer)
+    this.resumeTimer = undefined
   }
 
   private onMonitorLine(line: string): void {

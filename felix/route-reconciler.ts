@@ -117,6 +117,7 @@ export class RouteReconciler extends RouteMonitorWatch {
     this.started = false
     clearTimeout(this.timer)
     clearTimeout(this.monitorTimer)
+    this.stopResume()
     await this.monitor?.stop()
     await this.running?.catch(() => undefined)
     await this.queued?.catch(() => undefined)
@@ -212,7 +213,7 @@ export class RouteReconciler extends RouteMonitorWatch {
         throw err
       })
       .finally(() => {
-        if (quiet) this.startMonitor()
+        if (quiet) this.resumeMonitor()
       })
     const errors = failures.size > 0 ? await this.retryAfterFailures(failures.size, first.ops.length) : []
     const writeMs = performance.now() - t1
@@ -324,7 +325,7 @@ export class RouteReconciler extends RouteMonitorWatch {
     } finally {
       entries.return?.(undefined)
       learned?.reset()
-      if (await pausing.catch(() => false)) this.startMonitor()
+      if (await pausing.catch(() => false)) this.resumeMonitor()
     }
     this.reportConflicts(conflicts)
     const planned = counts.replace + counts.delete

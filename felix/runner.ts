@@ -30,7 +30,7 @@ export interface WatchOptions {
 export interface WatchHandle {
   /** Resolves with the exit code when the child ends, for whatever reason. */
   readonly exited: Promise<number>
-  /** Ends the child (SIGTERM) and waits for it. */
+  /** Ends the child (SIGTERM): no line is delivered from the call on; resolves once the child has exited. */
   stop(): Promise<void>
 }
 
@@ -84,14 +84,18 @@ export class ExecaRunner implements ProcessRunner {
   watch(cmd: string, args: readonly string[], opts: WatchOptions): WatchHandle {
     const [file, argv] = inNetns(cmd, args, opts.netns)
     const child = execa(file, argv, { reject: false, buffer: false, stdin: 'ignore', stderr: 'ignore' })
+    let stopped = false
     if (child.stdout !== null) {
       const rl = createInterface({ input: child.stdout })
-      rl.on('line', opts.onLine)
+      rl.on('line', (line) => {
+        if (!stopped) opts.onLine(line)
+      })
     }
     const exited = child.then((r) => r.exitCode ?? -1)
     return {
       exited,
       async stop() {
+        stopped = true
         child.kill('SIGTERM')
         await exited
       },

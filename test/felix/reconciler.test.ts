@@ -168,6 +168,9 @@ t.test('a large write pauses the monitor and starts it again, with no read of th
   const rec = reconciler(t, a, state({ routes }), { resyncIntervalMs: 60_000, runner })
   const first = await rec.start()
   t.equal(first.planned, 3001, 'the 3000 routes and the local block')
+  t.same(calls, ['monitor', 'read'], 'the monitor was stopped for the write')
+  // Started again a moment after it, unless another large write follows (a table comes in several).
+  await waitFor(() => calls.length === 3, { timeoutMs: 2000, intervalMs: 10, what: 'the monitor started again' })
   t.same(calls, ['monitor', 'read', 'monitor'], 'the monitor was started again after the write')
   // What the monitor missed waits for the periodic resync (60 s here): the next apply reads nothing.
   t.equal((await rec.apply()).planned, 0, 'nothing left to write')
@@ -176,6 +179,32 @@ t.test('a large write pauses the monitor and starts it again, with no read of th
   await ip(a.ns, ['route', 'del', '198.18.4.7/32', 'proto', String(PROTO)])
   t.ok(await waitFor(async () => (await ourRoutes(a.ns)).some((l) => l.startsWith('route replace 198.18.4.7/32 ')), { timeoutMs: 2000, intervalMs: 50, what: 'the deleted route back' }))
   t.equal(calls.filter((c) => c === 'monitor').length, 2, 'one monitor since')
+})
+
+t.test('large writes in a row (a table arriving in parts) start the monitor again once, after the last', async (t) => {
+  const a = await node(t)
+  // The same 2,048 routes, then each through another gateway: two writes of more than QUIET_MIN_OPS.
+  const part = (k: number) => Array.from({ length: 2048 }, (_, i) => ({ prefix: `198.18.${4 + (i >> 8)}.${i & 255}/32`, nextHops: [{ address: `192.0.2.${12 + k}` }] }))
+  const calls: string[] = []
+  const real = new ExecaRunner()
+  const runner: ProcessRunner = {
+    run: (cmd, args, o) => real.run(cmd, args, o),
+    watch: (cmd, args, o) => {
+      calls.push('monitor')
+      return real.watch(cmd, args, o)
+    },
+  }
+  const rec = reconciler(t, a, state({ routes: part(0) }), { resyncIntervalMs: 60_000, runner })
+  t.equal((await rec.start()).planned, 2049, 'the routes and the local block')
+  rec.setDesired(renderDesired(state({ routes: part(1) }), { protocol: PROTO }).routes)
+  t.equal((await rec.apply()).planned, 2048, 'each through the other gateway, straight after')
+  t.same(calls, ['monitor'], 'the monitor stayed stopped between the parts')
+  await waitFor(() => calls.length === 2, { timeoutMs: 2000, intervalMs: 10, what: 'the monitor started again' })
+  // The monitor is back: drift is repaired at once again.
+  t.equal((await rec.apply()).planned, 0, 'nothing left to write')
+  await ip(a.ns, ['route', 'del', '198.18.4.7/32', 'proto', String(PROTO)])
+  t.ok(await waitFor(async () => (await ourRoutes(a.ns)).some((l) => l.startsWith('route replace 198.18.4.7/32 via 192.0.2.13 ')), { timeoutMs: 2000, intervalMs: 50, what: 'the deleted route back' }))
+  t.same(calls, ['monitor', 'monitor'], 'one monitor since')
 })
 
 t.test('conflict: a key held by another protocol is left alone and reported', async (t) => {

@@ -17,10 +17,13 @@ const SETTLE = numberArg('--settle', 15)
 const TARGET_RSS_MB = 100
 const TARGET_CPU_PCT = 1
 
-/** ROUTES /28s from 198.19.0.0/16 (benchmarking range), as BIRD static routes. */
+/**
+ * ROUTES /28s from 100.64.0.0/16 (RFC 6598 shared space), as BIRD static routes: outside the demo's pool
+ * (198.18.0.0/15), whose prefixes pinto-node refuses from a router no BGPFilter lets announce them.
+ */
 function prefixes(n: number): string[] {
-  if (n > 4096) throw new Error('--routes: at most 4096 (/28s of 198.19.0.0/16)')
-  return Array.from({ length: n }, (_, i) => `198.19.${i >> 4}.${(i & 15) << 4}/28`)
+  if (n > 4096) throw new Error('--routes: at most 4096 (/28s of 100.64.0.0/16)')
+  return Array.from({ length: n }, (_, i) => `100.64.${i >> 4}.${(i & 15) << 4}/28`)
 }
 
 function cpuTicks(pid: number): number {

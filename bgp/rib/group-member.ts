@@ -50,7 +50,9 @@ export class GroupMember implements AdjRibOut {
     if (dump !== undefined) {
       this.enter(group)
       if (dump.missing.size > 0) this.missing = dump.missing
-      this.deliver(dump.batches)
+      // The dump's list is this joiner's own (its batches are shared): it becomes the fifo, not a copy.
+      this.fifo = dump.batches
+      for (const b of dump.batches) this.backlog += b.announce.length + b.withdraw.length
     } else {
       this.startSolo()
       const solo = this.solo!

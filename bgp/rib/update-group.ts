@@ -204,7 +204,10 @@ export class UpdateGroup {
     for (const m of [...this.members.values()]) if (m.backlog >= this.host.slowLimit) m.leaveGroup()
     const round: Round = { ds: [], prefixes: [], routes: [], prev: [], src: [] }
     const members = this.members
-    let affected: Set<number> | undefined
+    /** Round indices where a member is the source now or was before: its variant differs there. */
+    let involved: Map<number, number[]> | undefined
+    /** Round indices withdrawing what the group held: a joiner missing one is sent a variant. */
+    let withdrawn: number[] | undefined
     const rib = this.host.rib
     if (this.dump !== undefined && this.out.size > DUMP_LIMIT) this.dump = undefined
     const dump = this.dump
@@ -217,8 +220,10 @@ export class UpdateGroup {
           this.count(prev, -1)
           dump?.remove(d)
         }
-        if (src === NOT_HELD) this.setSentFrom(d, 0)
-        else {
+        if (src === NOT_HELD) {
+          this.setSentFrom(d, 0)
+          if (prev !== NOT_HELD) (withdrawn ??= []).push(round.ds.length)
+        } else {
           this.setSentFrom(d, src)
           this.count(src, 1)
           dump?.add(d, prefix, out!, src)
@@ -228,19 +233,29 @@ export class UpdateGroup {
         round.routes.push(out)
         round.prev.push(prev)
         round.src.push(src)
-        if (members.has(prev)) (affected ??= new Set()).add(prev)
-        if (members.has(src)) (affected ??= new Set()).add(src)
+        const i = round.ds.length - 1
+        if (members.has(src)) involve((involved ??= new Map()), src, i)
+        if (prev !== src && members.has(prev)) involve((involved ??= new Map()), prev, i)
       },
       true,
     )
+    const variants = new Variants(round, batches)
+    let inRound: Set<number> | undefined
     for (const m of [...members.values()]) {
+      const id = m.peer.id
+      const own = involved?.get(id)
       const missing = m.missing
       if (missing === undefined) {
-        m.deliver(affected?.has(m.peer.id) === true ? variant(round, m.peer.id) : batches)
+        m.deliver(own === undefined ? batches : variants.for(id, own))
         continue
       }
-      m.deliver(variant(round, m.peer.id, missing))
-      for (const d of round.ds) missing.delete(d)
+      // A joiner is sent the round as every member is unless it withdraws what the joiner was never sent.
+      const unsent = withdrawn?.filter((i) => missing.has(round.ds[i]!))
+      m.deliver(own === undefined && (unsent === undefined || unsent.length === 0) ? batches : variants.for(id, [...(own ?? []), ...(unsent ?? [])], missing))
+      if (missing.size < round.ds.length) {
+        inRound ??= new Set(round.ds)
+        for (const d of missing) if (inRound.has(d)) missing.delete(d)
+      } else for (const d of round.ds) missing.delete(d)
       if (missing.size === 0) m.missing = undefined
     }
   }
@@ -252,19 +267,71 @@ export class UpdateGroup {
   }
 }
 
+function involve(involved: Map<number, number[]>, id: number, i: number): void {
+  const list = involved.get(id)
+  if (list === undefined) involved.set(id, [i])
+  else list.push(i)
+}
+
 /**
- * What member `id` is sent of a round: nothing of its own paths, a withdrawal where one replaced another's;
- * no withdrawal of what it is `missing` (held by the group, not yet sent to this joiner).
+ * What a member is sent of a round where it differs from the others: nothing of its own paths, a
+ * withdrawal where one replaced another's, no withdrawal of what it was never sent (its own, or `missing`
+ * from a joiner's dump). Built from the round's shared batches: a batch holding none of the member's
+ * exceptions is handed over as it is (packed once for everyone), and only the few that do are copied.
  */
-function variant(round: Round, id: number, missing?: ReadonlySet<number>): OutBatch[] {
-  const b = new BatchBuilder()
-  for (let i = 0; i < round.prefixes.length; i++) {
-    const prefix = round.prefixes[i]!
-    const out = round.routes[i]
-    const prev = round.prev[i]!
-    const heldBefore = prev !== NOT_HELD && prev !== id && missing?.has(round.ds[i]!) !== true
-    if (out !== undefined && round.src[i] !== id) b.announce(prefix, out)
-    else if (heldBefore) b.withdraw(prefix)
+class Variants {
+  /** The shared batch each of the round's prefixes went into, by prefix object; made on first use. */
+  private batchOf: Map<Prefix, OutBatch> | undefined
+
+  constructor(
+    private readonly round: Round,
+    private readonly shared: readonly OutBatch[],
+  ) {}
+
+  /** Member `id`'s batches, given the round indices where it may differ. */
+  for(id: number, indices: readonly number[], missing?: ReadonlySet<number>): OutBatch[] {
+    const round = this.round
+    const drop = new Set<Prefix>()
+    const withdrawals = new BatchBuilder()
+    let extra = false
+    for (const i of indices) {
+      const prefix = round.prefixes[i]!
+      const prev = round.prev[i]!
+      const heldBefore = prev !== NOT_HELD && prev !== id && missing?.has(round.ds[i]!) !== true
+      if (round.routes[i] !== undefined) {
+        if (round.src[i] !== id) continue
+        drop.add(prefix)
+        if (heldBefore) {
+          withdrawals.withdraw(prefix)
+          extra = true
+        }
+      } else if (!heldBefore) drop.add(prefix)
+    }
+    if (drop.size === 0 && !extra) return this.shared as OutBatch[]
+    const touched = new Set<OutBatch>()
+    const batchOf = this.index()
+    for (const p of drop) touched.add(batchOf.get(p)!)
+    const out = extra ? withdrawals.batches() : []
+    for (const b of this.shared) {
+      if (!touched.has(b)) {
+        out.push(b)
+        continue
+      }
+      const { packed: _, ...plain } = b
+      const announce = b.announce.filter((p) => !drop.has(p))
+      const withdraw = b.withdraw.filter((p) => !drop.has(p))
+      if (announce.length + withdraw.length > 0) out.push({ ...plain, announce, withdraw })
+    }
+    return out
   }
-  return b.batches()
+
+  private index(): Map<Prefix, OutBatch> {
+    if (this.batchOf !== undefined) return this.batchOf
+    const batchOf = new Map<Prefix, OutBatch>()
+    for (const b of this.shared) {
+      for (const p of b.withdraw) batchOf.set(p, b)
+      for (const p of b.announce) batchOf.set(p, b)
+    }
+    return (this.batchOf = batchOf)
+  }
 }

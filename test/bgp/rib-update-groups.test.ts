@@ -163,3 +163,47 @@ t.test('with a limit no member reaches, no one leaves its group but the refresh'
   t.same(r.errors, [])
   t.notOk(r.leftGroup.has('slow'), 'the slow member caught up inside its group')
 })
+
+t.test('a peer joining with changes queued: no withdrawal of what it was never sent, the others\' batches for the rest', async (t) => {
+  const r = rib({ clusterId: CLUSTER })
+  const [a, b, src] = ['a', 'b', 'src'].map((name, i) => peer({ address: `192.0.2.${i + 1}`, name, rrClient: true }))
+  const outA = r.attachPeer(a!)
+  const outSrc = r.attachPeer(src!)
+  for (const p of ['198.18.0.0/26', '198.18.1.0/26']) r.receive(src!, session('10.0.0.3'), [px(p)], attrs({ nextHop: '192.0.2.3' }))
+  r.flush()
+  drain(outA)
+  drain(outSrc)
+  // A first joiner: the group keeps its table as a dump from now on.
+  drain(r.attachPeer(peer({ address: '192.0.2.5', name: 'early', rrClient: true })))
+  // Queued, not yet a round: 198.18.0.0/26 withdrawn, 198.18.1.0/26 changed. The joiner is sent neither
+  // in its dump; the round then withdraws one and announces the other.
+  r.receive(src!, session('10.0.0.3'), [px('198.18.0.0/26')], undefined)
+  r.receive(src!, session('10.0.0.3'), [px('198.18.1.0/26')], attrs({ med: 5, nextHop: '192.0.2.3' }))
+  r.flush()
+  const outB = r.attachPeer(b!)
+  const heldB: Held = new Map()
+  const errors: string[] = []
+  const sentA = drain(outA)
+  const sentB = drain(outB)
+  apply(heldB, sentB, errors, 'b')
+  t.same(errors, [], 'b is sent no withdrawal of a prefix it never held')
+  t.same([...heldB.keys()], ['198.18.1.0/26'], 'b holds the changed prefix')
+  t.ok(sentA.some((x) => x.withdraw.length === 1), 'a is sent the withdrawal')
+
+  // A joiner missing a changed prefix, then a round of announcements only: it is handed the shared batches.
+  const c = peer({ address: '192.0.2.4', name: 'c', rrClient: true })
+  r.receive(src!, session('10.0.0.3'), [px('198.18.2.0/26')], attrs({ nextHop: '192.0.2.3' }))
+  r.receive(src!, session('10.0.0.3'), [px('198.18.1.0/26')], attrs({ med: 6, nextHop: '192.0.2.3' }))
+  r.flush()
+  const outC = r.attachPeer(c)
+  r.receive(src!, session('10.0.0.3'), [px('198.18.3.0/26')], attrs({ nextHop: '192.0.2.3' }))
+  r.flush()
+  const roundA = drain(outA)
+  const roundC = drain(outC)
+  const heldC: Held = new Map()
+  apply(heldC, roundC, errors, 'c')
+  t.same(errors, [])
+  t.same([...heldC.keys()].sort(), ['198.18.1.0/26', '198.18.2.0/26', '198.18.3.0/26'], 'c holds the table and the new prefix')
+  const last = roundC.at(-1)
+  t.ok(last !== undefined && roundA.includes(last), 'c is handed the same batch object as a for the round')
+})

@@ -18,6 +18,9 @@ export const PATH_REMOVED = 2
 /** The path replaced or removed was stale (graceful restart). */
 export const PATH_WAS_STALE = 4
 
+/** Destinations per peer remembered for a session's end (a node's blocks, a reflector client's); past it, a scan. */
+const FEW = 64
+
 /** A stored path, as an object literal so that V8 pretenures it. */
 function newPath(prefix: Prefix, peer: RibPeer | undefined, session: PeerSessionInfo | undefined, attrs: InternedAttributes, stale = false): Path {
   return { prefix, peer, session, attrs, stale }
@@ -41,6 +44,14 @@ export class Destinations {
   private readonly changes: Changes
   /** The multipath set of each destination that has one (flagged MULTIPATH). */
   private readonly multipaths = new Map<number, Path[]>()
+  /**
+   * Where each peer has had a path, while at most FEW destinations (false: more, or a run): a session
+   * ending visits those, not the whole table, so 2,000 reflector clients going down cost 2,000 x their few
+   * routes, not 2,000 walks of the table. A superset: a destination since left or reused is checked again.
+   */
+  private readonly fewFrom = new Map<number, number[] | false>()
+  /** The last peer found to have many (the ingest of a full table asks once per prefix). */
+  private manyFrom = -1
 
   /** `interner`: where attribute sets are read back by id and released when no path holds them. */
   constructor(
@@ -133,6 +144,7 @@ export class Destinations {
     const d = t.obtain(p)
     const bits = t.bits[d]!
     const { peer, session } = source
+    if (peer !== undefined) this.noteFrom(peer.id, d, d + 1)
     if ((bits & COMPACT) !== 0) {
       const held = t.source.get(d)!
       if (p.pathId === 0 && held.peer?.id === peer?.id) {
@@ -211,6 +223,7 @@ export class Destinations {
     if (prefixes.addr instanceof Int32Array) t.obtainIpv4Run(prefixes.addr, prefixes.len, prefixes.count, held)
     else t.obtainIpv6Run(prefixes.addr, prefixes.len, prefixes.count, held)
     const to = t.used
+    if (source.peer !== undefined) this.noteFrom(source.peer.id, from, to)
     t.storeCompact(from, to, source, attrs)
     this.changes.addNew(from, to)
     attrs.refs += to - from
@@ -221,7 +234,7 @@ export class Destinations {
   markStale(peerId: number, afi: number): number {
     const t = this.t
     let n = 0
-    for (const d of t.indices(afi)) {
+    for (const d of this.visitFor(peerId, afi)) {
       const bits = t.bits[d]!
       if ((bits & COMPACT) !== 0) {
         if ((bits & STALE) === 0 && t.source.get(d)!.peer?.id === peerId) {
@@ -251,7 +264,7 @@ export class Destinations {
       removed++
       if ((flags & PATH_WAS_STALE) !== 0) stale++
     }
-    for (const d of t.indices(afi)) {
+    for (const d of this.visitFor(peerId, afi)) {
       const bits = t.bits[d]!
       if ((bits & COMPACT) !== 0) {
         if ((!staleOnly || (bits & STALE) !== 0) && t.source.get(d)!.peer?.id === peerId) count(this.dropCompact(d))
@@ -259,7 +272,43 @@ export class Destinations {
       }
       for (const path of this.objectsFrom(d, peerId)) if (!staleOnly || path.stale) count(this.dropObject(d, path))
     }
+    const few = this.fewFrom.get(peerId)
+    if (!staleOnly && few !== undefined && few !== false) {
+      const left = few.filter((d) => this.t.isLive(d) && this.t.afi(d) !== afi)
+      if (left.length === 0) this.fewFrom.delete(peerId)
+      else this.fewFrom.set(peerId, left)
+    }
     return { removed, stale }
+  }
+
+  /** `peerId` has (had) a path at destinations [from, to). */
+  private noteFrom(peerId: number, from: number, to: number): void {
+    if (peerId === this.manyFrom) return
+    const few = this.fewFrom.get(peerId)
+    if (few === false) {
+      this.manyFrom = peerId
+      return
+    }
+    if (few === undefined) {
+      this.fewFrom.set(peerId, to - from > FEW ? false : Array.from({ length: to - from }, (_, i) => from + i))
+      return
+    }
+    for (let d = from; d < to; d++) {
+      if (few.includes(d)) continue
+      if (few.length === FEW) {
+        this.fewFrom.set(peerId, false)
+        return
+      }
+      few.push(d)
+    }
+  }
+
+  /** The live destinations of `afi` where `peerId` may have a path: the few it had, or every one. */
+  private visitFor(peerId: number, afi: number): readonly number[] {
+    const few = this.fewFrom.get(peerId)
+    if (few === undefined) return []
+    if (few === false) return this.t.indices(afi)
+    return few.filter((d) => this.t.isLive(d) && this.t.afi(d) === afi)
   }
 
   /** The path objects of `d` from this peer (not a compact path). */

@@ -75,7 +75,8 @@ t.test('the destination table against a Map of prefix to paths, operation by ope
       attrs({ nextHop: '192.0.2.20' }),
     ]
     const pool: Prefix[] = []
-    for (let i = 0; i < 24; i++) pool.push(ipv4Prefix((0xc6120000 + i * 256) >>> 0, [24, 26, 32][i % 3]!))
+    // Half the seeds with more prefixes than the table remembers per peer for a session's end (it scans then).
+    for (let i = 0; i < (seed > 4 ? 200 : 24); i++) pool.push(ipv4Prefix((0xc6120000 + i * 256) >>> 0, [24, 26, 32][i % 3]!))
     pool.push(parsePrefix('2001:db8:1::/64'), parsePrefix('2001:db8:2::/48'))
     const withId = (p: Prefix, pathId: number): Prefix => (pathId === 0 ? p : { ...p, pathId })
 

@@ -241,18 +241,6 @@ export class PeerTransport {
     this.drop(false)
   }
 
-  /** Runs `fill` with the socket corked: its writes leave in one writev, not a syscall each. */
-  corked(fill: () => void): void {
-    const s = this.socket
-    if (!s || s.destroyed) return fill()
-    s.cork()
-    try {
-      fill()
-    } finally {
-      s.uncork()
-    }
-  }
-
   /** Queues bytes: 'full' when the socket's buffer is over its mark (the owner starts the send hold timer). */
   write(bytes: Uint8Array): 'queued' | 'full' | 'closed' {
     const s = this.socket

@@ -112,7 +112,7 @@ export class BgpPeer {
     this.sender = new UpdateSender({
       log: deps.log,
       counters: this.counters,
-      wire: { queued: () => this.transport.queued, write: (bytes, messages) => this.write(bytes, messages), send: (m) => this.sendControl(m), corked: (fill) => this.transport.corked(fill) },
+      wire: { queued: () => this.transport.queued, write: (bytes, messages) => this.write(bytes, messages), send: (m) => this.sendControl(m) },
       ...(deps.holdEndOfRib ? { holdEndOfRib: deps.holdEndOfRib } : {}),
     })
   }

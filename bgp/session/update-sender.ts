@@ -20,8 +20,6 @@ export interface SenderWire {
   /** `bytes` holds `messages` whole messages (default one). */
   write(bytes: Uint8Array, messages?: number): void
   send(message: BgpMessage): void
-  /** Runs `fill` so that its writes go out together (a reflector's client gets one small UPDATE per originator). */
-  corked(fill: () => void): void
 }
 
 export interface SenderDeps {
@@ -90,46 +88,53 @@ export class UpdateSender {
     const session = this.session
     const wire = this.deps.wire
     if (!out || !session) return
-    let queued = wire.queued()
+    const queued = wire.queued()
     if (queued === undefined) return
-    wire.corked(() => {
-      while (queued !== undefined && queued < HIGH_WATER && out.pending > 0) {
-        const before = out.pending
-        const batches = out.take(PULL)
-        // A paced update group holding its next round: it signals pending again when the round may be made.
-        if (batches.length === 0 && out.pending >= before) break
-        // One write of the pull's UPDATEs: a joiner's table is thousands of small ones (one per source),
-        // and a socket write each costs more than copying them together.
-        const parts: Uint8Array[] = []
-        let size = 0
-        for (const batch of batches) {
-          // A batch an update group's members share is packed by the first of them (they encode alike).
-          const packed = batch.packed
-          const messages = packed === undefined ? packUpdates(batch, session.tx) : (packed.bytes ??= packUpdates(batch, session.tx))
-          for (const bytes of messages) {
-            parts.push(bytes)
-            size += bytes.length
-          }
-        }
-        this.deps.counters.updatesOut += parts.length
-        if (parts.length === 1) wire.write(parts[0]!)
-        else if (parts.length > 1) wire.write(Buffer.concat(parts, size), parts.length)
-        queued = wire.queued()
+    // What one pump sends leaves in one write of its UPDATEs' concatenation: a reflector's client is sent
+    // one small UPDATE per round, a joiner's table is thousands (one per source), and a socket write each,
+    // or a corked stream's bookkeeping of them, costs more than copying them together.
+    const parts: Uint8Array[] = []
+    let size = 0
+    let held = false
+    while (queued + size < HIGH_WATER && out.pending > 0) {
+      const before = out.pending
+      const batches = out.take(PULL)
+      // A paced update group holding its next round: it signals pending again when the round may be made.
+      if (batches.length === 0 && out.pending >= before) {
+        held = true
+        break
       }
-    })
-    if (queued === undefined) return
-    if (out.pending === 0 && this.deps.holdEndOfRib?.() !== true) {
-      for (const f of session.families) {
-        if (!this.eorSent.has(f)) {
-          this.eorSent.add(f)
-          wire.write(encodeMessage(endOfRibUpdate(f >> 8, f & 255), session.tx))
+      for (const batch of batches) {
+        // A batch an update group's members share is packed by the first of them (they encode alike).
+        const packed = batch.packed
+        const messages = packed === undefined ? packUpdates(batch, session.tx) : (packed.bytes ??= packUpdates(batch, session.tx))
+        for (const bytes of messages) {
+          parts.push(bytes)
+          size += bytes.length
         }
       }
-      for (const f of this.pendingEorr) {
-        if (session.enhancedRouteRefresh) wire.send({ type: 'route-refresh', afi: f >> 8, safi: f & 255, subtype: RouteRefreshSubtype.EORR })
-      }
-      this.pendingEorr.clear()
     }
+    this.deps.counters.updatesOut += parts.length
+    const done = out.pending === 0 && this.deps.holdEndOfRib?.() !== true
+    if (done) {
+      for (const f of session.families) {
+        if (this.eorSent.has(f)) continue
+        this.eorSent.add(f)
+        const eor = encodeMessage(endOfRibUpdate(f >> 8, f & 255), session.tx)
+        parts.push(eor)
+        size += eor.length
+      }
+    }
+    if (parts.length === 1) wire.write(parts[0]!)
+    else if (parts.length > 1) wire.write(Buffer.concat(parts, size), parts.length)
+    // Stopped at this pump's own bound, not the socket's: the kernel may have taken it all (no drain event
+    // then), so the rest goes from the next turn of the loop.
+    if (size > 0 && !held && out.pending > 0) this.schedule()
+    if (!done) return
+    for (const f of this.pendingEorr) {
+      if (session.enhancedRouteRefresh) wire.send({ type: 'route-refresh', afi: f >> 8, safi: f & 255, subtype: RouteRefreshSubtype.EORR })
+    }
+    this.pendingEorr.clear()
   }
 
   private schedule(): void {

@@ -102,6 +102,14 @@ export class GroupMember implements AdjRibOut {
       }
       if (this.group !== undefined && this.group.out.pending > 0 && this.group.mayProduce()) this.group.produce(Math.min(maxPrefixes, ROUND))
     }
+    // The common case, a member taking all it was handed: the fifo itself is the answer.
+    if (this.head === 0 && this.backlog <= maxPrefixes && this.fifo.length > 0) {
+      const all = this.fifo
+      this.fifo = []
+      this.backlog = 0
+      if (this.solo !== undefined && this.solo.pending === 0) this.rejoin()
+      return all
+    }
     const out: OutBatch[] = []
     let taken = 0
     while (this.head < this.fifo.length && taken < maxPrefixes) {

@@ -201,7 +201,9 @@ export class UpdateGroup {
   produce(max = ROUND): void {
     this.rounds++
     if (this.host.pacing !== undefined) this.lastRound = this.host.pacing.now()
-    for (const m of [...this.members.values()]) if (m.backlog >= this.host.slowLimit) m.leaveGroup()
+    let slow: GroupMember[] | undefined
+    for (const m of this.members.values()) if (m.backlog >= this.host.slowLimit) (slow ??= []).push(m)
+    if (slow !== undefined) for (const m of slow) m.leaveGroup()
     const round: Round = { ds: [], prefixes: [], routes: [], prev: [], src: [] }
     const members = this.members
     /** Round indices where a member is the source now or was before: its variant differs there. */
@@ -241,7 +243,8 @@ export class UpdateGroup {
     )
     const variants = new Variants(round, batches)
     let inRound: Set<number> | undefined
-    for (const m of [...members.values()]) {
+    // Handing a member its batches changes no membership.
+    for (const m of members.values()) {
       const id = m.peer.id
       const own = involved?.get(id)
       const missing = m.missing

@@ -14,6 +14,20 @@ const HIGH_WATER = 256 * 1024
 const PULL = 4000
 
 /** Where the sender writes: the peer shell's socket, with its counters and send hold timer. */
+/**
+ * Senders with something to send on the next turn of the event loop, woken by one setImmediate: a
+ * reflector's round makes every member's sender due at once, and an Immediate each cost more than the pump.
+ */
+let due: UpdateSender[] = []
+let wakeUp: NodeJS.Immediate | undefined
+
+function pumpDue(): void {
+  wakeUp = undefined
+  const now = due
+  due = []
+  for (const s of now) s.wake()
+}
+
 export interface SenderWire {
   /** Bytes queued and not yet taken by the kernel; undefined without a connection. */
   queued(): number | undefined
@@ -37,7 +51,7 @@ export class UpdateSender {
   private readonly eorSent = new Set<FamilyKey>()
   /** Families re-advertised for a route refresh whose EoRR is still to go (RFC 7313). */
   private readonly pendingEorr = new Set<FamilyKey>()
-  private scheduled: NodeJS.Immediate | undefined
+  private scheduled = false
 
   constructor(private readonly deps: SenderDeps) {}
 
@@ -60,8 +74,7 @@ export class UpdateSender {
   detach(): void {
     this.adjOut = undefined
     this.session = undefined
-    if (this.scheduled) clearImmediate(this.scheduled)
-    this.scheduled = undefined
+    this.scheduled = false
   }
 
   /** Re-advertises everything (soft reset out). */
@@ -116,7 +129,7 @@ export class UpdateSender {
     }
     this.deps.counters.updatesOut += parts.length
     const done = out.pending === 0 && this.deps.holdEndOfRib?.() !== true
-    if (done) {
+    if (done && this.eorSent.size < session.families.size) {
       for (const f of session.families) {
         if (this.eorSent.has(f)) continue
         this.eorSent.add(f)
@@ -130,19 +143,25 @@ export class UpdateSender {
     // Stopped at this pump's own bound, not the socket's: the kernel may have taken it all (no drain event
     // then), so the rest goes from the next turn of the loop.
     if (size > 0 && !held && out.pending > 0) this.schedule()
-    if (!done) return
+    if (!done || this.pendingEorr.size === 0) return
     for (const f of this.pendingEorr) {
       if (session.enhancedRouteRefresh) wire.send({ type: 'route-refresh', afi: f >> 8, safi: f & 255, subtype: RouteRefreshSubtype.EORR })
     }
     this.pendingEorr.clear()
   }
 
+  /** The turn of the loop it was scheduled for has come (pumpDue). */
+  wake(): void {
+    if (!this.scheduled) return
+    this.scheduled = false
+    this.pump()
+  }
+
   private schedule(): void {
     if (this.scheduled) return
     // The next turn of the event loop: changes flushed together go out together.
-    this.scheduled = setImmediate(() => {
-      this.scheduled = undefined
-      this.pump()
-    })
+    this.scheduled = true
+    due.push(this)
+    wakeUp ??= setImmediate(pumpDue)
   }
 }

@@ -30,7 +30,7 @@ const BURST_MIN = 32
  * has its table, so few changes go a quarter spacing after the last round (at 2,000 members: 25 ms, not
  * 100). While members come and go (a cold start, each joiner's routes a change for all), a full spacing.
  */
-const SETTLE = 10
+const SETTLE = 3
 /** Largest table a joining peer is sent from the group's dump; past it, joiners catch up on their own. */
 const DUMP_LIMIT = 250_000
 

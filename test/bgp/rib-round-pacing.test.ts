@@ -103,7 +103,7 @@ t.test('changes within a paced group\'s spacing go in one round; a change after 
   t.equal(r.groupRounds, rounds + 4)
   for (const o of [outs[0]!, outs[1]!, srcOut]) take(o)
 
-  // No member has joined or left for ten spacings: the group is settled, few changes wait a quarter spacing.
+  // No member has joined or left for three spacings: the group is settled, few changes wait a quarter spacing.
   pacing.advance(15)
   r.receive(src, session('10.0.0.9'), [px('198.18.3.0/26')], attrs({ nextHop: '192.0.2.9' }))
   r.flush()
@@ -127,6 +127,18 @@ t.test('changes within a paced group\'s spacing go in one round; a change after 
   t.same(take(outs[0]!), [], 'after a join: a change 15 ms after the last round waits')
   pacing.advance(40)
   t.same(announced(take(outs[0]!)), ['198.18.3.128/26'], 'and goes a spacing (5 members: 50 ms) after it')
+  for (const o of [outs[1]!, outs[2]!, srcOut, late]) take(o)
+
+  // Three spacings (150 ms) after the join the group is settled again.
+  pacing.advance(85)
+  r.receive(src, session('10.0.0.9'), [px('198.18.3.192/26')], attrs({ nextHop: '192.0.2.9' }))
+  r.flush()
+  t.same(announced(take(outs[0]!)), ['198.18.3.192/26'], '140 ms after the join, a spacing after the last round: at once')
+  for (const o of [outs[1]!, outs[2]!, srcOut, late]) take(o)
+  pacing.advance(20)
+  r.receive(src, session('10.0.0.9'), [px('198.18.4.0/26')], attrs({ nextHop: '192.0.2.9' }))
+  r.flush()
+  t.same(announced(take(outs[0]!)), ['198.18.4.0/26'], '160 ms after the join the group is settled: a change 20 ms after the last round goes at once')
 })
 
 t.test('a peer joining a group with changes queued makes no round and is sent them with the next', async (t) => {

@@ -248,13 +248,12 @@ export class UpdateGroup {
       const id = m.peer.id
       const own = involved?.get(id)
       const missing = m.missing
-      if (missing === undefined) {
-        m.deliver(own === undefined ? batches : variants.for(id, own))
-        continue
-      }
-      // A joiner is sent the round as every member is unless it withdraws what the joiner was never sent.
-      const unsent = withdrawn?.filter((i) => missing.has(round.ds[i]!))
-      m.deliver(own === undefined && (unsent === undefined || unsent.length === 0) ? batches : variants.for(id, [...(own ?? []), ...(unsent ?? [])], missing))
+      // A joiner also differs where the round withdraws what it was never sent.
+      const unsent = missing === undefined ? undefined : withdrawn?.filter((i) => missing.has(round.ds[i]!))
+      const differs = own !== undefined || (unsent !== undefined && unsent.length > 0)
+      m.deliver(differs ? variants.for(id, unsent === undefined ? own! : [...(own ?? []), ...unsent], missing) : batches)
+      if (missing === undefined) continue
+      // What the round sent is no longer missing.
       if (missing.size < round.ds.length) {
         inRound ??= new Set(round.ds)
         for (const d of missing) if (inRound.has(d)) missing.delete(d)

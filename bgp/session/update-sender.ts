@@ -13,7 +13,6 @@ const HIGH_WATER = 256 * 1024
 /** Prefixes taken from the Adj-RIB-Out per pull. */
 const PULL = 4000
 
-/** Where the sender writes: the peer shell's socket, with its counters and send hold timer. */
 /**
  * Senders with something to send on the next turn of the event loop, woken by one setImmediate: a
  * reflector's round makes every member's sender due at once, and an Immediate each cost more than the pump.
@@ -28,6 +27,7 @@ function pumpDue(): void {
   for (const s of now) s.wake()
 }
 
+/** Where the sender writes: the peer shell's socket, with its counters and send hold timer. */
 export interface SenderWire {
   /** Bytes queued and not yet taken by the kernel; undefined without a connection. */
   queued(): number | undefined

@@ -3,7 +3,7 @@
 // each UPDATE carries only one of withdrawn routes, NLRI, MP_REACH or MP_UNREACH (RFC 7606 §5.1).
 
 import { Afi, AttrCode, AttrFlag, HEADER_LENGTH, MAX_EXTENDED_MESSAGE_LENGTH, MAX_MESSAGE_LENGTH, MessageType, Safi, familyKey } from './constants.js'
-import { Writer } from './buffer.js'
+import { Writer, keptCopy } from './buffer.js'
 import { encodeAttributes, type PathAttributes } from './attributes.js'
 import { forTwoOctetPeer } from './as4.js'
 import { encodeNextHop } from './mp.js'
@@ -40,7 +40,7 @@ function encodedAttributes(attributes: PathAttributes, opts: CodecOptions, memo:
   encodeAttributes(w, opts.as4 ? attributes : forTwoOctetPeer(attributes), opts)
   const bytes = w.buf.subarray(0, w.pos)
   if (memo === undefined) return bytes
-  const own = Buffer.from(bytes)
+  const own = keptCopy(bytes)
   if (opts.as4) memo.as4 = own
   else memo.as2 = own
   return own
@@ -77,7 +77,12 @@ function writeRun(buf: Buffer, pos: number, prefixes: readonly Prefix[], from: n
   return pos
 }
 
-export function packUpdates(batch: UpdateBatch, opts: CodecOptions): Buffer[] {
+/**
+ * The UPDATEs carrying `batch`. `kept` when the caller holds them long (a batch packed once for many peers):
+ * each is then its own allocation, not a slice of the shared pool that would hold a whole slab alive.
+ */
+export function packUpdates(batch: UpdateBatch, opts: CodecOptions, kept = false): Buffer[] {
+  const alloc = kept ? Buffer.allocUnsafeSlow : Buffer.allocUnsafe
   const afi = batch.afi
   const safi = batch.safi ?? Safi.UNICAST
   const addPath = opts.addPath.has(familyKey(afi, safi))
@@ -91,7 +96,7 @@ export function packUpdates(batch: UpdateBatch, opts: CodecOptions): Buffer[] {
     if (classic) {
       // header, withdrawn length, prefixes, total attribute length 0
       runs(withdraw, addPath, max - HEADER_LENGTH - 4, (from, to, bytes) => {
-        const buf = Buffer.allocUnsafe(HEADER_LENGTH + 4 + bytes)
+        const buf = alloc(HEADER_LENGTH + 4 + bytes)
         header(buf, buf.length)
         buf.writeUInt16BE(bytes, HEADER_LENGTH)
         const end = writeRun(buf, HEADER_LENGTH + 2, withdraw, from, to, addPath)
@@ -101,7 +106,7 @@ export function packUpdates(batch: UpdateBatch, opts: CodecOptions): Buffer[] {
     } else {
       // header, withdrawn length 0, attribute length, MP_UNREACH header (4) + AFI/SAFI (3), prefixes
       runs(withdraw, addPath, max - HEADER_LENGTH - 4 - 7, (from, to, bytes) => {
-        const buf = Buffer.allocUnsafe(HEADER_LENGTH + 4 + 7 + bytes)
+        const buf = alloc(HEADER_LENGTH + 4 + 7 + bytes)
         header(buf, buf.length)
         let p = HEADER_LENGTH
         buf.writeUInt16BE(0, p)
@@ -123,7 +128,7 @@ export function packUpdates(batch: UpdateBatch, opts: CodecOptions): Buffer[] {
     const attrs = encodedAttributes(batch.attributes, opts, batch.encoded)
     if (classic) {
       runs(announce, addPath, max - HEADER_LENGTH - 4 - attrs.length, (from, to, bytes) => {
-        const buf = Buffer.allocUnsafe(HEADER_LENGTH + 4 + attrs.length + bytes)
+        const buf = alloc(HEADER_LENGTH + 4 + attrs.length + bytes)
         header(buf, buf.length)
         buf.writeUInt16BE(0, HEADER_LENGTH)
         buf.writeUInt16BE(attrs.length, HEADER_LENGTH + 2)
@@ -139,7 +144,7 @@ export function packUpdates(batch: UpdateBatch, opts: CodecOptions): Buffer[] {
       // MP_REACH: header (4), AFI/SAFI (3), next hop (1 + n), reserved (1), prefixes
       const fixed = 4 + 3 + nextHop.length + 1
       runs(announce, addPath, max - HEADER_LENGTH - 4 - fixed - attrs.length, (from, to, bytes) => {
-        const buf = Buffer.allocUnsafe(HEADER_LENGTH + 4 + fixed + bytes + attrs.length)
+        const buf = alloc(HEADER_LENGTH + 4 + fixed + bytes + attrs.length)
         header(buf, buf.length)
         let p = HEADER_LENGTH
         buf.writeUInt16BE(0, p)

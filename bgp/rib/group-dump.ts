@@ -88,7 +88,7 @@ export class GroupDump {
       announce,
       withdraw: [],
       encoded: b.route.encoded,
-      packed: {},
+      packed: { kept: true },
     }
   }
 }

@@ -101,6 +101,8 @@ export interface OutBatch {
 /** The UPDATE messages of one shared batch, filled once; every member's session encodes alike. */
 export interface PackedUpdates {
   bytes?: readonly Uint8Array[]
+  /** The batch is held long (a group's dump, for members yet to join): its UPDATEs get memory of their own. */
+  readonly kept?: boolean
 }
 
 export interface AdjRibOut {

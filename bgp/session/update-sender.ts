@@ -27,11 +27,45 @@ function pumpDue(): void {
   for (const s of now) s.wake()
 }
 
+/**
+ * The buffer a pump copies its UPDATEs into, shared by every sender and used again for as long as the
+ * kernel takes each write whole (nothing holds it then). A fresh buffer per write would wait for the next
+ * collection: on a reflector writing to thousands of clients, tens of megabytes in malloc. A write left
+ * partly queued keeps its buffer, and the next pump makes another.
+ */
+class WriteScratch {
+  private buf: Buffer | undefined
+
+  /** `parts` joined, in the shared buffer when they fit. */
+  join(parts: readonly Uint8Array[], size: number): Buffer {
+    let buf = this.buf
+    if (buf === undefined || buf.length < size) buf = this.buf = Buffer.allocUnsafeSlow(Math.max(size, SCRATCH_BYTES))
+    let at = 0
+    for (const p of parts) {
+      buf.set(p, at)
+      at += p.length
+    }
+    return buf.subarray(0, size)
+  }
+
+  /** After a write from join(): `queued`, the socket's queue then (0: the kernel took it all). */
+  written(queued: number | undefined): void {
+    if (queued !== 0) this.buf = undefined
+  }
+}
+
+/** A pump stops pulling once past HIGH_WATER, by at most what one pull packs. */
+const SCRATCH_BYTES = HIGH_WATER + 64 * 1024
+const scratch = new WriteScratch()
+
 /** Where the sender writes: the peer shell's socket, with its counters and send hold timer. */
 export interface SenderWire {
   /** Bytes queued and not yet taken by the kernel; undefined without a connection. */
   queued(): number | undefined
-  /** `bytes` holds `messages` whole messages (default one). */
+  /**
+   * `bytes` holds `messages` whole messages (default one). The sender writes into `bytes` again once
+   * queued() reads 0 after the write: a wire must hold nothing it does not count as queued.
+   */
   write(bytes: Uint8Array, messages?: number): void
   send(message: BgpMessage): void
 }
@@ -120,7 +154,7 @@ export class UpdateSender {
       for (const batch of batches) {
         // A batch an update group's members share is packed by the first of them (they encode alike).
         const packed = batch.packed
-        const messages = packed === undefined ? packUpdates(batch, session.tx) : (packed.bytes ??= packUpdates(batch, session.tx))
+        const messages = packed === undefined ? packUpdates(batch, session.tx) : (packed.bytes ??= packUpdates(batch, session.tx, packed.kept === true))
         for (const bytes of messages) {
           parts.push(bytes)
           size += bytes.length
@@ -139,7 +173,10 @@ export class UpdateSender {
       }
     }
     if (parts.length === 1) wire.write(parts[0]!)
-    else if (parts.length > 1) wire.write(Buffer.concat(parts, size), parts.length)
+    else if (parts.length > 1) {
+      wire.write(scratch.join(parts, size), parts.length)
+      scratch.written(wire.queued())
+    }
     // Stopped at this pump's own bound, not the socket's: the kernel may have taken it all (no drain event
     // then), so the rest goes from the next turn of the loop.
     if (size > 0 && !held && out.pending > 0) this.schedule()

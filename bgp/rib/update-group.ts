@@ -10,7 +10,7 @@ import { BatchBuilder } from './out-batches.js'
 import { GroupDump } from './group-dump.js'
 import { touchedArray } from './number-map.js'
 import type { GroupMember } from './group-member.js'
-import type { OutBatch, Policy, RibPeer } from './types.js'
+import { ribPeerWith, type OutBatch, type Policy, type RibPeer } from './types.js'
 
 /** A prefix the group does not hold (in `prev`), or withdrew (in `src`). */
 const NOT_HELD = -2
@@ -118,7 +118,7 @@ export class UpdateGroup {
     private readonly host: GroupHost,
   ) {
     // The policy as it is now: a member whose policy changes leaves through refresh() and joins another.
-    this.out = new PeerRibOut({ ...peer, id, name: `update group ${id}` }, host.rib)
+    this.out = new PeerRibOut(ribPeerWith(peer, { id, name: `update group ${id}` }), host.rib)
     this.out.onPending(() => {
       if (host.pacing !== undefined) this.pendingSince = host.pacing.now()
       for (const m of this.members.values()) m.notify()

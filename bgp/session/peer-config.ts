@@ -143,32 +143,67 @@ export function needsReset(a: ResolvedPeerConfig, b: ResolvedPeerConfig): boolea
   return a.families.join() !== b.families.join()
 }
 
-/** The RIB's view of the peer for one session; its policies read through to the live configuration. */
-export function ribPeerFor(live: () => ResolvedPeerConfig, session: Negotiated, id: number, socketLocal: string | undefined): RibPeer {
-  const c = live()
-  return {
-    id,
-    name: c.name,
-    address: c.address,
-    localAddress: c.localAddress ?? socketLocal ?? '0.0.0.0',
-    ...(c.localAddress6 ? { localAddress6: c.localAddress6 } : {}),
-    asn: session.peerAsn,
-    localAsn: c.localAsn,
-    type: session.peerAsn === c.localAsn ? 'ibgp' : 'ebgp',
-    rrClient: c.rrClient,
-    nextHopMode: c.nextHopMode,
-    allowLocalAs: c.allowLocalAs,
-    // reconfigure() (a policy change from setPeers) must reach this session's imports and its
-    // Adj-RIB-Out, which the refresh in/out that follows re-runs.
-    get importPolicy() {
-      return live().importPolicy
-    },
-    get exportPolicy() {
-      return live().exportPolicy
-    },
-    families: session.families,
-    addPathSend: session.addPathSend,
-    importTable: !session.routeRefresh,
-    encoding: `${session.as4 ? 4 : 2} ${session.extendedMessage ? 'x' : ''} ${[...session.addPathSend].sort((a, b) => a - b).join(',')}`,
+/**
+ * The RIB's view of the peer for one session; its policies read through to the live configuration. A class,
+ * so every peer's view shares one shape and the getters live on the prototype (an object literal with
+ * getters and optional fields is kept as a dictionary, some 800 bytes a peer).
+ */
+class SessionRibPeer implements RibPeer {
+  readonly name: string
+  readonly address: string
+  readonly localAddress: string
+  readonly localAddress6: string | undefined
+  readonly asn: number
+  readonly localAsn: number
+  readonly type: RibPeer['type']
+  readonly rrClient: boolean
+  readonly nextHopMode: RibPeer['nextHopMode']
+  readonly allowLocalAs: number
+  readonly families: RibPeer['families']
+  readonly addPathSend: RibPeer['addPathSend']
+  readonly importTable: boolean
+  readonly encoding: string
+
+  constructor(private readonly live: () => ResolvedPeerConfig, session: Negotiated, readonly id: number, socketLocal: string | undefined) {
+    const c = live()
+    this.name = c.name
+    this.address = c.address
+    this.localAddress = c.localAddress ?? socketLocal ?? '0.0.0.0'
+    this.localAddress6 = c.localAddress6 || undefined
+    this.asn = session.peerAsn
+    this.localAsn = c.localAsn
+    this.type = session.peerAsn === c.localAsn ? 'ibgp' : 'ebgp'
+    this.rrClient = c.rrClient
+    this.nextHopMode = c.nextHopMode
+    this.allowLocalAs = c.allowLocalAs
+    this.families = session.families
+    this.addPathSend = session.addPathSend
+    this.importTable = !session.routeRefresh
+    this.encoding = encodingOf(session)
   }
+
+  // reconfigure() (a policy change from setPeers) must reach this session's imports and its
+  // Adj-RIB-Out, which the refresh in/out that follows re-runs.
+  get importPolicy(): RibPeer['importPolicy'] {
+    return this.live().importPolicy
+  }
+
+  get exportPolicy(): RibPeer['exportPolicy'] {
+    return this.live().exportPolicy
+  }
+}
+
+/** Peers' encodings, one string each however many peers share it. */
+const encodings = new Map<string, string>()
+
+function encodingOf(session: Negotiated): string {
+  const text = `${session.as4 ? 4 : 2} ${session.extendedMessage ? 'x' : ''} ${[...session.addPathSend].sort((a, b) => a - b).join(',')}`
+  let kept = encodings.get(text)
+  if (kept === undefined) encodings.set(text, (kept = text))
+  return kept
+}
+
+/** The RIB's view of the peer for one session. */
+export function ribPeerFor(live: () => ResolvedPeerConfig, session: Negotiated, id: number, socketLocal: string | undefined): RibPeer {
+  return new SessionRibPeer(live, session, id, socketLocal)
 }

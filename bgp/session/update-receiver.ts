@@ -4,7 +4,7 @@
 
 import type { Logger } from 'pino'
 import { Afi, CeaseSubcode, ErrorAction, ErrorCode, Safi, familyKey, notification, reconcileAs4, type NotificationMessage, type UpdateMessage } from '../codec/index.js'
-import type { FamilyKey, PeerSessionInfo, RibPeer } from '../rib/types.js'
+import { ribPeerWith, type FamilyKey, type PeerSessionInfo, type RibPeer } from '../rib/types.js'
 import type { Refusal } from '../rib/validate.js'
 import type { Clock } from './clock.js'
 import type { Negotiated } from './negotiate.js'
@@ -70,7 +70,7 @@ export class UpdateReceiver {
       this.deps.log.warn({ code: error.code, subcode: error.subcode, action: error.actionName }, `malformed UPDATE: ${error.message}`)
       if (error.action === ErrorAction.AFI_SAFI_DISABLE && error.family !== undefined) {
         this.disabled.add(error.family)
-        rib.peerDown({ ...peer, families: new Set([error.family]) }, new Set())
+        rib.peerDown(ribPeerWith(peer, { families: new Set([error.family]) }), new Set())
         this.deps.log.warn({ family: familyName(error.family) }, 'family disabled for the rest of this session (RFC 7606)')
         error = undefined
       }

@@ -15,23 +15,32 @@ export interface RefusalLine {
 }
 
 export class Refusals {
-  private readonly counts = new Map<RefusalKind, number>()
-  private readonly lastLogged = new Map<RefusalKind, { at: number; unlogged: number }>()
+  /** By kind: how many, and when the last line was logged. Made on the first refusal: most peers have none. */
+  private byKind: Map<RefusalKind, { count: number; at: number; unlogged: number }> | undefined
 
   /** Counts one refused UPDATE section; returns the line to log when this one starts a burst. */
   record(kind: RefusalKind, reason: string, now: number): RefusalLine | undefined {
-    this.counts.set(kind, (this.counts.get(kind) ?? 0) + 1)
-    const last = this.lastLogged.get(kind)
-    if (last !== undefined && now - last.at < BURST_MS) {
+    const byKind = (this.byKind ??= new Map())
+    const last = byKind.get(kind)
+    if (last === undefined) {
+      byKind.set(kind, { count: 1, at: now, unlogged: 0 })
+      return { kind, reason, unlogged: 0 }
+    }
+    last.count++
+    if (now - last.at < BURST_MS) {
       last.unlogged++
       return undefined
     }
-    this.lastLogged.set(kind, { at: now, unlogged: 0 })
-    return { kind, reason, unlogged: last?.unlogged ?? 0 }
+    const unlogged = last.unlogged
+    last.at = now
+    last.unlogged = 0
+    return { kind, reason, unlogged }
   }
 
   /** Refused UPDATE sections by kind since the peer was made. */
   snapshot(): Partial<Record<RefusalKind, number>> {
-    return Object.fromEntries(this.counts)
+    const out: Partial<Record<RefusalKind, number>> = {}
+    for (const [kind, { count }] of this.byKind ?? []) out[kind] = count
+    return out
   }
 }

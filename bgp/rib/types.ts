@@ -53,31 +53,11 @@ export interface RibPeer {
 }
 
 /**
- * `peer` as a plain object, its policies read as they are now, with `over` on top. A RibPeer may be a class
- * whose policies are getters, which a spread would drop.
+ * `peer` as a plain object, its policies read as they are now, with `over` on top. A spread copies a
+ * RibPeer's own fields; its policies may be getters on a class's prototype, which a spread would drop.
  */
 export function ribPeerWith(peer: RibPeer, over: Partial<RibPeer>): RibPeer {
-  const { importPolicy, exportPolicy, localAddress6 } = peer
-  return {
-    id: peer.id,
-    name: peer.name,
-    address: peer.address,
-    localAddress: peer.localAddress,
-    ...(localAddress6 !== undefined ? { localAddress6 } : {}),
-    asn: peer.asn,
-    localAsn: peer.localAsn,
-    type: peer.type,
-    rrClient: peer.rrClient,
-    nextHopMode: peer.nextHopMode,
-    allowLocalAs: peer.allowLocalAs,
-    ...(importPolicy !== undefined ? { importPolicy } : {}),
-    ...(exportPolicy !== undefined ? { exportPolicy } : {}),
-    families: peer.families,
-    addPathSend: peer.addPathSend,
-    ...(peer.importTable !== undefined ? { importTable: peer.importTable } : {}),
-    ...(peer.encoding !== undefined ? { encoding: peer.encoding } : {}),
-    ...over,
-  }
+  return { ...peer, importPolicy: peer.importPolicy, exportPolicy: peer.exportPolicy, ...over }
 }
 
 /** The remote BGP identifier is only known once the session is up; best path uses it. */

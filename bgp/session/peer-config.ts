@@ -163,8 +163,11 @@ class SessionRibPeer implements RibPeer {
   readonly addPathSend: RibPeer['addPathSend']
   readonly importTable: boolean
   readonly encoding: string
+  /** The live configuration: a private field (#), so a spread of this view (ribPeerWith) does not copy it. */
+  readonly #live: () => ResolvedPeerConfig
 
-  constructor(private readonly live: () => ResolvedPeerConfig, session: Negotiated, readonly id: number, socketLocal: string | undefined) {
+  constructor(live: () => ResolvedPeerConfig, session: Negotiated, readonly id: number, socketLocal: string | undefined) {
+    this.#live = live
     const c = live()
     this.name = c.name
     this.address = c.address
@@ -185,11 +188,11 @@ class SessionRibPeer implements RibPeer {
   // reconfigure() (a policy change from setPeers) must reach this session's imports and its
   // Adj-RIB-Out, which the refresh in/out that follows re-runs.
   get importPolicy(): RibPeer['importPolicy'] {
-    return this.live().importPolicy
+    return this.#live().importPolicy
   }
 
   get exportPolicy(): RibPeer['exportPolicy'] {
-    return this.live().exportPolicy
+    return this.#live().exportPolicy
   }
 }
 

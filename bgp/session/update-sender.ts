@@ -36,8 +36,8 @@ function pumpDue(): void {
 class WriteScratch {
   private buf: Buffer | undefined
 
-  /** `parts` joined, in the shared buffer when they fit. */
-  join(parts: readonly Uint8Array[], size: number): Buffer {
+  /** Writes `parts` joined (`size` bytes) to `wire`, in the shared buffer while it is free. */
+  write(wire: SenderWire, parts: readonly Uint8Array[], size: number): void {
     let buf = this.buf
     if (buf === undefined || buf.length < size) buf = this.buf = Buffer.allocUnsafeSlow(Math.max(size, SCRATCH_BYTES))
     let at = 0
@@ -45,12 +45,9 @@ class WriteScratch {
       buf.set(p, at)
       at += p.length
     }
-    return buf.subarray(0, size)
-  }
-
-  /** After a write from join(): `queued`, the socket's queue then (0: the kernel took it all). */
-  written(queued: number | undefined): void {
-    if (queued !== 0) this.buf = undefined
+    wire.write(buf.subarray(0, size), parts.length)
+    // Anything left queued (or a socket gone) may still hold the buffer: the next write makes another.
+    if (wire.queued() !== 0) this.buf = undefined
   }
 }
 
@@ -173,10 +170,7 @@ export class UpdateSender {
       }
     }
     if (parts.length === 1) wire.write(parts[0]!)
-    else if (parts.length > 1) {
-      wire.write(scratch.join(parts, size), parts.length)
-      scratch.written(wire.queued())
-    }
+    else if (parts.length > 1) scratch.write(wire, parts, size)
     // Stopped at this pump's own bound, not the socket's: the kernel may have taken it all (no drain event
     // then), so the rest goes from the next turn of the loop.
     if (size > 0 && !held && out.pending > 0) this.schedule()

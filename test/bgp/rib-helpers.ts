@@ -1,6 +1,7 @@
 // Shared fixtures for the RIB tests: peers as the session layer would describe them, and short
 // ways to write prefixes and attribute sets.
-import { IPV4_UNICAST, IPV6_UNICAST, parsePrefix, type PathAttributes, type Prefix } from '../../bgp/index.js'
+import { IPV4_UNICAST, IPV6_UNICAST, codecOptions, parsePrefix, type PathAttributes, type Prefix } from '../../bgp/index.js'
+import type { Negotiated } from '../../bgp/session/negotiate.js'
 import { Rib, type RibOptions, type RibPeer } from '../../bgp/rib/index.js'
 import { ACCEPT_ALL } from '../../bgp/policy/index.js'
 
@@ -43,3 +44,26 @@ export function rib(opts: Partial<RibOptions> = {}): Rib {
 }
 
 export const session = (routerId: string): { routerId: string } => ({ routerId })
+
+/** A session's negotiated terms as the FSM hands them over: iBGP, IPv4 unicast, 4-octet AS, route refresh. */
+export function negotiated(over: Partial<Negotiated> = {}): Negotiated {
+  const tx = codecOptions({ as4: true })
+  return {
+    peerAsn: LOCAL_AS,
+    peerRouterId: '192.0.2.1',
+    holdTime: 90,
+    keepaliveTime: 30,
+    as4: true,
+    families: new Set([IPV4_UNICAST]),
+    routeRefresh: true,
+    enhancedRouteRefresh: false,
+    extendedMessage: false,
+    addPathReceive: new Set(),
+    addPathSend: new Set(),
+    peerGracefulRestart: undefined,
+    rx: tx,
+    tx,
+    unknownCapabilities: [],
+    ...over,
+  }
+}

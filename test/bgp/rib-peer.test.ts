@@ -2,29 +2,11 @@
 // with overrides (ribPeerWith) keeps them as they are when it is made: an update group's out and an RFC 7606
 // family-down copy depend on both.
 import t from 'tap'
-import { IPV4_UNICAST, codecOptions } from '../../bgp/index.js'
 import { ribPeerWith, type Policy } from '../../bgp/rib/types.js'
-import type { Negotiated } from '../../bgp/session/negotiate.js'
 import { resolvePeerConfig, ribPeerFor, type ResolvedPeerConfig } from '../../bgp/session/peer-config.js'
+import { negotiated } from './rib-helpers.js'
 
-const TX = codecOptions({ as4: true })
-const SESSION: Negotiated = {
-  peerAsn: 64512,
-  peerRouterId: '192.0.2.1',
-  holdTime: 90,
-  keepaliveTime: 30,
-  as4: true,
-  families: new Set([IPV4_UNICAST]),
-  routeRefresh: false,
-  enhancedRouteRefresh: false,
-  extendedMessage: false,
-  addPathReceive: new Set(),
-  addPathSend: new Set(),
-  peerGracefulRestart: undefined,
-  rx: TX,
-  tx: TX,
-  unknownCapabilities: [],
-}
+const SESSION = negotiated({ routeRefresh: false })
 
 /** A policy that changes nothing; each call makes a distinct one. */
 const policy = (): Policy => ({ apply: (_p, attrs) => attrs, empty: false })

@@ -6,32 +6,15 @@ import t from 'tap'
 import { createServer, connect, type Server, type Socket } from 'node:net'
 import { once } from 'node:events'
 import pino from 'pino'
-import { Framer, IPV4_UNICAST, codecOptions, decodeMessage, encodeMessage, ipv4Prefix } from '../../bgp/index.js'
+import { Framer, codecOptions, decodeMessage, encodeMessage, ipv4Prefix } from '../../bgp/index.js'
 import { UpdateSender } from '../../bgp/session/update-sender.js'
 import { SOL, fdOf, setIntOption } from '../../bgp/session/socket-options.js'
-import type { Negotiated } from '../../bgp/session/negotiate.js'
 import { newCounters } from '../../bgp/session/peer-status.js'
 import { waitFor } from '../harness/wait.js'
-import { peer, rib } from './rib-helpers.js'
+import { negotiated, peer, rib } from './rib-helpers.js'
 
 const TX = codecOptions({ as4: true })
-const SESSION: Negotiated = {
-  peerAsn: 64512,
-  peerRouterId: '192.0.2.1',
-  holdTime: 90,
-  keepaliveTime: 30,
-  as4: true,
-  families: new Set([IPV4_UNICAST]),
-  routeRefresh: true,
-  enhancedRouteRefresh: false,
-  extendedMessage: false,
-  addPathReceive: new Set(),
-  addPathSend: new Set(),
-  peerGracefulRestart: undefined,
-  rx: TX,
-  tx: TX,
-  unknownCapabilities: [],
-}
+const SESSION = negotiated()
 
 /** A loopback connection: the sender's end, and the server's end, which decodes what arrives. */
 interface Seen {

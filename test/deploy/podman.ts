@@ -36,10 +36,12 @@ printf '{"cniVersion":"1.0.0","name":"k8s-pod-network","plugins":[{"type":"pinto
 `
 const STAND_IN_NODE = `#!/bin/sh
 state=$PINTO_STATE_DIR
-env | grep '^PINTO_' | sort > "$state/env"
-stat -c '%a %s' /etc/pinto/etcd-secrets/etcd-ca > "$state/secret-mode"
-readlink /proc/self/ns/pid > "$state/pid-ns"
-grep ' /var/run/netns ' /proc/self/mountinfo > "$state/netns-mount"
+# Each record is written whole (to a temporary name, then renamed): a reader never sees one half-written.
+record() { cat > "$state/.$1" && mv "$state/.$1" "$state/$1"; }
+env | grep '^PINTO_' | sort | record env
+stat -c '%a %s' /etc/pinto/etcd-secrets/etcd-ca | record secret-mode
+readlink /proc/self/ns/pid | record pid-ns
+grep ' /var/run/netns ' /proc/self/mountinfo | record netns-mount
 mkdir -p /www && echo ok > /www/livez && echo ok > /www/readyz
 httpd -f -p "$PINTO_API_LISTEN" -h /www &
 trap 'kill $!; echo SIGTERM > "$state/stopped"; exit 0' TERM
@@ -81,7 +83,7 @@ export class Podman {
     const rootfs = join(ctx, 'rootfs')
     for (const d of ['bin', 'usr/local/bin', 'tmp']) mkdirSync(join(rootfs, d), { recursive: true })
     copyFileSync('/bin/busybox', join(rootfs, 'bin/busybox'))
-    for (const applet of ['sh', 'cat', 'chmod', 'env', 'grep', 'kill', 'mkdir', 'printf', 'readlink', 'sort', 'stat', 'httpd']) symlinkSync('busybox', join(rootfs, 'bin', applet))
+    for (const applet of ['sh', 'cat', 'chmod', 'mv', 'env', 'grep', 'kill', 'mkdir', 'printf', 'readlink', 'sort', 'stat', 'httpd']) symlinkSync('busybox', join(rootfs, 'bin', applet))
     writeFileSync(join(rootfs, 'usr/local/bin/pintoctl'), STAND_IN_PINTOCTL)
     writeFileSync(join(rootfs, 'usr/local/bin/pinto-node'), STAND_IN_NODE)
     chmodSync(join(rootfs, 'usr/local/bin/pintoctl'), 0o755)

@@ -61,8 +61,8 @@ t.test('podman kube play runs the pod template on a node', async (t) => {
   for (const plugin of ['pinto', 'pinto-ipam']) t.equal(statSync(join(root, 'opt/cni/bin', plugin)).mode & 0o111, 0o111, `install-cni wrote ${plugin} into the node's /opt/cni/bin`)
 
   const state = join(root, 'var/lib/pinto')
-  // The stand-in records its env, then the Secret's mode and the netns mount: wait for all three.
-  const env = await waitFor(() => readIfThere(join(state, 'env'))?.includes('PINTO_STATE_DIR') && readIfThere(join(state, 'secret-mode')) !== undefined && readIfThere(join(state, 'netns-mount')) !== undefined && readIfThere(join(state, 'env')), { timeoutMs: 30_000, what: 'pinto-node recording its env, the Secret\'s mode and the netns mount' })
+  // The stand-in records its env, the Secret's mode and the netns mount, each whole (by rename): wait for all three.
+  const env = await waitFor(() => readIfThere(join(state, 'secret-mode')) !== undefined && readIfThere(join(state, 'netns-mount')) !== undefined && readIfThere(join(state, 'env')), { timeoutMs: 30_000, what: 'pinto-node recording its env, the Secret\'s mode and the netns mount' })
   t.match(env, /^PINTO_NODENAME=kp-node$/m, 'PINTO_NODENAME from spec.nodeName')
   t.match(env, /^PINTO_DATASTORE=etcd:\/\/192\.0\.2\.1:2379$/m, 'PINTO_DATASTORE from pinto-config')
   t.match(env, /^PINTO_ETCD_CA_CERT_FILE=$/m)

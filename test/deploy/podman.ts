@@ -44,7 +44,7 @@ readlink /proc/self/ns/pid | record pid-ns
 grep ' /var/run/netns ' /proc/self/mountinfo | record netns-mount
 mkdir -p /www && echo ok > /www/livez && echo ok > /www/readyz
 httpd -f -p "$PINTO_API_LISTEN" -h /www &
-trap 'kill $!; echo SIGTERM > "$state/stopped"; exit 0' TERM
+trap 'kill $!; echo SIGTERM | record stopped; exit 0' TERM
 wait
 `
 

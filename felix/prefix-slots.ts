@@ -2,6 +2,8 @@
 // addressing with linear probing over typed arrays, a tag and a value per slot, deletion by tombstone, the
 // walk by slot, growth and clearing. Each table keeps its own key columns, hash and probe. Pure storage.
 
+import { discard } from '../bgp/rib/typed-arrays.js'
+
 /** A slot's tag: EMPTY, GONE, or the prefix length + 1. */
 export const EMPTY = 0
 /**
@@ -19,7 +21,7 @@ function slotsFor(count: number): number {
 }
 
 /** `K`: a table's key columns, handed back to it while it moves its entries into larger ones. */
-export abstract class PrefixSlots<K> {
+export abstract class PrefixSlots<K extends Int32Array | Uint32Array> {
   protected tags: Uint8Array
   protected vals: Int32Array
   protected mask: number
@@ -69,7 +71,7 @@ export abstract class PrefixSlots<K> {
   clear(): void {
     if (this.used === 0) return
     this.epoch++
-    if (this.mask + 1 > MIN_SLOTS) this.resize(MIN_SLOTS)
+    if (this.mask + 1 > MIN_SLOTS) this.discardAfter(() => this.resize(MIN_SLOTS))
     else this.tags.fill(EMPTY)
     this.used = 0
     this.size = 0
@@ -107,19 +109,31 @@ export abstract class PrefixSlots<K> {
     this.newKeys(n)
   }
 
+  /** Runs `move`, which puts new columns in place of the current ones, and then gives the old ones back. */
+  private discardAfter(move: () => void): void {
+    const { tags, vals } = this
+    const keys = this.keys()
+    move()
+    discard(tags)
+    discard(vals)
+    discard(keys)
+  }
+
   /** A table sized for `count` prefixes at most half full, without the deleted entries. */
   private rehash(count: number): void {
-    const { tags, vals } = this
-    const from = this.keys()
     this.epoch++
-    this.resize(slotsFor(count * 2))
-    for (let s = 0; s < tags.length; s++) {
-      const t = tags[s]!
-      if (t === EMPTY || t === GONE) continue
-      const to = this.place(from, s, t - 1)
-      this.tags[to] = t
-      this.vals[to] = vals[s]!
-    }
+    this.discardAfter(() => {
+      const { tags, vals } = this
+      const from = this.keys()
+      this.resize(slotsFor(count * 2))
+      for (let s = 0; s < tags.length; s++) {
+        const t = tags[s]!
+        if (t === EMPTY || t === GONE) continue
+        const to = this.place(from, s, t - 1)
+        this.tags[to] = t
+        this.vals[to] = vals[s]!
+      }
+    })
     this.used = this.size
   }
 }

@@ -6,6 +6,7 @@ import { ipv4Prefix, ipv6Prefix, type Prefix } from '../codec/nlri.js'
 import type { InternedAttributes } from '../codec/intern.js'
 import type { Path, PeerSessionInfo, RibPeer } from './types.js'
 import { Ipv4Index } from './number-map.js'
+import { grown } from './typed-arrays.js'
 import { Ipv6Column, Ipv6Index } from './ipv6-index.js'
 
 // bits[d]: the best path's reason (low byte), DIRTY, UNSETTLED, COMPACT, STALE, then the AFI (2 bits), the
@@ -38,17 +39,6 @@ const LIVE = 1 << 23
 export interface PathSource {
   readonly peer: RibPeer | undefined
   readonly session: PeerSessionInfo | undefined
-}
-
-/**
- * A typed column of `size` slots holding `a`'s (one copy of plain bytes, nothing for the GC to trace).
- * Not touched ahead (touchedArray): a destination's slots are written before they are read, in index
- * order, so only the pages in use are ever mapped, one fault each.
- */
-function grown<T extends Int32Array | Uint16Array>(a: T, size: number): T {
-  const b = new (a.constructor as new (n: number) => T)(size)
-  b.set(a)
-  return b
 }
 
 const PAGE_BITS = 15

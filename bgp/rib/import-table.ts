@@ -5,7 +5,8 @@
 import { attributesEqual, type AttributeInterner, type InternedAttributes } from '../codec/intern.js'
 import type { PathAttributes } from '../codec/attributes.js'
 import { ipv4Prefix, type Prefix } from '../codec/nlri.js'
-import { Ipv4Index, touchedArray } from './number-map.js'
+import { Ipv4Index } from './number-map.js'
+import { grown } from './typed-arrays.js'
 
 /** What re-running import does to one prefix: the verdict held in the Adj-RIB-In against the new one. */
 export type ReimportOp = 'keep' | 'announce' | 'withdraw' | 'update'
@@ -142,14 +143,9 @@ export class ImportTable {
     const next = this.free.length > 0 ? this.free[this.free.length - 1]! : this.end
     if (next === this.ids.length) {
       const size = next * (next < 1 << 20 ? 4 : 2)
-      const grow = <T extends Int32Array | Uint8Array>(a: T, make: (n: number) => T): T => {
-        const b = make(size)
-        b.set(a)
-        return b
-      }
-      this.addr4 = grow(this.addr4, (n) => touchedArray(Int32Array, n))
-      this.ids = grow(this.ids, (n) => touchedArray(Int32Array, n))
-      this.lens = grow(this.lens, (n) => new Uint8Array(n))
+      this.addr4 = grown(this.addr4, size, true)
+      this.ids = grown(this.ids, size, true)
+      this.lens = grown(this.lens, size)
     }
     return next
   }

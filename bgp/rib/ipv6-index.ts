@@ -3,7 +3,8 @@
 // the column. No string, object or Uint8Array per prefix, so a table of IPv6 routes leaves nothing per
 // prefix for the collector to trace. No paths, no policy.
 
-import { emptySlot, touchedArray } from './number-map.js'
+import { emptySlot } from './number-map.js'
+import { discard, touchedArray } from './typed-arrays.js'
 
 const PAGE_BITS = 15
 const PAGE_SIZE = 1 << PAGE_BITS
@@ -153,5 +154,6 @@ export class Ipv6Index {
     }
     this.slots = slots
     this.mask = mask
+    discard(old)
   }
 }

@@ -4,6 +4,7 @@
 
 import { parseIpv4, parseIpv6 } from '../codec/ip.js'
 import type { InternedAttributes } from '../codec/intern.js'
+import { grown } from './typed-arrays.js'
 
 /** No best path now: the destination left the Loc-RIB. */
 export const DELTA_WITHDRAWN = 1
@@ -66,10 +67,7 @@ export class NextHopTable {
 
 /** Grows a typed array to hold `n` elements, keeping its contents. */
 function fit<T extends Uint8Array | Uint32Array | Int32Array>(a: T, n: number): T {
-  if (n <= a.length) return a
-  const b = new (a.constructor as new (n: number) => T)(Math.max(n, a.length * 2))
-  b.set(a)
-  return b
+  return n <= a.length ? a : grown(a, Math.max(n, a.length * 2))
 }
 
 /**

@@ -2,17 +2,7 @@
 // open addressing in one typed array, for a full Internet table of a million keys with nothing the
 // garbage collector has to trace) and a bit set of indices. No policy, no paths: numbers only.
 
-/**
- * A zeroed typed array of `n` elements, written through once. A new array's memory is mapped page by page
- * at first touch, and when that touch is a read (a hash probe, a bit test) the kernel maps the shared
- * zero page and the first write then faults again to copy it: written first, each page faults once, not
- * twice.
- */
-export function touchedArray<T extends Int32Array | Uint32Array | Uint16Array>(ctor: new (n: number) => T, n: number): T {
-  const a = new ctor(n)
-  a.fill(0)
-  return a
-}
+import { discard, grown, touchedArray } from './typed-arrays.js'
 
 /** Keys that differ only in their low GROUP_BITS share a bucket of 2^GROUP_BITS slots (32 bytes: half a cache line). */
 const GROUP_BITS = 3
@@ -164,6 +154,7 @@ export class Ipv4Index {
     this.slots = slots
     this.mask = mask
     this.shift = shift
+    discard(old)
   }
 
   /** Every destination, in slot order. */
@@ -227,9 +218,7 @@ export class IndexSet {
   private grow(w: number): void {
     let n = this.words.length * 2
     while (n <= w) n *= 2
-    const words = touchedArray(Uint32Array, n)
-    words.set(this.words)
-    this.words = words
+    this.words = grown(this.words, n, true)
   }
 
   *[Symbol.iterator](): IterableIterator<number> {

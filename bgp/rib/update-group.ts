@@ -8,7 +8,7 @@ import { exportKey, PeerRibOut, type RibView } from './adj-rib-out.js'
 import type { OutRoute } from './export.js'
 import { BatchBuilder } from './out-batches.js'
 import { GroupDump } from './group-dump.js'
-import { touchedArray } from './number-map.js'
+import { grown, touchedArray } from './typed-arrays.js'
 import type { GroupMember } from './group-member.js'
 import { ribPeerWith, type OutBatch, type Policy, type RibPeer } from './types.js'
 
@@ -139,9 +139,7 @@ export class UpdateGroup {
     if (d >= this.sentFrom.length) {
       let n = this.sentFrom.length * 2
       while (n <= d) n *= 2
-      const next = touchedArray(Int32Array, n)
-      next.set(this.sentFrom)
-      this.sentFrom = next
+      this.sentFrom = grown(this.sentFrom, n, true)
     }
     this.sentFrom[d] = src
   }

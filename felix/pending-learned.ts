@@ -4,6 +4,7 @@
 
 import { parseIpv4, parseIpv6 } from '../bgp/codec/ip.js'
 import type { LearnedRoutes } from './learned-routes.js'
+import { MIN_SLOTS } from './prefix-slots.js'
 import { V4PrefixMap } from './v4-prefix-map.js'
 import { V6PrefixMap } from './v6-prefix-map.js'
 
@@ -15,10 +16,13 @@ export const NOT_PENDING = -2
  * retained in `learned` until the change is walked (see walked()), so its id keeps naming those hops.
  */
 export class PendingLearned {
-  /** IPv4: prefix -> the combo it held (-1: none). */
-  readonly v4 = new V4PrefixMap()
-  /** IPv6: prefix -> the combo it held (-1: none). */
-  readonly v6 = new V6PrefixMap()
+  /**
+   * IPv4: prefix -> the combo it held (-1: none). -1 is implicit, so the list of a table arriving, whose
+   * prefixes held nothing, keeps no values.
+   */
+  readonly v4 = new V4PrefixMap(MIN_SLOTS, -1)
+  /** IPv6: prefix -> the combo it held (-1: none, implicit). */
+  readonly v6 = new V6PrefixMap(MIN_SLOTS, -1)
   size = 0
 
   constructor(private readonly learned: LearnedRoutes) {}

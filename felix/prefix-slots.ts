@@ -1,6 +1,11 @@
 // The slot bookkeeping felix's prefix hash tables share (v4-prefix-map.ts, v6-prefix-map.ts): open
 // addressing with linear probing over typed arrays, a tag and a value per slot, deletion by tombstone, the
 // walk by slot, growth and clearing. Each table keeps its own key columns, hash and probe. Pure storage.
+//
+// A table has any multiple of 16 slots, not only a power of two: a hash is scaled onto the slots (home())
+// rather than masked, so a table grows to twice what it holds, at most half full, and from 3/4 full grows
+// again: a million prefixes take 1.47M slots where powers of two would take 2.1M. A table made with an
+// implicit value stores no values until one differs from it (a list of prefixes that held nothing, say).
 
 import { discard } from '../bgp/rib/typed-arrays.js'
 
@@ -13,18 +18,21 @@ export const EMPTY = 0
 export const GONE = 255
 export const MIN_SLOTS = 16
 
-/** The smallest power of two of at least MIN_SLOTS slots and `count`. */
+/** 2^-32: a 32-bit hash times this is in [0, 1). */
+const UNIT = 1 / 4294967296
+
+/** The slots for `count` prefixes: at least MIN_SLOTS and `count`, a multiple of 16. */
 function slotsFor(count: number): number {
-  let n = MIN_SLOTS
-  while (n < count) n *= 2
-  return n
+  return Math.max(MIN_SLOTS, Math.ceil(count / 16) * 16)
 }
 
 /** `K`: a table's key columns, handed back to it while it moves its entries into larger ones. */
 export abstract class PrefixSlots<K extends Int32Array | Uint32Array> {
   protected tags: Uint8Array
-  protected vals: Int32Array
-  protected mask: number
+  /** The values by slot; none while every value is the implicit one. */
+  private vals: Int32Array | undefined
+  /** How many slots. */
+  protected slots: number
   /** Slots not empty: held and deleted ones. */
   protected used = 0
   /** How many prefixes are held. */
@@ -32,11 +40,15 @@ export abstract class PrefixSlots<K extends Int32Array | Uint32Array> {
   /** Counts the times the slots moved (a resize, a clear): a walk by slot that sees it change starts again. */
   epoch = 0
 
-  constructor(slots: number) {
+  /** `implicit`: a value that costs no storage while every value is it. */
+  constructor(
+    slots: number,
+    private readonly implicit?: number,
+  ) {
     const n = slotsFor(slots)
     this.tags = new Uint8Array(n)
-    this.vals = new Int32Array(n)
-    this.mask = n - 1
+    this.vals = implicit === undefined ? new Int32Array(n) : undefined
+    this.slots = n
   }
 
   /** The key columns now. */
@@ -46,16 +58,21 @@ export abstract class PrefixSlots<K extends Int32Array | Uint32Array> {
   /** Copies the key of `slot` in the columns `from` into the first empty slot of the current ones; returns it. */
   protected abstract place(from: K, slot: number, len: number): number
 
+  /** The first slot a probe for a key of 32-bit hash `h` looks at: the hash scaled onto the slots. */
+  protected home(h: number): number {
+    return Math.floor((h >>> 0) * UNIT * this.slots)
+  }
+
   /** Grows (dropping the deleted entries) when one more slot in use would take the table past 3/4. */
   protected makeRoom(): void {
-    if ((this.used + 1) * 4 > (this.mask + 1) * 3) this.rehash(this.size + 1)
+    if ((this.used + 1) * 4 > this.slots * 3) this.rehash(this.size + 1)
   }
 
   /** Fills `slot`, found empty or deleted by a probe, with a prefix of length `len`. */
   protected fill(slot: number, len: number, value: number): void {
     if (this.tags[slot] === EMPTY) this.used++
     this.tags[slot] = len + 1
-    this.vals[slot] = value
+    this.setValueAt(slot, value)
     this.size++
   }
 
@@ -71,8 +88,11 @@ export abstract class PrefixSlots<K extends Int32Array | Uint32Array> {
   clear(): void {
     if (this.used === 0) return
     this.epoch++
-    if (this.mask + 1 > MIN_SLOTS) this.discardAfter(() => this.resize(MIN_SLOTS))
-    else this.tags.fill(EMPTY)
+    if (this.slots > MIN_SLOTS) this.discardAfter(() => this.resize(MIN_SLOTS))
+    else {
+      this.tags.fill(EMPTY)
+      if (this.implicit !== undefined) this.vals = undefined
+    }
     this.used = 0
     this.size = 0
   }
@@ -83,7 +103,7 @@ export abstract class PrefixSlots<K extends Int32Array | Uint32Array> {
    */
   next(slot: number): number {
     const tags = this.tags
-    for (let s = slot + 1; s <= this.mask; s++) {
+    for (let s = slot + 1; s < this.slots; s++) {
       const t = tags[s]
       if (t !== EMPTY && t !== GONE) return s
     }
@@ -91,11 +111,18 @@ export abstract class PrefixSlots<K extends Int32Array | Uint32Array> {
   }
 
   valueAt(slot: number): number {
-    return this.vals[slot]!
+    const vals = this.vals
+    return vals === undefined ? this.implicit! : vals[slot]!
   }
 
   setValueAt(slot: number, value: number): void {
-    this.vals[slot] = value
+    let vals = this.vals
+    if (vals === undefined) {
+      if (value === this.implicit) return
+      vals = this.vals = new Int32Array(this.slots)
+      vals.fill(this.implicit!)
+    }
+    vals[slot] = value
   }
 
   lenAt(slot: number): number {
@@ -104,8 +131,8 @@ export abstract class PrefixSlots<K extends Int32Array | Uint32Array> {
 
   private resize(n: number): void {
     this.tags = new Uint8Array(n)
-    this.vals = new Int32Array(n)
-    this.mask = n - 1
+    this.vals = this.vals === undefined || this.implicit !== undefined ? undefined : new Int32Array(n)
+    this.slots = n
     this.newKeys(n)
   }
 
@@ -115,7 +142,7 @@ export abstract class PrefixSlots<K extends Int32Array | Uint32Array> {
     const keys = this.keys()
     move()
     discard(tags)
-    discard(vals)
+    if (vals !== undefined) discard(vals)
     discard(keys)
   }
 
@@ -126,12 +153,18 @@ export abstract class PrefixSlots<K extends Int32Array | Uint32Array> {
       const { tags, vals } = this
       const from = this.keys()
       this.resize(slotsFor(count * 2))
+      if (vals !== undefined && this.vals === undefined) {
+        // Values that differ from the implicit one move with their prefixes.
+        this.vals = new Int32Array(this.slots)
+        if (this.implicit !== undefined) this.vals.fill(this.implicit)
+      }
+      const to = this.vals
       for (let s = 0; s < tags.length; s++) {
         const t = tags[s]!
         if (t === EMPTY || t === GONE) continue
-        const to = this.place(from, s, t - 1)
-        this.tags[to] = t
-        this.vals[to] = vals[s]!
+        const at = this.place(from, s, t - 1)
+        this.tags[at] = t
+        if (to !== undefined) to[at] = vals![s]!
       }
     })
     this.used = this.size

@@ -7,17 +7,18 @@ import { EMPTY, GONE, MIN_SLOTS, PrefixSlots } from './prefix-slots.js'
 export class V4PrefixMap extends PrefixSlots<Int32Array> {
   private addrs: Int32Array
 
-  constructor(slots = MIN_SLOTS) {
-    super(slots)
-    this.addrs = new Int32Array(this.mask + 1)
+  /** `implicit`: see PrefixSlots. */
+  constructor(slots = MIN_SLOTS, implicit?: number) {
+    super(slots, implicit)
+    this.addrs = new Int32Array(this.slots)
   }
 
   /** The slot holding `addr`/`len` (the address signed or not), or -1. */
   find(addr: number, len: number): number {
     const a = addr | 0
     const tag = len + 1
-    const { addrs, tags, mask } = this
-    for (let s = hash(a, len) & mask; ; s = (s + 1) & mask) {
+    const { addrs, tags, slots } = this
+    for (let s = this.home(hash(a, len)); ; s = s + 1 === slots ? 0 : s + 1) {
       const t = tags[s]
       if (t === EMPTY) return -1
       if (t === tag && addrs[s] === a) return s
@@ -27,7 +28,7 @@ export class V4PrefixMap extends PrefixSlots<Int32Array> {
   /** The value of `addr`/`len`, or `absent`. */
   get(addr: number, len: number, absent = -1): number {
     const s = this.find(addr, len)
-    return s < 0 ? absent : this.vals[s]!
+    return s < 0 ? absent : this.valueAt(s)
   }
 
   has(addr: number, len: number): boolean {
@@ -62,9 +63,9 @@ export class V4PrefixMap extends PrefixSlots<Int32Array> {
     this.makeRoom()
     const a = addr | 0
     const tag = len + 1
-    const { addrs, tags, mask } = this
+    const { addrs, tags, slots } = this
     let free = -1
-    for (let s = hash(a, len) & mask; ; s = (s + 1) & mask) {
+    for (let s = this.home(hash(a, len)); ; s = s + 1 === slots ? 0 : s + 1) {
       const t = tags[s]
       if (t === EMPTY) {
         if (free < 0) free = s
@@ -77,8 +78,8 @@ export class V4PrefixMap extends PrefixSlots<Int32Array> {
         continue
       }
       if (t === tag && addrs[s] === a) {
-        const was = this.vals[s]!
-        if (replace) this.vals[s] = value
+        const was = this.valueAt(s)
+        if (replace) this.setValueAt(s, value)
         return was
       }
     }
@@ -94,9 +95,9 @@ export class V4PrefixMap extends PrefixSlots<Int32Array> {
 
   protected place(from: Int32Array, slot: number, len: number): number {
     const a = from[slot]!
-    const { tags, mask } = this
-    let t = hash(a, len) & mask
-    while (tags[t] !== EMPTY) t = (t + 1) & mask
+    const { tags, slots } = this
+    let t = this.home(hash(a, len))
+    while (tags[t] !== EMPTY) t = t + 1 === slots ? 0 : t + 1
     this.addrs[t] = a
     return t
   }

@@ -28,9 +28,10 @@ export class V6PrefixMap extends PrefixSlots<Uint32Array> {
   /** Four big-endian address words per slot. */
   private words: Uint32Array
 
-  constructor(slots = MIN_SLOTS) {
-    super(slots)
-    this.words = new Uint32Array((this.mask + 1) * 4)
+  /** `implicit`: see PrefixSlots. */
+  constructor(slots = MIN_SLOTS, implicit?: number) {
+    super(slots, implicit)
+    this.words = new Uint32Array(this.slots * 4)
   }
 
   /** The slot holding `addr`/`len` (the address from byte `at` of `addr`), or -1. */
@@ -40,8 +41,8 @@ export class V6PrefixMap extends PrefixSlots<Uint32Array> {
     const w2 = word(addr, at + 8)
     const w3 = word(addr, at + 12)
     const tag = len + 1
-    const { words, tags, mask } = this
-    for (let s = this.hash(w0, w1, w2, w3, len); ; s = (s + 1) & mask) {
+    const { words, tags, slots } = this
+    for (let s = this.hash(w0, w1, w2, w3, len); ; s = s + 1 === slots ? 0 : s + 1) {
       const t = tags[s]
       if (t === EMPTY) return -1
       if (t === tag) {
@@ -54,7 +55,7 @@ export class V6PrefixMap extends PrefixSlots<Uint32Array> {
   /** The value of `addr`/`len`, or `absent`. */
   get(addr: Uint8Array, len: number, absent = -1, at = 0): number {
     const s = this.find(addr, len, at)
-    return s < 0 ? absent : this.vals[s]!
+    return s < 0 ? absent : this.valueAt(s)
   }
 
   has(addr: Uint8Array, len: number, at = 0): boolean {
@@ -100,9 +101,9 @@ export class V6PrefixMap extends PrefixSlots<Uint32Array> {
     const w2 = word(addr, at + 8)
     const w3 = word(addr, at + 12)
     const tag = len + 1
-    const { words, tags, mask } = this
+    const { words, tags, slots } = this
     let free = -1
-    for (let s = this.hash(w0, w1, w2, w3, len); ; s = (s + 1) & mask) {
+    for (let s = this.hash(w0, w1, w2, w3, len); ; s = s + 1 === slots ? 0 : s + 1) {
       const t = tags[s]
       if (t === EMPTY) {
         if (free < 0) free = s
@@ -121,8 +122,8 @@ export class V6PrefixMap extends PrefixSlots<Uint32Array> {
       if (t !== tag) continue
       const o = s * 4
       if (words[o] === w0 && words[o + 1] === w1 && words[o + 2] === w2 && words[o + 3] === w3) {
-        const was = this.vals[s]!
-        if (replace) this.vals[s] = value
+        const was = this.valueAt(s)
+        if (replace) this.setValueAt(s, value)
         return was
       }
     }
@@ -133,7 +134,7 @@ export class V6PrefixMap extends PrefixSlots<Uint32Array> {
     h ^= h >>> 16
     h = Math.imul(h, 0x85ebca6b)
     h ^= h >>> 13
-    return h & this.mask
+    return this.home(h)
   }
 
   protected keys(): Uint32Array {
@@ -150,9 +151,9 @@ export class V6PrefixMap extends PrefixSlots<Uint32Array> {
     const w1 = from[o + 1]!
     const w2 = from[o + 2]!
     const w3 = from[o + 3]!
-    const { tags, mask, words } = this
+    const { tags, slots, words } = this
     let s = this.hash(w0, w1, w2, w3, len)
-    while (tags[s] !== EMPTY) s = (s + 1) & mask
+    while (tags[s] !== EMPTY) s = s + 1 === slots ? 0 : s + 1
     const p = s * 4
     words[p] = w0
     words[p + 1] = w1

@@ -32,7 +32,7 @@ export function discard(a: Column): void {
 }
 
 /**
- * `a`'s elements at the start of a new column of `n` (at least a.length), zero beyond; `a` is released.
+ * `a`'s elements at the start of a new column of `n` (at least a.length), zero beyond; `a` is discarded.
  * `touched`: the new column is written through first (touchedArray), for one read at random before its
  * first write; without it, pages are mapped as the column is first written, in index order.
  */

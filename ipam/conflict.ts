@@ -11,7 +11,16 @@ export const isConflict = (err: unknown): err is DatastoreError =>
 export const isLostRace = (err: unknown): err is DatastoreError =>
   err instanceof DatastoreError && (err.code === 'conflict' || err.code === 'not-found')
 
-/** A small random wait before try `n` + 1 (n from 1), growing with n, so racing writers spread out. */
+/** The longest a writer waits between two tries, whatever it has lost. */
+const MAX_BACKOFF_MS = 100
+
+/**
+ * A random wait before try `n` + 1 (n from 1): anywhere in a window of 2^n ms (at most MAX_BACKOFF_MS), so
+ * racing writers spread out, and one that keeps losing waits longer each time instead of coming back in
+ * step with the writers that beat it (with a window growing by 2 ms a try, four processes on one block
+ * could starve one of them for 20 tries).
+ */
 export function conflictBackoff(n: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, Math.random() * 2 * n))
+  const window = Math.min(MAX_BACKOFF_MS, 2 ** n)
+  return new Promise((resolve) => setTimeout(resolve, Math.random() * window))
 }

@@ -47,8 +47,8 @@ export abstract class PrefixSlots<K extends Int32Array | Uint32Array> {
   ) {
     const n = slotsFor(slots)
     this.tags = new Uint8Array(n)
-    this.vals = implicit === undefined ? new Int32Array(n) : undefined
     this.slots = n
+    this.vals = implicit === undefined ? this.newValues() : undefined
   }
 
   /** The key columns now. */
@@ -88,7 +88,7 @@ export abstract class PrefixSlots<K extends Int32Array | Uint32Array> {
   clear(): void {
     if (this.used === 0) return
     this.epoch++
-    if (this.slots > MIN_SLOTS) this.discardAfter(() => this.resize(MIN_SLOTS))
+    if (this.slots > MIN_SLOTS) this.discardAfter(() => this.resize(MIN_SLOTS, this.implicit === undefined))
     else {
       this.tags.fill(EMPTY)
       if (this.implicit !== undefined) this.vals = undefined
@@ -116,23 +116,29 @@ export abstract class PrefixSlots<K extends Int32Array | Uint32Array> {
   }
 
   setValueAt(slot: number, value: number): void {
-    let vals = this.vals
-    if (vals === undefined) {
+    if (this.vals === undefined) {
       if (value === this.implicit) return
-      vals = this.vals = new Int32Array(this.slots)
-      vals.fill(this.implicit!)
+      this.vals = this.newValues()
     }
-    vals[slot] = value
+    this.vals[slot] = value
   }
 
   lenAt(slot: number): number {
     return this.tags[slot]! - 1
   }
 
-  private resize(n: number): void {
-    this.tags = new Uint8Array(n)
-    this.vals = this.vals === undefined || this.implicit !== undefined ? undefined : new Int32Array(n)
+  /** A value column of the current size, every slot holding the implicit value (0 without one). */
+  private newValues(): Int32Array {
+    const vals = new Int32Array(this.slots)
+    if (this.implicit !== undefined && this.implicit !== 0) vals.fill(this.implicit)
+    return vals
+  }
+
+  /** Empty columns of `n` slots; a value column only `withValues`. */
+  private resize(n: number, withValues: boolean): void {
     this.slots = n
+    this.tags = new Uint8Array(n)
+    this.vals = withValues ? this.newValues() : undefined
     this.newKeys(n)
   }
 
@@ -152,12 +158,8 @@ export abstract class PrefixSlots<K extends Int32Array | Uint32Array> {
     this.discardAfter(() => {
       const { tags, vals } = this
       const from = this.keys()
-      this.resize(slotsFor(count * 2))
-      if (vals !== undefined && this.vals === undefined) {
-        // Values that differ from the implicit one move with their prefixes.
-        this.vals = new Int32Array(this.slots)
-        if (this.implicit !== undefined) this.vals.fill(this.implicit)
-      }
+      // A table that stores values (one differed from the implicit value) keeps storing them.
+      this.resize(slotsFor(count * 2), vals !== undefined)
       const to = this.vals
       for (let s = 0; s < tags.length; s++) {
         const t = tags[s]!

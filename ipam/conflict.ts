@@ -17,8 +17,7 @@ const MAX_BACKOFF_MS = 100
 /**
  * A random wait before try `n` + 1 (n from 1): anywhere in a window of 2^n ms (at most MAX_BACKOFF_MS), so
  * racing writers spread out, and one that keeps losing waits longer each time instead of coming back in
- * step with the writers that beat it (with a window growing by 2 ms a try, four processes on one block
- * could starve one of them for 20 tries).
+ * step with the writers that beat it.
  */
 export function conflictBackoff(n: number): Promise<void> {
   const window = Math.min(MAX_BACKOFF_MS, 2 ** n)

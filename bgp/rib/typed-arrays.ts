@@ -22,8 +22,7 @@ export function touchedArray<T extends Column>(ctor: new (n: number) => T, n: nu
 /**
  * Gives `a`'s memory back now, where the runtime can detach a buffer (ArrayBuffer.prototype.transfer, from
  * Node.js 21); elsewhere the collector frees it as before. Only for a column that is the one view on its
- * own buffer, and that no one reads again: it is empty from now on. At a million routes the columns a
- * table has grown out of are some 20 MB.
+ * own buffer, and that no one reads again: it is empty from now on.
  */
 export function discard(a: Column): void {
   if (a.byteLength < RELEASE_BYTES || a.byteOffset !== 0) return

@@ -32,7 +32,7 @@ const STALE_REPLY_MS = 120_000
 /** The IPAM service as the plugins' IpamClient would reach it, without the socket. */
 class LocalIpam implements IpamPort {
   /**
-   * ADD spawns its `ip` processes once the request is "sent": each spawn holds this thread ~1 ms, so let the
+   * ADD spawns its `ip` processes once the request is "sent": each spawn holds this thread, so let the
    * request reach its datastore write first (its steps run as microtasks and one setImmediate), and the
    * write's fdatasync runs while the processes start. Read per request.
    */

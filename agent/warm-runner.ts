@@ -1,11 +1,12 @@
-// The `ip` processes of a pod's ADD, started before the pod comes: a spawn holds pinto-node's thread for
-// 1-2 ms each, and an ADD needs two (one in the pod's namespace, one here), which were most of its time.
+// The `ip` processes of a pod's ADD, started before the pod comes: a spawn holds pinto-node's thread, and
+// an ADD needs two (one in the pod's namespace, one here), so spawning them on the ADD's path would be
+// most of its time.
 // One of each kind waits, blocked on its stdin:
 // - `ip -batch -` in this namespace, for the host side;
 // - a shell that reads a namespace name (or path) as its first line and then execs `ip -n NAME -batch -`
 //   (or `nsenter --net=PATH ip -batch -`), for the pod side; the rest of its stdin is ip's batch.
 // A taken process is replaced once the ADD has answered (refill). Anything else, or a kind not waiting
-// (a burst of ADDs), is spawned as before.
+// (a burst of ADDs), is spawned when it is asked for.
 
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process'
 import { type RunOptions, type RunResult, type Runner, childEnv, collect, run } from '../cni/exec.js'

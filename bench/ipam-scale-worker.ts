@@ -33,7 +33,7 @@ export interface ScaleWorkerArgs {
    * for one pod's network before the next pod's sandbox); 0: each ADD starts when the last ADD/DEL is done.
    */
   readonly rate: number
-  /** The service warms at start and claims blocks ahead (false: claims inline, as before either existed). */
+  /** The service warms at start and claims blocks ahead (false: a cold start, and blocks claimed inline by the ADD that needs one, as Calico does). */
   readonly ahead: boolean
   /** A CPU profile of the ADD/DEL phase is written here (a .cpuprofile) when set. */
   readonly profile?: string

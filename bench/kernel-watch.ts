@@ -2,8 +2,9 @@
 // came or went, and how much CPU a process has used. Reads only; it never writes a route of a receiver's.
 //
 // Counting: /proc/PID/net is the namespace of PID. IPv4 reads fib_triestat's "Prefixes" of the main table
-// (one per route; the kernel walks its trie for it, ~0.13 s at 1M, so it is read at intervals of 6x what
-// the last read cost, under 15 % of one core); IPv6 reads rt6_stats' fib_rt_entries, a counter (O(1)).
+// (one per route; the kernel walks its whole trie for it, so it is read at intervals of 6x what the last
+// read cost, keeping the watch's own CPU small beside the receiver's); IPv6 reads rt6_stats'
+// fib_rt_entries, a counter (O(1)).
 // Single changes are seen by `ip monitor route` in the namespace, started only once the table is in.
 
 import { readFileSync, readdirSync } from 'node:fs'

@@ -1,11 +1,11 @@
 // The short way for ADD and DEL with pinto-ipam: the plugin hands the whole of it to pinto-node, which
 // allocates (or releases) and wires (or unwires) with warm code and its IPAM in-process, and answers. The plugin then needs neither
-// node:net nor node:child_process, which a cold Node.js process pays ~5 ms to load and ~4 ms more to
-// spawn two `ip` with. The channel is a FIFO beside the agent's socket, written with one write(2) of at
+// node:net nor node:child_process, whose loading, and the spawning of two `ip`, a cold Node.js process
+// would pay on every pod. The channel is a FIFO beside the agent's socket, written with one write(2) of at
 // most PIPE_BUF bytes (so requests from concurrent plugins never interleave), and a directory where the
 // agent renames each answer into place under the request's id, which the plugin looks for.
 // Anything the channel cannot carry (no FIFO, a config over PIPE_BUF, a full FIFO, a netns the agent
-// cannot see) is left to the plugin, as before; a FIFO nobody reads means the agent is down.
+// cannot see) is left to the plugin, which does it itself; a FIFO nobody reads means the agent is down.
 
 import { closeSync, constants, fstatSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs'
 import type { Invocation } from './pinto-plugin.js'
@@ -108,8 +108,8 @@ interface Waiting {
 
 /**
  * The answer renamed into `dir` under `id`, looked for every millisecond at first and less often later. Not
- * inotify: a watch costs a cold process ~0.8 ms to set up and ~2-5 ms more at exit, while the kernel waits
- * out the watch's teardown, against ~0.5 ms of polling latency on average.
+ * inotify: a cold process pays to set a watch up and pays more at exit, while the kernel waits out the
+ * watch's teardown; polling every millisecond costs less than both.
  */
 function awaitReply(dir: string, id: string, requests: string, command: string): Waiting {
   const file = `${dir}/${id}`

@@ -44,7 +44,7 @@ export function childEnv(): NodeJS.ProcessEnv {
   return (defaultEnv ??= { ...process.env, PATH: withSystemPath(process.env['PATH']) })
 }
 
-/** Loaded on first use, like node:net in the IPAM client: a failing or VERSION call starts faster. Kept: an ES module's import() costs ~0.5 ms each time. */
+/** Loaded on first use, like node:net in the IPAM client: a failing or VERSION call starts faster. Kept: an ES module's import() is paid again on each call. */
 let childProcess: Promise<typeof import('node:child_process')> | undefined
 
 export const run: Runner = async (cmd, args, opts = {}) => {

@@ -55,7 +55,7 @@ export class IpamClient {
   private markSent: () => void = () => {}
   /**
    * Settles once a request is on the socket or has failed. ADD waits for it before spawning the veth's
-   * `ip` (a spawn holds the thread ~2 ms), so the agent works on the addresses meanwhile.
+   * `ip` (a spawn holds the thread), so the agent works on the addresses meanwhile.
    */
   readonly sent = new Promise<void>((resolve) => (this.markSent = resolve))
 
@@ -148,7 +148,7 @@ export interface HttpReply {
 
 /**
  * One whole HTTP/1.1 response read until the server closed (the request said `Connection: close`). The
- * plugins speak HTTP by hand: node:http's client costs ~7 ms more per pod start than the socket itself.
+ * plugins speak HTTP by hand: loading node:http's client would cost every pod start more than the request.
  */
 export function parseHttpReply(raw: Buffer): HttpReply {
   const text = raw.toString('latin1')

@@ -28,7 +28,7 @@ export function commonPrefixLength(a: string, b: string): number {
  * 128.0.0.0/1 (192.168.0.0/16, 172.16.0.0/12, 198.18.0.0/15). ptp then routes that half of the space and
  * the default via the gateway, and the pod reaches everything through the host. A pool in 0.0.0.0/1
  * (10.0.0.0/8, say) shares no leading bit with any link-local gateway: its pods get their block's route
- * only, as before.
+ * only.
  */
 export function ptpDefault(address: string, blockLength: number): { length: number; defaultRoute: boolean } {
   const shared = commonPrefixLength(address, GATEWAY_V4)

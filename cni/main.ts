@@ -20,7 +20,7 @@ function readStdin(): string {
 
 /**
  * Writes the result to fd 1 directly. process.stdout on a pipe (as runtimes give it) builds a stream on
- * node:net first, ~3 ms of a cold process; a result is far smaller than a pipe's buffer, and a
+ * node:net first, which a cold process pays for; a result is far smaller than a pipe's buffer, and a
  * non-blocking pipe that is full for once hands the rest to process.stdout after all.
  */
 export function writeStdout(text: string): void {

@@ -48,7 +48,7 @@ function hostVethOf(inv: Invocation): string {
 
 const bare = (cidr: string): string => cidr.split('/')[0] as string
 
-/** Random bytes from the kernel, without loading node:crypto (~2.3 ms of a cold start) for five of them. */
+/** Random bytes from the kernel, without loading node:crypto (a cost on every cold start) for five of them. */
 function randomBytes(n: number): Uint8Array {
   const out = new Uint8Array(n)
   const fd = openSync('/dev/urandom', 'r')
@@ -125,7 +125,7 @@ async function ipamDel(inv: Invocation, client: IpamPort = clientFor(inv.conf)):
 
 /**
  * Waits until pinto-ipam's request is on the agent's socket (or has failed): spawning `ip` holds the
- * thread ~2 ms, which the agent should spend on the request. Nothing to wait for with another IPAM type.
+ * thread, and the agent should spend that time on the request. Nothing to wait for with another IPAM type.
  */
 async function requestOut(ipam: string | undefined, client: IpamPort, pending: Promise<unknown>): Promise<void> {
   if (ipam === 'pinto-ipam') await Promise.race([client.sent, pending.catch(() => undefined)])
@@ -207,7 +207,7 @@ async function addAgain(inv: Invocation, veth: Veth, dp: Dataplane, client: Ipam
  * The veth and the addresses go at once. Neither pinto's IPAM (first-in-first-out reuse) nor host-local
  * (round robin) hands a released address out again before the other free ones, so no new pod takes it
  * while its old route lingers for the millisecond or two the kernel takes to unlist the veth. The release
- * request goes out first: spawning `ip` holds the thread ~2 ms, which the agent spends releasing.
+ * request goes out first: spawning `ip` holds the thread, and the agent spends that time releasing.
  */
 export async function cmdDel(inv: Invocation, dp = new Dataplane(), port?: IpamPort): Promise<void> {
   const { env } = inv

@@ -1,8 +1,8 @@
 // The host-side veth name of a pod, as Calico derives it: prefix + hex(sha1("namespace.pod")), cut to the
 // kernel's 15-character limit; the container id stands in when the runtime gave no pod identity. Pure.
 
-// SHA-1 from @noble/hashes rather than node:crypto: loading node:crypto costs a cold plugin process
-// ~2.3 ms, on every pod's ADD and DEL.
+// SHA-1 from @noble/hashes rather than node:crypto: loading node:crypto would be paid by a cold plugin
+// process on every pod's ADD and DEL.
 import { sha1 } from '@noble/hashes/legacy.js'
 import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js'
 

@@ -159,8 +159,8 @@ export function checkWiring(w: Wiring, pod: SideState, host: SideState): string[
 }
 
 /**
- * Whether a host veth whose ifalias is `recorded` belongs to container `owner`. A veth without one was made
- * before pinto recorded owners: it is taken as its pod's current one, as it always was.
+ * Whether a host veth whose ifalias is `recorded` belongs to container `owner`. A veth without one records
+ * no owner: it is taken as its pod's current one.
  */
 export function ownedBy(recorded: string, owner: string): boolean {
   return recorded === '' || recorded === owner

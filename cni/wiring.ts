@@ -143,10 +143,10 @@ export class Dataplane {
 
   /**
    * Deletes a veth by its host end, which takes the pod end with it. Done once the link is out of the
-   * namespace: the kernel unlists both ends, drops their addresses and routes and then waits ~15-30 ms
-   * for the devices' last references (an RCU grace period) before `ip` gets its answer. Nothing can
+   * namespace: the kernel unlists both ends, drops their addresses and routes and then waits for the
+   * devices' last references (an RCU grace period) before `ip` gets its answer. Nothing can
    * reach or reuse the old devices in that time and their names are free again, so the wait is left to
-   * `ip` alone. If `ip` ends first (say, with an error), its answer counts as before.
+   * `ip` alone. If `ip` ends first (say, with an error), its answer is the one that counts.
    */
   async removeHostVeth(name: string): Promise<void> {
     if (!this.hostLinkExists(name)) return

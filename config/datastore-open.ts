@@ -68,8 +68,8 @@ export async function openDatastore(spec: string, options: OpenOptions = {}): Pr
   checkEtcdTlsFiles(parsed, files)
   if (parsed.kind === 'embedded') return openEmbeddedDatastore(parsed.dir, options.embedded)
   const tls = parsed.tls ? readEtcdCredentials(files) : undefined
-  // etcd3 and grpc-js are loaded only for an etcd datastore: ~20 MB of heap and code a node on the
-  // embedded store would otherwise carry for its whole life.
+  // etcd3 and grpc-js are loaded only for an etcd datastore: their heap and code would otherwise be
+  // carried for its whole life by a node on the embedded store.
   const { openEtcdDatastore } = await import('./datastore-etcd.js')
   return openEtcdDatastore(parsed.endpoints, { ...options.etcd, ...(tls ? { tls } : {}) })
 }

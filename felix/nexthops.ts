@@ -1,6 +1,6 @@
 // Kernel nexthop objects (Linux 5.3+) for felix's routes: one object per distinct gateway hop and one group
 // per distinct ECMP set, owned by felix's route protocol. A route that names an object (`nhid N`) spares the
-// kernel its per-route gateway check: a large table goes in about a quarter faster. Pure: it keeps the
+// kernel its per-route gateway check, which is much of a large table's time. Pure: it keeps the
 // id <-> hop mapping and plans `ip -batch` lines; the reconciler runs them and reads the kernel's objects.
 
 import { hopArgs, hopText, type Family, type KernelRoute, type NextHop } from './kernel-route.js'
@@ -146,7 +146,7 @@ export class NexthopRegistry {
 
   /**
    * The object `r` goes through, adding the lines that create missing ones to `create` (members before
-   * their group); undefined for a route without gateways (a blackhole, a device route), written as before.
+   * their group); undefined for a route without gateways (a blackhole, a device route), written without one.
    */
   idFor(r: KernelRoute, create: string[]): number | undefined {
     const hops = r.nexthops

@@ -79,8 +79,8 @@ function nexthopPlan(reg: NexthopRegistry, ops: WriteOps): BatchPlan {
 /** Below this many operations a second `ip -batch` process costs more to start than it saves. */
 const PARALLEL_MIN_OPS = 2_000
 /**
- * Lines one `ip -batch` process runs before a fresh one takes over. ip 6.1 keeps ~4 KB per route line until
- * it exits, and past ~200k lines each line gets slower (1M routes: one process 15.2 s, ten in turn 6.9 s).
+ * Lines one `ip -batch` process runs before a fresh one takes over. ip 6.1 keeps memory for every route
+ * line until it exits, and each line gets slower as that grows, so a long script is run by several in turn.
  */
 const LINES_PER_PROCESS = 50_000
 /** From this many operations a write runs with `ip monitor` stopped. */
@@ -245,8 +245,8 @@ export class RouteKernelIo {
   /**
    * The write through the route socket: nexthop objects the write needs are made first by one `ip` (the
    * few `nexthop replace` lines), then every route it can express goes to the kernel in chunks of
-   * messages, with no process and no text per route (100k routes: ~0.18 s, where two `ip -batch` writers
-   * need ~0.35 s). The rest (several hops without an object, a device the kernel does not know) goes
+   * messages, with no process and no text per route, which takes the kernel the table sooner than `ip -batch`
+   * writers do. The rest (several hops without an object, a device the kernel does not know) goes
    * through `ip` naming its hops.
    */
   private async writeNetlink(socket: RouteSocket, ops: WriteOps, nexthops: boolean): Promise<Map<number, string>> {
@@ -302,7 +302,7 @@ export class RouteKernelIo {
     // Each writer's ip gives way to a fresh one after LINES_PER_PROCESS lines, started as soon as the old
     // one's script is all written, so the two overlap. The fresh one skips the head: the old one ran it long
     // before, and a second `nexthop replace` of an object that many routes use makes the kernel announce
-    // every one of them again (1M routes over two writers: 5.5 s with the head repeated, 3.0 s without).
+    // every one of them again, which at a full table costs as much as the write itself.
     const slot = async (): Promise<void> => {
       const runs: Promise<void>[] = []
       for (;;) {

@@ -31,8 +31,7 @@ export interface ApplyResult {
 /**
  * Changes per batch of a large incremental apply through the route socket: a batch's operations and routes
  * are a few MB, and each batch waits for the kernel's acknowledgements before the next is diffed, so a
- * smaller batch leaves the kernel idle more often (1,000 took 1.2x the time of 10,000 at 100k for the same
- * peak at 1M). Through `ip` a batch is a process's worth (each batch starts its own `ip -batch` writers).
+ * smaller batch leaves the kernel idle more often and lowers no peak. Through `ip` a batch is a process's worth (each batch starts its own `ip -batch` writers).
  */
 const STREAM_BATCH = 10_000
 const STREAM_BATCH_IP = 25_000
@@ -203,8 +202,8 @@ export class RouteReconciler extends RouteMonitorWatch {
     // Set before any of the write's echo can be read from the monitor; a failure sends felix back to the kernel.
     this.known = after(first.ops)
     // A large write runs with the monitor stopped: `ip monitor` printing every route felix writes, and
-    // felix reading each line, took the CPU its writers need (100k routes: 0.38 s without a monitor, 0.65 s
-    // with). What others changed meanwhile waits for the periodic resync.
+    // felix reading each line, would take the CPU its writers need. What others changed meanwhile waits
+    // for the periodic resync.
     const quiet = first.ops.length >= QUIET_MIN_OPS && (await this.pauseMonitor())
     if (!quiet) this.echoes.note(first.ops)
     const failures = await this.write(new RouteOpList(first.ops), true)

@@ -1,7 +1,7 @@
 // felix's rtnetlink socket: route messages (built by rtnl.ts) written straight to the kernel of the
 // process's own network namespace, with no `ip` process per write. The socket is the raw one of the
 // `netlink` package, a prebuilt N-API addon (nothing is compiled at install); when it cannot load, felix
-// writes through `ip -batch` as before. The kernel handles each send in the sending call, in order, so a
+// writes through `ip -batch` instead. The kernel handles each send in the sending call, in order, so a
 // chunk's last message asks for an acknowledgement and its answer means the whole chunk is done; the
 // others are answered only when they fail.
 
@@ -21,15 +21,15 @@ interface RawSocket {
 
 /**
  * Messages per send. Each failed message is answered with a copy of itself, and the kernel drops answers
- * once the socket's receive buffer is full (~210 KB by default, ~270 small answers): a chunk this size
- * cannot overrun it even when every route in it fails.
+ * once the socket's receive buffer is full: a chunk this size fits in the default buffer even when every
+ * route in it fails.
  */
 const CHUNK = 200
 const ANSWER_TIMEOUT_MS = 10_000
 /**
  * Bytes each receive takes (one datagram). The kernel sizes a dump's datagrams by the reads it has seen, up
- * to 32 KB: the addon's default (peek, then read exactly the datagram) keeps them at ~4 KB, ~50 routes
- * each, and a dump of 100k routes then costs 2000 datagrams instead of 250. Nothing the kernel sends this
+ * to 32 KB: the addon's default (peek, then read exactly the datagram) keeps them small, and a
+ * dump then takes many times as many datagrams. Nothing the kernel sends this
  * socket is larger; a datagram that did not fit would fail the socket (felix goes back to `ip`).
  */
 const RECEIVE_BYTES = 1 << 15

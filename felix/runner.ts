@@ -58,7 +58,7 @@ export async function runChecked(runner: ProcessRunner, cmd: string, args: reado
   return r
 }
 
-// `ip route show` of a million routes is ~100 MB of JSON; execa's default cap would cut it off.
+// `ip -json route show` of a full table is far more JSON than execa's default cap, which would cut it off.
 const MAX_BUFFER = 1 << 30
 
 /** `ip` has its own `-n NS` (cheaper than `ip netns exec`, which remounts /sys); everything else is exec'd inside. */

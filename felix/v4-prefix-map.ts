@@ -1,6 +1,6 @@
-// IPv4 prefixes (address and length) mapped to small integers, kept in typed arrays (prefix-slots.ts): ~9
-// bytes a slot, where a V8 Map<number, number> costs ~29 bytes an entry and makes a [key, value] array per
-// entry walked. Pure storage; what a value means is its user's.
+// IPv4 prefixes (address and length) mapped to small integers, kept in typed arrays (prefix-slots.ts): an
+// address, a length byte and a value per slot, where a V8 Map<number, number> costs several times that per
+// entry and makes a [key, value] array per entry walked. Pure storage; what a value means is its user's.
 
 import { EMPTY, GONE, MIN_SLOTS, PrefixSlots } from './prefix-slots.js'
 

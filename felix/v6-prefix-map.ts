@@ -1,6 +1,6 @@
 // IPv6 prefixes (16 network-order address bytes and a length) mapped to small integers, kept in typed arrays
-// (prefix-slots.ts), so a table of IPv6 routes costs ~21 bytes a slot and no object, string or Uint8Array per
-// prefix. Pure storage; what a value means is its user's.
+// (prefix-slots.ts), so a table of IPv6 routes costs its key bytes and value per slot and no object, string or
+// Uint8Array per prefix. Pure storage; what a value means is its user's.
 
 import { EMPTY, GONE, MIN_SLOTS, PrefixSlots } from './prefix-slots.js'
 

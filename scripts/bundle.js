@@ -30,7 +30,7 @@ for (const [name, entry] of [['pinto', 'cni/pinto-main.ts'], ['pinto-ipam', 'cni
     // Installed as /opt/cni/bin/NAME and exec'd directly by the runtime.
     banner: { js: '#!/usr/bin/env node' },
     // `await import('node:net')` (loaded on first use) becomes a lazy require: a dynamic import in a
-    // CommonJS program starts Node's ESM loader, ~1-2 ms of a cold process for nothing.
+    // CommonJS program starts Node's ESM loader, which a cold process would pay for nothing.
     supported: { 'dynamic-import': false },
   })
   const inputs = Object.keys(result.metafile.inputs)

@@ -67,7 +67,7 @@ export class Reader {
 
 /**
  * A copy of `bytes` in memory of its own, for bytes kept long. A small pooled Buffer shares its pool slab
- * (64 KB under Node 26) with every short-lived Buffer cut from it, and holds the whole slab alive.
+ * with every short-lived Buffer cut from it, and holds the whole slab alive.
  */
 export function keptCopy(bytes: Uint8Array): Buffer {
   const own = Buffer.allocUnsafeSlow(bytes.length)

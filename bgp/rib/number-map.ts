@@ -171,7 +171,7 @@ export class Ipv4Index {
 
 /**
  * A set of small non-negative integers (a table's destination indices) as one bit each: an Adj-RIB-Out
- * holding a full table keeps 128 KB per million, nothing for the collector to trace, instead of two JS
+ * holding a full table keeps one bit a destination, nothing for the collector to trace, instead of two JS
  * Sets of a million numbers. Iterates in increasing order.
  */
 export class IndexSet {

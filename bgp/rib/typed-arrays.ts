@@ -21,7 +21,7 @@ export function touchedArray<T extends Column>(ctor: new (n: number) => T, n: nu
 
 /**
  * Gives `a`'s memory back now, where the runtime can detach a buffer (ArrayBuffer.prototype.transfer, from
- * Node.js 21); elsewhere the collector frees it as before. Only for a column that is the one view on its
+ * Node.js 21); elsewhere the collector frees it at its next full collection. Only for a column that is the one view on its
  * own buffer, and that no one reads again: it is empty from now on.
  */
 export function discard(a: Column): void {

@@ -146,7 +146,7 @@ export function needsReset(a: ResolvedPeerConfig, b: ResolvedPeerConfig): boolea
 /**
  * The RIB's view of the peer for one session; its policies read through to the live configuration. A class,
  * so every peer's view shares one shape and the getters live on the prototype (an object literal with
- * getters and optional fields is kept as a dictionary, some 800 bytes a peer).
+ * getters and optional fields is kept as a dictionary, many times larger, one per peer).
  */
 class SessionRibPeer implements RibPeer {
   readonly name: string

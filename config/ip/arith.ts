@@ -1,6 +1,6 @@
 // IP address and CIDR values and the arithmetic on them: masks, containment, overlap, the block an
 // address falls in, the nth address, order, and canonical text (RFC 5952 for IPv6). Numeric on bigint:
-// these run per address in IPAM and per route in felix, where ip-num's objects cost 4-180x as much.
+// these run per address in IPAM and per route in felix, where ip-num's objects would cost many times as much.
 // No parsing here (parse.ts, read.ts) and no I/O.
 
 import { formatIpv6Value } from '../../bgp/codec/ip.js'

@@ -82,7 +82,7 @@ function schemaProblem(e: SchemaError): SchemaProblem {
 let checker: ts.TypeChecker | undefined
 const rootTypes = new Map<string, ts.Type>()
 
-/** One program over a file that names each kind's interface; built once, on first use (~1 s). */
+/** One program over a file that names each kind's interface; built once, on first use, since building it is slow. */
 function interfaceType(key: string): ts.Type {
   const known = rootTypes.get(key)
   if (known) return known

@@ -56,8 +56,8 @@ function addLoop(c: DemoCluster, n: DemoNode): { stop(): Promise<{ execs: AddRec
       } catch (err) {
         if (!(err instanceof AddFailed)) throw err
         execs.push({ start, end: Date.now(), code: cniCode(err.message), message: err.message })
-        // Retried every 25 ms, as a kubelet would sooner or later: install-cni's writes take under 100 ms,
-        // and the next assertion wants an ADD inside them, so the gap between two ADDs must be shorter.
+        // Retried every 25 ms, as a kubelet would sooner or later: install-cni's writes are brief, and the
+        // next assertion wants an ADD inside them, so the gap between two ADDs must be shorter.
         for (;;) {
           await new Promise((r) => setTimeout(r, 25))
           const s = Date.now()

@@ -62,7 +62,7 @@ t.test('the netlink read equals the ip -json read, route for route', async (t) =
   await ip('link set pintob1 up')
   await execa('ip', ['netns', 'exec', a.ns, 'sysctl', '-q', '-w', 'net.ipv6.conf.eth0.accept_dad=0'])
   for (const cmd of [...V4, ...V6]) await ip(cmd)
-  // Enough more that each family's dump spans several datagrams (~76 bytes a route, 32 KB a datagram).
+  // Enough more that each family's dump spans several datagrams (the socket reads at most 32 KB a datagram).
   const many = Array.from({ length: 3000 }, (_, i) => `route add 198.18.${64 + (i >> 8)}.${i & 255}/32 via 192.0.2.${12 + (i % 3)} dev eth0 proto ${i % 2 === 0 ? 87 : 12}`)
   const many6 = Array.from({ length: 1500 }, (_, i) => `route add 2001:db8:40::${i.toString(16)}/128 via fe80::${1 + (i % 2)} dev eth0 proto 87`)
   await execa('ip', ['-n', a.ns, '-batch', '-'], { input: many.join('\n') + '\n' })

@@ -88,7 +88,7 @@ export class Topology {
     checkAddress(`node ${spec.name}.v6`, spec.v6, true)
     const ns = `pth${process.pid}-${this.id}-${spec.name}`
     await this.addNamespace(ns)
-    // No duplicate address detection: a tentative IPv6 address cannot be bound for ~1-2 s, and the
+    // No duplicate address detection: a tentative IPv6 address cannot be bound until DAD ends, and the
     // link-local one must be usable as a BGP next hop at once. Set before eth0 exists so it inherits.
     for (const key of ['all', 'default']) {
       await this.exec(ns, 'sysctl', ['-q', '-w', `net.ipv6.conf.${key}.accept_dad=0`])

@@ -1,6 +1,6 @@
 // Calico 3.32's own example documents (test/fixtures/calico-3.32, verbatim from its reference pages)
 // through the real parser and through `pintoctl apply`: each applies unchanged, or is refused naming
-// only fields that docs/resources.md lists as refused for that kind.
+// only fields that docs/reference/resources.md lists as refused for that kind.
 import t from 'tap'
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -29,11 +29,11 @@ function calicoDocuments(text: string): string[] {
   return text.split(/^---[ \t]*$/m).filter((d) => /^apiVersion: projectcalico\.org\/v3$/m.test(d))
 }
 
-/** docs/resources.md: per kind heading, the field paths of the rows whose state is "refused". */
+/** docs/reference/resources.md: per kind heading, the field paths of the rows whose state is "refused". */
 function refusedFields(): Map<string, Set<string>> {
   const out = new Map<string, Set<string>>()
   let kind = ''
-  for (const line of readFileSync(join(root, 'docs/resources.md'), 'utf8').split('\n')) {
+  for (const line of readFileSync(join(root, 'docs/reference/resources.md'), 'utf8').split('\n')) {
     const heading = /^## (\S+)/.exec(line)
     if (heading !== null) kind = heading[1] ?? ''
     const row = /^\| (.+?) \| refused \|/.exec(line)
@@ -67,7 +67,7 @@ t.test("each of Calico's examples applies unchanged, or is refused naming a fiel
         const path = e.path.replace(/^documents\[\d+\]\./, '')
         paths.push(path)
         const listed = refused.get(KIND_HEADING[kind] ?? kind) ?? new Set()
-        t.ok(listed.has(path), `${file}: ${path} (${e.reason}) is listed as refused for ${kind} in docs/resources.md`)
+        t.ok(listed.has(path), `${file}: ${path} (${e.reason}) is listed as refused for ${kind} in docs/reference/resources.md`)
       }
     }
     t.same(kinds, want.kinds, `${file}: the documents read`)

@@ -8,7 +8,7 @@ const USAGE = `usage: pinto-node [--help | --version]
 
 The node agent: BGP speaker, kernel dataplane, IPAM service for the CNI plugins, REST API. It runs as
 root with its settings from the environment (PINTO_NODENAME, PINTO_IP, PINTO_AS, PINTO_DATASTORE, ...;
-the README's table lists them all) and stops gracefully on SIGTERM, leaving its kernel routes.
+docs/reference/settings.md lists them all) and stops gracefully on SIGTERM, leaving its kernel routes.
 It takes no arguments: --help and --version print and exit without touching anything.
 `
 

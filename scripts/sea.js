@@ -14,7 +14,7 @@ const out = join(root, 'dist', 'sea')
 const exe = join(out, 'pinto')
 const config = join(out, 'sea-config.json')
 
-/** The sea config: see README "How the CNI binaries start fast" for why each field is as it is. */
+/** The sea config: see docs/architecture.md, "The CNI fast path", for why each field is as it is. */
 const SEA_CONFIG = {
   main: bundle,
   output: `${exe}.building`,

@@ -1,5 +1,5 @@
 // What counts as losing a race to another writer of the same IPAM records, and how long to wait before the
-// next try. Shared by the general allocation loops (ipam.ts) and the one-transaction paths (one-txn.ts).
+// next try. Shared by the general allocation loops (ipam-assign.ts) and the one-transaction paths (one-txn.ts).
 
 import { DatastoreError } from '../config/datastore.js'
 

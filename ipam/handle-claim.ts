@@ -6,7 +6,7 @@ import { type KeyValue, DatastoreError } from '../config/datastore.js'
 import { type IpamAddress, sameCounts } from './ipam-types.js'
 import { type HandleRecord, decodeHandle, handleKey } from './records.js'
 
-/** The Ipam's CAS edit of a handle record, returning what it wrote (undefined when it deleted or left none). */
+/** The CAS edit of a handle record (HandleRecords.adjust in ipam-handles.ts), returning what it wrote (undefined when it deleted or left none). */
 export type HandleWriter = (handle: string, edit: (blocks: Record<string, number>) => void, known?: KeyValue | 'absent') => Promise<KeyValue | undefined>
 
 export class HandleClaim {

@@ -9,7 +9,8 @@ import { type AllocationBlock, blockFree, hostAffinity } from './block.js'
 import { eligiblePools, poolBlockOf } from './pools.js'
 import { blockKey, decodeBlock, handleKey } from './records.js'
 import { isConflict } from './conflict.js'
-import { IpamRelease } from './ipam-release.js'
+import { type AffinityClaims } from './ipam-affinity.js'
+import { type IpamContext } from './ipam-context.js'
 
 /** What a claim ahead did, with the free addresses the node's blocks of that family had before it. */
 export type AheadOutcome =
@@ -24,14 +25,16 @@ interface OwnBlock {
   readonly block: AllocationBlock
 }
 
-export class IpamAhead extends IpamRelease {
+export class AheadClaims {
   /** Claims ahead running now, per node|family: at most one each. */
   private readonly ahead = new Map<string, Promise<AheadOutcome>>()
 
+  constructor(private readonly ctx: IpamContext, private readonly claims: AffinityClaims) {}
+
   /** The node's confirmed affine blocks of `family` that still name it, read now (in parallel). */
   private async ownBlocks(node: string, family: Family | undefined): Promise<OwnBlock[]> {
-    const cidrs = (await this.affinities(node)).filter((a) => a.state === 'confirmed').map((a) => readCidr(a.cidr, 'affinity.cidr')).filter((c) => family === undefined || c.family === family)
-    const read = await Promise.all(cidrs.map(async (cidr) => ({ cidr, b: await this.readBlock(blockKey(cidr)) })))
+    const cidrs = (await this.claims.affinities(node)).filter((a) => a.state === 'confirmed').map((a) => readCidr(a.cidr, 'affinity.cidr')).filter((c) => family === undefined || c.family === family)
+    const read = await Promise.all(cidrs.map(async (cidr) => ({ cidr, b: await this.ctx.readBlock(blockKey(cidr)) })))
     return read.flatMap(({ cidr, b }) => (b !== undefined && b.block.affinity === hostAffinity(node) ? [{ cidr, ...b }] : []))
   }
 
@@ -46,17 +49,17 @@ export class IpamAhead extends IpamRelease {
       const hint = `${node}|${family}`
       const roomy = own.filter((b) => b.cidr.family === family && b.block.unallocated.length > 0).sort((a, b) => b.block.unallocated.length - a.block.unallocated.length)
       const [first, second] = roomy
-      if (first !== undefined && !this.lastBlock.has(hint)) this.lastBlock.set(hint, first)
-      const spare = this.lastBlock.get(hint)?.kv.key === first?.kv.key ? second : first
-      if (spare !== undefined && !this.spareBlock.has(hint)) this.spareBlock.set(hint, { cidr: spare.cidr, kv: spare.kv, free: spare.block.unallocated.length })
+      if (first !== undefined && !this.ctx.lastBlock.has(hint)) this.ctx.lastBlock.set(hint, first)
+      const spare = this.ctx.lastBlock.get(hint)?.kv.key === first?.kv.key ? second : first
+      if (spare !== undefined && !this.ctx.spareBlock.has(hint)) this.ctx.spareBlock.set(hint, { cidr: spare.cidr, kv: spare.kv, free: spare.block.unallocated.length })
     }
     const sample = own[0]
     if (sample !== undefined) {
       // A transaction of an ADD's shape that cannot commit (the block compared at revision 0): the code of the
       // ADD's path and the client's path for it are made ready now rather than in the first pod's ADD.
       const hkey = handleKey(`warm-up.${node}`)
-      await this.store.txn([{ op: 'create', key: hkey, value: '{}' }, { op: 'update', key: sample.kv.key, value: sample.kv.value, revision: 0 }]).then(
-        () => this.store.delete(hkey),
+      await this.ctx.store.txn([{ op: 'create', key: hkey, value: '{}' }, { op: 'update', key: sample.kv.key, value: sample.kv.value, revision: 0 }]).then(
+        () => this.ctx.store.delete(hkey),
         (err: unknown) => { if (!isConflict(err)) throw err },
       )
     }
@@ -69,8 +72,8 @@ export class IpamAhead extends IpamRelease {
    */
   headroom(node: string, family: Family): { readonly free: number; readonly blockSize: number } | undefined {
     const hint = `${node}|${family}`
-    const last = this.lastBlock.get(hint)
-    const spare = this.spareBlock.get(hint)
+    const last = this.ctx.lastBlock.get(hint)
+    const spare = this.ctx.spareBlock.get(hint)
     const cidr = last?.cidr ?? spare?.cidr
     if (cidr === undefined) return undefined
     const lastFree = last === undefined ? 0 : (last.block ?? decodeBlock(last.kv.key, last.kv.value)).unallocated.length
@@ -99,19 +102,19 @@ export class IpamAhead extends IpamRelease {
   }
 
   private async claimAheadNow(node: string, family: Family, hint: string, below: number | undefined): Promise<AheadOutcome> {
-    const { pools, matcher } = await this.inputsFor(node, true)
+    const { pools, matcher } = await this.ctx.inputsFor(node, true)
     const eligible = eligiblePools(pools, family, node, 'Workload', undefined, matcher)
     const own = (await this.ownBlocks(node, family)).filter((b) => eligible.some((p) => poolBlockOf(p, family, b.cidr.base) !== undefined))
-    const free = own.reduce((n, b) => n + blockFree(b.block, this.isReserved), 0)
-    if (!this.config.autoAllocateBlocks) return { outcome: 'not-allowed', free, reason: 'IPAMConfig autoAllocateBlocks is false' }
-    if (this.config.strictAffinity) return { outcome: 'not-allowed', free, reason: 'IPAMConfig strictAffinity is true: a block held ahead could lend no address to another node' }
+    const free = own.reduce((n, b) => n + blockFree(b.block, this.ctx.isReserved), 0)
+    if (!this.ctx.config.autoAllocateBlocks) return { outcome: 'not-allowed', free, reason: 'IPAMConfig autoAllocateBlocks is false' }
+    if (this.ctx.config.strictAffinity) return { outcome: 'not-allowed', free, reason: 'IPAMConfig strictAffinity is true: a block held ahead could lend no address to another node' }
     const first = own[0]
     if (first === undefined) return { outcome: 'no-block', free }
     // The spare: the roomiest block the node is not allocating from now.
-    const last = this.lastBlock.get(hint)
+    const last = this.ctx.lastBlock.get(hint)
     const roomy = own.filter((b) => b.kv.key !== last?.kv.key && b.block.unallocated.length > 0).sort((a, b) => b.block.unallocated.length - a.block.unallocated.length)[0]
     const keepSpare = (b: OwnBlock | undefined): void => {
-      if (b !== undefined && this.spareBlock.get(hint)?.kv.key !== b.kv.key) this.spareBlock.set(hint, { cidr: b.cidr, kv: b.kv, free: b.block.unallocated.length })
+      if (b !== undefined && this.ctx.spareBlock.get(hint)?.kv.key !== b.kv.key) this.ctx.spareBlock.set(hint, { cidr: b.cidr, kv: b.kv, free: b.block.unallocated.length })
     }
     const threshold = below ?? Number(cidrSize(first.cidr)) / 4
     if (free >= threshold) {
@@ -120,14 +123,14 @@ export class IpamAhead extends IpamRelease {
     }
     // The pool the node already allocates from first, as an ADD would walk them.
     const ordered = [...eligible].sort((a, b) => Number(poolBlockOf(b, family, first.cidr.base) !== undefined) - Number(poolBlockOf(a, family, first.cidr.base) !== undefined))
-    const claimed = await this.claimNewBlock(node, family, ordered)
+    const claimed = await this.claims.claimNewBlock(node, family, ordered)
     if (claimed === 'limit' || claimed === 'none') {
       keepSpare(roomy)
       return claimed === 'limit'
-        ? { outcome: 'limit', free, below: threshold, reason: `node ${node} holds maxBlocksPerHost=${this.config.maxBlocksPerHost} blocks` }
+        ? { outcome: 'limit', free, below: threshold, reason: `node ${node} holds maxBlocksPerHost=${this.ctx.config.maxBlocksPerHost} blocks` }
         : { outcome: 'exhausted', free, below: threshold, reason: 'no free block left in the pools' }
     }
-    const b = await this.readBlock(blockKey(claimed))
+    const b = await this.ctx.readBlock(blockKey(claimed))
     if (b !== undefined) keepSpare({ cidr: claimed, ...b })
     return { outcome: 'claimed', block: formatCidr(claimed), free, below: threshold }
   }

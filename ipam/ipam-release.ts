@@ -11,16 +11,24 @@ import {
 } from './block.js'
 import { poolBlockOf } from './pools.js'
 import { BLOCKS_PREFIX, blockKey, checkSegment, decodeBlock, decodeHandle, handleKey } from './records.js'
-import { IpamAffinity } from './ipam-affinity.js'
+import { type OneTxnPaths } from './one-txn.js'
+import { type HandleRecords } from './ipam-handles.js'
+import { type IpamContext } from './ipam-context.js'
 
-export class IpamRelease extends IpamAffinity {
+export class Releases {
+  constructor(
+    private readonly ctx: IpamContext,
+    private readonly oneTxn: OneTxnPaths,
+    private readonly handles: HandleRecords,
+  ) {}
+
   /** The block key holding an address: through the pools first, else by scanning blocks (its pool may be gone). */
   async locateBlock(family: Family, value: bigint): Promise<Cidr | undefined> {
-    for (const p of await this.pools()) {
+    for (const p of await this.ctx.pools()) {
       const c = poolBlockOf(p, family, value)
-      if (c !== undefined && (await this.store.get(blockKey(c))) !== undefined) return c
+      if (c !== undefined && (await this.ctx.store.get(blockKey(c))) !== undefined) return c
     }
-    for (const kv of (await this.store.list(BLOCKS_PREFIX)).items) {
+    for (const kv of (await this.ctx.store.list(BLOCKS_PREFIX)).items) {
       const c = blockCidr(decodeBlock(kv.key, kv.value))
       if (addressOrdinal(c, family, value) !== undefined) return c
     }
@@ -60,16 +68,16 @@ export class IpamRelease extends IpamAffinity {
     const inOne = await this.oneTxn.releaseByHandle(handle)
     if (inOne !== undefined) return inOne
     const key = handleKey(handle)
-    let kv = await this.store.get(key)
+    let kv = await this.ctx.store.get(key)
     if (kv === undefined) return { released: [], skipped: [] }
     const released: { address: string; handle: string | null }[] = []
     for (const cidrText of Object.keys(decodeHandle(kv.key, kv.value).blocks)) {
       released.push(...(await this.releaseInBlock(readCidr(cidrText, 'handle.blocks'), (b) => blockReleaseByHandle(b, handle), false)).released)
     }
-    await this.retry(`delete handle ${handle}`, async () => {
-      const cur = kv ?? (await this.store.get(key))
+    await this.ctx.retry(`delete handle ${handle}`, async () => {
+      const cur = kv ?? (await this.ctx.store.get(key))
       kv = undefined
-      if (cur !== undefined) await this.store.delete(key, cur.revision)
+      if (cur !== undefined) await this.ctx.store.delete(key, cur.revision)
       this.oneTxn.handleWritten(handle, undefined)
     }).catch((err: unknown) => {
       if (!(err instanceof DatastoreError && err.code === 'not-found')) throw err
@@ -83,23 +91,23 @@ export class IpamRelease extends IpamAffinity {
     // The first attempt may use this node's cached copy of the block (a pod's DEL mostly hits the block its
     // ADD wrote): the CAS write refuses a stale copy, and a copy that finds anything not to release (a stale
     // one may miss a write whose answer was lost) is read again, since no write would catch it.
-    let first = [...this.lastBlock.values()].find((l) => l.kv.key === key)?.kv
-    const out = await this.retry(`release in block ${formatCidr(cidr)}`, async () => {
-      let b = first === undefined ? await this.readBlock(key) : { kv: first, block: decodeBlock(key, first.value) }
+    let first = [...this.ctx.lastBlock.values()].find((l) => l.kv.key === key)?.kv
+    const out = await this.ctx.retry(`release in block ${formatCidr(cidr)}`, async () => {
+      let b = first === undefined ? await this.ctx.readBlock(key) : { kv: first, block: decodeBlock(key, first.value) }
       let r = b === undefined ? undefined : release(b.block)
       if (first !== undefined && (r === undefined || r.released.length === 0 || r.skipped.length > 0)) {
-        b = await this.readBlock(key)
+        b = await this.ctx.readBlock(key)
         r = b === undefined ? undefined : release(b.block)
       }
       first = undefined
       if (b === undefined || r === undefined) return { released: [], skipped: [] }
       if (r.released.length > 0) {
         if (b.block.affinity === null && blockIsEmpty(b.block)) {
-          await this.store.delete(key, b.kv.revision)
+          await this.ctx.store.delete(key, b.kv.revision)
           this.oneTxn.refresh(key, undefined)
         } else {
           const value = JSON.stringify(b.block)
-          const written = await this.store.update(key, value, b.kv.revision)
+          const written = await this.ctx.store.update(key, value, b.kv.revision)
           this.oneTxn.refresh(key, { key, value, revision: written.revision })
         }
       }
@@ -108,7 +116,7 @@ export class IpamRelease extends IpamAffinity {
     const perHandle = new Map<string, number>()
     for (const r of out.released) if (r.handleId !== null) perHandle.set(r.handleId, (perHandle.get(r.handleId) ?? 0) + 1)
     const blockText = formatCidr(cidr)
-    if (adjustHandles) for (const [h, n] of perHandle) await this.adjustHandle(h, (blocks) => void (blocks[blockText] = (blocks[blockText] ?? 0) - n))
+    if (adjustHandles) for (const [h, n] of perHandle) await this.handles.adjust(h, (blocks) => void (blocks[blockText] = (blocks[blockText] ?? 0) - n))
     return {
       released: out.released.map((r) => ({ address: ordinalAddress(cidr, r.ordinal), handle: r.handleId })),
       skipped: out.skipped.map((s) => ({ address: ordinalAddress(cidr, s.ordinal), reason: s.reason })),

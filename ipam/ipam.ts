@@ -1,199 +1,142 @@
-// The IPAM service and its assignment: autoAssign and assignIP, the pure block allocator inside bounded
-// compare-and-swap retry loops over a Datastore. With ipam-base.ts, ipam-affinity.ts and ipam-release.ts it owns
-// every write under /pinto/ipam/; it knows pools only through the narrow PoolSpec view and never reads resources, files or sockets itself.
+// The IPAM service's face: one Ipam per process over a Datastore, composed of the parts that own every write
+// under /pinto/ipam/ (ipam-assign.ts assigns, ipam-release.ts releases, ipam-affinity.ts claims and gives up
+// blocks, ipam-ahead.ts claims ahead, ipam-handles.ts edits handle records, one-txn.ts the common ADD and DEL,
+// over ipam-context.ts). It decides nothing itself, and never reads resources, files or sockets.
 
-import { type KeyValue, DatastoreError } from '../config/datastore.js'
-import { type AutoAssignRequest, type AutoAssignResult, type IpamAddress, IpamError, toIpamAddress } from './ipam-types.js'
-import { type Cidr, type Family, formatCidr, parseAddr, readCidr } from '../config/ip/index.js'
-import { addressOrdinal, blockAssign, blockAutoAssign, blockCidr, hostAffinity } from './block.js'
-import { type NodeMatcher, type Pool, describePools, eligiblePools, poolBlockOf } from './pools.js'
-import { BLOCKS_PREFIX, blockKey, checkSegment, decodeBlock } from './records.js'
-import { HandleClaim } from './handle-claim.js'
-import { isConflict } from './conflict.js'
-import { IpamAhead } from './ipam-ahead.js'
+import { type Datastore, type KeyValue } from '../config/datastore.js'
+import type { AddressRelease, AutoAssignRequest, AutoAssignResult, IpamAddress, IpamConfig, IpamOptions, ReleaseResult } from './ipam-types.js'
+import type { Cidr, Family } from '../config/ip/index.js'
+import type { Pool } from './pools.js'
+import type { AffinityRecord } from './records.js'
+import { OneTxnPaths } from './one-txn.js'
+import { IpamContext } from './ipam-context.js'
+import { HandleRecords } from './ipam-handles.js'
+import { AffinityClaims } from './ipam-affinity.js'
+import { Releases } from './ipam-release.js'
+import { type AheadOutcome, AheadClaims } from './ipam-ahead.js'
+import { Assignments } from './ipam-assign.js'
 
 export * from './ipam-types.js'
 export type { AheadOutcome } from './ipam-ahead.js'
 
-export class Ipam extends IpamAhead {
-  /**
-   * Dual-stack assignment, all or nothing. Idempotent per handle: addresses the handle already holds are
-   * returned again and only the shortfall is allocated (a retried CNI ADD gets the same pod addresses).
-   * The common ADD (a new handle, each family from the block this node last allocated from) is one
-   * transaction writing the handle record and the blocks (OneTxnPaths); otherwise the record is written,
-   * and confirmed, before any block write it covers (HandleClaim).
-   */
-  async autoAssign(req: AutoAssignRequest): Promise<AutoAssignResult> {
-    checkSegment('handle', req.handle)
-    checkSegment('node', req.node)
-    const want = { 4: req.num4 ?? 0, 6: req.num6 ?? 0 } as const
-    for (const f of [4, 6] as const) {
-      if (!Number.isInteger(want[f]) || want[f] < 0 || want[f] > 256) throw new IpamError('invalid', `num${f}: ${want[f]} is not an integer in 0..256`)
-    }
-    // A block being claimed ahead for a family with no room left is waited for, not claimed a second time inline.
-    for (const f of [4, 6] as const) {
-      const claiming = want[f] > 0 && (this.headroom(req.node, f)?.free ?? 0) < want[f] ? this.claimingAhead(req.node, f) : undefined
-      if (claiming !== undefined) await claiming.catch(() => undefined)
-    }
-    // From a cached view, the common ADD alone; a stale view fails its guards and is read again.
-    let ctx = await this.inputsFor(req.node, false)
-    let fast = await this.oneTxn.assign(req, want, ctx)
-    if (fast === 'stale' && !ctx.fresh) {
-      ctx = await this.inputsFor(req.node, true)
-      fast = await this.oneTxn.assign(req, want, ctx)
-    }
-    if (fast !== undefined && fast !== 'exists' && fast !== 'stale') return fast
-    // The general path's writes carry no guards: it decides from a fresh read.
-    if (!ctx.fresh || fast === 'stale') ctx = await this.inputsFor(req.node, true)
-    const { pools, matcher } = ctx
-    const h = await this.heldBy(req.handle)
-    const held = h.addrs
-    const claim = new HandleClaim(req.handle, this.writeHandle, h.kv ?? 'absent', held)
-    const got: IpamAddress[] = []
-    try {
-      for (const f of [4, 6] as const) {
-        const have = held.filter((a) => a.family === f).length
-        if (want[f] > have) await this.assignFamily(f, want[f] - have, req, pools, matcher, got, claim)
-      }
-      await claim.settle()
-    } catch (err) {
-      await this.giveBack(req.handle, got, claim)
-      throw err
-    }
-    const all = [...held, ...got]
-    return { ipv4: all.filter((a) => a.family === 4), ipv6: all.filter((a) => a.family === 6) }
+export class Ipam {
+  private readonly ctx: IpamContext
+  private readonly handles: HandleRecords
+  private readonly claims: AffinityClaims
+  private readonly releases: Releases
+  private readonly ahead: AheadClaims
+  private readonly assignments: Assignments
+
+  constructor(readonly store: Datastore, options: IpamOptions) {
+    this.ctx = new IpamContext(store, options)
+    const oneTxn = new OneTxnPaths(this.ctx)
+    this.handles = new HandleRecords(this.ctx, oneTxn)
+    this.claims = new AffinityClaims(this.ctx)
+    this.releases = new Releases(this.ctx, oneTxn, this.handles)
+    this.ahead = new AheadClaims(this.ctx, this.claims)
+    this.assignments = new Assignments(this.ctx, oneTxn, this.handles, this.claims, this.releases, this.ahead)
   }
 
-  /** Rolls back addresses this request took (by sequence number, so an address reused meanwhile is never freed), then the record. */
-  private async giveBack(handle: string, got: readonly IpamAddress[], claim: HandleClaim): Promise<void> {
-    if (got.length > 0) {
-      const r = await this.releaseIPs(got.map((a) => ({ address: a.address, handle, sequenceNumber: a.sequenceNumber })), false).catch(() => undefined)
-      if (r === undefined) claim.markUncertain()
-      else claim.returned(got.filter((a) => r.released.some((x) => x.address === a.address)))
-    }
-    await claim.abandon()
+  /** The config in force: the options', overlaid with the IPAMConfig the latest ADD read. */
+  get config(): IpamConfig {
+    return this.ctx.config
   }
 
-  /** Allocates `num` addresses of one family, pushing onto `sink` as blocks are written so a failure can roll back. */
-  private async assignFamily(family: Family, num: number, req: AutoAssignRequest, pools: readonly Pool[], matcher: NodeMatcher | undefined, sink: IpamAddress[], claim: HandleClaim): Promise<void> {
-    const eligible = eligiblePools(pools, family, req.node, req.use ?? 'Workload', req.pools, matcher)
-    if (eligible.length === 0) {
-      const manual = req.pools === undefined ? pools.filter((p) => p.cidr.family === family && p.spec.assignmentMode === 'Manual').map((p) => p.spec.name) : []
-      const hint = manual.length > 0 ? ` (pools with assignmentMode Manual serve only requests that name them: ${manual.join(', ')})` : ''
-      throw new IpamError('no-pool', `no enabled IPv${family} pool${req.pools ? ` among ${req.pools.join(',')}` : ''} serves node ${req.node}${hint}`)
-    }
-    const got: IpamAddress[] = []
-    const take = async (cidr: Cidr, owner: string | undefined, cached?: KeyValue): Promise<void> => {
-      const a = await this.assignFromBlock(cidr, num - got.length, req, owner, claim, cached)
-      got.push(...a)
-      sink.push(...a)
-    }
-    // 0. The block this node last allocated from, if it had room: the common case costs one write.
-    const last = this.lastBlock.get(`${req.node}|${family}`) ?? this.oneTxn.promote(`${req.node}|${family}`)
-    if (last !== undefined) {
-      if (eligible.some((p) => poolBlockOf(p, family, last.cidr.base) !== undefined)) await take(last.cidr, req.node, last.kv)
-      if (got.length >= num) return
-    }
-    // 1. Blocks this node owns (confirmed affinities only: pending is a claim in flight).
-    const affine = (await this.affinities(req.node)).filter((a) => a.state === 'confirmed')
-    for (const a of affine) {
-      const cidr = readCidr(a.cidr, 'affinity.cidr')
-      if (got.length >= num) break
-      if (eligible.some((p) => poolBlockOf(p, family, cidr.base) !== undefined)) await take(cidr, req.node)
-    }
-    // 2. Claim new blocks while under the per-host limit.
-    let limited = false
-    while (got.length < num && this.config.autoAllocateBlocks) {
-      const claimed = await this.claimNewBlock(req.node, family, eligible)
-      if (claimed === 'limit') limited = true
-      if (typeof claimed === 'string') break
-      await take(claimed, req.node)
-    }
-    // 3. Borrow from other nodes' blocks (or ones nobody owns) unless strict affinity forbids it.
-    if (got.length < num && !this.config.strictAffinity) {
-      const { items } = await this.store.list(BLOCKS_PREFIX)
-      for (const kv of items) {
-        if (got.length >= num) break
-        const b = decodeBlock(kv.key, kv.value)
-        const cidr = blockCidr(b)
-        if (b.affinity !== hostAffinity(req.node) && b.unallocated.length > 0 && eligible.some((p) => poolBlockOf(p, family, cidr.base))) await take(cidr, undefined)
-      }
-    }
-    if (got.length < num) {
-      const why = this.config.strictAffinity ? 'no more free affine blocks and strict affinity enabled'
-        : limited ? `node ${req.node} holds maxBlocksPerHost=${this.config.maxBlocksPerHost} blocks and no block has room` : 'no free address left'
-      throw new IpamError('exhausted', `IPv${family}: assigned ${got.length} of ${num} for ${req.handle}: ${why} in pools ${describePools(eligible)}`)
-    }
+  pools(): Promise<Pool[]> {
+    return this.ctx.pools()
   }
 
-  /**
-   * One CAS loop on one block; `owner` set means only while the block is still affine to that node. The first
-   * attempt may use the cached copy of the block this node last allocated from; a stale copy just conflicts.
-   */
-  private async assignFromBlock(cidr: Cidr, num: number, req: AutoAssignRequest, owner: string | undefined, claim: HandleClaim, cached?: KeyValue): Promise<IpamAddress[]> {
-    const key = blockKey(cidr)
-    const hintKey = `${req.node}|${cidr.family}`
-    let first = cached
-    return this.retry(`assign from block ${formatCidr(cidr)}`, async () => {
-      const b = first === undefined ? await this.readBlock(key) : { kv: first, block: decodeBlock(key, first.value) }
-      first = undefined
-      if (b === undefined || (owner !== undefined && b.block.affinity !== hostAffinity(owner))) return []
-      const assigned = blockAutoAssign(b.block, num, req.handle, req.attrs ?? {}, this.isReserved)
-      if (assigned.length === 0) return []
-      await claim.cover(formatCidr(cidr), assigned.length)
-      const value = JSON.stringify(b.block)
-      const written = await this.store.update(key, value, b.kv.revision).catch((err: unknown) => {
-        if (!isConflict(err)) claim.markUncertain()
-        throw err
-      })
-      if (owner !== undefined && b.block.unallocated.length > 0) this.lastBlock.set(hintKey, { cidr, kv: { key, value, revision: written.revision } })
-      else if (this.lastBlock.get(hintKey)?.kv.key === key) {
-        this.lastBlock.delete(hintKey)
-        this.oneTxn.promote(hintKey)
-      }
-      if (this.spareBlock.get(hintKey)?.kv.key === key) this.spareBlock.delete(hintKey)
-      const out = assigned.map((a) => ({ ...toIpamAddress(cidr, a), ...(owner === undefined && b.block.affinity !== hostAffinity(req.node) ? { borrowed: true as const } : {}) }))
-      claim.confirmed(out)
-      return out
-    })
+  /** Runs `attempt` until it stops hitting write conflicts, at most maxRetries times. */
+  retry<T>(what: string, attempt: () => Promise<T>): Promise<T> {
+    return this.ctx.retry(what, attempt)
+  }
+
+  // Assignment (ipam-assign.ts).
+
+  /** Dual-stack assignment, all or nothing, idempotent per handle. */
+  autoAssign(req: AutoAssignRequest): Promise<AutoAssignResult> {
+    return this.assignments.autoAssign(req)
   }
 
   /** Assigns one given address (claiming its block for `node` if nobody has). Idempotent for the same handle. */
-  async assignIP(req: { address: string; handle: string; node: string; attrs?: Readonly<Record<string, string>> }): Promise<IpamAddress> {
-    checkSegment('handle', req.handle)
-    checkSegment('node', req.node)
-    const { family, value } = parseAddr(req.address, 'address')
-    const pool = (await this.pools()).find((p) => poolBlockOf(p, family, value) !== undefined)
-    if (pool === undefined) throw new IpamError('no-pool', `address ${req.address} is in no IP pool`)
-    const cidr = poolBlockOf(pool, family, value) as Cidr
-    const ord = addressOrdinal(cidr, family, value) as number
-    const key = blockKey(cidr)
-    const h = await this.heldBy(req.handle)
-    const claim = new HandleClaim(req.handle, this.writeHandle, h.kv ?? 'absent', h.addrs)
-    const got = await this.retry(`assign ${req.address}`, async () => {
-      const b = await this.readBlock(key)
-      if (b === undefined) {
-        await this.claimBlock(req.node, cidr)
-        throw new DatastoreError('conflict', 'block was just created; read it again', key)
-      }
-      const cur = b.block.allocations[ord]
-      if (cur !== null && cur !== undefined) {
-        if (b.block.attributes[cur]?.handleId === req.handle) return { addr: toIpamAddress(cidr, { address: req.address, ordinal: ord, sequenceNumber: b.block.sequenceNumberForAllocation[String(ord)] ?? 0 }), fresh: false }
-        throw new IpamError('in-use', `address ${req.address} is already assigned to handle ${b.block.attributes[cur]?.handleId ?? '(none)'}`)
-      }
-      const a = blockAssign(b.block, ord, req.handle, req.attrs ?? {})
-      await claim.cover(formatCidr(cidr), 1)
-      await this.store.update(key, JSON.stringify(b.block), b.kv.revision).catch((err: unknown) => {
-        if (!isConflict(err)) claim.markUncertain()
-        throw err
-      })
-      return { addr: toIpamAddress(cidr, a), fresh: true }
-    }).catch(async (err: unknown) => {
-      await claim.abandon()
-      throw err
-    })
-    if (got.fresh) claim.confirmed([got.addr])
-    await claim.settle()
-    return got.addr
+  assignIP(req: { address: string; handle: string; node: string; attrs?: Readonly<Record<string, string>> }): Promise<IpamAddress> {
+    return this.assignments.assignIP(req)
+  }
+
+  // Release (ipam-release.ts).
+
+  /** Releases addresses; a request naming a stale handle or sequence number is skipped, never applied. */
+  releaseIPs(requests: readonly AddressRelease[], adjustHandles = true): Promise<ReleaseResult> {
+    return this.releases.releaseIPs(requests, adjustHandles)
+  }
+
+  /** Releases every address of a handle, then its record. */
+  releaseByHandle(handle: string): Promise<ReleaseResult> {
+    return this.releases.releaseByHandle(handle)
+  }
+
+  /** The block holding an address: through the pools first, else by scanning blocks. */
+  locateBlock(family: Family, value: bigint): Promise<Cidr | undefined> {
+    return this.releases.locateBlock(family, value)
+  }
+
+  // Handle records (ipam-handles.ts).
+
+  /** The addresses a handle holds now (read from the blocks its record names). */
+  handleAddresses(handle: string): Promise<IpamAddress[]> {
+    return this.handles.addresses(handle)
+  }
+
+  /** CAS-edits a handle record; it is deleted when no block count is left. Returns the record written, if any. */
+  adjustHandle(handle: string, edit: (blocks: Record<string, number>) => void, known?: KeyValue | 'absent'): Promise<KeyValue | undefined> {
+    return this.handles.adjust(handle, edit, known)
+  }
+
+  // Block affinities (ipam-affinity.ts).
+
+  affinities(node: string): Promise<AffinityRecord[]> {
+    return this.claims.affinities(node)
+  }
+
+  /** The two-phase claim of a block for `node`; false when another node has it. */
+  claimBlock(node: string, cidr: Cidr): Promise<boolean> {
+    return this.claims.claimBlock(node, cidr)
+  }
+
+  /** Gives up a node's claim on a block; with mustBeEmpty a block in use stays the node's and this answers false. */
+  releaseAffinity(node: string, cidr: Cidr, mustBeEmpty: boolean): Promise<boolean> {
+    return this.claims.releaseAffinity(node, cidr, mustBeEmpty)
+  }
+
+  /** Deletes the node's block if empty, else (unless mustBeEmpty) makes it unaffine. */
+  disownBlock(node: string, cidr: Cidr, mustBeEmpty: boolean): Promise<boolean> {
+    return this.claims.disownBlock(node, cidr, mustBeEmpty)
+  }
+
+  /** Releases all of a (deleted) node's block affinities; blocks still in use stay, unaffine. */
+  releaseHostAffinities(node: string): Promise<number> {
+    return this.claims.releaseHostAffinities(node)
+  }
+
+  // Blocks ahead of the ADDs (ipam-ahead.ts).
+
+  /** Reads the node's affine blocks so its first ADD is one transaction; the blocks read. */
+  warm(node: string): Promise<number> {
+    return this.ahead.warm(node)
+  }
+
+  /** Free addresses in the node's cached blocks of `family`, without a read; undefined when it holds none. */
+  headroom(node: string, family: Family): { readonly free: number; readonly blockSize: number } | undefined {
+    return this.ahead.headroom(node, family)
+  }
+
+  /** The claim ahead of node|family running now, if any. */
+  claimingAhead(node: string, family: Family): Promise<AheadOutcome> | undefined {
+    return this.ahead.claimingAhead(node, family)
+  }
+
+  /** Claims the node's next block of `family` while its blocks still have room (see AheadClaims.claimAhead). */
+  claimAhead(node: string, family: Family, below?: number): Promise<AheadOutcome> {
+    return this.ahead.claimAhead(node, family, below)
   }
 }

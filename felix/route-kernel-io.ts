@@ -1,53 +1,32 @@
-// The reconciler's ground: its options, the state its parts share, and its I/O with the kernel's table: reads
-// (an rtnetlink dump, else `ip -N -json`, felix's nexthop objects beside), writes (the route socket, else `ip -force
-// -batch -`, failures per operation). It decides nothing to write (route-reconciler.ts) and watches nothing (route-monitor-watch.ts).
+// The reconciler's I/O with the kernel's table: reads (an rtnetlink dump, else `ip -N -json`, felix's nexthop
+// objects beside), writes (the route socket, else `ip -force -batch -`, failures per operation), and the `ip
+// monitor` child the monitor reads. It decides nothing to write (route-reconciler.ts) and judges no line (route-monitor-watch.ts).
 
-import pino, { type Logger } from 'pino'
-import { DEFAULT_ROUTE_PROTOCOL, MAIN_TABLE, type Family, type KernelRoute, type NextHop } from './kernel-route.js'
+import type { Logger } from 'pino'
+import { MAIN_TABLE, type Family, type KernelRoute, type NextHop } from './kernel-route.js'
 import type { KnownTable } from './known-table.js'
-import { PendingEchoes } from './pending-echoes.js'
 import { BatchDealer, type BatchPlan, type BatchWriter } from './batch-dealer.js'
 import type { RouteSocket } from './route-socket.js'
 import type { DumpFilter } from './rtnl-routes.js'
-import { parseBatchErrors, RouteDeltaTracker, type RouteOp } from './route-diff.js'
+import { parseBatchErrors, type RouteOp } from './route-diff.js'
 import { parseRouteJson } from './route-parse.js'
-import { CommandError, type ProcessRunner, type RunResult } from './runner.js'
+import { CommandError, type ProcessRunner, type RunResult, type WatchHandle } from './runner.js'
 import { NexthopRegistry, parseNexthopJson } from './nexthops.js'
 import type { DesiredRoutes } from './desired-routes.js'
 import { RouteOpList, type WriteOps } from './learned-ops.js'
 
-export interface RouteReconcilerOptions {
+export interface KernelRouteIoOptions {
   readonly runner: ProcessRunner
-  readonly netns?: string
-  readonly table?: number
-  readonly protocol?: number
-  /** Full resync period; Calico's RouteRefreshInterval is 90 s. */
-  readonly resyncIntervalMs?: number
-  /** How long an unknown /32 on a pinto veth survives (Calico: 10 s). */
-  readonly graceMs?: number
-  readonly vethPrefix?: string
-  /** Read (and clean) the IPv6 table even when no IPv6 route is desired. */
-  readonly ipv6?: boolean
-  /** Watch `ip monitor route` for drift (default true). */
-  readonly monitor?: boolean
-  /** Retry delay after per-route errors. */
-  readonly retryMs?: number
-  /** Concurrent `ip -batch` writers for large diffs (default 2). */
-  readonly writers?: number
-  /** Routes through kernel nexthop objects where the kernel has them (default true). */
-  readonly nexthopObjects?: boolean
-  /**
-   * Reads the table (a dump) and writes routes through this rtnetlink socket instead of `ip -json` and
-   * `ip -batch` (only for a reconciler of its own process's namespace, so never with `netns`). Routes it
-   * cannot express still go through `ip`.
-   */
-  readonly routeSocket?: RouteSocket
-  /** From this many listed changes an apply diffs and writes them a batch at a time (default 2,000). */
-  readonly streamMinChanges?: number
-  /** Changes per such batch (default 1,000 through the route socket, 25,000 through `ip`). */
-  readonly streamBatch?: number
-  readonly logger?: Logger
-  readonly now?: () => number
+  readonly netns: string | undefined
+  readonly table: number
+  readonly protocol: number
+  /** Concurrent `ip -batch` writers for large diffs. */
+  readonly writers: number
+  /** Routes through kernel nexthop objects where the kernel has them. */
+  readonly nexthopObjects: boolean
+  /** Reads and writes go through this rtnetlink socket, until it fails (never with `netns`). */
+  readonly routeSocket: RouteSocket | undefined
+  readonly log: Logger
 }
 
 /** The objects a write's routes go through, made by the first script of each writer. */
@@ -83,8 +62,6 @@ const PARALLEL_MIN_OPS = 2_000
  * line until it exits, and each line gets slower as that grows, so a long script is run by several in turn.
  */
 const LINES_PER_PROCESS = 50_000
-/** From this many operations a write runs with `ip monitor` stopped. */
-export const QUIET_MIN_OPS = 2_000
 
 /** Every operation of `ops` as a RouteOp of its own. */
 function routeOps(ops: WriteOps): readonly RouteOp[] {
@@ -92,68 +69,52 @@ function routeOps(ops: WriteOps): readonly RouteOp[] {
   return Array.from({ length: ops.length }, (_, i) => ops.op(i))
 }
 
-export class RouteKernelIo {
-  protected readonly runner: ProcessRunner
-  protected readonly netns: string | undefined
-  protected readonly table: number
-  protected readonly protocol: number
-  protected readonly vethPrefix: string
-  protected readonly resyncMs: number
-  protected readonly retryMs: number
+export class KernelRouteIo {
+  private readonly runner: ProcessRunner
+  private readonly netns: string | undefined
+  private readonly table: number
+  private readonly protocol: number
   private readonly writers: number
-  protected readonly streamMin: number
-  protected readonly streamBatch: number | undefined
-  protected readonly log: Logger
-  protected readonly now: () => number
-  protected readonly tracker: RouteDeltaTracker
-  protected desired: DesiredRoutes = new Map<string, KernelRoute>()
-  protected workloads: ReadonlySet<string> | undefined
-  protected started = false
-  /**
-   * The table as felix last knew it: what it read, changed by what it wrote since. An apply driven by a
-   * desired-state change diffs against this instead of reading the kernel again; the periodic resync, the
-   * monitor and any write failure go back to the kernel. Undefined when unknown.
-   */
-  protected known: KnownTable | undefined
-  /** Felix's own writes whose monitor lines have not come yet. */
-  protected readonly echoes = new PendingEchoes()
+  private readonly nexthopObjects: boolean
+  private readonly log: Logger
   /** felix's nexthop objects; undefined when the kernel has none (before 5.3) or they are turned off. */
-  protected nexthops: NexthopRegistry | undefined
+  private registry: NexthopRegistry | undefined
   private probed = false
   /** The probe's answer, for the first read. */
   private probedObjects: RunResult | undefined
   /** The rtnetlink socket reads and writes go through, until it fails. */
-  protected socket: RouteSocket | undefined
+  private socket: RouteSocket | undefined
 
-  constructor(protected readonly opts: RouteReconcilerOptions) {
+  constructor(opts: KernelRouteIoOptions) {
+    if (opts.routeSocket !== undefined && opts.netns !== undefined) throw new Error('routeSocket: a route socket writes to its own namespace only; it cannot be used with netns')
     this.runner = opts.runner
     this.netns = opts.netns
-    this.table = opts.table ?? MAIN_TABLE
-    this.protocol = opts.protocol ?? DEFAULT_ROUTE_PROTOCOL
-    this.vethPrefix = opts.vethPrefix ?? 'pinto'
-    this.resyncMs = opts.resyncIntervalMs ?? 90_000
-    this.retryMs = opts.retryMs ?? 5_000
-    this.writers = Math.max(1, opts.writers ?? 2)
-    this.streamMin = Math.max(1, opts.streamMinChanges ?? QUIET_MIN_OPS)
-    this.streamBatch = opts.streamBatch !== undefined ? Math.max(1, opts.streamBatch) : undefined
-    this.now = opts.now ?? Date.now
-    this.log = (opts.logger ?? pino({ level: 'silent' })).child({ component: 'felix.routes', table: this.table, protocol: this.protocol })
-    this.tracker = new RouteDeltaTracker({ protocol: this.protocol, vethPrefix: this.vethPrefix, graceMs: opts.graceMs ?? 10_000 })
-    if (opts.routeSocket !== undefined && opts.netns !== undefined) throw new Error('routeSocket: a route socket writes to its own namespace only; it cannot be used with netns')
+    this.table = opts.table
+    this.protocol = opts.protocol
+    this.writers = Math.max(1, opts.writers)
+    this.nexthopObjects = opts.nexthopObjects
+    this.log = opts.log
     this.socket = opts.routeSocket
   }
 
-  private families(): readonly Family[] {
-    if (this.opts.ipv6 === true) return [4, 6]
-    const known = this.desired.families?.()
-    if (known !== undefined) return known
-    for (const r of this.desired.values()) if (r.family === 6) return [4, 6]
-    return [4]
+  /** felix's nexthop objects, once the kernel is known to have them. */
+  get nexthops(): NexthopRegistry | undefined {
+    return this.registry
+  }
+
+  /** Whether reads and writes go through the route socket (it has not failed). */
+  get viaSocket(): boolean {
+    return this.socket !== undefined
+  }
+
+  /** Starts `ip monitor` for `objects` in the table's namespace, each line to `onLine`. */
+  watch(objects: readonly string[], onLine: (line: string) => void): WatchHandle {
+    return this.runner.watch('ip', ['monitor', ...objects], { ...this.nsOpt(), onLine })
   }
 
   /** Whether the kernel has nexthop objects (Linux 5.3+), asked once. */
-  protected async probeNexthops(): Promise<void> {
-    if (this.probed || this.opts.nexthopObjects === false) return
+  async probeNexthops(): Promise<void> {
+    if (this.probed || !this.nexthopObjects) return
     const probe = await this.runner.run('ip', ['-N', '-json', 'nexthop', 'show'], this.nsOpt())
     this.learnNexthopSupport(probe)
     // The first read takes the objects from here rather than asking again.
@@ -162,21 +123,24 @@ export class RouteKernelIo {
 
   private learnNexthopSupport(probe: RunResult): void {
     this.probed = true
-    if (probe.exitCode === 0) this.nexthops = new NexthopRegistry(this.protocol)
+    if (probe.exitCode === 0) this.registry = new NexthopRegistry(this.protocol)
     else this.log.info({ err: probe.stderr.trim() }, 'the kernel has no nexthop objects; routes name their gateways')
   }
 
-  protected async read(filter?: DumpFilter): Promise<KernelRoute[]> {
-    // The nexthop objects are read beside the routes; the first read also learns whether there are any.
-    const nexthops = this.opts.nexthopObjects !== false && (!this.probed || this.nexthops !== undefined)
+  /**
+   * The table's routes of `families`, with felix's nexthop objects read beside them (the first read also
+   * learns whether there are any). `filter` leaves out dumped routes it accounts for (see readTable).
+   */
+  async read(families: readonly Family[], filter?: DumpFilter): Promise<KernelRoute[]> {
+    const nexthops = this.nexthopObjects && (!this.probed || this.registry !== undefined)
     const probed = this.probedObjects
     this.probedObjects = undefined
-    const [objects, tables] = await Promise.all([probed ?? (nexthops ? this.runner.run('ip', ['-N', '-json', 'nexthop', 'show'], this.nsOpt()) : undefined), this.readTable(this.families(), filter)])
+    const [objects, tables] = await Promise.all([probed ?? (nexthops ? this.runner.run('ip', ['-N', '-json', 'nexthop', 'show'], this.nsOpt()) : undefined), this.readTable(families, filter)])
     if (objects !== undefined) {
       if (!this.probed) this.learnNexthopSupport(objects)
-      if (this.nexthops !== undefined) {
+      if (this.registry !== undefined) {
         if (objects.exitCode !== 0) throw new CommandError('ip', ['-N', '-json', 'nexthop', 'show'], objects)
-        this.nexthops.load(parseNexthopJson(objects.stdout))
+        this.registry.load(parseNexthopJson(objects.stdout))
       }
     }
     return tables
@@ -220,7 +184,7 @@ export class RouteKernelIo {
    * rest. Routes go through nexthop objects unless `nexthops` is false (the per-route retry pass). Through
    * the route socket while there is one, else `ip -batch`.
    */
-  protected async write(ops: WriteOps, nexthops: boolean): Promise<Map<number, string>> {
+  async write(ops: WriteOps, nexthops: boolean): Promise<Map<number, string>> {
     const failures = await this.writeVia(ops, nexthops)
     // A delete that finds no such route leaves the kernel as wanted: it went meanwhile (a device taking its
     // routes along, or a change made while a streaming read ran that the next apply lists again).
@@ -250,7 +214,7 @@ export class RouteKernelIo {
    * through `ip` naming its hops.
    */
   private async writeNetlink(socket: RouteSocket, ops: WriteOps, nexthops: boolean): Promise<Map<number, string>> {
-    const reg = nexthops ? this.nexthops : undefined
+    const reg = nexthops ? this.registry : undefined
     const plan = reg !== undefined ? nexthopPlan(reg, ops) : undefined
     if (plan !== undefined && plan.head.length > 0) {
       const r = await this.runner.run('ip', ['-force', '-batch', '-'], { input: plan.head.join('\n') + '\n', ...this.nsOpt() })
@@ -284,7 +248,7 @@ export class RouteKernelIo {
    * reads: ip's per-line round trip is the cost, and two writers nearly halve the time.
    */
   private async writeIp(ops: readonly RouteOp[], nexthops: boolean): Promise<Map<number, string>> {
-    const reg = nexthops ? this.nexthops : undefined
+    const reg = nexthops ? this.registry : undefined
     const dealer = new BatchDealer(ops, reg !== undefined ? { plan: () => nexthopPlan(reg, new RouteOpList(ops)) } : {})
     const failures = new Map<number, string>()
     const run = async (w: BatchWriter): Promise<void> => {
@@ -322,18 +286,18 @@ export class RouteKernelIo {
   private forgetNexthop(line: string, message: string): void {
     const id = Number(/ id (\d+) /.exec(line)?.[1])
     this.log.debug({ id, err: message }, 'nexthop object not made')
-    this.nexthops?.forget(id)
+    this.registry?.forget(id)
   }
 
   /**
-   * After a clean apply from a fresh read: felix's nexthop objects that neither a desired route nor a route
+   * After a clean apply from a fresh read: felix's nexthop objects that neither a `desired` route nor a route
    * in the kernel uses go (deleting an object would take its routes with it).
    */
-  protected async sweepNexthops(known: KnownTable): Promise<void> {
-    const reg = this.nexthops
+  async sweepNexthops(desired: DesiredRoutes, known: KnownTable): Promise<void> {
+    const reg = this.registry
     if (reg === undefined || reg.size === 0) return
     const inUse = new Set<number>()
-    for (const r of this.desired.hopRoutes?.() ?? this.desired.values()) {
+    for (const r of desired.hopRoutes?.() ?? desired.values()) {
       const id = reg.lookup(r)
       if (id !== undefined) inUse.add(id)
     }

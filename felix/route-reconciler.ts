@@ -1,18 +1,54 @@
 // The reconciler around the delta tracker: only apply() touches the kernel's routes. It diffs the desired
 // routes against the table as felix knows it (read once, then kept by its own writes), writes the diff (a large
 // one a batch at a time), resyncs once on failure and reports per-route errors; a periodic resync and the
-// monitor (route-monitor-watch.ts) keep the kernel in line. Reads and writes themselves are route-kernel-io.ts's.
+// monitor it owns (route-monitor-watch.ts) keep the kernel in line. Reads and writes go through the
+// KernelRouteIo it owns (route-kernel-io.ts).
 
-import { routeKey } from './kernel-route.js'
+import pino, { type Logger } from 'pino'
+import { DEFAULT_ROUTE_PROTOCOL, MAIN_TABLE, routeKey, type Family, type KernelRoute } from './kernel-route.js'
 import { KnownTable } from './known-table.js'
 import type { DumpedRoute } from './rtnl-routes.js'
-import { type DiffResult, type KeyChange, type RouteConflict, type RouteOp } from './route-diff.js'
+import { RouteDeltaTracker, type DiffResult, type KeyChange, type RouteConflict, type RouteOp } from './route-diff.js'
 import type { DesiredRoutes, LearnedSink } from './desired-routes.js'
 import { LearnedOps, RouteOpList } from './learned-ops.js'
-import { QUIET_MIN_OPS } from './route-kernel-io.js'
-import { RouteMonitorWatch } from './route-monitor-watch.js'
+import type { ProcessRunner } from './runner.js'
+import type { RouteSocket } from './route-socket.js'
+import { KernelRouteIo } from './route-kernel-io.js'
+import { RouteMonitor } from './route-monitor-watch.js'
 
-export type { RouteReconcilerOptions } from './route-kernel-io.js'
+export interface RouteReconcilerOptions {
+  readonly runner: ProcessRunner
+  readonly netns?: string
+  readonly table?: number
+  readonly protocol?: number
+  /** Full resync period; Calico's RouteRefreshInterval is 90 s. */
+  readonly resyncIntervalMs?: number
+  /** How long an unknown /32 on a pinto veth survives (Calico: 10 s). */
+  readonly graceMs?: number
+  readonly vethPrefix?: string
+  /** Read (and clean) the IPv6 table even when no IPv6 route is desired. */
+  readonly ipv6?: boolean
+  /** Watch `ip monitor route` for drift (default true). */
+  readonly monitor?: boolean
+  /** Retry delay after per-route errors. */
+  readonly retryMs?: number
+  /** Concurrent `ip -batch` writers for large diffs (default 2). */
+  readonly writers?: number
+  /** Routes through kernel nexthop objects where the kernel has them (default true). */
+  readonly nexthopObjects?: boolean
+  /**
+   * Reads the table (a dump) and writes routes through this rtnetlink socket instead of `ip -json` and
+   * `ip -batch` (only for a reconciler of its own process's namespace, so never with `netns`). Routes it
+   * cannot express still go through `ip`.
+   */
+  readonly routeSocket?: RouteSocket
+  /** From this many listed changes an apply diffs and writes them a batch at a time (default 2,000). */
+  readonly streamMinChanges?: number
+  /** Changes per such batch (default 1,000 through the route socket, 25,000 through `ip`). */
+  readonly streamBatch?: number
+  readonly logger?: Logger
+  readonly now?: () => number
+}
 
 export interface RouteError {
   readonly op: RouteOp
@@ -36,13 +72,37 @@ export interface ApplyResult {
 const STREAM_BATCH = 10_000
 const STREAM_BATCH_IP = 25_000
 
+/** From this many operations a write runs with `ip monitor` stopped. */
+const QUIET_MIN_OPS = 2_000
+
 const NOTHING: ApplyResult = { planned: 0, errors: [], conflicts: [], readMs: 0, writeMs: 0 }
 
 function* keysOf(changes: readonly KeyChange[]): Generator<string> {
   for (const c of changes) yield c[0]
 }
 
-export class RouteReconciler extends RouteMonitorWatch {
+export class RouteReconciler {
+  private readonly table: number
+  private readonly protocol: number
+  private readonly resyncMs: number
+  private readonly retryMs: number
+  private readonly streamMin: number
+  private readonly streamBatch: number | undefined
+  private readonly ipv6: boolean
+  private readonly log: Logger
+  private readonly now: () => number
+  private readonly tracker: RouteDeltaTracker
+  private readonly io: KernelRouteIo
+  private readonly monitor: RouteMonitor
+  private desired: DesiredRoutes = new Map<string, KernelRoute>()
+  private workloads: ReadonlySet<string> | undefined
+  private started = false
+  /**
+   * The table as felix last knew it: what it read, changed by what it wrote since. An apply driven by a
+   * desired-state change diffs against this instead of reading the kernel again; the periodic resync, the
+   * monitor and any write failure go back to the kernel. Undefined when unknown.
+   */
+  private known: KnownTable | undefined
   private running: Promise<ApplyResult> | undefined
   private queued: Promise<ApplyResult> | undefined
   private timer: NodeJS.Timeout | undefined
@@ -51,6 +111,34 @@ export class RouteReconciler extends RouteMonitorWatch {
   private learnedOps: LearnedOps | undefined
   /** Errors from the latest apply, by route key. */
   readonly errors = new Map<string, RouteError>()
+
+  constructor(opts: RouteReconcilerOptions) {
+    this.table = opts.table ?? MAIN_TABLE
+    this.protocol = opts.protocol ?? DEFAULT_ROUTE_PROTOCOL
+    const vethPrefix = opts.vethPrefix ?? 'pinto'
+    this.resyncMs = opts.resyncIntervalMs ?? 90_000
+    this.retryMs = opts.retryMs ?? 5_000
+    this.streamMin = Math.max(1, opts.streamMinChanges ?? QUIET_MIN_OPS)
+    this.streamBatch = opts.streamBatch !== undefined ? Math.max(1, opts.streamBatch) : undefined
+    this.ipv6 = opts.ipv6 === true
+    this.now = opts.now ?? Date.now
+    this.log = (opts.logger ?? pino({ level: 'silent' })).child({ component: 'felix.routes', table: this.table, protocol: this.protocol })
+    this.tracker = new RouteDeltaTracker({ protocol: this.protocol, vethPrefix, graceMs: opts.graceMs ?? 10_000 })
+    this.io = new KernelRouteIo({
+      runner: opts.runner, netns: opts.netns, table: this.table, protocol: this.protocol, writers: opts.writers ?? 2,
+      nexthopObjects: opts.nexthopObjects !== false, routeSocket: opts.routeSocket, log: this.log,
+    })
+    this.monitor = new RouteMonitor({
+      io: this.io, table: this.table, protocol: this.protocol, vethPrefix, enabled: opts.monitor !== false, log: this.log,
+      owner: {
+        wants: (key) => this.desired.has(key),
+        knowsPods: () => this.workloads !== undefined,
+        known: () => this.known,
+        drifted: () => void (this.known = undefined),
+        resync: () => this.resync(),
+      },
+    })
+  }
 
   /**
    * Replaces the desired routes and the known pods; takes effect at the next apply(). A Map (from
@@ -97,7 +185,7 @@ export class RouteReconciler extends RouteMonitorWatch {
   }
 
   /** Like apply(), but reads the kernel's table first. */
-  override resync(): Promise<ApplyResult> {
+  resync(): Promise<ApplyResult> {
     this.wantRead = true
     return this.apply()
   }
@@ -105,8 +193,8 @@ export class RouteReconciler extends RouteMonitorWatch {
   /** Starts the monitor and periodic resync, then applies once. */
   async start(): Promise<ApplyResult> {
     this.started = true
-    await this.probeNexthops()
-    this.startMonitor()
+    await this.io.probeNexthops()
+    this.monitor.start()
     this.schedule(this.resyncMs)
     return this.resync()
   }
@@ -115,12 +203,19 @@ export class RouteReconciler extends RouteMonitorWatch {
   async stop(): Promise<void> {
     this.started = false
     clearTimeout(this.timer)
-    clearTimeout(this.monitorTimer)
-    this.stopResume()
-    await this.monitor?.stop()
+    await this.monitor.stop()
     await this.running?.catch(() => undefined)
     await this.queued?.catch(() => undefined)
     this.log.info('stopped; routes left in place')
+  }
+
+  /** The families the table is read for: IPv6 too when asked to, or when a desired route is IPv6. */
+  private families(): readonly Family[] {
+    if (this.ipv6) return [4, 6]
+    const known = this.desired.families?.()
+    if (known !== undefined) return known
+    for (const r of this.desired.values()) if (r.family === 6) return [4, 6]
+    return [4]
   }
 
   private schedule(ms: number): void {
@@ -142,7 +237,7 @@ export class RouteReconciler extends RouteMonitorWatch {
     // A read over the route socket streams: each dumped route of felix's that is exactly as desired is
     // marked in the desired table and made no object; only the rest is kept and diffed.
     const d = this.desired
-    const streamed = read && this.socket !== undefined && d.matchDumped !== undefined && d.unmatched !== undefined && d.clearMatched !== undefined
+    const streamed = read && this.io.viaSocket && d.matchDumped !== undefined && d.unmatched !== undefined && d.clearMatched !== undefined
     let matched = 0
     if (read) {
       // Unknown while the read is out: a monitor line meanwhile cannot be taken for felix's own echo.
@@ -156,7 +251,7 @@ export class RouteReconciler extends RouteMonitorWatch {
         return false
       }
       try {
-        this.known = KnownTable.read(await this.read(streamed ? filter : undefined), this.protocol)
+        this.known = KnownTable.read(await this.io.read(this.families(), streamed ? filter : undefined), this.protocol)
       } catch (err) {
         if (streamed) d.clearMatched!()
         throw err
@@ -195,7 +290,7 @@ export class RouteReconciler extends RouteMonitorWatch {
       this.errors.clear()
       // What was read goes: the kernel holds what is desired, which the table says without a copy.
       if (read || incremental) this.known = after(first.ops)
-      if (read) await this.sweepNexthops(this.known as KnownTable)
+      if (read) await this.io.sweepNexthops(this.desired, this.known as KnownTable)
       return { ...NOTHING, conflicts: first.conflicts, readMs }
     }
     const t1 = performance.now()
@@ -204,20 +299,20 @@ export class RouteReconciler extends RouteMonitorWatch {
     // A large write runs with the monitor stopped: `ip monitor` printing every route felix writes, and
     // felix reading each line, would take the CPU its writers need. What others changed meanwhile waits
     // for the periodic resync.
-    const quiet = first.ops.length >= QUIET_MIN_OPS && (await this.pauseMonitor())
-    if (!quiet) this.echoes.note(first.ops)
-    const failures = await this.write(new RouteOpList(first.ops), true)
+    const quiet = first.ops.length >= QUIET_MIN_OPS && (await this.monitor.pause())
+    if (!quiet) this.monitor.expect(first.ops)
+    const failures = await this.io.write(new RouteOpList(first.ops), true)
       .catch((err: unknown) => {
         this.known = undefined
         throw err
       })
       .finally(() => {
-        if (quiet) this.resumeMonitor()
+        if (quiet) this.monitor.resume()
       })
     const errors = failures.size > 0 ? await this.retryAfterFailures(failures.size, first.ops.length) : []
     const writeMs = performance.now() - t1
     this.reportErrors(errors)
-    if (errors.length === 0 && read && failures.size === 0) await this.sweepNexthops(this.known ?? known)
+    if (errors.length === 0 && read && failures.size === 0) await this.io.sweepNexthops(this.desired, this.known ?? known)
     // What the monitor missed during a quiet write waits for the periodic resync: a read of the whole table
     // after each large write would make the changes that follow wait behind a full read and diff.
     const counts = { replace: 0, delete: 0 }
@@ -233,9 +328,9 @@ export class RouteReconciler extends RouteMonitorWatch {
   private async retryAfterFailures(failed: number, of: number): Promise<RouteError[]> {
     this.known = undefined
     this.log.info({ failed, of }, 'batch had failures; resyncing once')
-    const second = this.tracker.diff(this.desired, await this.read(), this.now(), this.workloads)
-    this.echoes.note(second.ops)
-    const retry = await this.write(new RouteOpList(second.ops), false)
+    const second = this.tracker.diff(this.desired, await this.io.read(this.families()), this.now(), this.workloads)
+    this.monitor.expect(second.ops)
+    const retry = await this.io.write(new RouteOpList(second.ops), false)
     return [...retry].map(([i, message]) => ({ op: second.ops[i] as RouteOp, message }))
   }
 
@@ -260,10 +355,10 @@ export class RouteReconciler extends RouteMonitorWatch {
    */
   private async applyBatches(open: (sink: LearnedSink | undefined) => Iterator<KeyChange | undefined>, size: number, start: KnownTable, t0: number, first?: DiffResult): Promise<ApplyResult> {
     const written = this.desired.asWritten?.() ?? this.desired
-    const per = this.streamBatch ?? (this.socket !== undefined ? STREAM_BATCH : STREAM_BATCH_IP)
+    const per = this.streamBatch ?? (this.io.viaSocket ? STREAM_BATCH : STREAM_BATCH_IP)
     // The monitor stops before anything is written (and is no longer reading once this returns).
-    const pausing = size >= QUIET_MIN_OPS ? this.pauseMonitor() : Promise.resolve(false)
-    const learned = this.monitor === undefined ? (this.learnedOps ??= new LearnedOps(this.table, this.protocol, per)) : undefined
+    const pausing = size >= QUIET_MIN_OPS ? this.monitor.pause() : Promise.resolve(false)
+    const learned = !this.monitor.reading ? (this.learnedOps ??= new LearnedOps(this.table, this.protocol, per)) : undefined
     learned?.reset()
     const entries = open(learned !== undefined ? { ops: learned, limit: per, free: (f, a4, a6, len) => start.noOther(f, a4, a6, len) } : undefined)
     // A batch is diffed as soon as it is taken: each entry's desired route holds until the table changes.
@@ -303,13 +398,13 @@ export class RouteReconciler extends RouteMonitorWatch {
         const t1 = performance.now()
         if (d.ops.length > 0) {
           for (const o of d.ops) counts[o.op]++
-          if (!quiet) this.echoes.note(d.ops)
-          failed += (await this.write(new RouteOpList(d.ops), true)).size
+          if (!quiet) this.monitor.expect(d.ops)
+          failed += (await this.io.write(new RouteOpList(d.ops), true)).size
         }
         if (learned !== undefined && learned.length > 0) {
           counts.delete += learned.deletes
           counts.replace += learned.length - learned.deletes
-          failed += (await this.write(learned, true)).size
+          failed += (await this.io.write(learned, true)).size
         }
         writeMs += performance.now() - t1
         batch = take()
@@ -324,7 +419,7 @@ export class RouteReconciler extends RouteMonitorWatch {
     } finally {
       entries.return?.(undefined)
       learned?.reset()
-      if (await pausing.catch(() => false)) this.resumeMonitor()
+      if (await pausing.catch(() => false)) this.monitor.resume()
     }
     this.reportConflicts(conflicts)
     const planned = counts.replace + counts.delete
@@ -332,7 +427,7 @@ export class RouteReconciler extends RouteMonitorWatch {
     const errors = failed > 0 ? await this.retryAfterFailures(failed, planned) : []
     writeMs += performance.now() - t3
     this.reportErrors(errors)
-    if (first !== undefined && failed === 0 && errors.length === 0) await this.sweepNexthops(this.known ?? known)
+    if (first !== undefined && failed === 0 && errors.length === 0) await this.io.sweepNexthops(this.desired, this.known ?? known)
     this.log.info({ ...counts, errors: errors.length, readMs: Math.round(readMs), writeMs: Math.round(writeMs), batched: true }, 'routes reconciled')
     return { planned, errors, conflicts, readMs, writeMs }
   }

@@ -68,6 +68,7 @@ export function registerPintoMetrics(registry: Registry, src: MetricsSources): v
   perPeerGauge('pinto_bgp_prefixes_received', 'Prefixes the peer announced since its session came up, accepted or not', (p) => p.prefixesReceived)
   perPeerGauge('pinto_bgp_prefixes_accepted', 'Paths from the peer in the Adj-RIB-In now, after validation and import policy', (p) => p.prefixesAccepted)
   perPeerGauge('pinto_bgp_prefixes_advertised', 'Prefixes advertised (or queued) to the peer', (p) => p.prefixesAdvertised)
+  perPeerGauge('pinto_bgp_families_disabled', 'Families of the session ignored since the peer sent a malformed MP_REACH_NLRI / MP_UNREACH_NLRI for them (RFC 4760 §7)', (p) => p.disabledFamilies.length)
   perPeerGauge('pinto_bgp_import_table_prefixes', 'Prefixes kept as received, before import policy, so that a policy change reaches them (the session has no route refresh)', (p) => p.importTable ?? 0)
   const perPeerCounter = (name: string, help: string, value: (p: ReturnType<typeof peers>[number]['p']) => number): void => {
     new Counter({
@@ -82,7 +83,7 @@ export function registerPintoMetrics(registry: Registry, src: MetricsSources): v
   perPeerCounter('pinto_bgp_notifications_received_total', 'NOTIFICATION messages received from the peer', (p) => p.counters.notificationsIn)
   perPeerCounter('pinto_bgp_session_flaps_total', 'Times the session left Established', (p) => p.counters.flaps)
   new Counter({
-    name: 'pinto_bgp_updates_refused_total', help: 'UPDATE sections from the peer refused, by kind (as-loop, first-as, originator-id, cluster-list, next-hop, rfc8212, treat-as-withdraw)',
+    name: 'pinto_bgp_updates_refused_total', help: 'UPDATE sections from the peer refused, by kind (as-loop, first-as, originator-id, cluster-list, next-hop, rfc8212, treat-as-withdraw, afi-safi-disable)',
     labelNames: [...peerLabels, 'kind'], registers,
     collect() {
       mirrorCounter(this, peers().flatMap(({ p, labels }) => Object.entries(p.refused).map(([kind, n]): [Record<string, string>, number] => [{ ...labels, kind }, n ?? 0])))

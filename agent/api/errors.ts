@@ -14,6 +14,8 @@ export const ERRORS = {
   'request-timeout': 408,
   'body-too-large': 413,
   'unsupported-media-type': 415,
+  /** An Expect header other than 100-continue. */
+  'expectation-failed': 417,
   'headers-too-large': 431,
   'not-ready': 503,
   internal: 500,

@@ -1,10 +1,12 @@
 // Requests that are wrong at the HTTP level, answered in the catalogue's `{error: {code, message}}` shape: what
 // Node's parser refuses before fastify sees a request (headers too large, unknown method, broken framing), bad
-// percent-escapes, HTTP/1.1 without Host, and a known path asked with a method it lacks (405 with Allow).
-// It owns those answers only; routes and who may mutate live elsewhere.
+// percent-escapes, HTTP/1.1 without Host, a known path asked with a method it lacks (405 with Allow), CONNECT
+// (which Node hands to no route), and an Expect other than 100-continue. With Expect: 100-continue the body is
+// invited only once the route has admitted the request, so a refused mutation gets its 401/403 without 100
+// Continue. It owns those answers only; routes and who may mutate live elsewhere.
 
-import { maxHeaderSize, type ServerOptions } from 'node:http'
-import type { Socket } from 'node:net'
+import { maxHeaderSize, STATUS_CODES, type IncomingMessage, type ServerOptions, type ServerResponse } from 'node:http'
+import type { Duplex } from 'node:stream'
 import { ApiError } from './errors.js'
 
 /** Both listeners' server options: a missing Host is answered in our shape (checkRequestLine), not Node's empty 400. */
@@ -25,24 +27,79 @@ function fromParser(err: NodeJS.ErrnoException & { bytesParsed?: number }): ApiE
   }
 }
 
-const REASONS: Readonly<Record<number, string>> = { 400: 'Bad Request', 408: 'Request Timeout', 431: 'Request Header Fields Too Large', 501: 'Not Implemented' }
+/** Writes `e` as a whole response on a raw socket and closes it: for streams no ServerResponse serves. */
+function answerRaw(socket: Duplex, e: ApiError, headers: Readonly<Record<string, string>> = {}): void {
+  const body = JSON.stringify(e.toBody())
+  const extra = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')
+  socket.end(
+    `HTTP/1.1 ${e.status} ${STATUS_CODES[e.status] ?? 'Error'}\r\nContent-Type: application/json; charset=utf-8\r\n${extra}` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  )
+}
 
 /**
  * A server's `clientError` handler: writes the catalogue's answer on the raw socket and closes it (the stream
  * is unusable once the parser has failed). Connections that are already gone are just destroyed.
  */
-export function answerClientError(err: Error, socket: Socket): void {
+export function answerClientError(err: Error, socket: Duplex): void {
   const code = (err as NodeJS.ErrnoException).code
   if (code === 'ECONNRESET' || code === 'EPIPE' || !socket.writable || socket.destroyed) {
     socket.destroy()
     return
   }
-  const e = fromParser(err as NodeJS.ErrnoException)
+  answerRaw(socket, fromParser(err as NodeJS.ErrnoException))
+}
+
+/**
+ * A server's `connect` handler. Node hands a CONNECT request to this event, not to the routes, and closes the
+ * connection unanswered when nothing listens: this API tunnels nothing, so it is 405, with the methods the
+ * target takes when it names a path of ours (an empty Allow otherwise, RFC 9110 §10.2.1).
+ */
+export function answerConnect(allowed: (path: string) => readonly string[]) {
+  return (req: IncomingMessage, socket: Duplex): void => {
+    if (!socket.writable || socket.destroyed) {
+      socket.destroy()
+      return
+    }
+    const target = req.url ?? ''
+    const path = target.split('?')[0] ?? ''
+    const allow = path.startsWith('/') ? allowed(path) : []
+    const takes = allow.length > 0 ? `${path} takes ${allow.join(', ')}` : 'this API takes GET, HEAD and POST'
+    answerRaw(socket, new ApiError('method-not-allowed', `CONNECT ${JSON.stringify(target)}: this server is no proxy and tunnels nothing; ${takes}`), { Allow: allow.join(', ') })
+  }
+}
+
+/** Requests whose client waits for 100 Continue before it sends the body (see inviteBody). */
+const awaitingContinue = new WeakSet<IncomingMessage>()
+
+/**
+ * A server's `checkContinue` handler: the request goes to the routes without the 100 Continue Node would
+ * otherwise send at once; inviteBody sends it once a route has admitted the request.
+ */
+export function holdContinue(route: (req: IncomingMessage, res: ServerResponse) => void) {
+  return (req: IncomingMessage, res: ServerResponse): void => {
+    awaitingContinue.add(req)
+    route(req, res)
+  }
+}
+
+/**
+ * For a preParsing hook (after the route's onRequest checks, before the body is read): 100 Continue to a
+ * client that waits for it. A request refused earlier never gets here, so its client is not asked for a body;
+ * one whose framing says it has none is not asked either (RFC 9110 §10.1.1).
+ */
+export function inviteBody(req: IncomingMessage, res: ServerResponse): void {
+  if (!awaitingContinue.delete(req)) return
+  const hasBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? '0') > 0
+  if (hasBody && !res.headersSent && !res.writableEnded) res.writeContinue()
+}
+
+/** A server's `checkExpectation` handler: an Expect other than 100-continue is 417 (RFC 9110 §10.1.1). */
+export function answerExpectation(req: IncomingMessage, res: ServerResponse): void {
+  const e = new ApiError('expectation-failed', `Expect: ${JSON.stringify(req.headers.expect ?? '')} is not one this server meets; only 100-continue is`)
   const body = JSON.stringify(e.toBody())
-  socket.end(
-    `HTTP/1.1 ${e.status} ${REASONS[e.status] ?? 'Error'}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-  )
+  res.writeHead(e.status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close' })
+  res.end(body)
 }
 
 /** The first percent sign not followed by two hex digits, as a byte offset into the request target. */

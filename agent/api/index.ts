@@ -7,7 +7,7 @@ import Fastify, { type FastifyError, type FastifyInstance, type FastifyPluginAsy
 import { registerPintoMetrics } from '../metrics.js'
 import type { ApiDeps } from './deps.js'
 import { ApiError, fromValidation } from './errors.js'
-import { answerClientError, checkRequestLine, fromFrameworkError, RouteMethods, SERVER_OPTIONS } from './http-errors.js'
+import { answerClientError, answerConnect, answerExpectation, checkRequestLine, fromFrameworkError, holdContinue, inviteBody, RouteMethods, SERVER_OPTIONS } from './http-errors.js'
 import { healthPlugin } from './health.js'
 import { eventsPlugin } from './events.js'
 import { ipamPlugin } from './ipam.js'
@@ -52,6 +52,16 @@ export async function buildApi(deps: ApiDeps, opts: BuildOptions = {}): Promise<
     const e = checkRequestLine(request.raw.url ?? '', request.raw.httpVersion, request.headers.host)
     if (e !== undefined) throw e
   })
+  // Runs after every onRequest check, a route's requireWrite included: only an admitted request's body is invited.
+  app.addHook('preParsing', async (request, reply, payload) => {
+    inviteBody(request.raw, reply.raw)
+    return payload
+  })
+  // What Node answers itself unless told (CONNECT closed unanswered, 100 Continue before any check, an empty
+  // 417); listen.ts gives the unix listener the same handlers.
+  app.server.on('connect', answerConnect((path) => methods.allowed(path)))
+  app.server.on('checkContinue', holdContinue((req, res) => app.routing(req, res)))
+  app.server.on('checkExpectation', answerExpectation)
 
   app.setErrorHandler((err: FastifyError | ApiError, request, reply) => {
     let e: ApiError

@@ -10,6 +10,8 @@ import type { FastifyInstance } from 'fastify'
 import { unixConnections } from './auth.js'
 import { answerClientError, SERVER_OPTIONS } from './http-errors.js'
 
+const HTTP_EDGE_EVENTS = ['connect', 'checkContinue', 'checkExpectation'] as const
+
 export interface ListenOptions {
   /** `host:port` (`[::1]:9099` for IPv6); port 0 picks a free one. */
   readonly tcp: string
@@ -46,6 +48,8 @@ export async function listenApi(app: FastifyInstance, opts: ListenOptions): Prom
       unix = createServer(SERVER_OPTIONS, (req, res) => app.routing(req, res))
       unix.on('connection', (s) => unixConnections.add(s))
       unix.on('clientError', answerClientError)
+      // CONNECT, Expect: 100-continue and other expectations as buildApi has the TCP listener answer them.
+      for (const event of HTTP_EDGE_EVENTS) for (const listener of app.server.listeners(event)) unix.on(event, listener as (...args: unknown[]) => void)
       await new Promise<void>((resolve, reject) => {
         unix!.once('error', reject)
         unix!.listen(path, () => resolve())

@@ -32,16 +32,42 @@ export function isUnicastFamily(afi: number, safi: number): boolean {
   return (afi === Afi.IPV4 || afi === Afi.IPV6) && safi === Safi.UNICAST
 }
 
-function mpError(code: number, detail: string, offset: number, action: ErrorActionValue, family?: number): BgpError {
+const mpName = (code: number): string => (code === AttrCode.MP_REACH_NLRI ? 'MP_REACH_NLRI' : 'MP_UNREACH_NLRI')
+
+/**
+ * Optional Attribute Error for the attribute at buf[offset, end) (header included): RFC 4271 §6.3 puts the
+ * erroneous attribute, type, length and value, in the NOTIFICATION's data.
+ */
+function mpError(code: number, detail: string, buf: Uint8Array, offset: number, end: number, action: ErrorActionValue, family?: number): BgpError {
   return new BgpError({
     code: ErrorCode.UPDATE_MESSAGE,
     subcode: UpdateSubcode.OPTIONAL_ATTRIBUTE_ERROR,
-    detail: `${code === AttrCode.MP_REACH_NLRI ? 'MP_REACH_NLRI' : 'MP_UNREACH_NLRI'}: ${detail}`,
+    detail: `${mpName(code)}: ${detail}`,
+    data: buf.slice(offset, end),
     offset,
     action,
     attrCode: code,
     ...(family !== undefined ? { family } : {}),
   })
+}
+
+/** Runs `decode` over an MP attribute's prefixes; an error it throws names the attribute too. */
+function inMp<T>(code: number, decode: () => T): T {
+  try {
+    return decode()
+  } catch (err) {
+    if (!(err instanceof BgpError)) throw err
+    throw new BgpError({
+      code: err.code,
+      subcode: err.subcode,
+      detail: `${mpName(code)}: ${err.detail ?? ''}`,
+      data: err.data,
+      action: err.action,
+      attrCode: code,
+      ...(err.offset !== undefined ? { offset: err.offset } : {}),
+      ...(err.family !== undefined ? { family: err.family } : {}),
+    })
+  }
 }
 
 function decodeNextHop(buf: Uint8Array, start: number, len: number, afi: number): string[] | undefined {
@@ -53,46 +79,47 @@ function decodeNextHop(buf: Uint8Array, start: number, len: number, afi: number)
   return undefined
 }
 
-/** `offset` is where the attribute header starts, for error positions. */
 /**
- * MP_REACH_NLRI's value. With `ipv6Columns`, IPv6 unicast prefixes (unless they carry path identifiers)
- * come as columns in `nlriColumns` instead of objects in `nlri`: a receiver's hot path for a table dump.
+ * MP_REACH_NLRI's value at buf[start, start + len); `offset` is where the attribute header starts. With
+ * `ipv6Columns`, IPv6 unicast prefixes (unless they carry path identifiers) come as columns in
+ * `nlriColumns` instead of objects in `nlri`: a receiver's hot path for a table dump.
  */
 export function decodeMpReach(buf: Uint8Array, start: number, len: number, offset: number, addPath: (family: number) => boolean, ipv6Columns = false): MpReach {
   const code = AttrCode.MP_REACH_NLRI
+  const end = start + len
   // Without AFI and SAFI nothing can be disabled selectively: the session goes (RFC 7606 §7.11).
-  if (len < 3) throw mpError(code, `length ${len} leaves no AFI/SAFI`, offset, ErrorAction.SESSION_RESET)
+  if (len < 3) throw mpError(code, `length ${len} leaves no AFI/SAFI`, buf, offset, end, ErrorAction.SESSION_RESET)
   const afi = (buf[start]! << 8) | buf[start + 1]!
   const safi = buf[start + 2]!
   const family = familyKey(afi, safi)
   if (!isUnicastFamily(afi, safi)) {
-    return { afi, safi, nextHop: [], nlri: [], raw: buf.slice(start, start + len) }
+    return { afi, safi, nextHop: [], nlri: [], raw: buf.slice(start, end) }
   }
-  if (len < 5) throw mpError(code, `length ${len} is too short`, offset, ErrorAction.AFI_SAFI_DISABLE, family)
+  if (len < 5) throw mpError(code, `length ${len} is too short`, buf, offset, end, ErrorAction.AFI_SAFI_DISABLE, family)
   const nhLen = buf[start + 3]!
-  if (4 + nhLen + 1 > len) throw mpError(code, `next hop length ${nhLen} overruns the attribute`, offset, ErrorAction.AFI_SAFI_DISABLE, family)
+  if (4 + nhLen + 1 > len) throw mpError(code, `next hop length ${nhLen} overruns the attribute`, buf, offset, end, ErrorAction.AFI_SAFI_DISABLE, family)
   const nextHop = decodeNextHop(buf, start + 4, nhLen, afi)
   if (nextHop === undefined) {
-    throw mpError(code, `next hop length ${nhLen} is not valid for AFI ${afi}`, offset, ErrorAction.AFI_SAFI_DISABLE, family)
+    throw mpError(code, `next hop length ${nhLen} is not valid for AFI ${afi}`, buf, offset, end, ErrorAction.AFI_SAFI_DISABLE, family)
   }
   // The reserved octet after the next hop (once SNPAs) is ignored on receipt (RFC 4760 §3).
   if (ipv6Columns && afi === Afi.IPV6 && safi === Safi.UNICAST && !addPath(family)) {
-    return { afi, safi, nextHop, nlri: [], nlriColumns: decodeIpv6Prefixes(buf, start + 5 + nhLen, start + len, ErrorAction.AFI_SAFI_DISABLE, family) }
+    return { afi, safi, nextHop, nlri: [], nlriColumns: inMp(code, () => decodeIpv6Prefixes(buf, start + 5 + nhLen, end, ErrorAction.AFI_SAFI_DISABLE, family)) }
   }
   const nlri: Prefix[] = []
-  decodeNlri(buf, start + 5 + nhLen, start + len, afi, addPath(family), nlri, ErrorAction.AFI_SAFI_DISABLE, family)
+  inMp(code, () => decodeNlri(buf, start + 5 + nhLen, end, afi, addPath(family), nlri, ErrorAction.AFI_SAFI_DISABLE, family))
   return { afi, safi, nextHop, nlri }
 }
 
 export function decodeMpUnreach(buf: Uint8Array, start: number, len: number, offset: number, addPath: (family: number) => boolean): MpUnreach {
   const code = AttrCode.MP_UNREACH_NLRI
-  if (len < 3) throw mpError(code, `length ${len} leaves no AFI/SAFI`, offset, ErrorAction.SESSION_RESET)
+  if (len < 3) throw mpError(code, `length ${len} leaves no AFI/SAFI`, buf, offset, start + len, ErrorAction.SESSION_RESET)
   const afi = (buf[start]! << 8) | buf[start + 1]!
   const safi = buf[start + 2]!
   const family = familyKey(afi, safi)
   if (!isUnicastFamily(afi, safi)) return { afi, safi, withdrawn: [], raw: buf.slice(start, start + len) }
   const withdrawn: Prefix[] = []
-  decodeNlri(buf, start + 3, start + len, afi, addPath(family), withdrawn, ErrorAction.AFI_SAFI_DISABLE, family)
+  inMp(code, () => decodeNlri(buf, start + 3, start + len, afi, addPath(family), withdrawn, ErrorAction.AFI_SAFI_DISABLE, family))
   return { afi, safi, withdrawn }
 }
 

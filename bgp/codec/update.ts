@@ -28,8 +28,18 @@ export interface UpdateMessage {
   readonly mpUnreach?: MpUnreach
   /** Set when this UPDATE is an End-of-RIB marker (RFC 4724 §2). */
   readonly endOfRib?: Family
-  /** The strongest RFC 7606 problem short of a session reset. */
+  /** The strongest RFC 7606 problem short of a session reset, whatever it applies to (for reports). */
   readonly error?: BgpError
+  /**
+   * Each malformed MP_REACH_NLRI / MP_UNREACH_NLRI that names its family: an AFI/SAFI disable of that
+   * family only (RFC 4760 §7, RFC 7606 §7.11), one per attribute.
+   */
+  readonly familyErrors?: readonly BgpError[]
+  /**
+   * The strongest problem of the rest of the UPDATE (attribute discard or treat-as-withdraw): it applies
+   * to every route the UPDATE carries outside a family of `familyErrors`, even when one of those is stronger.
+   */
+  readonly routesError?: BgpError
   /** Attribute order and flags as received, so a decoded UPDATE re-encodes to the same bytes. */
   readonly layout?: AttrLayout
 }
@@ -89,17 +99,22 @@ export function decodeUpdate(frame: Uint8Array, opts: CodecOptions, columns = fa
   }
   // Every prefix takes at least one byte: a non-empty field announces something.
   const announced = i < end
-  let error = decoded?.error
+  let routesError = decoded?.error
   const addPath = (family: number): boolean => opts.addPath.has(family)
   let mpReach: MpReach | undefined
   let mpUnreach: MpUnreach | undefined
+  let familyErrors: BgpError[] | undefined
+  // An MP attribute's error is its family's alone (RFC 4760 §7): kept apart from the rest of the UPDATE's.
+  const familyError = (err: unknown): void => {
+    if (!(err instanceof BgpError) || err.action === ErrorAction.SESSION_RESET) throw err
+    ;(familyErrors ??= []).push(err)
+  }
   if (decoded?.mpReach) {
     const m = decoded.mpReach
     try {
       mpReach = decodeMpReach(frame, m.start, m.len, m.offset, addPath, columns)
     } catch (err) {
-      if (!(err instanceof BgpError) || err.action === ErrorAction.SESSION_RESET) throw err
-      error = strongest(error, err)
+      familyError(err)
     }
   }
   if (decoded?.mpUnreach) {
@@ -107,17 +122,18 @@ export function decodeUpdate(frame: Uint8Array, opts: CodecOptions, columns = fa
     try {
       mpUnreach = decodeMpUnreach(frame, m.start, m.len, m.offset, addPath)
     } catch (err) {
-      if (!(err instanceof BgpError) || err.action === ErrorAction.SESSION_RESET) throw err
-      error = strongest(error, err)
+      familyError(err)
     }
   }
   const attrs = decoded?.attrs ?? {}
   // RFC 7606 §3(d): mandatory attributes are only required when something is announced.
   if (announced || (mpReach !== undefined && (mpReach.nlri.length > 0 || (mpReach.nlriColumns?.count ?? 0) > 0))) {
-    if (attrs.origin === undefined) error = strongest(error, missing(AttrCode.ORIGIN, 'ORIGIN'))
-    if (attrs.asPath === undefined) error = strongest(error, missing(AttrCode.AS_PATH, 'AS_PATH'))
-    if (announced && attrs.nextHop === undefined) error = strongest(error, missing(AttrCode.NEXT_HOP, 'NEXT_HOP'))
+    if (attrs.origin === undefined) routesError = strongest(routesError, missing(AttrCode.ORIGIN, 'ORIGIN'))
+    if (attrs.asPath === undefined) routesError = strongest(routesError, missing(AttrCode.AS_PATH, 'AS_PATH'))
+    if (announced && attrs.nextHop === undefined) routesError = strongest(routesError, missing(AttrCode.NEXT_HOP, 'NEXT_HOP'))
   }
+  let error = routesError
+  for (const e of familyErrors ?? []) error = strongest(error, e)
   let endOfRib: Family | undefined
   if (withdrawnLen === 0 && attrLen === 0 && !announced) endOfRib = { afi: Afi.IPV4, safi: Safi.UNICAST }
   else if (
@@ -137,6 +153,8 @@ export function decodeUpdate(frame: Uint8Array, opts: CodecOptions, columns = fa
   if (mpUnreach) msg.mpUnreach = mpUnreach
   if (endOfRib) msg.endOfRib = endOfRib
   if (error) msg.error = error
+  if (familyErrors) msg.familyErrors = familyErrors
+  if (routesError) msg.routesError = routesError
   if (decoded && decoded.layout.length > 0) msg.layout = decoded.layout
   return msg
 }

@@ -306,6 +306,17 @@ export class AdjRibIn {
     }
   }
 
+  /**
+   * RFC 4760 §7: the peer sent a malformed MP attribute for `family`; every path of that family from it
+   * goes (stale ones too), its other families stay, and so does the session.
+   */
+  dropFamily(peer: RibPeer, family: FamilyKey): void {
+    const afi = family >> 8
+    if ((afi !== 1 && afi !== 2) || (family & 255) !== UNICAST) return
+    this.importTables.get(peer.id)?.table.dropAfi(afi)
+    this.dropFrom(peer, afi, false, this.countersOf(peer))
+  }
+
   /** RFC 4724 §4.2: End-of-RIB from the restarted peer; what it did not re-send is gone. */
   endOfRib(peer: RibPeer, family: FamilyKey): void {
     const afi = family >> 8

@@ -121,6 +121,15 @@ export class ImportTable {
     return out
   }
 
+  /** Every prefix of address family `afi` (1 or 2) dropped. */
+  dropAfi(afi: number): void {
+    const gone: Prefix[] = []
+    this.forEach((p) => {
+      if (p.afi === afi) gone.push(p)
+    })
+    for (const p of gone) this.delete(p)
+  }
+
   /** Everything dropped, every reference given back. */
   clear(): void {
     for (let s = 0; s < this.end; s++) {

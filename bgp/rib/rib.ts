@@ -131,6 +131,11 @@ export class Rib {
     this.adjIn.peerDown(peer, keepStale)
   }
 
+  /** RFC 4760 §7: every path of `family` from the peer goes (a malformed MP attribute); its other families stay. */
+  dropFamily(peer: RibPeer, family: FamilyKey): void {
+    this.adjIn.dropFamily(peer, family)
+  }
+
   /** RFC 4724 §4.2: End-of-RIB from the restarted peer; what it did not re-send is gone. */
   endOfRib(peer: RibPeer, family: FamilyKey): void {
     this.adjIn.endOfRib(peer, family)

@@ -17,7 +17,7 @@ export interface LocalIdentity {
 }
 
 /** What kind of rule refused an UPDATE section: the label of its counter in /metrics and /v1/peers. */
-export type RefusalKind = 'as-loop' | 'first-as' | 'originator-id' | 'cluster-list' | 'next-hop' | 'rfc8212' | 'treat-as-withdraw'
+export type RefusalKind = 'as-loop' | 'first-as' | 'originator-id' | 'cluster-list' | 'next-hop' | 'rfc8212' | 'treat-as-withdraw' | 'afi-safi-disable'
 
 /** Why an UPDATE section's routes are not accepted (they are then treated as withdrawn). */
 export interface Refusal {

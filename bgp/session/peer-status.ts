@@ -38,6 +38,8 @@ export interface PeerStatus {
   readonly counters: Readonly<PeerCounters>
   /** UPDATE sections refused since the peer was configured, by kind (AS loop, RFC 8212, next hop, RFC 7606, ...). */
   readonly refused: Readonly<Partial<Record<RefusalKind, number>>>
+  /** Families of this session ignored since the peer sent a malformed MP attribute for them (RFC 4760 §7). */
+  readonly disabledFamilies: readonly string[]
   readonly prefixesReceived: number
   readonly prefixesAccepted: number
   readonly prefixesAdvertised: number
@@ -90,6 +92,7 @@ export interface StatusInputs {
   readonly lastError: string | undefined
   readonly counters: PeerCounters
   readonly refused: Partial<Record<RefusalKind, number>>
+  readonly disabledFamilies: readonly string[]
   readonly counts: { readonly received: number; readonly accepted: number; readonly importTable?: number }
   readonly advertised: number
 }
@@ -110,6 +113,7 @@ export function peerStatus(i: StatusInputs): PeerStatus {
     routerId: s?.peerRouterId,
     counters: { ...i.counters },
     refused: i.refused,
+    disabledFamilies: i.disabledFamilies,
     prefixesReceived: i.counts.received,
     prefixesAccepted: i.counts.accepted,
     prefixesAdvertised: i.advertised,

@@ -107,6 +107,9 @@ export class BgpPeer {
       counters: this.counters,
       config: () => this.config,
       endOfRib: (f) => this.restart.endOfRib(f),
+      problem: (text) => {
+        this.lastError = text
+      },
       limitReached: (n, idleHoldTime) => this.dispatch({ type: 'AutomaticStop', notification: n, idleHoldTime }),
     })
     this.sender = new UpdateSender({
@@ -247,6 +250,7 @@ export class BgpPeer {
       lastError: this.lastError,
       counters: this.counters,
       refused: this.receiver.refusals.snapshot(),
+      disabledFamilies: this.state.name === 'Established' ? this.receiver.disabledFamilies : [],
       counts: this.ribPeer ? this.deps.rib.counts(this.ribPeer) : { received: 0, accepted: 0 },
       advertised: this.sender.advertised,
     })

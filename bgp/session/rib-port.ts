@@ -14,6 +14,8 @@ export interface RibPort {
   attachPeer(peer: RibPeer): AdjRibOut
   detachPeer(peer: RibPeer): void
   peerDown(peer: RibPeer, keepStale: ReadonlySet<FamilyKey>): void
+  /** Every path of `family` from the peer goes; its other families stay (RFC 4760 §7). */
+  dropFamily(peer: RibPeer, family: FamilyKey): void
   endOfRib(peer: RibPeer, family: FamilyKey): void
   sweepStale(peer: RibPeer): void
   counts(peer: RibPeer): { received: number; accepted: number; importTable?: number }

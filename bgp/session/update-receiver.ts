@@ -1,10 +1,11 @@
 // The UPDATEs one Established session receives, decoded, on their way into the RIB port: RFC 7606 actions
-// (treat-as-withdraw, AFI/SAFI disable), refusals counted per kind and logged once per burst, End-of-RIB, and
-// the maximum-prefix limit. Owns no socket, timer or FSM: a limit that stops the session is handed back.
+// (treat-as-withdraw, AFI/SAFI disable of the one family named), refusals counted per kind and logged once
+// per burst, End-of-RIB, and the maximum-prefix limit. Owns no socket, timer or FSM: a limit that stops
+// the session is handed back.
 
 import type { Logger } from 'pino'
-import { Afi, CeaseSubcode, ErrorAction, ErrorCode, Safi, familyKey, notification, reconcileAs4, type NotificationMessage, type UpdateMessage } from '../codec/index.js'
-import { ribPeerWith, type FamilyKey, type PeerSessionInfo, type RibPeer } from '../rib/types.js'
+import { Afi, CeaseSubcode, ErrorAction, ErrorCode, Safi, familyKey, notification, reconcileAs4, type BgpError, type NotificationMessage, type UpdateMessage } from '../codec/index.js'
+import type { FamilyKey, PeerSessionInfo, RibPeer } from '../rib/types.js'
 import type { Refusal } from '../rib/validate.js'
 import type { Clock } from './clock.js'
 import type { Negotiated } from './negotiate.js'
@@ -21,6 +22,8 @@ export interface ReceiverDeps {
   readonly config: () => ResolvedPeerConfig
   /** The peer's End-of-RIB for a family: graceful restart's stale routes of that family may go. */
   readonly endOfRib: (family: FamilyKey) => void
+  /** A problem the peer's status shows as its last error (the session stays up). */
+  readonly problem: (text: string) => void
   /** The maximum-prefix limit says stop: with this NOTIFICATION, restarting after `idleHoldTime` s. */
   readonly limitReached: (notification: NotificationMessage, idleHoldTime: number) => void
 }
@@ -63,24 +66,17 @@ export class UpdateReceiver {
       rib.endOfRib(peer, f)
       return true
     }
-    let error = u.error
     const attrs = s.as4 ? u.attributes : reconcileAs4(u.attributes)
+    for (const e of u.familyErrors ?? []) this.familyError(peer, s, e)
+    const error = u.routesError
     const withdrawAll = error !== undefined && error.action === ErrorAction.TREAT_AS_WITHDRAW
-    if (error) {
-      this.deps.log.warn({ code: error.code, subcode: error.subcode, action: error.actionName }, `malformed UPDATE: ${error.message}`)
-      if (error.action === ErrorAction.AFI_SAFI_DISABLE && error.family !== undefined) {
-        this.disabled.add(error.family)
-        rib.peerDown(ribPeerWith(peer, { families: new Set([error.family]) }), new Set())
-        this.deps.log.warn({ family: familyName(error.family) }, 'family disabled for the rest of this session (RFC 7606)')
-        error = undefined
-      }
-    }
+    if (error) this.deps.log.warn({ code: error.code, subcode: error.subcode, action: error.actionName }, `malformed UPDATE: ${error.message}`)
     const v4 = !this.disabled.has(IPV4_UNICAST)
     if (u.withdrawn.length > 0 && v4) {
       this.deps.counters.prefixesWithdrawnIn += u.withdrawn.length
       rib.receive(peer, info, u.withdrawn, undefined)
     }
-    if (withdrawAll) this.refused({ kind: 'treat-as-withdraw', reason: `malformed UPDATE treated as withdraw (RFC 7606): ${error!.message}` })
+    if (withdrawAll) this.refused({ kind: 'treat-as-withdraw', reason: `malformed UPDATE treated as withdraw (RFC 7606): ${error.message}` })
     const announced = withdrawAll ? undefined : attrs
     if (u.nlri.length > 0 && v4) this.refused(rib.receive(peer, info, u.nlri, announced))
     if (u.nlriColumns && v4) this.refused(rib.receiveIpv4(peer, info, u.nlriColumns, announced))
@@ -97,6 +93,31 @@ export class UpdateReceiver {
     }
     this.checkMaxPrefixes(peer)
     return true
+  }
+
+  /**
+   * A malformed MP_REACH_NLRI / MP_UNREACH_NLRI naming `e.family` (RFC 4760 §7, RFC 7606 §7.11): the peer's
+   * routes of that family go and the family is ignored for the rest of the session; other families and the
+   * rest of the UPDATE are untouched. A family not negotiated holds nothing and is ignored already.
+   */
+  private familyError(peer: RibPeer, s: Negotiated, e: BgpError): void {
+    const f = e.family
+    if (f === undefined) return
+    const name = familyName(f)
+    const negotiated = s.families.has(f)
+    const first = negotiated && !this.disabled.has(f)
+    const outcome = !negotiated ? 'not negotiated, nothing to delete' : first ? 'its routes deleted, the family ignored for the rest of this session' : 'the family is ignored already'
+    this.deps.problem(`received a malformed UPDATE for ${name} (${outcome}): ${e.message}`)
+    this.refused({ kind: 'afi-safi-disable', reason: `malformed UPDATE for ${name} (RFC 7606 §7.11, ${outcome}): ${e.message}` })
+    if (!first) return
+    this.disabled.add(f)
+    this.deps.rib.dropFamily(peer, f)
+    this.deps.log.warn({ family: name, code: e.code, subcode: e.subcode }, `family disabled for the rest of this session (RFC 4760 §7, RFC 7606 §7.11): ${e.message}`)
+  }
+
+  /** Families disabled for this session by a malformed MP attribute, by name. */
+  get disabledFamilies(): string[] {
+    return [...this.disabled].map(familyName)
   }
 
   /** What the RIB keeps of the session with each path: one object per session, not one per UPDATE. */

@@ -1,6 +1,7 @@
 // The REST API's answers to requests wrong at the HTTP level, over real sockets (TCP and the unix socket) with
 // raw HTTP written by hand: every one in the catalogue's {error: {code, message}} shape with its status, 405 with
-// Allow for a known path, and a mutation refused over TCP before its body is sent.
+// Allow for a known path and for CONNECT, a mutation refused over TCP before its body is sent, and with
+// Expect: 100-continue, no 100 Continue before a refusal (and one before an admitted request's answer).
 import t, { type Test } from 'tap'
 import { Registry } from 'prom-client'
 import { connect, type NetConnectOpts } from 'node:net'
@@ -14,21 +15,31 @@ interface RawAnswer {
   status: number
   headers: Record<string, string>
   body: unknown
+  /** The statuses of the interim (1xx) responses that came before this one, in order. */
+  interim: number[]
 }
 
 /**
  * Writes `request` as it is and reads one response: complete once its Content-Length is in (the socket is then
- * closed by us), so an answer that comes before the request's own body is seen as such.
+ * closed by us), so an answer that comes before the request's own body is seen as such. Interim 1xx responses
+ * are kept apart; on a 100 Continue, `afterContinue` (the body) is written.
  */
-function exchange(where: NetConnectOpts, request: string, timeoutMs = 5000): Promise<RawAnswer> {
+function exchange(where: NetConnectOpts, request: string, opts: { afterContinue?: string } = {}, timeoutMs = 5000): Promise<RawAnswer> {
   return new Promise((resolve, reject) => {
     const socket = connect(where)
     let buf = Buffer.alloc(0)
+    const interim: number[] = []
     const timer = setTimeout(() => {
       socket.destroy()
       reject(new Error(`no complete answer within ${timeoutMs} ms; got ${JSON.stringify(buf.toString('latin1').slice(0, 300))}`))
     }, timeoutMs)
     const tryParse = (final: boolean): void => {
+      // An interim response is a head alone: taken off the front, and the body sent after 100 Continue.
+      for (let m = /^HTTP\/1\.1 (1\d\d)[^\r]*\r\n(?:[^\r]+\r\n)*\r\n/.exec(buf.toString('latin1')); m !== null; m = /^HTTP\/1\.1 (1\d\d)[^\r]*\r\n(?:[^\r]+\r\n)*\r\n/.exec(buf.toString('latin1'))) {
+        interim.push(Number(m[1]))
+        buf = buf.subarray(Buffer.byteLength(m[0], 'latin1'))
+        if (m[1] === '100' && opts.afterContinue !== undefined) socket.write(opts.afterContinue)
+      }
       const text = buf.toString('latin1')
       const end = text.indexOf('\r\n\r\n')
       if (end < 0) {
@@ -50,7 +61,7 @@ function exchange(where: NetConnectOpts, request: string, timeoutMs = 5000): Pro
       } catch {
         // left as text; the assertion on the shape says what came
       }
-      resolve({ status: Number(/^HTTP\/1\.[01] (\d{3})/.exec(line ?? '')?.[1] ?? 0), headers, body })
+      resolve({ status: Number(/^HTTP\/1\.[01] (\d{3})/.exec(line ?? '')?.[1] ?? 0), headers, body, interim })
     }
     const fail = (err: Error): void => {
       clearTimeout(timer)
@@ -121,6 +132,22 @@ for (const [transport, where] of transports) {
     t.equal(propfind.headers['allow'], 'GET, HEAD')
   })
 
+  t.test(`${transport}: CONNECT is answered 405 in the catalogue's shape, not cut off`, async (t) => {
+    const proxy = await exchange(where, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n')
+    catalogueShape(t, proxy, 405, 'method-not-allowed', /^CONNECT "example\.com:443": this server is no proxy and tunnels nothing; this API takes GET, HEAD and POST$/)
+    t.equal(proxy.headers['allow'], '', 'an empty Allow: the target is no resource of ours')
+    t.equal(proxy.headers['connection'], 'close')
+    const path = await exchange(where, 'CONNECT /v1/status HTTP/1.1\r\nHost: a\r\n\r\n')
+    catalogueShape(t, path, 405, 'method-not-allowed', /\/v1\/status takes GET, HEAD$/)
+    t.equal(path.headers['allow'], 'GET, HEAD')
+  })
+
+  t.test(`${transport}: an Expect other than 100-continue is 417 in the catalogue's shape`, async (t) => {
+    const a = await exchange(where, 'GET /v1/status HTTP/1.1\r\nHost: a\r\nExpect: 200-ok\r\n\r\n')
+    catalogueShape(t, a, 417, 'expectation-failed', /Expect: "200-ok"/)
+    t.same(a.interim, [])
+  })
+
   t.test(`${transport}: HTTP/1.0 needs no Host`, async (t) => {
     const a = await exchange(where, 'GET /v1/status HTTP/1.0\r\n\r\n')
     t.equal(a.status, 200)
@@ -140,6 +167,36 @@ t.test('over TCP a mutation is refused before its body is read', async (t) => {
   const readOnlyAnswer = await exchange({ host: '127.0.0.1', port: readOnly.port }, head(''))
   catalogueShape(t, readOnlyAnswer, 403, 'read-only')
   t.equal(readOnlyAnswer.headers['connection'], 'close')
+})
+
+t.test('over TCP a mutation with Expect: 100-continue is refused without 100 Continue', async (t) => {
+  const head = (auth: string): string => `POST /v1/peers/node-b/refresh?direction=out HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\n${auth}Expect: 100-continue\r\nContent-Length: 2\r\n\r\n`
+  // The body is written only if the server asks for it; a refusal must come without the asking.
+  const noToken = await exchange({ host: '127.0.0.1', port: withToken.port }, head(''), { afterContinue: '{}' })
+  t.same(noToken.interim, [], 'no 100 Continue before the 401')
+  catalogueShape(t, noToken, 401, 'unauthenticated', /Authorization: Bearer/)
+  t.equal(noToken.headers['connection'], 'close')
+  const wrong = await exchange({ host: '127.0.0.1', port: withToken.port }, head('Authorization: Bearer not-it\r\n'), { afterContinue: '{}' })
+  t.same(wrong.interim, [], 'no 100 Continue before the 401 for a wrong token')
+  catalogueShape(t, wrong, 401, 'unauthenticated', /not the configured one/)
+  const readOnlyAnswer = await exchange({ host: '127.0.0.1', port: readOnly.port }, head(''), { afterContinue: '{}' })
+  t.same(readOnlyAnswer.interim, [], 'no 100 Continue before the 403')
+  catalogueShape(t, readOnlyAnswer, 403, 'read-only')
+})
+
+t.test('an admitted mutation with Expect: 100-continue gets 100 Continue, then its answer', async (t) => {
+  const head = (auth: string): string => `POST /v1/peers/node-b/refresh?direction=out HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\n${auth}Expect: 100-continue\r\nContent-Length: 2\r\nConnection: close\r\n\r\n`
+  const tcp = await exchange({ host: '127.0.0.1', port: withToken.port }, head(`Authorization: Bearer ${TOKEN}\r\n`), { afterContinue: '{}' })
+  t.same(tcp.interim, [100], 'one 100 Continue: the body is invited')
+  t.equal(tcp.status, 200, JSON.stringify(tcp.body))
+  t.match(tcp.body, { peer: 'node-b', direction: 'out' })
+  const unix = await exchange({ path: withToken.socket! }, head(''), { afterContinue: '{}' })
+  t.same(unix.interim, [100], 'the unix socket alike')
+  t.equal(unix.status, 200, JSON.stringify(unix.body))
+  // A request whose framing says it has no body is not asked for one.
+  const get = await exchange({ host: '127.0.0.1', port: withToken.port }, 'GET /v1/status HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n')
+  t.same(get.interim, [], 'no 100 Continue for a GET without content')
+  t.equal(get.status, 200)
 })
 
 t.test('the same mutation with the token, and over the unix socket, is done', async (t) => {

@@ -2,21 +2,11 @@
 // the data where the RFC names it, and the RFC 7606 action (thrown for a session reset, carried
 // on the UPDATE otherwise).
 import t from 'tap'
-import { hex, MARKER } from './hex.js'
-import { BgpError, codecOptions, decodeMessage, messageToJson, actionName, type CodecOptions } from '../../bgp/index.js'
+import { hex, MARKER, updateBytes as update } from './hex.js'
+import { BgpError, codecOptions, decodeMessage, encodeMessage, messageToJson, actionName, notification, type CodecOptions } from '../../bgp/index.js'
 
 const as4 = codecOptions({ as4: true })
 const as2 = codecOptions({ as4: false })
-
-/** An UPDATE with the lengths filled in from the parts. */
-function update(parts: { withdrawn?: string; attrs?: string; nlri?: string }): Buffer {
-  const w = hex(parts.withdrawn ?? '')
-  const a = hex(parts.attrs ?? '')
-  const n = hex(parts.nlri ?? '')
-  const len = 19 + 2 + w.length + 2 + a.length + n.length
-  const head = Buffer.alloc(4)
-  return Buffer.concat([hex(MARKER), Buffer.from([len >> 8, len & 255, 2]), Buffer.from([w.length >> 8, w.length & 255]), w, Buffer.from([a.length >> 8, a.length & 255]), a, n, head.subarray(0, 0)])
-}
 
 const MANDATORY = '40 01 01 00  40 02 00  40 03 04 c0000201'
 const NLRI = '18 c61200'
@@ -106,6 +96,24 @@ const cases: Case[] = [
   { name: '§4 an attribute overruns the attribute list', bytes: update({ attrs: `${MANDATORY} c0 08 08 fde90064`, nlri: NLRI }), code: 3, subcode: 5, action: 'treat-as-withdraw' },
   { name: '§4 too few octets left for an attribute header', bytes: update({ attrs: `${MANDATORY} c0 08`, nlri: NLRI }), code: 3, subcode: 1, action: 'treat-as-withdraw' },
 
+  // RFC 4271 §6.3: the data of each UPDATE Message Error, byte for byte. The erroneous attribute is its
+  // flags and type code, its length (one or two octets, as sent) and its value; 3/1 and 3/10 carry none.
+  { name: '§6.3 3/1 data: none for a repeated MP_UNREACH_NLRI', bytes: update({ attrs: '80 0f 03 0002 01  80 0f 03 0002 01' }), code: 3, subcode: 1, action: 'session-reset', data: '' },
+  { name: '§6.3 3/2 data: the unrecognized well-known attribute, extended length kept', bytes: update({ attrs: `${MANDATORY} 50 63 0002 abcd`, nlri: NLRI }), code: 3, subcode: 2, action: 'session-reset', data: '50630002abcd' },
+  { name: '§6.3 3/3 data: the missing attribute\'s type code', bytes: update({ attrs: '40 01 01 00  40 03 04 c0000201', nlri: NLRI }), code: 3, subcode: 3, action: 'treat-as-withdraw', data: '02' },
+  { name: '§6.3 3/4 data: MP_REACH_NLRI with transitive flags', bytes: update({ attrs: 'c0 0e 05 0002 01 00 00' }), code: 3, subcode: 4, action: 'session-reset', data: 'c00e050002010000' },
+  { name: '§6.3 3/4 data: ORIGIN marked optional, with an extended length', bytes: update({ attrs: 'd0 01 0001 00  40 02 00  40 03 04 c0000201', nlri: NLRI }), code: 3, subcode: 4, action: 'treat-as-withdraw', data: 'd001000100' },
+  { name: '§6.3 3/5 data: NEXT_HOP of 5 octets', bytes: update({ attrs: '40 01 01 00  40 02 00  40 03 05 c000020100', nlri: NLRI }), code: 3, subcode: 5, action: 'treat-as-withdraw', data: '400305c000020100' },
+  { name: '§6.3 3/5 data: LOCAL_PREF of 2 octets', bytes: update({ attrs: `${MANDATORY} 40 05 02 0064`, nlri: NLRI }), code: 3, subcode: 5, action: 'treat-as-withdraw', data: '4005020064' },
+  { name: '§6.3 3/5 data: an attribute overrunning the list, as far as it goes', bytes: update({ attrs: `${MANDATORY} c0 08 08 fde90064`, nlri: NLRI }), code: 3, subcode: 5, action: 'treat-as-withdraw', data: 'c00808fde90064' },
+  { name: '§6.3 3/6 data: ORIGIN value 2 beyond the last', bytes: update({ attrs: '40 01 01 05  40 02 00  40 03 04 c0000201', nlri: NLRI }), code: 3, subcode: 6, action: 'treat-as-withdraw', data: '40010105' },
+  { name: '§6.3 3/9 data: MP_REACH_NLRI too short to hold AFI/SAFI', bytes: update({ attrs: '80 0e 02 0002' }), code: 3, subcode: 9, action: 'session-reset', data: '800e020002' },
+  { name: '§6.3 3/9 data: MP_UNREACH_NLRI of 2 octets, extended length', bytes: update({ attrs: '90 0f 0002 0002' }), code: 3, subcode: 9, action: 'session-reset', data: '900f00020002' },
+  { name: '§6.3 3/9 data: MP_REACH_NLRI next hop length 16 with 8 octets there', bytes: update({ attrs: '80 0e 0c 0002 01 10 20010db800000001' }), code: 3, subcode: 9, action: 'afi-safi-disable', data: '800e0c0002011020010db800000001' },
+  { name: '§6.3 3/9 data: MP_REACH_NLRI IPv6 next hop of 5 octets', bytes: update({ attrs: `40 01 01 00 40 02 00 80 0e 0b 0002 01 05 2001db8000 00 00` }), code: 3, subcode: 9, action: 'afi-safi-disable', data: '800e0b000201052001db80000000' },
+  { name: '§6.3 3/10 data: none for MP_UNREACH_NLRI IPv6 prefix length 129', bytes: update({ attrs: '80 0f 15 0002 01 81 20010db8000000000000000000000000 00' }), code: 3, subcode: 10, action: 'afi-safi-disable', data: '' },
+  { name: '§6.3 3/10 data: none for NLRI prefix length 33', bytes: update({ attrs: MANDATORY, nlri: '21 c6120000 00' }), code: 3, subcode: 10, action: 'session-reset', data: '' },
+
   // RFC 7313 §5
   { name: 'ROUTE-REFRESH of 24 bytes', bytes: hex`${MARKER} 0018 05 0001 01 01 00`, code: 7, subcode: 1, action: 'session-reset' },
 ]
@@ -130,6 +138,39 @@ for (const c of cases) {
     if (c.offset !== undefined) t.equal(err.offset, c.offset, 'offset')
   })
 }
+
+t.test('the NOTIFICATION for a 3/9 session reset carries the MP attribute byte for byte', async (t) => {
+  let err: BgpError | undefined
+  try {
+    decodeMessage(update({ attrs: '80 0e 02 0002' }), as4)
+  } catch (e) {
+    if (e instanceof BgpError) err = e
+  }
+  if (err === undefined) return t.fail('no session reset')
+  // What the session sends on a session-reset error: code, subcode, the error's data (bgp/session/fsm.ts).
+  const bytes = encodeMessage(notification(err.code, err.subcode, { data: err.data }), as4)
+  t.equal(Buffer.from(bytes).toString('hex'), `${MARKER}001a030309800e020002`)
+})
+
+t.test('an MP attribute\'s prefix error names the attribute and its family', async (t) => {
+  const msg = decodeMessage(update({ attrs: '80 0f 15 0002 01 81 20010db8000000000000000000000000 00' }), as4)
+  if (msg.type !== 'update') throw new Error('not an update')
+  t.equal(msg.familyErrors?.length, 1)
+  t.equal(msg.familyErrors?.[0]?.attrCode, 15)
+  t.equal(msg.familyErrors?.[0]?.family, (2 << 8) | 1)
+  t.match(msg.familyErrors?.[0]?.message, /MP_UNREACH_NLRI: prefix length 129 exceeds 128/)
+  t.equal(msg.routesError, undefined, 'nothing else in the UPDATE is wrong')
+})
+
+t.test('a family error does not hide a treat-as-withdraw for the rest of the UPDATE', async (t) => {
+  // ORIGIN 3 (treat-as-withdraw) beside a malformed IPv6 MP_UNREACH_NLRI (AFI/SAFI disable, stronger).
+  const msg = decodeMessage(update({ attrs: '40 01 01 03  40 02 00  40 03 04 c0000201  80 0f 05 0002 01 40 20', nlri: NLRI }), as4)
+  if (msg.type !== 'update') throw new Error('not an update')
+  t.equal(msg.error?.actionName, 'afi-safi-disable', 'the strongest for reports')
+  t.equal(msg.familyErrors?.[0]?.family, (2 << 8) | 1)
+  t.equal(msg.routesError?.actionName, 'treat-as-withdraw', 'the IPv4 NLRI are still withdrawn')
+  t.equal(msg.routesError?.subcode, 6)
+})
 
 t.test('treat-as-withdraw still yields the prefixes to withdraw', async (t) => {
   const msg = decodeMessage(update({ attrs: '40 01 01 03  40 02 00  40 03 04 c0000201', nlri: '18 c61200 18 c61201' }), as4)

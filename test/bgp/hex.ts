@@ -13,3 +13,12 @@ export function hex(strings: TemplateStringsArray | string, ...values: unknown[]
 }
 
 export const MARKER = 'ffffffffffffffffffffffffffffffff'
+
+/** An UPDATE from annotated hex parts, its lengths (message, withdrawn routes, attributes) filled in. */
+export function updateBytes(parts: { withdrawn?: string; attrs?: string; nlri?: string }): Buffer {
+  const w = hex(parts.withdrawn ?? '')
+  const a = hex(parts.attrs ?? '')
+  const n = hex(parts.nlri ?? '')
+  const len = 19 + 2 + w.length + 2 + a.length + n.length
+  return Buffer.concat([hex(MARKER), Buffer.from([len >> 8, len & 255, 2]), Buffer.from([w.length >> 8, w.length & 255]), w, Buffer.from([a.length >> 8, a.length & 255]), a, n])
+}

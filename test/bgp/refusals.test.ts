@@ -24,10 +24,12 @@ t.test('one line per burst and kind, every refusal counted', async (t) => {
 
 t.test('/metrics carries the counts per peer and kind', async (t) => {
   const registry = new Registry()
-  const peer = { name: 'tor-1', address: '192.0.2.2', kind: 'global', type: 'ebgp', state: 'Established', refused: { 'as-loop': 3, 'next-hop': 1 }, counters: {}, prefixesReceived: 0, prefixesAccepted: 0, prefixesAdvertised: 0 }
+  const peer = { name: 'tor-1', address: '192.0.2.2', kind: 'global', type: 'ebgp', state: 'Established', refused: { 'as-loop': 3, 'next-hop': 1, 'afi-safi-disable': 2 }, disabledFamilies: ['ipv6-unicast'], counters: {}, prefixesReceived: 0, prefixesAccepted: 0, prefixesAdvertised: 0 }
   const src = { bgp: { peerStatus: () => [peer], locRibSize: 0 }, ipam: { pools: async () => [], blocks: async () => [] } } as unknown as MetricsSources
   registerPintoMetrics(registry, src)
   const text = await registry.metrics()
   t.match(text, /pinto_bgp_updates_refused_total\{peer="tor-1",address="192.0.2.2",type="global",kind="as-loop"\} 3/)
   t.match(text, /pinto_bgp_updates_refused_total\{peer="tor-1",address="192.0.2.2",type="global",kind="next-hop"\} 1/)
+  t.match(text, /pinto_bgp_updates_refused_total\{peer="tor-1",address="192.0.2.2",type="global",kind="afi-safi-disable"\} 2/)
+  t.match(text, /pinto_bgp_families_disabled\{peer="tor-1",address="192.0.2.2",type="global"\} 1/)
 })

@@ -314,3 +314,39 @@ t.test('a destination keeps its prefix exactly: every length of both families, a
     t.equal(path.stale, false)
   }
 })
+
+t.test('dropFamily (RFC 4760 §7): the family named goes, stale paths too; the other family and its stale paths stay', async (t) => {
+  const table = rib()
+  const kept = peer({ address: '192.0.2.5', importTable: true })
+  const s = session('10.0.0.5')
+  const v6 = [px('2001:db8:1::/64'), px('2001:db8:2::/64')]
+  table.receive(kept, s, [px('198.18.0.0/26'), px('198.18.1.0/26')], attrs({ nextHop: '192.0.2.5' }))
+  table.receive(kept, s, v6, attrs({ nextHop: undefined }), ['2001:db8::5'])
+  table.flush()
+  t.same(table.counts(kept), { received: 4, accepted: 4, importTable: 4 })
+  const changes: LocRibChange[] = []
+  table.subscribe((c) => changes.push(...c))
+
+  table.dropFamily(kept, IPV6_UNICAST)
+  table.flush()
+  t.same(changes.map((c) => [formatPrefix(c.prefix), c.best === undefined ? 'gone' : 'kept']).sort(), v6.map((p) => [formatPrefix(p), 'gone']))
+  t.same(table.counts(kept), { received: 4, accepted: 2, importTable: 2 }, 'received stays what the session sent')
+  t.ok(table.best(px('198.18.0.0/26')) && table.best(px('198.18.1.0/26')), 'IPv4 stays')
+
+  // Through a graceful restart: both families stale, IPv4 dropped; End-of-RIB for IPv6 leaves the re-sent one.
+  table.receive(kept, s, v6, attrs({ nextHop: undefined }), ['2001:db8::5'])
+  table.peerDown(kept, new Set([IPV4_UNICAST, IPV6_UNICAST]))
+  table.receive(kept, s, [v6[0]!], attrs({ nextHop: undefined }), ['2001:db8::5'])
+  table.dropFamily(kept, IPV4_UNICAST)
+  table.flush()
+  t.equal(table.best(px('198.18.0.0/26')), undefined, 'stale IPv4 paths went with the family')
+  t.ok(table.best(v6[1]!)?.path.stale, 'stale IPv6 stays')
+  table.endOfRib(kept, IPV6_UNICAST)
+  table.flush()
+  t.equal(table.best(v6[1]!), undefined, 'End-of-RIB still sweeps the IPv6 stale path')
+  t.equal(table.best(v6[0]!)?.path.stale, false)
+  t.equal(table.counts(kept).accepted, 1)
+  table.peerDown(kept, new Set())
+  table.flush()
+  t.equal(table.attributeSets, 0, 'interned sets released')
+})

@@ -9,9 +9,9 @@ import { forwardIntoNamespace, type Forward } from '../demo/forward.js'
 import { matrixTable, table } from '../demo/tables.js'
 import { TOR_ADDRESS, TOR_AS, TOR_PREFIX } from '../demo/tor.js'
 import { NODE_IMAGE, podmanProblem } from '../demo/podman-nodes.js'
+import { StopRequests } from '../demo/stop-requests.js'
 
-const out = (text: string): void => void process.stdout.write(text)
-const err = (text: string): void => void process.stderr.write(text)
+type Write = (text: string) => void
 
 /** What must hold before anything is built; each failure is one plain sentence. */
 async function preflight(o: DemoOptions): Promise<string | undefined> {
@@ -25,7 +25,7 @@ async function preflight(o: DemoOptions): Promise<string | undefined> {
   return undefined
 }
 
-async function printState(cluster: DemoCluster): Promise<void> {
+async function printState(cluster: DemoCluster, out: Write): Promise<void> {
   const peerRows: string[][] = []
   let viaTcp = false
   for (const n of cluster.nodes) {
@@ -51,7 +51,7 @@ async function printState(cluster: DemoCluster): Promise<void> {
 /** Host ports for the nodes' status pages: node1 on 9101, node2 on 9102, ... (any free port if taken). */
 const PAGE_PORT_BASE = 9100
 
-function printAccess(cluster: DemoCluster, pages: readonly (Forward | undefined)[]): void {
+function printAccess(cluster: DemoCluster, pages: readonly (Forward | undefined)[], out: Write): void {
   const rows = cluster.nodes.map((n: DemoNode, i) => [n.name, n.address, n.ns, pages[i]?.url ?? '(no forward)', `ip netns exec ${n.ns} curl -s http://127.0.0.1:${API_PORT}/v1/peers`])
   out('\nREST APIs and status pages (each node serves both on 127.0.0.1:' + API_PORT + ' inside its namespace)\n' + table(['node', 'address', 'namespace', 'status page (from this machine)', 'REST API'], rows))
   const page = pages.find((p) => p !== undefined)
@@ -68,7 +68,7 @@ function printAccess(cluster: DemoCluster, pages: readonly (Forward | undefined)
 
 export async function demoCommand(args: readonly string[]): Promise<number> {
   if (args.includes('-h') || args.includes('--help')) {
-    out(DEMO_USAGE)
+    process.stdout.write(DEMO_USAGE)
     return 0
   }
   let o: DemoOptions
@@ -76,32 +76,33 @@ export async function demoCommand(args: readonly string[]): Promise<number> {
     o = parseDemoOptions(args)
   } catch (e) {
     if (!(e instanceof OptionError)) throw e
-    err(`pintoctl demo: ${e.message}\n${DEMO_USAGE}`)
+    process.stderr.write(`pintoctl demo: ${e.message}\n${DEMO_USAGE}`)
     return 2
   }
   const problem = await preflight(o)
   if (problem !== undefined) {
-    err(`pintoctl demo: ${problem}\n`)
+    process.stderr.write(`pintoctl demo: ${problem}\n`)
     return 1
   }
 
-  const say = (line: string): void => out(`  ${line}\n`)
-  const cluster = DemoCluster.prepare({ nodes: o.nodes, encap: o.encap, topology: o.topology, tor: o.tor === 'bird', runtime: o.runtime, ...(o.image !== undefined ? { image: o.image } : {}), say })
-  let interrupts = 0
+  // From here on the output may vanish (a pipe's reader quits, the terminal closes): writes go through
+  // `stops`, which drops them once a stream failed and treats that as a request to stop.
   let wake: (() => void) | undefined
-  const onSignal = (): void => {
-    interrupts++
-    if (interrupts === 1) {
-      out('\nstopping: removing the cluster (Ctrl-C again to hurry)\n')
+  const stops = new StopRequests((reason, nth) => {
+    if (nth === 1) {
+      out(reason === 'output closed' ? '' : '\nstopping: removing the cluster (Ctrl-C again to hurry)\n')
       void cluster.destroy()
-    } else if (interrupts === 2) {
+    } else if (nth === 2) {
       out('\nhurrying: killing the agents\n')
       void cluster.destroy({ hurry: true })
     } else out('\nstill removing namespaces; one moment\n')
     wake?.()
-  }
-  process.on('SIGINT', onSignal)
-  process.on('SIGTERM', onSignal)
+  })
+  const out: Write = (text) => stops.write(process.stdout, text)
+  const err: Write = (text) => stops.write(process.stderr, text)
+  const say = (line: string): void => out(`  ${line}\n`)
+  const cluster = DemoCluster.prepare({ nodes: o.nodes, encap: o.encap, topology: o.topology, tor: o.tor === 'bird', runtime: o.runtime, ...(o.image !== undefined ? { image: o.image } : {}), say })
+  const unlisten = stops.listen(process, [process.stdout, process.stderr])
   let code = 0
   const pages: (Forward | undefined)[] = []
   try {
@@ -122,8 +123,8 @@ export async function demoCommand(args: readonly string[]): Promise<number> {
       err(`pintoctl demo: ${(e as Error).message}\n`)
       code = 1
     }
-    if (cluster.closing) return 130
-    await printState(cluster)
+    if (cluster.closing) return stops.exitCode() ?? 1
+    await printState(cluster, out)
     const matrix = await pingMatrix(cluster.pods)
     const failures = matrixFailures(matrix)
     const names = cluster.pods.map((p) => p.name)
@@ -134,7 +135,7 @@ export async function demoCommand(args: readonly string[]): Promise<number> {
       out(failures.length === 0 ? 'check passed: every pod reached every other pod\n' : `check FAILED: ${failures.join(', ')}\n`)
       return code
     }
-    if (cluster.closing) return 130
+    if (cluster.closing) return stops.exitCode() ?? 1
     // Page forwards end with the command: closed in the finally below, before the namespaces go.
     for (const [i, n] of cluster.nodes.entries()) {
       pages.push(
@@ -144,7 +145,7 @@ export async function demoCommand(args: readonly string[]): Promise<number> {
         }),
       )
     }
-    printAccess(cluster, pages)
+    printAccess(cluster, pages, out)
     out('\nrunning; press Ctrl-C to stop and remove everything\n')
     await new Promise<void>((resolve) => {
       wake = resolve
@@ -152,14 +153,13 @@ export async function demoCommand(args: readonly string[]): Promise<number> {
     })
     return code
   } catch (e) {
-    if (cluster.closing && interrupts > 0) return 130
+    if (cluster.closing && stops.count > 0) return stops.exitCode() ?? 1
     err(`pintoctl demo: ${e instanceof DemoError || process.env['PINTO_DEBUG'] === undefined ? (e as Error).message : (e as Error).stack ?? String(e)}\n`)
     return 1
   } finally {
     await Promise.all(pages.map((p) => p?.close()))
     await cluster.destroy()
     out('removed the demo cluster: namespaces, processes and temporary files\n')
-    process.off('SIGINT', onSignal)
-    process.off('SIGTERM', onSignal)
+    unlisten()
   }
 }

@@ -3,12 +3,34 @@
 // npm packages when node_modules is missing or stale, and (as root) the Debian packages of the
 // real peers the tests run against. It never starts a system service: apt is fenced by policy-rc.d.
 import { execFileSync, spawnSync } from 'node:child_process'
-import { existsSync, readFileSync, statSync, writeFileSync, chmodSync } from 'node:fs'
+import { existsSync, readFileSync, realpathSync, statSync, writeFileSync, chmodSync } from 'node:fs'
 import { dirname, join } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import { ensureNode } from './node-lts.js'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
+
+/**
+ * The npm packages whose install scripts run, each with what its script does. package.json's
+ * "allowScripts" approves the same names, so an npm that checks it does not warn about them; a test
+ * holds the three (this, allowScripts, the lockfile's hasInstallScript) equal.
+ */
+export const INSTALL_SCRIPTS = {
+  // postinstall: checks @esbuild/linux-x64's binary and links it as bin/esbuild
+  esbuild: 'links its platform binary',
+  // install: cnoke --prebuild loads @koromix/koffi-linux-x64's addon, runs CMake only when it fails
+  koffi: 'loads its prebuilt addon (builds only if none fits)',
+  // install: node-gyp-build takes prebuilds/linux-x64, runs node-gyp only when none fits
+  netlink: 'loads its prebuilt addon (builds only if none fits)',
+  // postinstall (etcd3's gRPC): warns when a dependent's range for it is not ~x.y.z; writes nothing
+  protobufjs: 'checks its version range, changes nothing',
+}
+
+/** The one line said before npm ci: which packages run install scripts, and why that is fine. */
+export function installScriptsLine() {
+  const why = Object.entries(INSTALL_SCRIPTS).map(([name, what]) => `${name} ${what}`)
+  return `[install-deps] install scripts (approved in package.json's allowScripts): ${why.join('; ')}`
+}
 
 // binary that proves the package is there -> Debian package name
 const DEBIAN = {
@@ -68,6 +90,7 @@ function npmDeps() {
   const stale = !existsSync(marker) || (existsSync(lock) && statSync(lock).mtimeMs > statSync(marker).mtimeMs + 1000)
   if (!stale) return
   console.error('[install-deps] npm packages missing or stale: running npm ci')
+  console.error(installScriptsLine())
   const cmd = existsSync(lock) ? ['ci', '--no-audit', '--no-fund'] : ['install', '--no-audit', '--no-fund']
   // npm runs under the Node.js pinto ships, as the packages' engines (Node 22+ for some) expect, so
   // npm checks them against that one rather than against an older Node that only started this script.
@@ -99,10 +122,13 @@ function debianDeps() {
   disableUnits(pkgs)
 }
 
-try {
-  npmDeps()
-  debianDeps()
-} catch (err) {
-  console.error(`[install-deps] ${err instanceof Error ? err.message : String(err)}`)
-  process.exit(1)
+// Run as a program (npm's pretest and demo scripts); imported, it only lends its lists (tests).
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href) {
+  try {
+    npmDeps()
+    debianDeps()
+  } catch (err) {
+    console.error(`[install-deps] ${err instanceof Error ? err.message : String(err)}`)
+    process.exit(1)
+  }
 }

@@ -3,7 +3,7 @@
 // npm packages when node_modules is missing or stale, and (as root) the Debian packages of the
 // real peers the tests run against. It never starts a system service: apt is fenced by policy-rc.d.
 import { execFileSync, spawnSync } from 'node:child_process'
-import { existsSync, readFileSync, realpathSync, statSync, writeFileSync, chmodSync } from 'node:fs'
+import { existsSync, lstatSync, readFileSync, realpathSync, statSync, writeFileSync, chmodSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { ensureNode } from './node-lts.js'
@@ -89,6 +89,12 @@ function npmDeps() {
   const marker = join(root, 'node_modules', '.package-lock.json')
   const stale = !existsSync(marker) || (existsSync(lock) && statSync(lock).mtimeMs > statSync(marker).mtimeMs + 1000)
   if (!stale) return
+  // npm ci empties node_modules first; through a link that is another checkout's node_modules, in use there.
+  const modules = join(root, 'node_modules')
+  if (existsSync(modules) && lstatSync(modules).isSymbolicLink()) {
+    console.error(`[install-deps] node_modules is a link to ${realpathSync(modules)}, which may be stale: not running npm ci through it (it would empty that directory); run npm ci where it lives if it needs it`)
+    return
+  }
   console.error('[install-deps] npm packages missing or stale: running npm ci')
   console.error(installScriptsLine())
   const cmd = existsSync(lock) ? ['ci', '--no-audit', '--no-fund'] : ['install', '--no-audit', '--no-fund']

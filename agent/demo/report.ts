@@ -61,7 +61,8 @@ export function accessReport(f: AccessFacts): string {
   }
   if (first !== undefined) {
     lines.push(
-      `no browser at hand: a PNG of ${first.name}'s page with Debian's chromium (ignore its D-Bus warnings):`,
+      `no browser at hand: a PNG of ${first.name}'s page by Debian's chromium (apt-get install chromium),`,
+      'whose D-Bus warnings do no harm:',
       `  ip netns exec ${first.ns} chromium --headless --no-sandbox --disable-gpu \\`,
       `    --virtual-time-budget=5000 --window-size=1400,1300 --screenshot=/tmp/${first.name}.png \\`,
       `    ${api}/`,

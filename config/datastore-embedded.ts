@@ -37,6 +37,8 @@ export interface EmbeddedOptions {
   readonly pollMs?: number
   /** Told when this instance cut a torn tail off the log (for the agent's log). */
   readonly onTornTail?: (info: { file: string; offset: number; bytes: number; why: string }) => void
+  /** Make the directory when it is missing (default true). False, for readers: a missing one is 'not-found'. */
+  readonly create?: boolean
 }
 
 interface Entry {
@@ -173,10 +175,14 @@ export class EmbeddedDatastore implements Datastore {
 
   static async open(dir: string, options: EmbeddedOptions = {}): Promise<EmbeddedDatastore> {
     if (typeof dir !== 'string' || dir.length === 0) throw new DatastoreError('invalid', 'embedded store directory must be a non-empty path')
-    try {
-      fs.mkdirSync(dir, { recursive: true })
-    } catch (err) {
-      throw new DatastoreError('unavailable', `cannot create store directory ${dir}: ${(err as Error).message}`)
+    if (options.create === false) {
+      if (!fs.existsSync(dir)) throw new DatastoreError('not-found', `store directory ${dir} does not exist`)
+    } else {
+      try {
+        fs.mkdirSync(dir, { recursive: true })
+      } catch (err) {
+        throw new DatastoreError('unavailable', `cannot create store directory ${dir}: ${(err as Error).message}`)
+      }
     }
     if (!fs.statSync(dir).isDirectory()) throw new DatastoreError('invalid', `store path ${dir} is not a directory`)
     DirLock.sweep(dir)

@@ -75,7 +75,15 @@ export async function openDatastore(spec: string, options: OpenOptions = {}): Pr
 }
 
 /** The datastore a process in this environment uses (PINTO_DATASTORE and PINTO_ETCD_*_FILE), as pinto-node does. */
-export function openDatastoreFromEnv(env: Readonly<Record<string, string | undefined>>, options: Omit<OpenOptions, 'etcdTls'> = {}): Promise<Datastore> {
-  const spec = env['PINTO_DATASTORE'] || DEFAULT_DATASTORE
-  return openDatastore(spec, { ...options, etcdTls: etcdTlsFilesFromEnv(env) })
+export async function openDatastoreFromEnv(env: Readonly<Record<string, string | undefined>>, options: Omit<OpenOptions, 'etcdTls'> = {}): Promise<Datastore> {
+  const set = env['PINTO_DATASTORE'] || undefined
+  const spec = set ?? DEFAULT_DATASTORE
+  try {
+    return await openDatastore(spec, { ...options, etcdTls: etcdTlsFilesFromEnv(env) })
+  } catch (err) {
+    // A reader (embedded.create false) found no store: say which path, and where it came from.
+    if (!(err instanceof DatastoreError) || err.code !== 'not-found' || options.embedded?.create !== false) throw err
+    const from = set !== undefined ? `PINTO_DATASTORE=${spec}` : `PINTO_DATASTORE is not set; ${DEFAULT_DATASTORE} is its default`
+    throw new DatastoreError('not-found', `the datastore ${spec} does not exist (${from}); set PINTO_DATASTORE to the agents' store: its directory, or etcd://host:port`)
+  }
 }

@@ -1,38 +1,90 @@
 #!/usr/bin/env node
-// Installs what a fresh Debian machine lacks for pinto's build, tests and demo:
-// npm packages when node_modules is missing or stale, and (as root) the Debian packages of the
-// real peers the tests run against. It never starts a system service: apt is fenced by policy-rc.d.
+// Installs what a fresh Debian machine lacks for pinto's build, tests and demo: npm packages when
+// node_modules is missing or stale, and (as root) the Debian packages of one set: the demo's, the image's,
+// or all the tests need (the real peers they run against). It never starts a system service: apt is
+// fenced by policy-rc.d.
 import { execFileSync, spawnSync } from 'node:child_process'
-import { existsSync, readFileSync, statSync, writeFileSync, chmodSync } from 'node:fs'
+import { existsSync, lstatSync, readFileSync, realpathSync, statSync, writeFileSync, chmodSync } from 'node:fs'
 import { dirname, join } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import { ensureNode } from './node-lts.js'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 
-// binary that proves the package is there -> Debian package name
-const DEBIAN = {
-  '/usr/sbin/bird': 'bird2',
-  '/usr/lib/frr/bgpd': 'frr',
-  '/usr/bin/gobgpd': 'gobgpd',
-  '/usr/bin/etcd': 'etcd-server',
-  '/usr/bin/etcdctl': 'etcd-client',
-  '/usr/lib/cni/ptp': 'containernetworking-plugins',
-  '/usr/bin/ping': 'iputils-ping',
-  '/usr/bin/tcpdump': 'tcpdump',
-  '/usr/sbin/nft': 'nftables',
-  '/usr/bin/ip': 'iproute2',
-  '/usr/sbin/ip': 'iproute2',
-  // podman kube play runs the DaemonSet's pod template; its pause image needs catatonit, and crun
-  // fails here (cgroups hybrid mode), so runc; busybox-static makes the stand-in image and the image's /bin/sh.
-  '/usr/bin/podman': 'podman',
-  '/usr/bin/buildah': 'buildah',
-  '/usr/sbin/runc': 'runc',
-  '/usr/bin/catatonit': 'catatonit',
-  '/bin/busybox': 'busybox-static',
-  '/usr/bin/openssl': 'openssl',
-  // The status page's browser test drives Debian's chromium through playwright-core (no browser download).
-  '/usr/bin/chromium': 'chromium',
+/**
+ * The npm packages whose install scripts run, each with what its script does. package.json's
+ * "allowScripts" approves the same names, so an npm that checks it does not warn about them; a test
+ * holds the three (this, allowScripts, the lockfile's hasInstallScript) equal.
+ */
+export const INSTALL_SCRIPTS = {
+  // postinstall: checks @esbuild/linux-x64's binary and links it as bin/esbuild
+  esbuild: 'links its platform binary',
+  // install: cnoke --prebuild loads @koromix/koffi-linux-x64's addon, runs CMake only when it fails
+  koffi: 'loads its prebuilt addon (builds only if none fits)',
+  // install: node-gyp-build takes prebuilds/linux-x64, runs node-gyp only when none fits
+  netlink: 'loads its prebuilt addon (builds only if none fits)',
+  // postinstall (etcd3's gRPC): warns when a dependent's range for it is not ~x.y.z; writes nothing
+  protobufjs: 'checks its version range, changes nothing',
+}
+
+/** The one line said before npm ci: which packages run install scripts, and why that is fine. */
+export function installScriptsLine() {
+  const why = Object.entries(INSTALL_SCRIPTS).map(([name, what]) => `${name} ${what}`)
+  return `[install-deps] install scripts (approved in package.json's allowScripts): ${why.join('; ')}`
+}
+
+/**
+ * The Debian packages, each with the programs that prove it is there (any one will do), by what needs
+ * them. A set includes the ones before it: `demo` is what `npm run demo` needs, `image` adds what
+ * `npm run image` and the demo's --runtime podman need, `test` (npm test's default) adds the tests' peers.
+ */
+export const DEBIAN_SETS = {
+  demo: [
+    // namespaces, veths and routes (ip), the BGP sessions when an API does not answer (ss)
+    { pkg: 'iproute2', bins: ['/usr/sbin/ip', '/usr/bin/ip', '/sbin/ip', '/bin/ip'] },
+    // felix: forwarding (sysctl) and natOutgoing (nft)
+    { pkg: 'procps', bins: ['/usr/sbin/sysctl', '/sbin/sysctl'] },
+    { pkg: 'nftables', bins: ['/usr/sbin/nft'] },
+    // the ping matrix, and each node's REST API read from inside its namespace
+    { pkg: 'iputils-ping', bins: ['/usr/bin/ping', '/bin/ping'] },
+    { pkg: 'curl', bins: ['/usr/bin/curl'] },
+    // --tor bird
+    { pkg: 'bird2', bins: ['/usr/sbin/bird'] },
+  ],
+  image: [
+    // podman kube play runs the DaemonSet's pod template; its pause image needs catatonit, and crun
+    // fails here (cgroups hybrid mode), so runc; busybox-static makes the stand-in image and the image's sysctl.
+    { pkg: 'podman', bins: ['/usr/bin/podman'] },
+    { pkg: 'runc', bins: ['/usr/sbin/runc'] },
+    { pkg: 'catatonit', bins: ['/usr/bin/catatonit'] },
+    { pkg: 'busybox-static', bins: ['/bin/busybox'] },
+    // the podman runtime's datastore: etcd with TLS (certificates made by openssl)
+    { pkg: 'etcd-server', bins: ['/usr/bin/etcd'] },
+    { pkg: 'etcd-client', bins: ['/usr/bin/etcdctl'] },
+    { pkg: 'openssl', bins: ['/usr/bin/openssl'] },
+  ],
+  test: [
+    // the real peers and tools the tests run against
+    { pkg: 'frr', bins: ['/usr/lib/frr/bgpd'] },
+    { pkg: 'gobgpd', bins: ['/usr/bin/gobgpd'] },
+    { pkg: 'containernetworking-plugins', bins: ['/usr/lib/cni/ptp'] },
+    { pkg: 'tcpdump', bins: ['/usr/bin/tcpdump'] },
+    // The status page's browser test drives Debian's chromium through playwright-core (no browser download).
+    { pkg: 'chromium', bins: ['/usr/bin/chromium'] },
+  ],
+}
+
+const SET_NAMES = Object.keys(DEBIAN_SETS)
+const SET_FOR = { demo: 'what the demo needs', image: "what the image and the demo's podman runtime need", test: 'everything the tests need' }
+
+/** The Debian packages `set` needs (with the sets before it) that `exists` finds none of the programs of. */
+export function missingPackages(set, exists = existsSync) {
+  const upTo = SET_NAMES.indexOf(set)
+  if (upTo < 0) throw new Error(`unknown set ${JSON.stringify(set)}: one of ${SET_NAMES.join(', ')}`)
+  return SET_NAMES.slice(0, upTo + 1)
+    .flatMap((name) => DEBIAN_SETS[name])
+    .filter((d) => !d.bins.some((b) => exists(b)))
+    .map((d) => d.pkg)
 }
 
 /** The systemd units a package brings (services, sockets, timers). */
@@ -67,7 +119,14 @@ function npmDeps() {
   const marker = join(root, 'node_modules', '.package-lock.json')
   const stale = !existsSync(marker) || (existsSync(lock) && statSync(lock).mtimeMs > statSync(marker).mtimeMs + 1000)
   if (!stale) return
+  // npm ci empties node_modules first; through a link that is another checkout's node_modules, in use there.
+  const modules = join(root, 'node_modules')
+  if (existsSync(modules) && lstatSync(modules).isSymbolicLink()) {
+    console.error(`[install-deps] node_modules is a link to ${realpathSync(modules)}, which may be stale: not running npm ci through it (it would empty that directory); run npm ci where it lives if it needs it`)
+    return
+  }
   console.error('[install-deps] npm packages missing or stale: running npm ci')
+  console.error(installScriptsLine())
   const cmd = existsSync(lock) ? ['ci', '--no-audit', '--no-fund'] : ['install', '--no-audit', '--no-fund']
   // npm runs under the Node.js pinto ships, as the packages' engines (Node 22+ for some) expect, so
   // npm checks them against that one rather than against an older Node that only started this script.
@@ -76,33 +135,34 @@ function npmDeps() {
   if (r.status !== 0) throw new Error(`npm ${cmd[0]} failed with exit code ${r.status}`)
 }
 
-function debianDeps() {
+function debianDeps(set) {
   if (process.platform !== 'linux' || process.getuid?.() !== 0) return
   if (!existsSync('/usr/bin/apt-get')) return
-  const wanted = new Set()
-  for (const [bin, pkg] of Object.entries(DEBIAN)) {
-    if (pkg === 'iproute2' && (existsSync('/usr/bin/ip') || existsSync('/usr/sbin/ip') || existsSync('/sbin/ip'))) continue
-    if (!existsSync(bin)) wanted.add(pkg)
-  }
-  if (wanted.size === 0) return
+  const pkgs = missingPackages(set)
+  if (pkgs.length === 0) return
   // Debian starts a package's daemon on install unless policy-rc.d says no; the tests start their own.
   const policy = '/usr/sbin/policy-rc.d'
   if (!existsSync(policy) || !readFileSync(policy, 'utf8').includes('exit 101')) {
     writeFileSync(policy, '#!/bin/sh\nexit 101\n')
     chmodSync(policy, 0o755)
   }
-  const pkgs = [...wanted]
-  console.error(`[install-deps] installing Debian packages: ${pkgs.join(' ')}`)
+  console.error(`[install-deps] installing Debian packages (${SET_FOR[set]}): ${pkgs.join(' ')}`)
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' }
   execFileSync('apt-get', ['update', '-q'], { stdio: 'inherit', env })
   execFileSync('apt-get', ['install', '-y', '-q', '--no-install-recommends', ...pkgs], { stdio: 'inherit', env })
   disableUnits(pkgs)
 }
 
-try {
-  npmDeps()
-  debianDeps()
-} catch (err) {
-  console.error(`[install-deps] ${err instanceof Error ? err.message : String(err)}`)
-  process.exit(1)
+// Run as a program (npm's pretest, demo and image scripts): `install-deps.js [demo|image|test]`, test by
+// default. Imported, it only lends its lists (tests).
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href) {
+  try {
+    const set = process.argv[2] ?? 'test'
+    if (!SET_NAMES.includes(set)) throw new Error(`usage: install-deps.js [${SET_NAMES.join('|')}] (${JSON.stringify(set)} is not a set)`)
+    npmDeps()
+    debianDeps(set)
+  } catch (err) {
+    console.error(`[install-deps] ${err instanceof Error ? err.message : String(err)}`)
+    process.exit(1)
+  }
 }

@@ -5,6 +5,7 @@
 // podman 4.3.1 ignores hostPID: pinto-node then sees none of the plugins' PIDs, so its CNI channel hands
 // each ADD and DEL back and the plugin does it itself (agent/cni-service.ts).
 
+import { existsSync } from 'node:fs'
 import { access, chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -13,6 +14,7 @@ import { stringify } from 'yaml'
 import { findObject, type KubeObject } from './kube-manifest.js'
 import { podForNode } from './kube-pod.js'
 import { isAlive } from './processes.js'
+import { ETCD_BIN } from './etcd.js'
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..')
 /** podman 4.3 here: runc with cgroupfs and bounded ulimits (scripts/podman-env.js names the same file). */
@@ -46,7 +48,10 @@ export async function podman(args: readonly string[], opts: { netns?: string; ti
 /** undefined when podman and `image` are there, else one line saying what is missing and how to get it. */
 export async function podmanProblem(image: string): Promise<string | undefined> {
   const v = await execa('podman', ['--version'], { reject: false })
-  if (v.exitCode !== 0) return 'the podman runtime needs podman, which is not installed (Debian/Ubuntu: apt-get install podman catatonit)'
+  if (v.exitCode !== 0) return 'the podman runtime needs podman, which is not installed: `npm run image`, as root, installs it and what the runtime needs (runc, catatonit, etcd, openssl), then builds the image'
+  for (const [bin, pkg] of [[ETCD_BIN, 'etcd-server'], ['/usr/bin/openssl', 'openssl']] as const) {
+    if (!existsSync(bin)) return `the podman runtime's datastore is etcd with TLS, and ${bin} is missing (Debian: ${pkg}): \`npm run image\`, as root, installs it`
+  }
   const r = await execa('podman', ['image', 'exists', image], { env: { CONTAINERS_CONF: process.env['CONTAINERS_CONF'] ?? PODMAN_CONF }, reject: false })
   if (r.exitCode !== 0) return `the image ${image} is not in podman's store: \`npm run image\` builds it`
   return undefined

@@ -6,12 +6,13 @@ import { DemoCluster, DemoError, POOL_CIDR, API_PORT, birdInstalled, kernelHasIp
 import { DEMO_USAGE, OptionError, parseDemoOptions, type DemoOptions } from '../demo/options.js'
 import { kernelRoutes, matrixFailures, peers, pingMatrix, waitConverged } from '../demo/observe.js'
 import { forwardIntoNamespace, type Forward } from '../demo/forward.js'
-import { matrixTable, table } from '../demo/tables.js'
+import { DEMO_WIDTH, matrixTable } from '../demo/tables.js'
+import { accessReport, stateReport } from '../demo/report.js'
 import { TOR_ADDRESS, TOR_AS, TOR_PREFIX } from '../demo/tor.js'
 import { NODE_IMAGE, podmanProblem } from '../demo/podman-nodes.js'
+import { StopRequests } from '../demo/stop-requests.js'
 
-const out = (text: string): void => void process.stdout.write(text)
-const err = (text: string): void => void process.stderr.write(text)
+type Write = (text: string) => void
 
 /** What must hold before anything is built; each failure is one plain sentence. */
 async function preflight(o: DemoOptions): Promise<string | undefined> {
@@ -25,50 +26,29 @@ async function preflight(o: DemoOptions): Promise<string | undefined> {
   return undefined
 }
 
-async function printState(cluster: DemoCluster): Promise<void> {
-  const peerRows: string[][] = []
-  let viaTcp = false
-  for (const n of cluster.nodes) {
-    const p = await peers(n)
-    viaTcp ||= p.source === 'tcp'
-    for (const r of p.rows) peerRows.push([n.name, r.name, r.address, r.type, r.state, r.since])
-    if (p.rows.length === 0) peerRows.push([n.name, '(none)', '', '', '', ''])
-  }
-  out('\nBGP peers\n' + table(['node', 'peer', 'address', 'type', 'state', 'since'], peerRows))
-  if (viaTcp) out('(some nodes did not answer on their REST API; their rows are the TCP sessions on port 179)\n')
-  if (cluster.tor) {
-    const s = await cluster.tor.sessions()
-    out(`\ntop-of-rack BIRD (${TOR_ADDRESS}, AS ${TOR_AS}): sessions and learned prefixes\n`)
-    out(table(['neighbor', 'state'], [...s].map(([k, v]) => [k, v])))
-    out(table(['learned prefix'], (await cluster.tor.learned()).map((p) => [p])))
-  }
-  const routeRows: string[][] = []
-  for (const n of cluster.nodes) for (const r of await kernelRoutes(n.ns)) routeRows.push([n.name, r.prefix, r.type === 'blackhole' ? 'blackhole (own block)' : r.via])
-  out('\nroutes pinto programmed (kernel, proto 87)\n' + table(['node', 'prefix', 'next hop'], routeRows))
-  out('\npods\n' + table(['pod', 'node', 'address'], cluster.pods.map((p) => [p.name, p.node, p.address])))
+/** Reads the cluster's peers, top-of-rack, routes and pods and renders them. */
+async function stateText(cluster: DemoCluster): Promise<string> {
+  const peerFacts = []
+  for (const n of cluster.nodes) peerFacts.push({ node: n.name, ...(await peers(n)) })
+  const routes = []
+  for (const n of cluster.nodes) routes.push({ node: n.name, rows: await kernelRoutes(n.ns) })
+  const tor = cluster.tor === undefined ? undefined : { address: TOR_ADDRESS, as: TOR_AS, sessions: await cluster.tor.sessions(), learned: await cluster.tor.learned() }
+  return stateReport({ peers: peerFacts, ...(tor !== undefined ? { tor } : {}), routes, pods: cluster.pods })
 }
 
 /** Host ports for the nodes' status pages: node1 on 9101, node2 on 9102, ... (any free port if taken). */
 const PAGE_PORT_BASE = 9100
 
-function printAccess(cluster: DemoCluster, pages: readonly (Forward | undefined)[]): void {
-  const rows = cluster.nodes.map((n: DemoNode, i) => [n.name, n.address, n.ns, pages[i]?.url ?? '(no forward)', `ip netns exec ${n.ns} curl -s http://127.0.0.1:${API_PORT}/v1/peers`])
-  out('\nREST APIs and status pages (each node serves both on 127.0.0.1:' + API_PORT + ' inside its namespace)\n' + table(['node', 'address', 'namespace', 'status page (from this machine)', 'REST API'], rows))
-  const page = pages.find((p) => p !== undefined)
-  if (page !== undefined) {
-    const port = new URL(page.url).port
-    out(`open a status page in a browser on this machine; from another one, forward it first: ssh -L ${port}:127.0.0.1:${port} THIS-HOST, then open ${page.url}\n`)
-  }
+function accessText(cluster: DemoCluster, pages: readonly (Forward | undefined)[]): string {
   const first = cluster.nodes[0]
-  if (first !== undefined) out(`no browser at hand: a PNG of ${first.name}'s page with Debian's chromium (ignore its D-Bus warnings): ip netns exec ${first.ns} chromium --headless --no-sandbox --disable-gpu --virtual-time-budget=5000 --window-size=1400,1300 --screenshot=/tmp/${first.name}.png http://127.0.0.1:${API_PORT}/\n`)
   const logs = cluster.podman && first ? `podman logs ${cluster.podman.podName(first).replace(/node1$/, 'nodeN')}-pinto-node` : (first?.log.replace(/node1/, 'nodeN') ?? '')
-  out(`also /v1/status, /v1/events, /v1/routes?table=loc-rib, /v1/ipam/blocks, /metrics; agent logs: ${logs}\n`)
-  out(`a pod's shell: ip netns exec ${cluster.pods[0]?.ns ?? '<pod namespace>'} sh\n`)
+  const nodes = cluster.nodes.map((n: DemoNode, i) => ({ name: n.name, address: n.address, ns: n.ns, page: pages[i]?.url }))
+  return accessReport({ apiPort: API_PORT, nodes, logs, podNs: cluster.pods[0]?.ns })
 }
 
 export async function demoCommand(args: readonly string[]): Promise<number> {
   if (args.includes('-h') || args.includes('--help')) {
-    out(DEMO_USAGE)
+    process.stdout.write(DEMO_USAGE)
     return 0
   }
   let o: DemoOptions
@@ -76,32 +56,33 @@ export async function demoCommand(args: readonly string[]): Promise<number> {
     o = parseDemoOptions(args)
   } catch (e) {
     if (!(e instanceof OptionError)) throw e
-    err(`pintoctl demo: ${e.message}\n${DEMO_USAGE}`)
+    process.stderr.write(`pintoctl demo: ${e.message}\n${DEMO_USAGE}`)
     return 2
   }
   const problem = await preflight(o)
   if (problem !== undefined) {
-    err(`pintoctl demo: ${problem}\n`)
+    process.stderr.write(`pintoctl demo: ${problem}\n`)
     return 1
   }
 
-  const say = (line: string): void => out(`  ${line}\n`)
-  const cluster = DemoCluster.prepare({ nodes: o.nodes, encap: o.encap, topology: o.topology, tor: o.tor === 'bird', runtime: o.runtime, ...(o.image !== undefined ? { image: o.image } : {}), say })
-  let interrupts = 0
+  // From here on the output may vanish (a pipe's reader quits, the terminal closes): writes go through
+  // `stops`, which drops them once a stream failed and treats that as a request to stop.
   let wake: (() => void) | undefined
-  const onSignal = (): void => {
-    interrupts++
-    if (interrupts === 1) {
-      out('\nstopping: removing the cluster (Ctrl-C again to hurry)\n')
+  const stops = new StopRequests((reason, nth) => {
+    if (nth === 1) {
+      out(reason === 'output closed' ? '' : '\nstopping: removing the cluster (Ctrl-C again to hurry)\n')
       void cluster.destroy()
-    } else if (interrupts === 2) {
+    } else if (nth === 2) {
       out('\nhurrying: killing the agents\n')
       void cluster.destroy({ hurry: true })
     } else out('\nstill removing namespaces; one moment\n')
     wake?.()
-  }
-  process.on('SIGINT', onSignal)
-  process.on('SIGTERM', onSignal)
+  })
+  const out: Write = (text) => stops.write(process.stdout, text)
+  const err: Write = (text) => stops.write(process.stderr, text)
+  const say = (line: string): void => out(`  ${line}\n`)
+  const cluster = DemoCluster.prepare({ nodes: o.nodes, encap: o.encap, topology: o.topology, tor: o.tor === 'bird', runtime: o.runtime, ...(o.image !== undefined ? { image: o.image } : {}), say })
+  const unlisten = stops.listen(process, [process.stdout, process.stderr])
   let code = 0
   const pages: (Forward | undefined)[] = []
   try {
@@ -116,25 +97,25 @@ export async function demoCommand(args: readonly string[]): Promise<number> {
     }
     try {
       const ms = await waitConverged(cluster, o.timeout * 1000, o.tor ? [TOR_PREFIX.replace('0/24', '1')] : [])
-      say(`converged: every node has a route to every other node's pods (${ms} ms after the last pod; ${((Date.now() - started) / 1000).toFixed(1)} s in all)`)
+      say(`converged in ${((Date.now() - started) / 1000).toFixed(1)} s: every node routes to every other node's pods (${ms} ms after the last pod)`)
     } catch (e) {
       if (cluster.closing) throw e
       err(`pintoctl demo: ${(e as Error).message}\n`)
       code = 1
     }
-    if (cluster.closing) return 130
-    await printState(cluster)
+    if (cluster.closing) return stops.exitCode() ?? 1
+    out(await stateText(cluster))
     const matrix = await pingMatrix(cluster.pods)
     const failures = matrixFailures(matrix)
     const names = cluster.pods.map((p) => p.name)
     out(`\npod-to-pod ping matrix (${names.length * (names.length - 1) - failures.length} of ${names.length * (names.length - 1)} reached)\n`)
-    out(matrixTable(names, (a, b) => matrix.get(a)?.get(b)))
+    out(matrixTable(names, (a, b) => matrix.get(a)?.get(b), { maxWidth: DEMO_WIDTH }))
     if (failures.length > 0) code = 1
     if (o.check) {
       out(failures.length === 0 ? 'check passed: every pod reached every other pod\n' : `check FAILED: ${failures.join(', ')}\n`)
       return code
     }
-    if (cluster.closing) return 130
+    if (cluster.closing) return stops.exitCode() ?? 1
     // Page forwards end with the command: closed in the finally below, before the namespaces go.
     for (const [i, n] of cluster.nodes.entries()) {
       pages.push(
@@ -144,7 +125,7 @@ export async function demoCommand(args: readonly string[]): Promise<number> {
         }),
       )
     }
-    printAccess(cluster, pages)
+    out(accessText(cluster, pages))
     out('\nrunning; press Ctrl-C to stop and remove everything\n')
     await new Promise<void>((resolve) => {
       wake = resolve
@@ -152,14 +133,13 @@ export async function demoCommand(args: readonly string[]): Promise<number> {
     })
     return code
   } catch (e) {
-    if (cluster.closing && interrupts > 0) return 130
+    if (cluster.closing && stops.count > 0) return stops.exitCode() ?? 1
     err(`pintoctl demo: ${e instanceof DemoError || process.env['PINTO_DEBUG'] === undefined ? (e as Error).message : (e as Error).stack ?? String(e)}\n`)
     return 1
   } finally {
     await Promise.all(pages.map((p) => p?.close()))
     await cluster.destroy()
     out('removed the demo cluster: namespaces, processes and temporary files\n')
-    process.off('SIGINT', onSignal)
-    process.off('SIGTERM', onSignal)
+    unlisten()
   }
 }

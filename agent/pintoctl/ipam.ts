@@ -142,7 +142,8 @@ export async function ipamCommand(args: readonly string[]): Promise<number> {
   const out = (s: string): void => void process.stdout.write(s)
   let store: Datastore | undefined
   try {
-    store = await openDatastoreFromEnv(process.env)
+    // Every ipam command reads or repairs a store that exists; none may leave an empty one behind.
+    store = await openDatastoreFromEnv(process.env, { embedded: { create: false } })
     const ipam = new Ipam(store, { pools: await loadPoolSpecs(store) })
     if (sub === 'check') return await check(ipam, flags, out)
     if (sub === 'release') {

@@ -143,7 +143,8 @@ async function run(verb: 'apply' | 'get' | 'delete', args: readonly string[]): P
   const fromFile = file !== undefined ? parseFile(file) : undefined
   if (verb === 'apply' && fromFile === undefined) throw new UsageError('apply needs -f FILE (or -f - for standard input)')
   if (verb === 'delete' && fromFile === undefined && rest.length !== 2) throw new UsageError('delete needs KIND NAME, or -f FILE')
-  const store = await openDatastoreFromEnv(process.env)
+  // Only apply may start a new embedded store; get and delete need one that exists and make none.
+  const store = await openDatastoreFromEnv(process.env, { embedded: { create: verb === 'apply' } })
   try {
     if (verb === 'get') await get(store, rest, o)
     else if (verb === 'apply') {

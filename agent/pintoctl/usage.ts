@@ -15,6 +15,9 @@ export const IPAM_USAGE = `usage:
   pintoctl ipam show [--show-blocks] [--show-borrowed] [--ip=<IP>]
   pintoctl ipam check [--nodes=<n1,n2>] [--handles=<FILE>] [-o <FILE>] [--repair]
   pintoctl ipam release --ip=<IP>
+
+The store is PINTO_DATASTORE's (a directory, default /var/lib/pinto/store, or etcd://host:port[,...]);
+it must exist: ipam never creates one.
 `
 
 export const NODE_USAGE = `usage:
@@ -27,6 +30,9 @@ export const RESOURCES_USAGE = `usage:
   pintoctl delete KIND NAME
   pintoctl delete -f FILE|-
 kinds: ${RESOURCE_KINDS.join(', ')} (plural and lower case work too, e.g. ippools, bgppeer)
+
+The store is PINTO_DATASTORE's (a directory, default /var/lib/pinto/store, or etcd://host:port[,...]).
+get and delete need one that exists; apply starts an embedded one where there is none.
 `
 
 export const ROUTES_USAGE = `usage:

@@ -6,7 +6,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { DatastoreError } from '../../config/datastore.js'
 import { EmbeddedDatastore } from '../../config/datastore-embedded.js'
-import { openDatastore, parseDatastoreSpec } from '../../config/datastore-open.js'
+import { openDatastore, openDatastoreFromEnv, parseDatastoreSpec } from '../../config/datastore-open.js'
 
 t.test('good values', async (t) => {
   t.same(parseDatastoreSpec('/var/lib/pinto/store'), { kind: 'embedded', dir: '/var/lib/pinto/store' })
@@ -58,4 +58,22 @@ t.test('a directory opens the embedded store', async (t) => {
   t.ok(store instanceof EmbeddedDatastore)
   await store.create('/k', 'v')
   t.equal((await store.get('/k'))?.value, 'v')
+})
+
+t.test('a reader (embedded.create false) finds no store: not-found naming the path and PINTO_DATASTORE, nothing made', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pinto-open-'))
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const missing = path.join(dir, 'a', 'store')
+  await t.rejects(openDatastore(missing, { embedded: { create: false } }), { code: 'not-found', message: `store directory ${missing} does not exist` })
+  await t.rejects(openDatastoreFromEnv({ PINTO_DATASTORE: missing }, { embedded: { create: false } }), {
+    code: 'not-found',
+    message: `the datastore ${missing} does not exist (PINTO_DATASTORE=${missing}); set PINTO_DATASTORE to the agents' store: its directory, or etcd://host:port`,
+  })
+  t.notOk(fs.existsSync(path.join(dir, 'a')), 'no directory made')
+  const made = await openDatastoreFromEnv({ PINTO_DATASTORE: missing })
+  await made.close()
+  t.ok(fs.existsSync(missing), 'a writer (the default) still makes it')
+  const again = await openDatastore(missing, { embedded: { create: false } })
+  t.ok(again instanceof EmbeddedDatastore, 'and then a reader opens it')
+  await again.close()
 })

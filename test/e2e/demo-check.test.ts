@@ -2,25 +2,17 @@
 // with a full ping matrix and leaves no namespace, temp dir or file outside its temp dir behind.
 
 import t from 'tap'
-import { existsSync } from 'node:fs'
-import { readdir, stat } from 'node:fs/promises'
+import { readdir } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { execa } from 'execa'
 import { NODE_BIN } from '../../agent/demo/cluster.js'
+import { PINTO_DIRS, SHARED_CNI_DIRS, pintoFootprint } from '../harness/host-paths.js'
 
 const PINTOCTL = NODE_BIN.replace(/pinto-node\.js$/, 'pintoctl.js')
 
-/** What a directory holds, with each entry's change time: a socket bound again shows up too. */
-async function snapshot(dir: string): Promise<string[]> {
-  if (!existsSync(dir)) return ['(absent)']
-  return Promise.all((await readdir(dir)).sort().map(async (e) => `${e} ${(await stat(`${dir}/${e}`)).ctimeMs}`))
-}
-
-// pinto-node's and the plugins' defaults: a real node's, which the demo must leave alone.
-const HOST_PATHS = ['/var/run/pinto', '/var/lib/pinto', '/opt/cni/bin', '/etc/cni/net.d']
-
 t.test('pintoctl demo --check --nodes 2 --pods 1', async (t) => {
-  const before = await Promise.all(HOST_PATHS.map(snapshot))
+  // pinto-node's and the plugins' defaults: a real node's, which the demo must leave alone.
+  const before = await pintoFootprint()
   const child = execa(process.execPath, [PINTOCTL, 'demo', '--check', '--nodes', '2', '--pods', '1'], { reject: false, timeout: 90_000 })
   // If this test dies first, the demo's own handler removes what it made.
   t.teardown(() => {
@@ -36,7 +28,7 @@ t.test('pintoctl demo --check --nodes 2 --pods 1', async (t) => {
   const id = /namespaces pdm\d+-([0-9a-f]{6})-/.exec(String(r.stdout))?.[1]
   t.ok(id, 'the demo named its namespaces')
   t.notOk((await readdir(tmpdir())).some((e) => e.startsWith(`pinto-demo-${id}`)), 'no temp dir left behind')
-  t.same(await Promise.all(HOST_PATHS.map(snapshot)), before, `nothing made or bound in ${HOST_PATHS.join(', ')}`)
+  t.same(await pintoFootprint(), before, `nothing made or bound in ${PINTO_DIRS.join(', ')}, nothing named pinto in ${SHARED_CNI_DIRS.join(', ')}`)
 })
 
 t.test('bad options are named', async (t) => {

@@ -13,8 +13,14 @@ async function namespaces(): Promise<string[]> {
     .filter((n) => n !== '')
 }
 
+/**
+ * The links of the machine's own namespace with the names a topology gives its links (br0, p-<node>):
+ * what it would have left there by mistake. Other programs add and remove links there at will (podman's
+ * veths, say), so the rest is not compared.
+ */
 async function rootLinks(): Promise<string> {
-  return String((await execa('ip', ['-o', 'link', 'show'])).stdout).replace(/^\d+: /gm, '').split('\n').map((l) => l.split(':')[0]).sort().join(',')
+  const names = String((await execa('ip', ['-o', 'link', 'show'])).stdout).replace(/^\d+: /gm, '').split('\n').map((l) => (l.split(':')[0] ?? '').split('@')[0] ?? '')
+  return names.filter((n) => n === 'br0' || n.startsWith('p-')).sort().join(',')
 }
 
 t.test('two nodes ping each other over v4 and v6; destroy removes namespaces, processes and dirs', async (t) => {

@@ -66,3 +66,12 @@ t.test('parseEnv: container ID and ifname refused for ADD and CHECK, recorded fo
   t.equal(parseEnv({ CNI_COMMAND: 'GC', CNI_IFNAME: 'lo' }).notOurs, undefined, 'GC does not name an attachment')
   t.throws(() => parseEnv({ CNI_COMMAND: 'DEL', CNI_CONTAINERID: '', CNI_IFNAME: 'eth0' }), { code: 4, message: 'CNI_CONTAINERID is not set (needed for DEL)' })
 })
+
+t.test('parseEnv: CNI_PATH is needed where the reference plugins\' skeleton needs it', async (t) => {
+  const env = { CNI_CONTAINERID: 'c1', CNI_NETNS: '/run/netns/x', CNI_IFNAME: 'eth0' }
+  for (const command of ['ADD', 'DEL', 'CHECK']) {
+    t.throws(() => parseEnv({ ...env, CNI_COMMAND: command }), { code: 4, message: `CNI_PATH is not set (needed for ${command})` })
+    t.throws(() => parseEnv({ ...env, CNI_COMMAND: command, CNI_PATH: '' }), { code: 4, message: `CNI_PATH is not set (needed for ${command})` })
+  }
+  for (const command of ['GC', 'STATUS', 'VERSION']) t.equal(parseEnv({ CNI_COMMAND: command }).command, command, `${command} without it`)
+})

@@ -3,13 +3,18 @@
 // because CNI_ARGS are missing, a CNI_NETNS that is no namespace, the netns of another pod with its own eth0)
 // leaves the live attachment as it was: its address allocated to it, its veth and host route there, the pod
 // reachable from the host. eth0 and eth1 of one pod are two attachments, each with its own address and DEL.
+// `pintoctl ipam check` finds a live interface's address that no handle holds, and --repair gives it back.
 
 import t, { type Test } from 'tap'
+import { spawnSync } from 'node:child_process'
 import { rmSync, writeFileSync } from 'node:fs'
 import { basename, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { IpamClient } from '../../cni/ipam-client.js'
 import type { CniChannelStatus } from '../../agent/ipam-service.js'
 import { type Attachment, type Lab, createLab, pintoConf } from './lab.js'
+
+const PINTOCTL = fileURLToPath(new URL('../../../bin/pintoctl.js', import.meta.url))
 
 interface Wired {
   readonly address: string
@@ -131,3 +136,30 @@ for (const path of ['channel', 'plugin'] as const) {
     t.same(await lab.service!.allocations(''), [], 'nothing allocated')
   })
 }
+
+t.test('pintoctl ipam check finds a live interface\'s address that no handle holds; --repair gives it back', async (t) => {
+  const lab = await createLab(t)
+  const conf = pintoConf(lab, '1.0.0')
+  const pod = await lab.pod('lost')
+  const att = { containerId: 'lost1', netns: pod, args: 'K8S_POD_NAMESPACE=ns1;K8S_POD_NAME=lost' }
+  const w = await add(t, lab, conf, att, 'k8s-pod-network.lost1')
+  // The damage a failed ADD used to do: the live pod's handle released, its wiring left.
+  await lab.service!.ipam.releaseByHandle(w.handle)
+  t.same(await lab.service!.allocations(''), [], 'the address is free in IPAM while the pod uses it')
+
+  // pintoctl on the node: in the host namespace, over the agent's datastore.
+  const pintoctl = (...args: string[]): { status: number | null; stdout: string; stderr: string } =>
+    spawnSync('ip', ['netns', 'exec', lab.hostNs, process.execPath, PINTOCTL, 'ipam', ...args], { encoding: 'utf8', env: { ...process.env, PINTO_DATASTORE: join(lab.dir, 'store') } })
+  const check = pintoctl('check')
+  t.equal(check.status, 0, check.stderr)
+  t.match(check.stdout, `${w.address} is in use by ${w.hostVeth} (${w.handle}) but allocated to no handle`)
+  t.match(check.stdout, 'Addresses of pod interfaces on this host: 1')
+  t.match(check.stdout, /Check complete; found 1 problems\./)
+  const repair = pintoctl('check', '--repair')
+  t.equal(repair.status, 0, repair.stdout + repair.stderr)
+  t.match(repair.stdout, 'Repaired 1 problems.')
+  t.match(pintoctl('check').stdout, /Check complete; found 0 problems\./, 'clean after the repair')
+  await intact(t, lab, w, pod)
+  t.equal((await lab.exec('pinto', 'DEL', conf, att)).code, 0, 'DEL')
+  t.same(await lab.service!.allocations(''), [], 'the pod\'s DEL frees it')
+})

@@ -16,6 +16,13 @@ export interface AddEntry {
   readonly hostVeth: string
   /** The IPAM handle, when the ADD allocates through pinto-ipam. */
   readonly handle: string
+  /** The attachment's id, which its host veth records as its ifalias (absent in an earlier agent's entries: the container ID). */
+  readonly owner?: string
+  /**
+   * Set when the attachment was wired before this ADD began (a repeated ADD): rolling it back then undoes
+   * nothing, since the veth and the addresses are that wiring's.
+   */
+  readonly prior?: true
 }
 
 export class AddJournal {

@@ -15,6 +15,7 @@ import { promisify } from 'node:util'
 import { type ChannelReply, type ChannelRequest, REQUEST_ID, channelPaths } from '../cni/agent-channel.js'
 import { decodeJson, handleOf, parseNetConf, podIdentity } from '../cni/config.js'
 import { vethName } from '../cni/veth-name.js'
+import { ownedBy } from '../cni/wiring-plan.js'
 import { type AssignReply, type IpamPort, serviceError } from '../cni/ipam-client.js'
 import { cmdAdd, cmdDel } from '../cni/pinto-plugin.js'
 import { CniError, ERR, checkVerbAllowed, parseEnv } from '../cni/spec.js'
@@ -121,8 +122,16 @@ export class CniService {
     this.journal = options.stateDir === undefined ? undefined : new AddJournal(join(options.stateDir, 'cni-adds'), this.paths.replies)
   }
 
-  /** Undoes an ADD nobody saw answered: its host veth (only if still that container's), then its IPAM handle. */
+  /**
+   * Undoes an ADD nobody saw answered: its host veth (only if still that attachment's), then its IPAM handle
+   * (through the queue, which keeps it while a live wiring records it). A repeated ADD of an attachment
+   * wired before it began made nothing to undo: the veth and the addresses stay that wiring's.
+   */
   private async rollBack(e: AddEntry): Promise<void> {
+    if (e.prior === true) {
+      this.log('a CNI ADD the last run never answered found its attachment wired; nothing rolled back', { containerId: e.containerId, hostVeth: e.hostVeth })
+      return
+    }
     const owned = vethOwnedBy(e)
     if (owned) {
       await promisify(execFile)('ip', ['link', 'del', e.hostVeth]).catch((err: unknown) => {
@@ -294,8 +303,12 @@ export class CniService {
       await cmdDel(inv, this.dataplane, this.port)
       return { ok: true }
     }
-    const handle = conf.ipam?.type === 'pinto-ipam' ? handleOf(conf.name, containerId) : ''
-    journal({ id: req.id, containerId, netns, ifname, hostVeth: vethName(conf.vethPrefix, podIdentity(env.args), containerId), handle })
+    const owner = handleOf(conf.name, containerId, ifname)
+    const handle = conf.ipam?.type === 'pinto-ipam' ? owner : ''
+    const hostVeth = vethName(conf.vethPrefix, podIdentity(env.args), containerId, ifname)
+    const recorded = await this.dataplane.owner(hostVeth).catch(() => undefined)
+    const prior = recorded !== undefined && ownedBy(recorded, { owner, containerId })
+    journal({ id: req.id, containerId, netns, ifname, hostVeth, handle, owner, ...(prior ? { prior: true as const } : {}) })
     this.servingHandles.add(handle)
     try {
       return { ok: true, result: await cmdAdd(inv, this.dataplane, this.port) }
@@ -306,9 +319,9 @@ export class CniService {
 }
 
 /**
- * Whether the host veth an ADD made is still that container's: by the container ID in its ifalias when it
- * has one, else by its peer being the pod's interface in the netns the ADD recorded (a later ADD of the same
- * pod, a new container, uses the same name).
+ * Whether the host veth an ADD made is still that attachment's: by the id in its ifalias when it has one,
+ * else by its peer being the pod's interface in the netns the ADD recorded (a later ADD of the same pod, a
+ * new container, uses the same name).
  */
 function vethOwnedBy(e: AddEntry): boolean {
   const sys = `/sys/class/net/${e.hostVeth}`
@@ -320,8 +333,8 @@ function vethOwnedBy(e: AddEntry): boolean {
   } catch {
     return false
   }
-  // The plugin writes the container ID alone (cni/wiring-plan.ts ownedBy).
-  if (alias !== '') return alias === e.containerId
+  // The plugin writes the attachment's id (cni/wiring-plan.ts ownedBy); an earlier one the container ID.
+  if (alias !== '') return alias === (e.owner ?? e.containerId)
   if (e.netns === '' || !existsSync(e.netns)) return false
   try {
     const out = execFileSync('nsenter', [`--net=${e.netns}`, 'ip', '-j', 'link', 'show', 'dev', e.ifname], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })

@@ -3,7 +3,8 @@
 // unchanged on two runs at least the grace period apart, and its handle not in a request now. It repairs
 // nothing of other nodes and no block or affinity (those stay for `pintoctl ipam check --repair`).
 
-import { readFileSync, readdirSync } from 'node:fs'
+import { readAliases } from '../cni/wiring.js'
+import { aliasNames } from '../cni/wiring-plan.js'
 import { hostAffinity } from '../ipam/block.js'
 import { type Problem, checkIpam } from '../ipam/check.js'
 import type { Ipam } from '../ipam/ipam.js'
@@ -18,8 +19,11 @@ export interface NodeRepairOptions {
   readonly busy: (handle: string) => boolean
   readonly graceMs: number
   readonly now?: () => number
-  /** Container IDs whose pods are wired on this node (an address of one is live: its handle is rebuilt, not freed). */
-  readonly liveContainers?: () => ReadonlySet<string>
+  /**
+   * The ifaliases of this node's links, where a pod's host veth records its attachment (an address whose
+   * handle one names is live: its handle is rebuilt, not freed). By default read from the links.
+   */
+  readonly liveAliases?: () => Promise<Iterable<string>>
   readonly log?: (msg: string, fields: Record<string, unknown>) => void
 }
 
@@ -139,11 +143,11 @@ export class NodeIpamRepair {
     const { ipam, log } = this.options
     switch (p.kind) {
       case 'address-without-handle': {
-        const containerId = p.handle === null ? undefined : p.handle.slice(p.handle.indexOf('.') + 1)
-        if (p.handle !== null && containerId !== undefined && this.liveContainers().has(containerId)) {
+        const handle = p.handle
+        if (handle !== null && [...(await this.liveAliases())].some((alias) => aliasNames(alias, handle))) {
           // Its pod is wired here: give the address its handle back, so the pod's DEL frees it.
-          await ipam.adjustHandle(p.handle, (blocks) => void (blocks[p.block] = (blocks[p.block] ?? 0) + 1))
-          log?.('IPAM repair: rebuilt the handle of a live pod\'s address', { address: p.address, handle: p.handle })
+          await ipam.adjustHandle(handle, (blocks) => void (blocks[p.block] = (blocks[p.block] ?? 0) + 1))
+          log?.('IPAM repair: rebuilt the handle of a live pod\'s address', { address: p.address, handle })
           return p.kind
         }
         // By sequence number: an address reused since the check is never freed.
@@ -170,26 +174,7 @@ export class NodeIpamRepair {
     }
   }
 
-  private liveContainers(): ReadonlySet<string> {
-    return this.options.liveContainers?.() ?? linkAliases()
+  private async liveAliases(): Promise<Iterable<string>> {
+    return (await this.options.liveAliases?.()) ?? (await readAliases()).values()
   }
-}
-
-/** Every ifalias of this namespace's links (the CNI plugin writes the container ID there). */
-function linkAliases(): Set<string> {
-  const out = new Set<string>()
-  let names: string[]
-  try {
-    names = readdirSync('/sys/class/net')
-  } catch {
-    return out
-  }
-  for (const n of names) {
-    try {
-      for (const word of readFileSync(`/sys/class/net/${n}/ifalias`, 'utf8').split(/[\s,;=]+/)) if (word !== '') out.add(word)
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return out
 }

@@ -3,7 +3,9 @@
 // It must not wire anything, and it opens no datastore itself (the caller hands one in). With a state dir,
 // a failed ADD's handle is released until confirmed (PendingReleases), and an assign over the socket whose
 // answer never went out (the agent killed) is released at the next start (journal of assigns in flight).
-// At start it also makes the releases plugins left owed (cni/release-spool.ts).
+// At start it also makes the releases plugins left owed (cni/release-spool.ts). None of these failure-path
+// releases is made while a live wiring on this node records the handle's attachment (its host veth's
+// ifalias): a failed repeat of an ADD must not take what the first one holds.
 
 import { mkdirSync, readFileSync, readdirSync, rmSync, unlinkSync, writeFileSync, renameSync } from 'node:fs'
 import { chmod, mkdir, readFile, rm } from 'node:fs/promises'
@@ -23,6 +25,8 @@ import { ClaimAhead } from './ipam-claim-ahead.js'
 export { DEFAULT_MTU_FILE } from '../cni/config.js'
 import { DEFAULT_MTU_FILE } from '../cni/config.js'
 import { takeOwedReleases } from '../cni/release-spool.js'
+import { readAliases } from '../cni/wiring.js'
+import { aliasNames } from '../cni/wiring-plan.js'
 
 export interface IpamServiceOptions {
   readonly store: Datastore
@@ -45,6 +49,11 @@ export interface IpamServiceOptions {
   readonly claimAheadBelow?: number | undefined
   /** Called when a release that had failed goes through: the datastore is back. */
   readonly onDatastoreBack?: () => void
+  /**
+   * Whether a live wiring on this node holds `handle`; by default, whether a link of this netns records its
+   * attachment in its ifalias (cni/wiring-plan.ts aliasNames).
+   */
+  readonly held?: (handle: string) => Promise<boolean>
   readonly log?: (msg: string, fields: Record<string, unknown>) => void
 }
 
@@ -99,10 +108,12 @@ export class IpamService {
       inputs: { read: async (node, fresh) => (fresh || cluster === undefined ? readInputs(store, node) : cachedInputs(cluster, node)) },
     })
     this.ahead = new ClaimAhead({ ipam: this.ipam, node: options.node, below: options.claimAheadBelow, log: options.log })
+    this.held = options.held ?? aliasHeld
     if (options.stateDir !== undefined) {
       this.journalDir = join(options.stateDir, 'ipam-assigns')
       this.pending = new PendingReleases({
         dir: join(options.stateDir, 'ipam-releases'),
+        held: this.held,
         release: (handle) => this.serial(async () => {
           // A new ADD of the same handle took it over meanwhile: its addresses are not ours to free.
           if (this.pending?.has(handle) === true) await this.ipam.releaseByHandle(handle)
@@ -118,10 +129,15 @@ export class IpamService {
     return this.busyHandles.has(handle)
   }
 
-  /** Releases `handle` until the datastore confirms (now, or retried with backoff; kept across restarts with a state dir). */
+  private readonly held: (handle: string) => Promise<boolean>
+
+  /**
+   * Releases `handle`, a failed request's, until the datastore confirms (now, or retried with backoff; kept
+   * across restarts with a state dir), once no live wiring holds it.
+   */
   releaseLater(handle: string): void {
     if (this.pending !== undefined) this.pending.add(handle)
-    else void this.serial(() => this.ipam.releaseByHandle(handle)).catch(() => undefined)
+    else void this.serial(async () => (await this.held(handle)) || (await this.ipam.releaseByHandle(handle))).catch(() => undefined)
   }
 
   /**
@@ -151,11 +167,10 @@ export class IpamService {
 
   /**
    * Releases the plugins could not make (an assign of theirs was never answered and the agent stayed away:
-   * cni/release-spool.ts), unless a later ADD of the container wired its pod: its host veth names it.
+   * cni/release-spool.ts); a later ADD that wired the attachment keeps it (releaseLater).
    */
   private settleOwedReleases(): void {
     for (const r of takeOwedReleases(this.options.socket)) {
-      if (hostVethOwner(r.hostVeth) === r.containerId) continue
       this.options.log?.('releasing an IPAM assign a plugin never had answered', { handle: r.handle })
       this.releaseLater(r.handle)
     }
@@ -395,11 +410,8 @@ async function readBody(req: IncomingMessage): Promise<Record<string, unknown>> 
   return body
 }
 
-/** The container ID a host veth's ifalias names (the plugin writes it there), '' when the link is not there. */
-function hostVethOwner(name: string): string {
-  try {
-    return readFileSync(`/sys/class/net/${name}/ifalias`, 'utf8').trim()
-  } catch {
-    return ''
-  }
+/** Whether a link of this netns records the attachment whose handle is `handle` (its live wiring). */
+async function aliasHeld(handle: string): Promise<boolean> {
+  for (const alias of (await readAliases()).values()) if (aliasNames(alias, handle)) return true
+  return false
 }

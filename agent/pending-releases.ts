@@ -7,11 +7,20 @@ import { join } from 'node:path'
 
 const FIRST_RETRY_MS = 200
 const MAX_RETRY_MS = 10_000
+/** How often a release that waits for a live wiring to go is looked at again. */
+const HELD_RETRY_MS = 5_000
 
 export interface PendingReleasesOptions {
   readonly dir: string
   /** Releases the handle; throws while the datastore is unreachable. */
   readonly release: (handle: string) => Promise<void>
+  /**
+   * Whether a live wiring on this node holds the handle (a host veth records its attachment): then its
+   * release waits, looked at again every few seconds, until the wiring is gone or its DEL or a new ADD
+   * takes the handle off the queue. A failed ADD queues its handle; when that ADD was a repeat of an
+   * attachment already wired, the addresses are that wiring's.
+   */
+  readonly held?: (handle: string) => Promise<boolean>
   /** Called when a release succeeds after one or more failed attempts (the datastore is back). */
   readonly onRecovered?: () => void
   readonly log?: (msg: string, fields: Record<string, unknown>) => void
@@ -24,6 +33,8 @@ export class PendingReleases {
   private running: Promise<void> | undefined
   private failedSince = false
   private closed = false
+  /** Handles whose release was seen waiting for a live wiring (logged once each). */
+  private readonly held = new Set<string>()
   /** Releases confirmed after a retry, for the metrics. */
   retried = 0
 
@@ -57,6 +68,7 @@ export class PendingReleases {
 
   /** Forgets `handle`: released, or taken over by a new ADD of the same handle. */
   drop(handle: string): void {
+    this.held.delete(handle)
     if (!this.pending.delete(handle)) return
     rmSync(join(this.options.dir, encodeURIComponent(handle)), { force: true })
   }
@@ -76,24 +88,36 @@ export class PendingReleases {
     if (this.closed || this.running !== undefined) return
     clearTimeout(this.timer)
     this.timer = setTimeout(() => {
-      this.running = this.attempt().finally(() => {
-        this.running = undefined
-        if (this.pending.size > 0) this.schedule(this.delay)
-      })
+      let waiting = 0
+      this.running = this.attempt()
+        .then((n) => void (waiting = n))
+        .finally(() => {
+          this.running = undefined
+          if (this.pending.size > waiting) this.schedule(this.delay)
+          else if (this.pending.size > 0) this.schedule(HELD_RETRY_MS)
+        })
     }, ms)
     this.timer.unref()
   }
 
-  private async attempt(): Promise<void> {
+  /** One pass over the queue. Returns how many releases wait for a live wiring. */
+  private async attempt(): Promise<number> {
+    let waiting = 0
     for (const handle of [...this.pending]) {
-      if (this.closed) return
+      if (this.closed) return waiting
       try {
+        if (this.options.held !== undefined && (await this.options.held(handle))) {
+          if (!this.held.has(handle)) this.options.log?.('IPAM release waits: a live wiring on this node records the handle', { handle })
+          this.held.add(handle)
+          waiting++
+          continue
+        }
         await this.options.release(handle)
       } catch (err) {
         this.failedSince = true
         this.delay = Math.min(this.delay * 2, MAX_RETRY_MS)
         this.options.log?.('IPAM release failed; retrying', { handle, err: (err as Error).message, retryMs: this.delay })
-        return
+        return waiting
       }
       this.drop(handle)
       if (this.failedSince) this.retried++
@@ -104,5 +128,6 @@ export class PendingReleases {
       this.failedSince = false
       this.options.onRecovered?.()
     }
+    return waiting
   }
 }

@@ -145,20 +145,35 @@ export function podIdentity(args: Readonly<Record<string, string>>): { namespace
   return namespace && pod ? { namespace, pod } : undefined
 }
 
-/** The IPAM handle of one attachment (Calico: `<network>.<containerID>`). */
-export function handleOf(network: string, containerId: string): string {
-  return `${network}.${containerId}`
+/** The interface a pod's first (and usually only) attachment has. */
+export const PRIMARY_IFNAME = 'eth0'
+
+/**
+ * The IPAM handle of one attachment: network, container and interface. The primary interface keeps
+ * Calico's `<network>.<containerID>`; any other gets `:<ifname>` after it (':' is in neither a network
+ * name, a container ID nor an interface name), so each interface of a pod holds and frees its own
+ * addresses. It is also the attachment's id on its host veth (the ifalias).
+ */
+export function handleOf(network: string, containerId: string, ifname: string): string {
+  return ifname === PRIMARY_IFNAME ? `${network}.${containerId}` : `${network}.${containerId}:${ifname}`
 }
 
-/** `cni.dev/valid-attachments` from a GC config: the container ids still attached to this network. */
-export function validAttachments(raw: Record<string, unknown>): Set<string> {
+/**
+ * `cni.dev/valid-attachments` from a GC config: the handles of the attachments still on network `network`.
+ * A container's bare `<network>.<containerID>` stays valid while it has any attachment: an earlier pinto
+ * used it for whatever interface it wired.
+ */
+export function validHandles(raw: Record<string, unknown>, network: string): Set<string> {
   const v = raw['cni.dev/valid-attachments'] ?? raw['cni.dev/attachments']
   if (v === undefined) throw bad('cni.dev/valid-attachments', 'is missing (GC needs the list of live attachments)')
   if (!Array.isArray(v)) throw bad('cni.dev/valid-attachments', 'expected a list')
   const out = new Set<string>()
   for (const [i, a] of v.entries()) {
     if (!isObject(a) || typeof a['containerID'] !== 'string') throw bad(`cni.dev/valid-attachments[${i}].containerID`, 'expected a string')
-    out.add(a['containerID'])
+    const ifname = a['ifname'] ?? PRIMARY_IFNAME
+    if (typeof ifname !== 'string') throw bad(`cni.dev/valid-attachments[${i}].ifname`, 'expected a string')
+    out.add(handleOf(network, a['containerID'], ifname))
+    out.add(handleOf(network, a['containerID'], PRIMARY_IFNAME))
   }
   return out
 }

@@ -19,7 +19,7 @@ export function assign(conf: NetConf, env: CniEnv, client: IpamPort): Promise<As
   if (ipam === undefined) throw new CniError(ERR.invalidConfig, 'ipam: is missing')
   const pod = podIdentity(env.args)
   return client.assign({
-    handle: handleOf(conf.name, env.containerId),
+    handle: handleOf(conf.name, env.containerId, env.ifname),
     ...(conf.nodename !== undefined ? { node: conf.nodename } : {}),
     num4: ipam.assignIpv4 ? 1 : 0,
     num6: ipam.assignIpv6 ? 1 : 0,
@@ -29,24 +29,23 @@ export function assign(conf: NetConf, env: CniEnv, client: IpamPort): Promise<As
 }
 
 export async function release(conf: NetConf, env: CniEnv, client: IpamPort): Promise<void> {
-  await client.releaseByHandle(handleOf(conf.name, env.containerId))
+  await client.releaseByHandle(handleOf(conf.name, env.containerId, env.ifname))
 }
 
 /** CHECK's IPAM part: the handle still holds every address the previous result names. */
 export async function checkHeld(conf: NetConf, env: CniEnv, client: IpamPort, addresses: readonly string[]): Promise<void> {
-  const handle = handleOf(conf.name, env.containerId)
+  const handle = handleOf(conf.name, env.containerId, env.ifname)
   const held = new Set((await client.allocations(handle)).filter((a) => a.handle === handle).map((a) => a.address))
   const missing = addresses.filter((a) => !held.has(a))
   if (missing.length > 0) throw new CniError(ERR_CHECK, `IPAM: ${missing.join(', ')} no longer allocated to ${handle}`)
 }
 
-/** GC: releases every handle of this network whose container is not among the valid attachments. */
+/** GC: releases every handle of this network that is not one of the valid attachments' (config.ts validHandles). */
 export async function collect(conf: NetConf, valid: ReadonlySet<string>, client: IpamPort): Promise<string[]> {
-  const prefix = `${conf.name}.`
   const stale = new Set<string>()
-  for (const a of await client.allocations(prefix)) {
-    const cid = a.handle.slice(prefix.length)
-    if (!valid.has(cid)) stale.add(a.handle)
+  for (const a of await client.allocations(`${conf.name}.`)) {
+    // The prefix also matches a network named `<name>.<more>`: its attribute says whose the handle is.
+    if ((a.attrs['network'] ?? conf.name) === conf.name && !valid.has(a.handle)) stale.add(a.handle)
   }
   for (const h of stale) await client.releaseByHandle(h)
   return [...stale]

@@ -4,7 +4,7 @@
 // gets a default route too (see ptpDefault).
 
 import { parseIpv4 } from '../bgp/codec/ip.js'
-import { validAttachments } from './config.js'
+import { validHandles } from './config.js'
 import { ERR_CHECK, assign, checkHeld, clientFor, collect, release, status } from './ipam-core.js'
 import type { Invocation } from './pinto-plugin.js'
 import { type CniIp, type CniResult, parseResult } from './result.js'
@@ -71,5 +71,5 @@ export async function ipamCmdStatus(inv: Invocation): Promise<void> {
 }
 
 export async function ipamCmdGc(inv: Invocation): Promise<void> {
-  await collect(inv.conf, validAttachments(inv.conf.raw), clientFor(inv.conf))
+  await collect(inv.conf, validHandles(inv.conf.raw, inv.conf.name), clientFor(inv.conf))
 }

@@ -73,11 +73,14 @@ export function ifnameProblem(name: string): string | undefined {
   return why === undefined ? undefined : `CNI_IFNAME: ${JSON.stringify(name)} ${why}`
 }
 
-/** Which variables each verb needs (CNI spec §"Parameters"); the rest may be absent. */
+/**
+ * Which variables each verb needs (CNI spec §"Parameters"), CNI_PATH where the reference plugins' skeleton
+ * (containernetworking/cni pkg/skel) requires it; the rest may be absent.
+ */
 const NEEDS: Readonly<Record<Command, readonly string[]>> = {
-  ADD: ['CNI_CONTAINERID', 'CNI_NETNS', 'CNI_IFNAME'],
-  DEL: ['CNI_CONTAINERID', 'CNI_IFNAME'],
-  CHECK: ['CNI_CONTAINERID', 'CNI_NETNS', 'CNI_IFNAME'],
+  ADD: ['CNI_CONTAINERID', 'CNI_NETNS', 'CNI_IFNAME', 'CNI_PATH'],
+  DEL: ['CNI_CONTAINERID', 'CNI_IFNAME', 'CNI_PATH'],
+  CHECK: ['CNI_CONTAINERID', 'CNI_NETNS', 'CNI_IFNAME', 'CNI_PATH'],
   STATUS: [],
   GC: [],
   VERSION: [],

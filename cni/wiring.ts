@@ -1,10 +1,10 @@
 // Applies, removes and reads a pod's wiring through `ip` (pod side via `ip -n` or nsenter on CNI_NETNS) and the
 // host-side sysctls through /proc/sys/net of the plugin's own netns. What to write is decided in wiring-plan.
 
-import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, readFileSync, readdirSync, statSync, statfsSync, writeFileSync } from 'node:fs'
 import { type Runner, run as defaultRun } from './exec.js'
 import { CniError, ERR } from './spec.js'
-import { type SideState, type Veth, VETH_LINES, type Wiring, hostBatch, hostSysctls, podBatch, sideState, vethLines } from './wiring-plan.js'
+import { type SideState, type Veth, VETH_LINES, type Wiring, hostBatch, hostRepairBatch, hostSysctls, podBatch, podRepairBatch, sideState, vethLines } from './wiring-plan.js'
 
 const NO_DEVICE = /Cannot find device|does not exist/
 
@@ -17,6 +17,51 @@ export function sameFile(a: string, b: string): boolean {
   } catch {
     return false
   }
+}
+
+/** statfs(2)'s f_type of the namespace filesystem (NSFS_MAGIC). */
+const NSFS_MAGIC = 0x6e736673
+
+/**
+ * Refuses a CNI_NETNS that cannot be a pod's network namespace, before anything is made: one that does not
+ * exist (code 3, as the spec has it), a file that is no namespace, or this process's own namespace (code 4:
+ * wiring "the pod" there would take the host's interfaces).
+ */
+export function checkNetns(netns: string): void {
+  if (!existsSync(netns)) throw new CniError(ERR.unknownContainer, `CNI_NETNS: ${netns} does not exist`)
+  let type: number | undefined
+  try {
+    type = statfsSync(netns).type
+  } catch {
+    // Not readable here: ip finds out, and ADD's failure path undoes what it made.
+  }
+  if (type !== undefined && type !== NSFS_MAGIC) throw new CniError(ERR.invalidEnv, `CNI_NETNS: ${netns} is not a network namespace`)
+  if (sameFile(netns, '/proc/self/ns/net')) throw new CniError(ERR.invalidEnv, `CNI_NETNS: ${netns} is the plugin's own network namespace, not a pod's`)
+}
+
+/**
+ * The ifalias of every link in this process's netns that has one (link name to alias): /sys where it shows
+ * this netns, else one `ip`. What host veths record (wiring-plan.ts ownedBy, aliasNames).
+ */
+export async function readAliases(run: Runner = defaultRun): Promise<Map<string, string>> {
+  const out = new Map<string, string>()
+  if (sysfsShowsOurNetns()) {
+    for (const name of readdirSync('/sys/class/net')) {
+      try {
+        const alias = readFileSync(`/sys/class/net/${name}/ifalias`, 'utf8').replace(/\n$/, '')
+        if (alias !== '') out.set(name, alias)
+      } catch {
+        // gone meanwhile, or not a link
+      }
+    }
+    return out
+  }
+  const r = await run('ip', ['-j', 'link', 'show'])
+  if (r.code !== 0) throw new CniError(ERR.io, `listing host links: ${r.stderr.trim()}`)
+  for (const l of JSON.parse(r.stdout) as { ifname?: string; ifalias?: string }[]) {
+    if (l.ifname !== undefined && l.ifalias !== undefined && l.ifalias !== '') out.set(l.ifname, l.ifalias)
+  }
+  return out
 }
 
 /** `ip` in the pod's netns: `ip -n NAME` when CNI_NETNS is a named netns (one exec fewer), else nsenter. */
@@ -170,6 +215,27 @@ export class Dataplane {
       }
     }
     if (hostVeth !== undefined) await this.removeHostVeth(hostVeth)
+  }
+
+  /** The host links whose ifalias passes `names` (an attachment's veths, wherever their names came from). */
+  async linksNaming(names: (alias: string) => boolean): Promise<string[]> {
+    return [...(await readAliases(this.run))].filter(([, alias]) => names(alias)).map(([name]) => name)
+  }
+
+  /**
+   * Brings a drifted wiring back to `w` in place (wiring-plan.ts podRepairBatch): the pod side, the host
+   * sysctls, the host side. Nothing is removed first, so a failure leaves at least what was there.
+   */
+  async repair(w: Wiring, netns: string): Promise<void> {
+    const pod = await this.inPod(netns, ['-batch', '-'], podRepairBatch(w))
+    if (pod.code !== 0) throw new CniError(ERR.io, `repairing ${w.ifname} in ${netns} failed: ${pod.stderr.trim()}`)
+    try {
+      for (const [path, value] of hostSysctls(w.hostVeth, w.v6 !== undefined)) writeFileSync(`/proc/sys/net/${path}`, value)
+    } catch (err) {
+      throw new CniError(ERR.io, `repairing host veth ${w.hostVeth} failed: ${(err as Error).message}`)
+    }
+    const host = await this.run('ip', ['-batch', '-'], { input: hostRepairBatch(w) })
+    if (host.code !== 0) throw new CniError(ERR.io, `repairing host veth ${w.hostVeth} failed: ${host.stderr.trim()}`)
   }
 
   /** The kernel's view of both ends, for CHECK and for an ADD of an already-wired container. */

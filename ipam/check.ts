@@ -1,10 +1,12 @@
 // Leak check and repair over the IPAM records: finds allocations whose handle is gone, handles and addresses
-// that disagree, and blocks or affinities of deleted nodes; repair fixes them through the Ipam's CAS paths.
-// Check only reads. Repair re-validates through sequence numbers and revisions, so a stale report never frees a reused address.
+// that disagree, blocks or affinities of deleted nodes, and addresses live interfaces use that IPAM does not
+// hold for them; repair fixes them through the Ipam's CAS paths. Check only reads. Repair re-validates
+// through sequence numbers and revisions, so a stale report never frees a reused address.
 
-import { formatCidr, readCidr } from '../config/ip/index.js'
-import { type AllocationBlock, affinityNode, blockCidr, blockProblems, ordinalAddress } from './block.js'
+import { cidrContains, formatCidr, parseAddr, readCidr } from '../config/ip/index.js'
+import { type AllocationBlock, addressOrdinal, affinityNode, blockCidr, blockProblems, ordinalAddress } from './block.js'
 import { type Ipam, sameCounts } from './ipam.js'
+import { poolBlockOf } from './pools.js'
 import { AFFINITIES_PREFIX, BLOCKS_PREFIX, HANDLES_PREFIX, decodeAffinity, decodeBlock, decodeHandle, handleKey } from './records.js'
 
 export type Problem =
@@ -17,12 +19,26 @@ export type Problem =
   | { readonly kind: 'affinity-without-block'; readonly block: string; readonly node: string; readonly state: string; readonly revision: number }
   | { readonly kind: 'block-without-affinity'; readonly block: string; readonly node: string }
   | { readonly kind: 'invalid-record'; readonly key: string; readonly detail: string }
+  | { readonly kind: 'live-address-unallocated'; readonly address: string; readonly link: string; readonly handle: string | null; readonly node?: string }
+  | { readonly kind: 'live-address-elsewhere'; readonly address: string; readonly link: string; readonly handle: string; readonly holder: string | null }
+
+/**
+ * An address a live interface on the host uses: `link` routes it to a pod, and `handle` is the attachment
+ * its ifalias records (null when it records none that names a handle, as an earlier pinto's did).
+ */
+export interface LiveAddress {
+  readonly address: string
+  readonly link: string
+  readonly handle: string | null
+}
 
 export interface CheckInput {
   /** Handles whose workloads exist; without it allocations are not judged (Calico: missing attrs are assumed valid). */
   readonly liveHandles?: Iterable<string>
   /** Nodes that exist; without it no node is judged deleted. */
   readonly liveNodes?: Iterable<string>
+  /** Addresses live interfaces use: each must be allocated, to the handle its interface records. */
+  readonly liveAddresses?: Iterable<LiveAddress>
 }
 
 export interface CheckReport {
@@ -44,6 +60,8 @@ export function describeProblem(p: Problem): string {
     case 'affinity-without-block': return `${p.state} affinity of ${p.node} for block ${p.block}, which does not exist or is not affine to it`
     case 'block-without-affinity': return `block ${p.block} is affine to ${p.node}, which has no affinity record for it`
     case 'invalid-record': return `invalid record ${p.key}: ${p.detail}`
+    case 'live-address-unallocated': return `${p.address} is in use by ${p.link}${p.handle === null ? '' : ` (${p.handle})`} but allocated to no handle`
+    case 'live-address-elsewhere': return `${p.address} is in use by ${p.link} (${p.handle}) but allocated to ${p.holder ?? '(no handle)'}`
     default: {
       const never: never = p
       return never
@@ -125,7 +143,35 @@ export async function checkIpam(ipam: Ipam, input: CheckInput = {}): Promise<Che
     if (t === undefined) problems.push({ kind: 'handle-without-addresses', handle, revision: h.revision })
     else if (!sameCounts(t, h.blocks)) problems.push({ kind: 'handle-count-mismatch', handle, recorded: h.blocks, actual: t })
   }
+  if (input.liveAddresses !== undefined) problems.push(...(await liveAddressProblems(ipam, blocks, input.liveAddresses)))
   return { blocks: blocks.size, affinities: affList?.items.length ?? 0, handles: handles.size, allocations, problems }
+}
+
+/**
+ * The live addresses IPAM does not hold for their interfaces: in a block but free, or in a pool with no
+ * block (unallocated); allocated to another handle than the interface records (elsewhere). An address in no
+ * pool is none of IPAM's.
+ */
+async function liveAddressProblems(ipam: Ipam, blocks: ReadonlyMap<string, AllocationBlock>, live: Iterable<LiveAddress>): Promise<Problem[]> {
+  const pools = await ipam.pools()
+  const out: Problem[] = []
+  for (const l of live) {
+    const { family, value } = parseAddr(l.address, 'live address')
+    const b = [...blocks.values()].find((x) => cidrContains(blockCidr(x), family, value))
+    if (b === undefined) {
+      const block = pools.map((p) => poolBlockOf(p, family, value)).find((c) => c !== undefined)
+      if (block !== undefined) out.push({ kind: 'live-address-unallocated', ...l })
+      continue
+    }
+    const attr = b.allocations[addressOrdinal(blockCidr(b), family, value) as number]
+    const node = affinityNode(b)
+    if (attr === null || attr === undefined) out.push({ kind: 'live-address-unallocated', ...l, ...(node !== undefined ? { node } : {}) })
+    else {
+      const holder = b.attributes[attr]?.handleId ?? null
+      if (l.handle !== null && holder !== l.handle) out.push({ kind: 'live-address-elsewhere', address: l.address, link: l.link, handle: l.handle, holder })
+    }
+  }
+  return out
 }
 
 function formatCidrText(text: string): string {
@@ -146,7 +192,7 @@ export async function repairIpam(ipam: Ipam, report: CheckReport): Promise<Repai
   let fixed = 0
   const failed: { problem: Problem; error: string }[] = []
   // Addresses first, then handles, then affinities: releasing a dead node's affinities last lets its emptied blocks go.
-  const order: Problem['kind'][] = ['leaked-allocation', 'address-without-handle', 'handle-without-addresses', 'handle-count-mismatch', 'affinity-without-block', 'block-without-affinity', 'affinity-of-deleted-node', 'block-of-deleted-node']
+  const order: Problem['kind'][] = ['live-address-unallocated', 'live-address-elsewhere', 'leaked-allocation', 'address-without-handle', 'handle-without-addresses', 'handle-count-mismatch', 'affinity-without-block', 'block-without-affinity', 'affinity-of-deleted-node', 'block-of-deleted-node']
   const deadNodes = new Set<string>()
   for (const kind of order) {
     for (const p of report.problems.filter((x) => x.kind === kind)) {
@@ -188,6 +234,14 @@ export async function repairIpam(ipam: Ipam, report: CheckReport): Promise<Repai
             break
           case 'invalid-record':
             throw new Error('needs an operator: the record cannot be decoded or is inconsistent')
+          case 'live-address-unallocated':
+            // A live pod uses it: allocated again to its attachment, so no other pod is given it and its DEL frees it.
+            if (p.handle === null) throw new Error('its interface records no handle to give it to')
+            if (p.node === undefined) throw new Error('its block has no node to claim it for')
+            await ipam.assignIP({ address: p.address, handle: p.handle, node: p.node, attrs: { node: p.node } })
+            break
+          case 'live-address-elsewhere':
+            throw new Error(`needs an operator: two attachments use it; DEL the one that should not (${p.holder ?? 'no handle'} holds it)`)
         }
         fixed++
       } catch (err) {

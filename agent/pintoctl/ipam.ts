@@ -10,6 +10,7 @@ import { checkIpam, describeProblem, repairIpam } from '../../ipam/check.js'
 import { Ipam } from '../../ipam/ipam.js'
 import { BLOCKS_PREFIX, decodeBlock } from '../../ipam/records.js'
 import { loadPoolSpecs } from '../ipam-service-pools.js'
+import { liveAddresses } from '../live-interfaces.js'
 import { IPAM_USAGE as USAGE } from './usage.js'
 
 
@@ -103,12 +104,16 @@ async function show(ipam: Ipam, blocks: readonly AllocationBlock[], flags: Map<s
 async function check(ipam: Ipam, flags: Map<string, string>, out: (s: string) => void): Promise<number> {
   const nodes = flags.get('--nodes')
   const handlesFile = flags.get('--handles')
+  // The pod interfaces of the host pintoctl runs on: each address one uses must be its attachment's.
+  const live = await liveAddresses().catch((err: Error) => err)
   const report = await checkIpam(ipam, {
     ...(nodes !== undefined ? { liveNodes: nodes.split(',').filter((n) => n !== '') } : {}),
     ...(handlesFile !== undefined ? { liveHandles: readFileSync(handlesFile, 'utf8').split('\n').map((l) => l.trim()).filter((l) => l !== '') } : {}),
+    ...(live instanceof Error ? {} : { liveAddresses: live }),
   })
   out(`Checking IPAM for inconsistencies...\n\nLoading all IPAM blocks...\nFound ${report.blocks} IPAM blocks.\n`)
-  out(` IPAM block affinities: ${report.affinities}\n IPAM handles: ${report.handles}\n Allocated IPs: ${report.allocations}\n\n`)
+  out(` IPAM block affinities: ${report.affinities}\n IPAM handles: ${report.handles}\n Allocated IPs: ${report.allocations}\n`)
+  out(live instanceof Error ? ` Pod interfaces on this host: not read (${live.message})\n\n` : ` Addresses of pod interfaces on this host: ${live.length}\n\n`)
   if (nodes === undefined) out('No --nodes given: blocks and affinities of deleted nodes are not judged.\n')
   if (handlesFile === undefined) out('No --handles given: allocations are not judged against live workloads.\n')
   const leaked = report.problems.filter((p) => p.kind === 'leaked-allocation').length

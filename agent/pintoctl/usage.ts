@@ -14,6 +14,8 @@ export const BGP_USAGE = `usage: pintoctl bgp decode [FILE|-] [--hex] [--as2] [-
 export const IPAM_USAGE = `usage:
   pintoctl ipam show [--show-blocks] [--show-borrowed] [--ip=<IP>]
   pintoctl ipam check [--nodes=<n1,n2>] [--handles=<FILE>] [-o <FILE>] [--repair]
+      the check also holds each address a pod interface of this host uses against IPAM;
+      --repair allocates one that no handle holds to the attachment its interface records
   pintoctl ipam release --ip=<IP>
 
 The store is PINTO_DATASTORE's (a directory, default /var/lib/pinto/store, or etcd://host:port[,...]);

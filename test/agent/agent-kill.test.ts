@@ -50,7 +50,7 @@ t.test('kill -9 of the agent mid-burst: after restart, failed ADDs left nothing 
     const failed = adds.flatMap((a, i) => (a.code !== 0 ? [i] : []))
     failedTotal += failed.length
     t.comment(`round ${r} (${round.path}, killed at ${round.killAtVeths} veths): ${ok.length} ADDs succeeded, ${failed.length} failed (${[...new Set(failed.map((i) => `code ${adds[i]!.code}: ${adds[i]!.stdout.slice(0, 160)}`))].join(' | ')})`)
-    const okHandles = ok.map(({ i }) => handleOf('k8s-pod-network', att(i).containerId)).sort()
+    const okHandles = ok.map(({ i }) => handleOf('k8s-pod-network', att(i).containerId, 'eth0')).sort()
     // Rolled-back handles are released through the agent's retried queue: wait for it to drain.
     const handles = await waitFor(async () => {
       const h = (await store.list(HANDLES_PREFIX)).items.map((kv) => kv.key.slice(HANDLES_PREFIX.length)).sort()
@@ -68,7 +68,7 @@ t.test('kill -9 of the agent mid-burst: after restart, failed ADDs left nothing 
     for (const i of failed) t.same(await lab.links(basename(netns[i] as string)), ['lo'], `round ${r}: pod ${i} (failed) has no interface left`)
     for (const { i, res } of ok) {
       await lab.topo.exec(basename(netns[i] as string), 'ping', ['-c', '1', '-W', '2', '192.0.2.1'])
-      t.ok(allocated.includes(handleOf('k8s-pod-network', att(i).containerId)), `round ${r}: pod ${i} (${res.ips[0]?.address}) pings the host and keeps its address`)
+      t.ok(allocated.includes(handleOf('k8s-pod-network', att(i).containerId, 'eth0')), `round ${r}: pod ${i} (${res.ips[0]?.address}) pings the host and keeps its address`)
     }
     // Clean up for the next round, as the runtime would when the pods go.
     for (const { i } of ok) {

@@ -31,7 +31,7 @@ t.test('own-node repair: orphans after the grace period, nothing fresh, busy, li
 
   let now = 1_000_000
   const busy = new Set(['net.busy'])
-  const repair = new NodeIpamRepair({ ipam, node: 'n1', busy: (h) => busy.has(h), graceMs: GRACE, now: () => now, liveContainers: () => new Set(['pod']) })
+  const repair = new NodeIpamRepair({ ipam, node: 'n1', busy: (h) => busy.has(h), graceMs: GRACE, now: () => now, liveAliases: async () => ['pod'] })
   t.same(await repair.run(), [], 'first sighting: nothing repaired')
   now += GRACE / 2
   // A fresh orphan appears half-way: first seen now.

@@ -53,7 +53,7 @@ t.test('a plugin whose assign is never answered owes the release; the restarted 
   const conf = pintoConf(lab, '1.0.0')
   const pods = await Promise.all(['lost', 'wired'].map((n) => lab.pod(`owed-${n}`)))
   const att = (i: number) => ({ containerId: `owed${i}`, netns: pods[i]!, args: `K8S_POD_NAMESPACE=owed;K8S_POD_NAME=pod-${i}` })
-  const handles = [0, 1].map((i) => handleOf('k8s-pod-network', att(i).containerId))
+  const handles = [0, 1].map((i) => handleOf('k8s-pod-network', att(i).containerId, 'eth0'))
   const runs = await Promise.all([0, 1].map((i) => lab.exec('pinto', 'ADD', conf, att(i))))
   for (const r of runs) {
     t.not(r.code, 0, 'the ADD failed')

@@ -36,6 +36,15 @@ t.test('spec errors', async (t) => {
   await expect('bad CNI_ARGS', lab.exec('pinto', 'ADD', conf, { ...att, args: 'K8S_POD_NAME' }), 4, 'CNI_ARGS: pair 1')
   await expect('CHECK under 0.3.1', lab.exec('pinto', 'CHECK', { ...conf, cniVersion: '0.3.1' }, att), 1, 'does not allow CHECK')
   await expect('pinto-ipam without ipam', lab.exec('pinto-ipam', 'ADD', { cniVersion: '1.0.0', name: 'n', type: 'ptp' }, att), 7, 'ipam: expected an object')
+  // CNI_PATH, where the reference plugins' skeleton needs it: ADD, CHECK and DEL (not STATUS or GC).
+  const noPath = { CNI_PATH: '' }
+  for (const plugin of ['pinto', 'pinto-ipam']) {
+    await expect(`${plugin} ADD without CNI_PATH`, lab.exec(plugin, 'ADD', conf, att, noPath), 4, 'CNI_PATH is not set (needed for ADD)')
+    await expect(`${plugin} DEL without CNI_PATH`, lab.exec(plugin, 'DEL', conf, att, noPath), 4, 'CNI_PATH is not set (needed for DEL)')
+    await expect(`${plugin} CHECK without CNI_PATH`, lab.exec(plugin, 'CHECK', { ...conf, prevResult: { cniVersion: '1.0.0' } }, att, noPath), 4, 'CNI_PATH is not set (needed for CHECK)')
+  }
+  const st = await lab.exec('pinto', 'STATUS', { ...conf, cniVersion: '1.1.0' }, {}, noPath)
+  t.equal(st.code, 0, `STATUS needs no CNI_PATH: ${st.stdout}`)
   await nothingLeft(t, lab, netns)
 
   // A wiring failure while IPAM succeeds: CNI_IFNAME is taken in the pod, so the veth cannot be made there.

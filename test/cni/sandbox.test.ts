@@ -45,7 +45,7 @@ async function recreatedSandbox(t: Test, path: 'agent' | 'plugin'): Promise<void
   const addA = await lab.exec('pinto', 'ADD', conf, a)
   t.equal(addA.code, 0, addA.stdout + addA.stderr)
   const rA = addA.json as unknown as AddResult
-  t.same((await hostVeths(lab)).map((l) => l.ifalias), ['sandboxa1'], 'the host veth records its container')
+  t.same((await hostVeths(lab)).map((l) => l.ifalias), ['k8s-pod-network.sandboxa1'], 'the host veth records its attachment')
 
   // The new sandbox comes before the old one's DEL: it takes the veth name over.
   const addB = await lab.exec('pinto', 'ADD', conf, b)
@@ -55,7 +55,7 @@ async function recreatedSandbox(t: Test, path: 'agent' | 'plugin'): Promise<void
   const v6B = bare(rB.ips[1]?.address)
   t.equal(rB.interfaces[0]?.name, rA.interfaces[0]?.name, 'same host veth name: it comes from namespace/pod')
   t.not(v4B, bare(rA.ips[0]?.address), 'the new sandbox has its own addresses, not the old wiring')
-  t.same((await hostVeths(lab)).map((l) => [l.ifname, l.ifalias]), [[rB.interfaces[0]?.name, 'sandboxb2']], 'one host veth, the new sandbox\'s')
+  t.same((await hostVeths(lab)).map((l) => [l.ifname, l.ifalias]), [[rB.interfaces[0]?.name, 'k8s-pod-network.sandboxb2']], 'one host veth, the new sandbox\'s')
   t.same(await lab.links(a.netns.replace('/run/netns/', '')), ['lo'], 'the old sandbox\'s eth0 went with its veth')
   t.notMatch(await lab.ip(lab.hostNs, ['route', 'show']), `${bare(rA.ips[0]?.address)} `, 'no host route to the old address')
   t.ok(await reachable(lab, v4B), 'the new sandbox is reachable')
@@ -70,14 +70,14 @@ async function recreatedSandbox(t: Test, path: 'agent' | 'plugin'): Promise<void
     const held = await handles(lab)
     t.same([...held.keys()], ['k8s-pod-network.sandboxb2'], 'only the old container\'s addresses were released')
     t.same(new Set(held.get('k8s-pod-network.sandboxb2')), new Set([v4B, v6B]), 'the new sandbox\'s addresses stay allocated')
-    t.same((await hostVeths(lab)).map((l) => l.ifalias), ['sandboxb2'], 'its host veth is left')
+    t.same((await hostVeths(lab)).map((l) => l.ifalias), ['k8s-pod-network.sandboxb2'], 'its host veth is left')
   }
   const check = await lab.exec('pinto', 'CHECK', { ...base, prevResult: addB.json }, b)
   t.equal(check.code, 0, `CHECK of the new sandbox passes: ${check.stdout}`)
   // CHECK of the old one, with its old result, finds the veth is not its own.
   const checkA = await lab.exec('pinto', 'CHECK', { ...base, prevResult: addA.json }, a)
   t.equal(checkA.json?.['code'], 100, checkA.stdout)
-  t.match(String(checkA.json?.['msg']), `belongs to container sandboxb2, not sandboxa1`)
+  t.match(String(checkA.json?.['msg']), 'belongs to k8s-pod-network.sandboxb2, not k8s-pod-network.sandboxa1')
 
   // GC listing only the new sandbox leaves it alone.
   const gc = await lab.exec('pinto', 'GC', { ...base, 'cni.dev/valid-attachments': [{ containerID: 'sandboxb2', ifname: 'eth0' }] })

@@ -3,7 +3,7 @@
 // reconciler brought to it. The learned routes reach the same desired table through learned-feed.ts.
 
 import type { Logger } from 'pino'
-import type { IPPool, Node } from '../config/resources/index.js'
+import { deepEqual, type IPPool, type Node } from '../config/resources/index.js'
 import type { NextHopTable } from '../bgp/index.js'
 import { DesiredTable, type HopSource } from './desired-table.js'
 import type { LearnedNextHop, LearnedRoute, RemoteVtep } from './desired-state.js'
@@ -73,9 +73,10 @@ export class Dataplane {
   /** What the last render could not use (a pool or route it had to skip), for the log and the API. */
   problems: string[] = []
   private hostMtu: number | undefined
-  private lastNat = ''
-  private devicesKey = ''
-  private contextKey = ''
+  /** What the NAT rules, the devices and the render context were last made from (undefined: not yet). */
+  private lastNat: unknown
+  private devicesKey: unknown
+  private contextKey: unknown
   private started = false
 
   constructor(
@@ -118,8 +119,8 @@ export class Dataplane {
     if (this.hostMtu === undefined) {
       this.hostMtu = await detectHostMtu(ctx, inputs.parentInterface).catch(() => 1500)
     }
-    const devicesKey = JSON.stringify([vxlanOn, ipipOn, ipv6, inputs.vxlan, inputs.ipipAddress])
-    if (devicesKey !== this.devicesKey) {
+    const devicesKey = [vxlanOn, ipipOn, ipv6, inputs.vxlan, inputs.ipipAddress]
+    if (this.devicesKey === undefined || !deepEqual(devicesKey, this.devicesKey)) {
       await enableForwarding(ctx, ipv6)
       const mtu = podMtu(this.hostMtu, { vxlan: vxlanOn, ipip: ipipOn })
       await writePodMtu(this.opts.mtuFile, mtu).catch((err: Error) => this.opts.log.warn({ err: err.message }, 'could not write the pod MTU file'))
@@ -152,8 +153,8 @@ export class Dataplane {
       },
     }
     const nodeAddresses = inputs.nodes.map((n) => [n.metadata.name, n.spec.bgp?.ipv4Address, n.spec.bgp?.ipv6Address])
-    const contextKey = JSON.stringify([inputs.pools.map((p) => p.spec), state.vteps, state.localNode, nodeAddresses])
-    const contextChanged = contextKey !== this.contextKey
+    const contextKey = [inputs.pools.map((p) => p.spec), state.vteps, state.localNode, nodeAddresses]
+    const contextChanged = this.contextKey === undefined || !deepEqual(contextKey, this.contextKey)
     if (contextChanged) {
       this.desired.setContext(state, hopSource(this.opts.nextHops, inputs.nodes))
       this.contextKey = contextKey
@@ -164,8 +165,8 @@ export class Dataplane {
     const own = rendered.problems.filter((p) => p.path.startsWith('routes') || p.path.startsWith('localBlocks'))
     this.problems = [...this.desired.problems(), ...own].map((p) => `${p.path}: ${p.message}`)
     if (vxlanOn) await syncVtepEntries(ctx, VXLAN_DEVICE, rendered.neighbours, rendered.fdb)
-    const nat = JSON.stringify(inputs.pools.map((p) => [p.spec.cidr, p.spec.natOutgoing, p.spec.disabled]))
-    if (nat !== this.lastNat) {
+    const nat = inputs.pools.map((p) => [p.spec.cidr, p.spec.natOutgoing, p.spec.disabled])
+    if (this.lastNat === undefined || !deepEqual(nat, this.lastNat)) {
       await applyNat(ctx, inputs.pools).catch((err: Error) => this.opts.log.warn({ err: err.message }, 'natOutgoing rules not applied'))
       this.lastNat = nat
     }

@@ -17,6 +17,7 @@ import {
   type Path,
   type Prefix,
 } from '../bgp/index.js'
+import { deepEqual } from '../config/resources/index.js'
 import { preferAffineNodes, type AffinityConflict, type NextHop } from './block-owners.js'
 import type { DesiredTable } from './desired-table.js'
 import type { LearnedRoute } from './desired-state.js'
@@ -67,7 +68,7 @@ function network6(addr: Uint8Array, len: number): Uint8Array {
 export class LearnedFeed {
   private rules = NO_RULES
   /** The rules but the owners, which change as blocks are claimed and are compared block by block. */
-  private rulesKey = ''
+  private rulesKey: readonly unknown[] | undefined
   private services4: { readonly net: number; readonly len: number }[] = []
   private services6: { readonly net: Uint8Array; readonly len: number }[] = []
   private readonly owned4 = new V4PrefixMap()
@@ -90,13 +91,13 @@ export class LearnedFeed {
    * the cluster) re-resolves the blocks whose owner changed, nothing else.
    */
   setRules(rules: ProgramRules): void {
-    const key = JSON.stringify([rules.me, rules.services, rules.fixed, [...rules.nodeOfAddress]])
     const before = this.rules.owners
+    const key = [rules.me, rules.services, rules.fixed, rules.nodeOfAddress]
     this.rules = rules
     this.owned4.clear()
     this.owned6.clear()
     for (const block of rules.owners.keys()) this.addTo(block, this.owned4, this.owned6)
-    if (key !== this.rulesKey) {
+    if (this.rulesKey === undefined || !deepEqual(key, this.rulesKey)) {
       this.rulesKey = key
       this.services4 = []
       this.services6 = []

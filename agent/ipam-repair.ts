@@ -4,10 +4,10 @@
 // nothing of other nodes and no block or affinity (those stay for `pintoctl ipam check --repair`).
 
 import { readFileSync, readdirSync } from 'node:fs'
-import { hostAffinity } from '../ipam/block.js'
-import { type Problem, checkIpam } from '../ipam/check.js'
-import type { Ipam } from '../ipam/ipam.js'
-import { BLOCKS_PREFIX, decodeBlock, decodeHandle, handleKey } from '../ipam/records.js'
+import { hostAffinity } from '../ipam/index.js'
+import { type Problem, checkIpam } from '../ipam/index.js'
+import type { Ipam } from '../ipam/index.js'
+import { BLOCKS_PREFIX, decodeBlock, decodeHandle, handleKey } from '../ipam/index.js'
 
 export type RepairKind = 'address-without-handle' | 'handle-without-addresses' | 'handle-count-mismatch'
 

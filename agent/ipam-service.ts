@@ -9,20 +9,20 @@ import { mkdirSync, readFileSync, readdirSync, rmSync, unlinkSync, writeFileSync
 import { chmod, mkdir, readFile, rm } from 'node:fs/promises'
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http'
 import { dirname, join } from 'node:path'
-import type { Datastore } from '../config/datastore.js'
+import type { Datastore } from '../config/index.js'
 import { AddrError } from '../config/ip/index.js'
-import { blockCidr, ordinalAddress } from '../ipam/block.js'
-import { type AutoAssignRequest, Ipam, IpamError } from '../ipam/ipam.js'
-import type { AutoAssignResult, ReleaseResult } from '../ipam/ipam-types.js'
-import { BLOCKS_PREFIX, IpamRecordError, decodeBlock } from '../ipam/records.js'
+import { blockCidr, ordinalAddress } from '../ipam/index.js'
+import { type AutoAssignRequest, Ipam, IpamError } from '../ipam/index.js'
+import type { AutoAssignResult, ReleaseResult } from '../ipam/index.js'
+import { BLOCKS_PREFIX, IpamRecordError, decodeBlock } from '../ipam/index.js'
 import { cachedInputs, loadPoolSpecs, readInputs } from './ipam-service-pools.js'
 import type { ClusterState } from './cluster-state.js'
 import { PendingReleases } from './pending-releases.js'
 import { ClaimAhead } from './ipam-claim-ahead.js'
 
-export { DEFAULT_MTU_FILE } from '../cni/config.js'
-import { DEFAULT_MTU_FILE } from '../cni/config.js'
-import { takeOwedReleases } from '../cni/release-spool.js'
+export { DEFAULT_MTU_FILE } from '../cni/index.js'
+import { DEFAULT_MTU_FILE } from '../cni/index.js'
+import { takeOwedReleases } from '../cni/index.js'
 
 export interface IpamServiceOptions {
   readonly store: Datastore

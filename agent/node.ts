@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto'
 import { pino, type Logger } from 'pino'
 import { BgpSpeaker, SpeakerBfd } from '../bgp/index.js'
-import { openDatastore } from '../config/datastore-open.js'
+import { openDatastore } from '../config/index.js'
 import { Dataplane, ExecaRunner, RouteSocket, type ProcessRunner } from '../felix/index.js'
 import { FibApplyLog } from './api/index.js'
 import { ClusterState } from './cluster-state.js'

@@ -3,7 +3,7 @@
 // reconciler brought to it. The learned routes reach the same desired table through learned-feed.ts.
 
 import type { Logger } from 'pino'
-import { deepEqual, type IPPool, type Node } from '../config/resources/index.js'
+import { deepEqual, type IPPool, type Node } from '../config/index.js'
 import type { NextHopTable } from '../bgp/index.js'
 import { DesiredTable, type HopSource } from './desired-table.js'
 import type { LearnedNextHop, LearnedRoute, RemoteVtep } from './desired-state.js'

@@ -17,7 +17,7 @@ import {
   type Path,
   type Prefix,
 } from '../bgp/index.js'
-import { deepEqual } from '../config/resources/index.js'
+import { deepEqual } from '../config/index.js'
 import { preferAffineNodes, type AffinityConflict, type NextHop } from './block-owners.js'
 import type { DesiredTable } from './desired-table.js'
 import type { LearnedRoute } from './desired-state.js'

@@ -2,7 +2,7 @@
 // compare-and-swap retry, and reads and CAS edits of block and handle records. It allocates and releases
 // nothing itself (ipam-affinity.ts, ipam-release.ts and ipam.ts do) and never reads resources, files or sockets.
 
-import { type Datastore, type KeyValue } from '../config/datastore.js'
+import { type Datastore, type KeyValue } from '../config/index.js'
 import { type IpamAddress, type IpamConfig, type IpamOptions, DEFAULT_IPAM_CONFIG, IpamError } from './ipam-types.js'
 import { type Cidr, parseCidr, readCidr } from '../config/ip/index.js'
 import { type AllocationBlock, type IsReserved, addressOrdinal, blockOrdinalsOf, ordinalAddress } from './block.js'

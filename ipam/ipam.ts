@@ -2,7 +2,7 @@
 // compare-and-swap retry loops over a Datastore. With ipam-base.ts, ipam-affinity.ts and ipam-release.ts it owns
 // every write under /pinto/ipam/; it knows pools only through the narrow PoolSpec view and never reads resources, files or sockets itself.
 
-import { type KeyValue, DatastoreError } from '../config/datastore.js'
+import { type KeyValue, DatastoreError } from '../config/index.js'
 import { type AutoAssignRequest, type AutoAssignResult, type IpamAddress, IpamError, toIpamAddress } from './ipam-types.js'
 import { type Cidr, type Family, formatCidr, parseAddr, readCidr } from '../config/ip/index.js'
 import { addressOrdinal, blockAssign, blockAutoAssign, blockCidr, hostAffinity } from './block.js'

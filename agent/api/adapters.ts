@@ -2,9 +2,8 @@
 // of felix's applies. They only read (and count); nothing here changes routes, sessions or the store.
 
 import type { BgpSpeaker } from '../../bgp/index.js'
-import type { ApplyResult } from '../../felix/route-reconciler.js'
-import type { Ipam } from '../../ipam/ipam.js'
-import { BLOCKS_PREFIX, decodeBlock } from '../../ipam/records.js'
+import type { ApplyResult } from '../../felix/index.js'
+import { type Ipam, BLOCKS_PREFIX, decodeBlock } from '../../ipam/index.js'
 import type { BgpReads, FibStats, IpamReads } from './deps.js'
 
 /** The speaker's reads as the API wants them: its Loc-RIB pages, its RIBs and its peers' real Adj-RIB-Outs. */

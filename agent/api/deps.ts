@@ -4,9 +4,8 @@
 
 import type { Registry } from 'prom-client'
 import type { AdvertisedRoute, BestPath, Path, PeerStatus, Prefix, PrefixPage, Transition, TransitionQuery } from '../../bgp/index.js'
-import type { KernelRoute } from '../../felix/kernel-route.js'
-import type { AllocationBlock } from '../../ipam/block.js'
-import type { Pool } from '../../ipam/pools.js'
+import type { KernelRoute } from '../../felix/index.js'
+import type { AllocationBlock, Pool } from '../../ipam/index.js'
 import type { BfdSessionStatus } from '../../bgp/index.js'
 
 /**

@@ -3,7 +3,7 @@
 // start) and when the agent started. Read-only; each controller keeps its own state and timers.
 
 import type { Logger } from 'pino'
-import { effectiveBGPConfiguration } from '../../config/resources/index.js'
+import { effectiveBGPConfiguration } from '../../config/index.js'
 import type { DetectedAddress } from '../autodetect.js'
 import type { ClusterState } from '../cluster-state.js'
 import type { MonitoredDatastore } from '../datastore-health.js'

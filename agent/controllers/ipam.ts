@@ -2,7 +2,7 @@
 // CNI channel through which the agent does pods' ADDs (an optimisation: without it the plugins wire pods
 // themselves), and the periodic repair of this node's IPAM records. Started early, stopped last.
 
-import type { Ipam } from '../../ipam/ipam.js'
+import type { Ipam } from '../../ipam/index.js'
 import { CniService } from '../cni-service.js'
 import { NodeIpamRepair } from '../ipam-repair.js'
 import { IpamService } from '../ipam-service.js'

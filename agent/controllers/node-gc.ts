@@ -3,7 +3,7 @@
 // datastore's compare-and-swap makes doing it twice harmless. Never this node's own records.
 
 import type { Logger } from 'pino'
-import type { Ipam } from '../../ipam/ipam.js'
+import type { Ipam } from '../../ipam/index.js'
 import { Coalescer } from './coalescer.js'
 import type { AgentContext } from './context.js'
 

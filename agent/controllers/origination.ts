@@ -4,7 +4,7 @@
 
 import type { Logger } from 'pino'
 import { parsePrefix, type BgpSpeaker, type OwnRoute, type PathAttributes, type Prefix } from '../../bgp/index.js'
-import { deepEqual } from '../../config/resources/index.js'
+import { deepEqual } from '../../config/index.js'
 import { communitiesFor, compileCommunityRules, serviceCidrs, type CommunityRule } from '../advertisements.js'
 import { originationFor } from '../origination.js'
 import { Coalescer } from './coalescer.js'

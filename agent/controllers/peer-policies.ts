@@ -4,7 +4,7 @@
 // keeps the same policy object and the speaker leaves its session and tables alone.
 
 import { ACCEPT_ALL, compileBgpFilters, compilePoolGuard, formatPrefix, guardPoolPrefixes, type PeerConfig, type Policy } from '../../bgp/index.js'
-import { deepEqual, type BGPFilter, type IPPool } from '../../config/resources/index.js'
+import { deepEqual, type BGPFilter, type IPPool } from '../../config/index.js'
 import { exportAllowList } from '../advertisements.js'
 import type { DesiredPeer } from '../bgp-peers.js'
 import type { ResolvedPassword } from '../bgp-secrets.js'

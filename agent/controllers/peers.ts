@@ -4,7 +4,7 @@
 
 import type { Logger } from 'pino'
 import type { BfdSessionSpec, BgpSpeaker, PeerConfig, SpeakerBfd } from '../../bgp/index.js'
-import { deepEqual } from '../../config/resources/index.js'
+import { deepEqual } from '../../config/index.js'
 import type { LearnedRoute } from '../../felix/index.js'
 import { serviceCidrs } from '../advertisements.js'
 import { parseBfdAnnotation } from '../bfd-annotation.js'

@@ -77,11 +77,6 @@ export class PeersController {
     return this.job.idle()
   }
 
-  /** Asks for a new computation (another controller saw something change that the peers depend on). */
-  trigger(): void {
-    this.job.trigger()
-  }
-
   private async sync(): Promise<void> {
     const { cluster, settings, addresses } = this.ctx
     const config = bgpConfig(this.ctx)

@@ -2,10 +2,8 @@
 // prefixAdvertisements put on originated routes, the service CIDRs every node originates, and the export
 // allow-list (pools, disableBGPExport, service CIDRs) toward one peer. Pure: resources in, plans out.
 
-import type { BGPConfigurationSpec, BGPFilter, BGPFilterRule, IPPool } from '../config/resources/index.js'
-import type { LargeCommunity, PathAttributes } from '../bgp/codec/attributes.js'
-import { parsePrefix, type Prefix } from '../bgp/codec/nlri.js'
-import { parseCommunity, prefixMatcher, type Community } from '../bgp/policy/match.js'
+import type { BGPConfigurationSpec, BGPFilter, BGPFilterRule, IPPool } from '../config/index.js'
+import { type LargeCommunity, type PathAttributes, parsePrefix, type Prefix, parseCommunity, prefixMatcher, type Community } from '../bgp/index.js'
 
 export interface CommunityRule {
   /** The advertisement's cidr, for logs. */

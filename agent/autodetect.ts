@@ -2,7 +2,7 @@
 // an interface matching a pattern, the source the kernel uses to reach a destination, or an explicit
 // one. Reads `ip -json` through the felix process runner; the choice and its reason are returned.
 
-import { globMatcher } from '../bgp/policy/index.js'
+import { globMatcher } from '../bgp/index.js'
 import type { ProcessRunner } from '../felix/index.js'
 import type { AddressMethod } from './settings.js'
 

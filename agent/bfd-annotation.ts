@@ -2,8 +2,8 @@
 // node-to-node mesh) while the resource stays valid Calico YAML. Pure: text in, BFD parameters out, or
 // an error naming the annotation and the item at fault.
 
-import { parseDuration } from '../config/resources/index.js'
-import type { BfdParameters } from '../bgp/bfd/fsm.js'
+import { parseDuration } from '../config/index.js'
+import type { BfdParameters } from '../bgp/index.js'
 
 export const BFD_ANNOTATION = 'pinto.dev/bfd'
 

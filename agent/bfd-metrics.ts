@@ -2,7 +2,7 @@
 // state per session, the intervals and detection time in force, packets and Up transitions. No timers.
 
 import { Counter, Gauge, type Registry } from 'prom-client'
-import type { BfdSessionStatus } from '../bgp/bfd/session.js'
+import type { BfdSessionStatus } from '../bgp/index.js'
 
 const STATES = ['AdminDown', 'Down', 'Init', 'Up'] as const
 

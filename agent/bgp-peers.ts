@@ -3,11 +3,10 @@
 // BGPPeer nodeSelector/peerSelector, with the reverse peerings), and explicit global and per-node
 // BGPPeers. Pure: resources in, peer descriptions out; the speaker is configured from them elsewhere.
 
-import type { BGPConfigurationSpec, BGPPeer, Node } from '../config/resources/index.js'
-import { parseDuration, parseSelector, peerEndpoint } from '../config/resources/index.js'
+import { type BGPConfigurationSpec, type BGPPeer, type Node, parseDuration, parseSelector, peerEndpoint } from '../config/index.js'
 import { AddrError, readAddr, tryAddr } from '../config/ip/index.js'
 import type { PasswordRef } from './bgp-secrets.js'
-import type { BfdParameters } from '../bgp/bfd/fsm.js'
+import type { BfdParameters } from '../bgp/index.js'
 import { parseBfdAnnotation } from './bfd-annotation.js'
 
 export type PeerKind = 'mesh' | 'global' | 'node-specific' | 'reflector-client' | 'reflector' | 'node-selector'

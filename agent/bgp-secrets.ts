@@ -4,8 +4,8 @@
 
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import type { SecretKeyRef } from '../config/resources/index.js'
-import { TCP_MD5_MAX_KEY } from '../bgp/session/socket-options.js'
+import type { SecretKeyRef } from '../config/index.js'
+import { TCP_MD5_MAX_KEY } from '../bgp/index.js'
 
 /** A secretKeyRef and where it was written, e.g. `BGPPeer tor-1: spec.password.secretKeyRef`. */
 export interface PasswordRef {

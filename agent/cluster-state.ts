@@ -4,11 +4,8 @@
 // revision it was read at, so a reader can hold a write to what it read (a txn check). It owns no decisions;
 // the peer computation, origination, dataplane and the IPAM service's inputs read from it.
 
-import type { Datastore, Watch, WatchEvent } from '../config/datastore.js'
-import { DatastoreError } from '../config/datastore.js'
-import { RESOURCE_KEY_PREFIX, decodeResource, parseResourceKey, type Resource, type ResourceKind, type ResourceOfKind } from '../config/resources/index.js'
-import { BLOCKS_PREFIX, decodeBlock } from '../ipam/records.js'
-import type { AllocationBlock } from '../ipam/block.js'
+import { type Datastore, type Watch, type WatchEvent, DatastoreError, RESOURCE_KEY_PREFIX, decodeResource, parseResourceKey, type Resource, type ResourceKind, type ResourceOfKind } from '../config/index.js'
+import { BLOCKS_PREFIX, decodeBlock, type AllocationBlock } from '../ipam/index.js'
 import type { Logger } from 'pino'
 
 export type ChangeTopic = 'resources' | 'blocks'

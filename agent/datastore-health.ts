@@ -3,7 +3,7 @@
 // it was down) and counts them for /metrics and /v1/status. It changes no call's result; the pure step is apart.
 
 import type { Logger } from 'pino'
-import { DatastoreError, type Datastore, type KeyValue, type ListResult, type TxnOp, type Watch, type WatchEvent } from '../config/datastore.js'
+import { DatastoreError, type Datastore, type KeyValue, type ListResult, type TxnOp, type Watch, type WatchEvent } from '../config/index.js'
 
 export type DatastoreState = 'up' | 'down'
 

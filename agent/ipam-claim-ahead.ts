@@ -4,7 +4,7 @@
 
 import { AsyncResource } from 'node:async_hooks'
 import type { Family } from '../config/ip/index.js'
-import type { AheadOutcome, Ipam } from '../ipam/ipam.js'
+import type { AheadOutcome, Ipam } from '../ipam/index.js'
 
 /** After a check that could claim nothing (at maxBlocksPerHost, the pools full, the config against it), the next waits this long. */
 const HOLD_MS = 60_000

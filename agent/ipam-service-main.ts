@@ -3,14 +3,14 @@
 // It composes; the service and the datastore own their logic.
 
 import { pathToFileURL } from 'node:url'
-import { openDatastore } from '../config/datastore-open.js'
-import type { EtcdTlsFiles } from '../config/etcd-tls.js'
+import { openDatastore } from '../config/index.js'
+import type { EtcdTlsFiles } from '../config/index.js'
 import { IpamService } from './ipam-service.js'
 import { CniService } from './cni-service.js'
 import { NodeIpamRepair } from './ipam-repair.js'
 import { settingsFromEnv as agentSettings } from './settings.js'
 
-export { DEFAULT_SOCKET } from '../cni/config.js'
+export { DEFAULT_SOCKET } from '../cni/index.js'
 
 export interface ServiceSettings {
   readonly datastore: string

@@ -2,10 +2,10 @@
 // view, the IPAMConfig, and the node's labels for pool nodeSelectors, each with the revision of its record,
 // read fresh from the store or taken from the agent's watched ClusterState. Read-only; IPAM writes belong to ipam/.
 
-import type { Datastore, KeyValue, TxnOp } from '../config/datastore.js'
-import { type Resource, type ResourceOfKind, decodeResource, parseSelector, poolBlockSize, resourceKey, resourceKindPrefix, type Selector } from '../config/resources/index.js'
-import type { IpamConfig, IpamInputView } from '../ipam/ipam.js'
-import type { PoolSpec } from '../ipam/pools.js'
+import type { Datastore, KeyValue, TxnOp } from '../config/index.js'
+import { type Resource, type ResourceOfKind, decodeResource, parseSelector, poolBlockSize, resourceKey, resourceKindPrefix, type Selector } from '../config/index.js'
+import type { IpamConfig, IpamInputView } from '../ipam/index.js'
+import type { PoolSpec } from '../ipam/index.js'
 import type { ClusterState } from './cluster-state.js'
 
 /**

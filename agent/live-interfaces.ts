@@ -2,9 +2,9 @@
 // attachment (the CNI plugin writes its IPAM handle there) with the host routes (/32, /128) it carries, which
 // are the addresses its pod uses. For `pintoctl ipam check`, which holds them against IPAM. Reads only.
 
-import { type Runner, run as defaultRun } from '../cni/exec.js'
-import { readAliases } from '../cni/wiring.js'
-import type { LiveAddress } from '../ipam/check.js'
+import { type Runner, run as defaultRun } from '../cni/index.js'
+import { readAliases } from '../cni/index.js'
+import type { LiveAddress } from '../ipam/index.js'
 
 interface IpRoute { dst?: string; dev?: string; gateway?: string }
 

@@ -3,10 +3,8 @@
 // scrapes (prom-client `collect`); nothing here runs a timer or is pushed to by the agent.
 
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client'
-import { blockCidr, affinityNode } from '../ipam/block.js'
+import { blockCidr, affinityNode, type AllocationBlock, type Pool } from '../ipam/index.js'
 import { cidrContains, cidrSize } from '../config/ip/index.js'
-import type { AllocationBlock } from '../ipam/block.js'
-import type { Pool } from '../ipam/pools.js'
 import type { ApiDeps } from './api/deps.js'
 
 export type MetricsSources = Pick<ApiDeps, 'bgp' | 'ipam' | 'fib' | 'datastore'>

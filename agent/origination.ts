@@ -2,8 +2,7 @@
 // address it borrowed from another node's block as a /32 (/128); never its own pods' /32s inside its
 // blocks. Pure: blocks in, prefix texts out.
 
-import type { AllocationBlock } from '../ipam/block.js'
-import { blockCidr, hostAffinity, ordinalAddress } from '../ipam/block.js'
+import { type AllocationBlock, blockCidr, hostAffinity, ordinalAddress } from '../ipam/index.js'
 import { formatCidr } from '../config/ip/index.js'
 
 export interface Origination {

@@ -4,6 +4,7 @@
 
 import type { Logger } from 'pino'
 import { Counter, Gauge, type Registry } from 'prom-client'
+import type { AffinityConflict } from '../felix/index.js'
 
 const RECENT = 16
 /** Distinct cases logged before the memory of them starts over (a flood must not grow it without bound). */
@@ -16,13 +17,6 @@ export interface PeerRefusals {
   readonly recent: readonly string[]
 }
 
-export interface AffinityConflict {
-  readonly block: string
-  /** The node holding the block's affinity in the datastore, whose route wins. */
-  readonly affineNode: string
-  /** The nodes that announce the block too. */
-  readonly announcedBy: readonly string[]
-}
 
 export class AnnouncementRefusals {
   private readonly peers = new Map<string, { total: number; recent: string[] }>()

@@ -2,11 +2,9 @@
 // SettingsError whose message is one line naming the variable and what was wrong.
 
 import { hostname } from 'node:os'
-import { DEFAULT_DATASTORE, parseDatastoreSpec } from '../config/datastore-open.js'
-import { checkEtcdTlsFiles, DatastoreSettingError, etcdTlsFilesFromEnv, type EtcdTlsFiles } from '../config/etcd-tls.js'
-import { parseASNumber } from '../config/resources/index.js'
+import { DEFAULT_DATASTORE, parseDatastoreSpec, checkEtcdTlsFiles, DatastoreSettingError, etcdTlsFilesFromEnv, type EtcdTlsFiles, parseASNumber } from '../config/index.js'
 import { AddrError, formatAddr, parseAddr, parseCidr, parseIfAddr, tryAddr } from '../config/ip/index.js'
-import { DEFAULT_MTU_FILE, DEFAULT_SOCKET } from '../cni/config.js'
+import { DEFAULT_MTU_FILE, DEFAULT_SOCKET } from '../cni/index.js'
 import { parseListen } from './api/listen.js'
 
 export class SettingsError extends Error {

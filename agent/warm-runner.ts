@@ -9,7 +9,7 @@
 // (a burst of ADDs), is spawned when it is asked for.
 
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process'
-import { type RunOptions, type RunResult, type Runner, childEnv, collect, run } from '../cni/exec.js'
+import { type RunOptions, type RunResult, type Runner, childEnv, collect, run } from '../cni/index.js'
 
 type Kind = 'host' | 'byName' | 'byPath'
 

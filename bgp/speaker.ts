@@ -1,12 +1,16 @@
 // The BGP speaker pinto-node embeds: a listener, the peers, and the RIB between them. The in-process
 // API adds, changes and removes peers without touching unchanged sessions, originates and withdraws
-// prefixes, reports Loc-RIB changes, and reads RIBs and peer status. It owns sockets, never the kernel.
+// prefixes, reports Loc-RIB changes as typed deltas, and reads RIBs (the Loc-RIB a page at a time, each
+// peer's real Adj-RIB-In and Adj-RIB-Out) and peer status. It owns sockets, never the kernel. Callers
+// never reach the RIB: every flush the speaker's invariants need happens here.
 
 import { createServer, type Server, type Socket } from 'node:net'
 import { pino, type Logger } from 'pino'
 import { CeaseSubcode, ErrorCode, notification, type PathAttributes, type Prefix } from './codec/index.js'
 import { Rib } from './rib/rib.js'
-import type { LocRibChange, RibPeer } from './rib/types.js'
+import type { LocRibDeltas, NextHopTable } from './rib/loc-rib-delta.js'
+import type { AdvertisedRoute, BestPath, LocRibChange, Path, RibPeer } from './rib/types.js'
+import { LocRibPages, type PrefixPage } from './loc-rib-pages.js'
 import { BgpPeer, type PeerStatus } from './session/peer.js'
 import { needsReset, resolvePeerConfig, type PeerConfig } from './session/peer-config.js'
 import { systemClock, type Clock } from './session/clock.js'
@@ -51,7 +55,14 @@ export interface PeerChangeSummary {
   readonly unchanged: readonly string[]
 }
 
+/** One of our own routes: the prefix and the attributes it is originated with. */
+export interface OwnRoute {
+  readonly prefix: Prefix
+  readonly attrs?: Partial<PathAttributes>
+}
+
 export class BgpSpeaker {
+  /** The tables; for this folder and its tests. Other folders use the methods below. */
   readonly rib: Rib
   /** Recent FSM transitions per configured peer. */
   readonly transitions = new TransitionLog()
@@ -68,6 +79,7 @@ export class BgpSpeaker {
   private readonly startedAt: number
   private boundPort: number | undefined
   private eorHeld: boolean
+  private pages: LocRibPages | undefined
 
   constructor(private readonly opts: SpeakerOptions) {
     this.log = opts.logger ?? pino({ level: 'silent' })
@@ -268,6 +280,9 @@ export class BgpSpeaker {
         summary.updated.push(config.name)
       } else summary.unchanged.push(config.name)
     }
+    // A removed peer's stale routes are swept from the RIB without a flush (BgpPeer.stop): flushed here,
+    // the withdrawals reach the delta listeners and the other peers.
+    if (summary.removed.length + summary.reset.length > 0) this.rib.flush()
     return summary
   }
 
@@ -281,9 +296,80 @@ export class BgpSpeaker {
     this.rib.flush()
   }
 
+  /** Our own routes changed: `originate` (new, or with new attributes) and `withdraw` together, then one flush. */
+  updateOrigins(originate: Iterable<OwnRoute>, withdraw: Iterable<Prefix> = []): void {
+    for (const r of originate) this.rib.originate(r.prefix, r.attrs)
+    for (const p of withdraw) this.rib.withdrawOrigin(p)
+    this.rib.flush()
+  }
+
+  // ---- the Loc-RIB ------------------------------------------------------------------------------
+
   /** Calls `listener` with every batch of Loc-RIB changes; returns the unsubscribe function. */
   onLocRibChange(listener: (changes: readonly LocRibChange[]) => void): () => void {
     return this.rib.subscribe(listener)
+  }
+
+  /** Calls `listener` with each flush's Loc-RIB changes as typed deltas (read during the call only); returns the unsubscribe function. */
+  subscribeDeltas(listener: (deltas: LocRibDeltas) => void): () => void {
+    return this.rib.subscribeDeltas(listener)
+  }
+
+  /** Every destination with a best path, as deltas in batches (one buffer, reused): the streaming full walk. */
+  walkLocRib(visit: (deltas: LocRibDeltas) => void, batch?: number): void {
+    this.rib.walkLocRib(visit, batch)
+  }
+
+  /** The next hops the deltas name by id. */
+  get nextHops(): NextHopTable {
+    return this.rib.nextHops
+  }
+
+  best(prefix: Prefix): BestPath | undefined {
+    return this.rib.best(prefix)
+  }
+
+  /** Every path of the prefix, best or not. */
+  paths(prefix: Prefix): readonly Path[] {
+    return this.rib.paths(prefix)
+  }
+
+  /** Destinations in the table (those emptied since the last flush included). */
+  get locRibSize(): number {
+    return this.rib.size
+  }
+
+  /** The prefix of every destination, in no given order (those emptied since the last flush included). */
+  locRibPrefixes(): Iterable<Prefix> {
+    return this.rib.prefixes()
+  }
+
+  /** The Loc-RIB's prefixes after `after` in prefix order, `limit` of them; a sorted copy is kept from the first call on. */
+  locRibPage(limit: number, after?: Prefix): PrefixPage {
+    if (this.pages === undefined) {
+      const rib = this.rib
+      const pages = new LocRibPages(function* () {
+        for (const [prefix] of rib.locRib()) yield prefix
+      })
+      rib.subscribeDeltas((d) => pages.follow(d))
+      this.pages = pages
+    }
+    return this.pages.page(limit, after)
+  }
+
+  /** The paths a peer sent us, after import policy; undefined when no peer has that name, empty unless Established. */
+  adjRibIn(name: string): Iterable<Path> | undefined {
+    const peer = this.peers.get(name)
+    if (peer === undefined) return undefined
+    const rp = peer.currentRibPeer
+    return rp === undefined ? [] : this.rib.adjRibIn(rp)
+  }
+
+  /** What the peer's Adj-RIB-Out holds and has queued, as sent; undefined when no peer has that name, empty unless Established. */
+  adjRibOut(name: string): Iterable<AdvertisedRoute> | undefined {
+    const peer = this.peers.get(name)
+    if (peer === undefined) return undefined
+    return peer.advertised() ?? []
   }
 
   peerStatus(): PeerStatus[] {

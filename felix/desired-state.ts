@@ -2,7 +2,7 @@
 // the speaker's Loc-RIB, the pools, IPAM's local blocks and the Node resources. Types only; no logic and
 // no knowledge of BGP, the datastore or how the kernel is reached.
 
-import type { IPPool } from '../config/resources/index.js'
+import type { IPPool } from '../config/index.js'
 
 export interface LearnedNextHop {
   /** The node that originated the prefix, when known; used to find its VTEP. */

@@ -1,4 +1,5 @@
-// felix's public face, for the agent: render the desired state, reconcile routes, keep devices, NAT and
+// felix's public face: the feed of learned routes from the speaker's Loc-RIB deltas, the dataplane the
+// agent drives, and beneath them the desired state's rendering, the route reconciler, devices, NAT and
 // VTEP entries. Import from here, not from the files. Nothing here starts on import.
 
 export * from './desired-state.js'
@@ -15,3 +16,7 @@ export { DesiredTable, type DesiredRoutes, type HopSource, type OwnRoutes } from
 export { LearnedRoutes } from './learned-routes.js'
 export { V6PrefixMap, ipv6Within } from './v6-prefix-map.js'
 export { V4PrefixMap } from './v4-prefix-map.js'
+export { preferAffineNodes, type AffinityConflict, type NextHop as LearnedHop, type OwnerResolution } from './block-owners.js'
+export { LearnedFeed, type LocRibSource, type ProgramRules } from './learned-feed.js'
+export { Dataplane, remoteVteps, type DataplaneInputs } from './dataplane.js'
+export { RouteSocket } from './route-socket.js'

@@ -3,7 +3,7 @@
 // no other table is ever read or touched.
 
 import { formatCidr, parseIfAddr } from '../config/ip/index.js'
-import type { IPPool } from '../config/resources/index.js'
+import type { IPPool } from '../config/index.js'
 import { runChecked, type ProcessRunner } from './runner.js'
 
 export const NAT_TABLE = 'pinto'

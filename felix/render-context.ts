@@ -4,7 +4,7 @@
 // desired table. Pure; bad input becomes a problem naming its field, never an exception.
 
 import { AddrError, cidrContains, formatAddr, formatCidr, parseIfAddr, readAddr, tryAddr, type Addr, type Cidr } from '../config/ip/index.js'
-import type { IPPool } from '../config/resources/index.js'
+import type { IPPool } from '../config/index.js'
 import type { DesiredState, LearnedNextHop, RemoteVtep } from './desired-state.js'
 import { DEFAULT_ROUTE_PROTOCOL, MAIN_TABLE, type Family, type NextHop } from './kernel-route.js'
 import { ipv6Within } from './v6-prefix-map.js'

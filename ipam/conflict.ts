@@ -1,7 +1,7 @@
 // What counts as losing a race to another writer of the same IPAM records, and how long to wait before the
 // next try. Shared by the general allocation loops (ipam-assign.ts) and the one-transaction paths (one-txn.ts).
 
-import { DatastoreError } from '../config/datastore.js'
+import { DatastoreError } from '../config/index.js'
 
 /** A write that lost to another writer: its compare failed (the record changed, was made or went). */
 export const isConflict = (err: unknown): err is DatastoreError =>

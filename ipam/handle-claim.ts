@@ -2,7 +2,7 @@
 // with at least the count about to be written there, before that block write goes out, so every address
 // has a handle a DEL can find even when a write's outcome is unknown. It decides no allocation itself.
 
-import { type KeyValue, DatastoreError } from '../config/datastore.js'
+import { type KeyValue, DatastoreError } from '../config/index.js'
 import { type IpamAddress, sameCounts } from './ipam-types.js'
 import { type HandleRecord, decodeHandle, handleKey } from './records.js'
 

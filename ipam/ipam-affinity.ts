@@ -2,7 +2,7 @@
 // and giving a claim up (pendingDeletion, the block deleted or left unaffine, the affinity gone). It assigns
 // and releases no address (ipam-assign.ts and ipam-release.ts do).
 
-import { type KeyValue, DatastoreError } from '../config/datastore.js'
+import { type KeyValue, DatastoreError } from '../config/index.js'
 import { type Cidr, type Family, formatCidr, readCidr } from '../config/ip/index.js'
 import { blockIsEmpty, hostAffinity, newBlock } from './block.js'
 import { type Pool, blockCandidates } from './pools.js'

@@ -3,7 +3,7 @@
 // them full takes the one-transaction path instead of claiming inline. A claim ahead is an inline claim made
 // early: the same two-phase claim, limits and config; it allocates no address.
 
-import type { KeyValue } from '../config/datastore.js'
+import type { KeyValue } from '../config/index.js'
 import { type Cidr, type Family, cidrSize, formatCidr, readCidr } from '../config/ip/index.js'
 import { type AllocationBlock, blockFree, hostAffinity } from './block.js'
 import { eligiblePools, poolBlockOf } from './pools.js'

@@ -2,7 +2,7 @@
 // loops, the common ADD handed to the one-transaction path first. It releases only what a failed request took
 // (through ipam-release.ts) and claims blocks only through ipam-affinity.ts.
 
-import { type KeyValue, DatastoreError } from '../config/datastore.js'
+import { type KeyValue, DatastoreError } from '../config/index.js'
 import { type AutoAssignRequest, type AutoAssignResult, type IpamAddress, IpamError, toIpamAddress } from './ipam-types.js'
 import { type Cidr, type Family, formatCidr, parseAddr, readCidr } from '../config/ip/index.js'
 import { addressOrdinal, blockAssign, blockAutoAssign, blockCidr, hostAffinity } from './block.js'

@@ -2,7 +2,7 @@
 // the validated pools and an ADD's inputs, the reservations, this process's cached blocks per node|family, the
 // bounded compare-and-swap retry and block reads. It writes no record itself and reads no resource, file or socket.
 
-import { type Datastore, type KeyValue } from '../config/datastore.js'
+import { type Datastore, type KeyValue } from '../config/index.js'
 import { type IpamConfig, type IpamOptions, DEFAULT_IPAM_CONFIG, IpamError } from './ipam-types.js'
 import { type Cidr, parseCidr } from '../config/ip/index.js'
 import { type AllocationBlock, type IsReserved, addressOrdinal } from './block.js'

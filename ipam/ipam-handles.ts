@@ -2,7 +2,7 @@
 // record names) and the compare-and-swap edit of a record, which keeps the one-transaction paths' copy in
 // step. It writes no block and decides no allocation.
 
-import { type KeyValue } from '../config/datastore.js'
+import { type KeyValue } from '../config/index.js'
 import { type IpamAddress } from './ipam-types.js'
 import { readCidr } from '../config/ip/index.js'
 import { blockOrdinalsOf, ordinalAddress } from './block.js'

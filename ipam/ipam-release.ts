@@ -2,7 +2,7 @@
 // each block edited in its own CAS loop and the handle counts fixed after. It assigns nothing and gives up
 // no node's claim on a block (an emptied block nobody owns is the only one it deletes).
 
-import { DatastoreError } from '../config/datastore.js'
+import { DatastoreError } from '../config/index.js'
 import { type AddressRelease, type ReleaseResult } from './ipam-types.js'
 import { type Cidr, type Family, formatCidr, parseAddr, readCidr } from '../config/ip/index.js'
 import {

@@ -4,7 +4,7 @@
 import { type Cidr, type Family, formatCidr } from '../config/ip/index.js'
 import type { AssignedAddress, ReleaseSkip } from './block.js'
 import type { NodeMatcher, PoolSpec, PoolUse } from './pools.js'
-import type { TxnOp } from '../config/datastore.js'
+import type { TxnOp } from '../config/index.js'
 
 export interface IpamConfig {
   readonly strictAffinity: boolean

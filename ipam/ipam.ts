@@ -3,7 +3,7 @@
 // blocks, ipam-ahead.ts claims ahead, ipam-handles.ts edits handle records, one-txn.ts the common ADD and DEL,
 // over ipam-context.ts). It decides nothing itself, and never reads resources, files or sockets.
 
-import { type Datastore, type KeyValue } from '../config/datastore.js'
+import { type Datastore, type KeyValue } from '../config/index.js'
 import type { AddressRelease, AutoAssignRequest, AutoAssignResult, IpamAddress, IpamConfig, IpamOptions, ReleaseResult } from './ipam-types.js'
 import type { Cidr, Family } from '../config/ip/index.js'
 import type { Pool } from './pools.js'

@@ -2,7 +2,7 @@
 // written together, all or nothing, from the node's cached copies (a stale copy fails its compare and is read
 // again). It decides no allocation itself (block.ts does) and leaves every uncommon case to the Ipam's general path.
 
-import { type Datastore, type KeyValue, type TxnOp, DatastoreError } from '../config/datastore.js'
+import { type Datastore, type KeyValue, type TxnOp, DatastoreError } from '../config/index.js'
 import { type Cidr, type Family, formatCidr, readCidr } from '../config/ip/index.js'
 import { type AllocationBlock, type IsReserved, blockAutoAssign, blockIsEmpty, blockReleaseByHandle, hostAffinity, ordinalAddress } from './block.js'
 import { HandleClaim } from './handle-claim.js'

@@ -3,15 +3,10 @@
 // composition fills it in (adapters.ts has ready-made ones), tests fill it with real objects or data.
 
 import type { Registry } from 'prom-client'
-import type { PathAttributes, Prefix } from '../../bgp/codec/index.js'
-import type { BestPath, Path } from '../../bgp/rib/types.js'
-import type { SortedPrefixes } from './paginate.js'
-import type { PeerStatus } from '../../bgp/session/peer.js'
-import type { Transition, TransitionQuery } from '../../bgp/session/transition-log.js'
-import type { KernelRoute } from '../../felix/kernel-route.js'
-import type { AllocationBlock } from '../../ipam/block.js'
-import type { Pool } from '../../ipam/pools.js'
-import type { BfdSessionStatus } from '../../bgp/bfd/session.js'
+import type { AdvertisedRoute, BestPath, Path, PeerStatus, Prefix, PrefixPage, Transition, TransitionQuery } from '../../bgp/index.js'
+import type { KernelRoute } from '../../felix/index.js'
+import type { AllocationBlock, Pool } from '../../ipam/index.js'
+import type { BfdSessionStatus } from '../../bgp/index.js'
 
 /**
  * The words PeerConfig.kind should carry so the API and `pintoctl node status` can say what a peer is;
@@ -19,12 +14,7 @@ import type { BfdSessionStatus } from '../../bgp/bfd/session.js'
  */
 export const PEER_TYPES = ['mesh', 'global', 'node-specific', 'reflector-client', 'reflector'] as const
 
-/** A route as advertised to one peer (after export policy and next-hop rewriting). */
-export interface AdvertisedRoute {
-  readonly prefix: Prefix
-  readonly attributes: PathAttributes
-  readonly nextHop: readonly string[]
-}
+export type { AdvertisedRoute }
 
 export interface BgpReads {
   readonly asn: number
@@ -40,8 +30,8 @@ export interface BgpReads {
   locRibPrefixes(): Iterable<Prefix>
   /** Grows whenever the Loc-RIB's best paths change; /v1/routes keeps a sorted copy while it stands still. */
   readonly locRibVersion: number
-  /** When given: a sorted copy of the Loc-RIB's prefixes kept current by the change stream (no rebuild per change). */
-  sortedLocRib?(): SortedPrefixes
+  /** When given: a page of the Loc-RIB's prefixes in order, from a sorted copy kept current by the change stream (no rebuild per change). */
+  locRibPage?(limit: number, after: Prefix | undefined): PrefixPage
   /** The best path of a Loc-RIB prefix, with why it won; undefined once the prefix has gone. */
   best(prefix: Prefix): BestPath | undefined
   /** Destinations in the Loc-RIB, for counts without a walk. */

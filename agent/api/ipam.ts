@@ -2,7 +2,7 @@
 // the addresses allocated in them. Reads only; allocation happens in ipam/ through the CNI service.
 
 import type { FastifyPluginAsync } from 'fastify'
-import { blockCidr } from '../../ipam/block.js'
+import { blockCidr } from '../../ipam/index.js'
 import type { ApiDeps } from './deps.js'
 import { errorSchema } from './errors.js'
 import { allocationRows, allocationSchema, blockSchema, blockView } from './views.js'

@@ -6,7 +6,7 @@
 // with a bounded heap costs one pass (no sort of 100k rows per page), and a key cursor (not an offset)
 // means a route present on both sides of a page boundary is served exactly once, whatever else changed.
 
-import type { Prefix } from '../../bgp/codec/index.js'
+import { comparePrefixes, type Prefix, type PrefixPage } from '../../bgp/index.js'
 import { ApiError } from './errors.js'
 
 /**
@@ -16,17 +16,8 @@ import { ApiError } from './errors.js'
 export type RowKey = Prefix & { readonly tie?: readonly number[] }
 
 export function compareKeys(p: RowKey, q: RowKey): number {
-  if (p.afi !== q.afi) return p.afi - q.afi
-  if (p.afi === 1 && q.afi === 1) {
-    if (p.addr !== q.addr) return p.addr - q.addr
-  } else if (p.afi === 2 && q.afi === 2) {
-    for (let i = 0; i < 16; i++) {
-      const d = (p.addr[i] ?? 0) - (q.addr[i] ?? 0)
-      if (d !== 0) return d
-    }
-  }
-  if (p.len !== q.len) return p.len - q.len
-  if (p.pathId !== q.pathId) return p.pathId - q.pathId
+  const c = comparePrefixes(p, q)
+  if (c !== 0) return c
   const a = p.tie
   const b = q.tie
   if (a === undefined || b === undefined) return (a?.length ?? 0) - (b?.length ?? 0)
@@ -136,95 +127,8 @@ export function prefixWithin(p: Prefix, within: Prefix): boolean {
   return ((a[whole] ?? 0) & mask) === ((b[whole] ?? 0) & mask)
 }
 
-/**
- * A sorted copy of a table's prefixes (path id 0), kept current by add() and remove() as the table
- * changes, so every page is a binary search and a slice however much the RIB churns. IPv4 keys are
- * `addr * 64 + len` (exact below 2^38), sorted numerically; building it is one native numeric sort.
- */
-export class SortedPrefixes {
-  private v4: number[]
-  private readonly v6: Prefix[]
-
-  constructor(prefixes: Iterable<Prefix>) {
-    const v4: number[] = []
-    const v6: Prefix[] = []
-    for (const p of prefixes) {
-      if (p.afi === 1) v4.push(p.addr * 64 + p.len)
-      else v6.push(p)
-    }
-    this.v4 = Array.from(Float64Array.from(v4).sort())
-    this.v6 = v6.sort(compareKeys)
-  }
-
-  get size(): number {
-    return this.v4.length + this.v6.length
-  }
-
-  /** The first IPv4 position whose key is above `k` (or at least `k` when `inclusive`). */
-  private find4(k: number, inclusive: boolean): number {
-    let lo = 0
-    let hi = this.v4.length
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1
-      if (inclusive ? this.v4[mid]! < k : this.v4[mid]! <= k) lo = mid + 1
-      else hi = mid
-    }
-    return lo
-  }
-
-  private find6(p: RowKey, inclusive: boolean): number {
-    let lo = 0
-    let hi = this.v6.length
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1
-      const c = compareKeys(this.v6[mid]!, p)
-      if (inclusive ? c < 0 : c <= 0) lo = mid + 1
-      else hi = mid
-    }
-    return lo
-  }
-
-  add(p: Prefix): void {
-    if (p.afi === 1) {
-      const k = p.addr * 64 + p.len
-      const i = this.find4(k, true)
-      if (this.v4[i] !== k) this.v4.splice(i, 0, k)
-    } else {
-      const i = this.find6(p, true)
-      const at = this.v6[i]
-      if (at === undefined || compareKeys(at, p) !== 0) this.v6.splice(i, 0, p)
-    }
-  }
-
-  remove(p: Prefix): void {
-    if (p.afi === 1) {
-      const k = p.addr * 64 + p.len
-      const i = this.find4(k, true)
-      if (this.v4[i] === k) this.v4.splice(i, 1)
-    } else {
-      const i = this.find6(p, true)
-      const at = this.v6[i]
-      if (at !== undefined && compareKeys(at, p) === 0) this.v6.splice(i, 1)
-    }
-  }
-
-  page(limit: number, after: RowKey | undefined): Page<Prefix> {
-    const items: Prefix[] = []
-    // The first IPv4 and IPv6 positions strictly above `after`.
-    let i4 = 0
-    let i6 = 0
-    if (after !== undefined && after.afi === 1) i4 = this.find4(after.addr * 64 + after.len, false)
-    else if (after !== undefined) {
-      i4 = this.v4.length
-      i6 = this.find6(after, false)
-    }
-    for (; i4 < this.v4.length && items.length < limit; i4++) {
-      const k = this.v4[i4]!
-      items.push({ afi: 1, addr: Math.floor(k / 64), len: k % 64, pathId: 0 })
-    }
-    for (; i6 < this.v6.length && items.length < limit; i6++) items.push(this.v6[i6]!)
-    const more = i4 < this.v4.length || i6 < this.v6.length
-    const last = items[items.length - 1]
-    return { items, total: this.size, nextCursor: more && last !== undefined ? encodeCursor(last) : undefined }
-  }
+/** A page of prefixes with the cursor that follows its last one. */
+export function prefixPage(p: PrefixPage): Page<Prefix> {
+  const last = p.items[p.items.length - 1]
+  return { items: p.items, total: p.total, nextCursor: p.more && last !== undefined ? encodeCursor(last) : undefined }
 }

@@ -2,7 +2,7 @@
 // An encapsulated plugin: it reads ApiDeps and renders views; it never drives sessions itself.
 
 import type { FastifyPluginAsync } from 'fastify'
-import { affinityNode, blockInUse } from '../../ipam/block.js'
+import { affinityNode, blockInUse } from '../../ipam/index.js'
 import { requireWrite } from './auth.js'
 import type { ApiDeps } from './deps.js'
 import { ApiError, errorSchema } from './errors.js'

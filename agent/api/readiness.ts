@@ -1,7 +1,7 @@
 // Whether this node is ready, with calico-node's BGP semantics (its `bird-ready` check). Pure: the
 // caller passes peers, uptime and the other inputs; /readyz only renders the verdict.
 
-import type { PeerStatus } from '../../bgp/session/peer.js'
+import type { PeerStatus } from '../../bgp/index.js'
 import type { ApiDeps, ReadinessInputs } from './deps.js'
 
 export interface Readiness {

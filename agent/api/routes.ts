@@ -2,11 +2,11 @@
 // filtered by peer and prefix, served in pages ordered by prefix with an opaque cursor (paginate.ts).
 
 import type { FastifyPluginAsync } from 'fastify'
-import { ipv4Prefix, ipv6Prefix, ipv6ValueBytes, parsePrefix, type Prefix } from '../../bgp/codec/index.js'
+import { ipv4Prefix, ipv6Prefix, ipv6ValueBytes, parsePrefix, SortedPrefixes, type Prefix } from '../../bgp/index.js'
 import { AddrError, parseCidr, tryAddr } from '../../config/ip/index.js'
 import type { ApiDeps } from './deps.js'
 import { ApiError, errorSchema } from './errors.js'
-import { decodeCursor, prefixWithin, selectPage, SortedPrefixes, type Page, type RowKey } from './paginate.js'
+import { decodeCursor, prefixPage, prefixWithin, selectPage, type Page, type RowKey } from './paginate.js'
 import { adjRibInView, advertisedView, kernelRouteView, locRibView, routeSchema } from './views.js'
 
 export const TABLES = ['loc-rib', 'adj-rib-in', 'adj-rib-out', 'fib'] as const
@@ -60,13 +60,13 @@ function page(deps: ApiDeps, q: RoutesQuery, cache: { snapshot?: Snapshot }): Pa
         // while it changes, each page is one selection pass instead of a sort that goes stale at once.
         const version = deps.bgp.locRibVersion
         const snap = cache.snapshot
-        const live = deps.bgp.sortedLocRib?.()
-        if (live !== undefined) found = live.page(q.limit, after)
-        else if (snap !== undefined && snap.version === version) found = snap.sorted.page(q.limit, after)
+        const live = deps.bgp.locRibPage?.(q.limit, after)
+        if (live !== undefined) found = prefixPage(live)
+        else if (snap !== undefined && snap.version === version) found = prefixPage(snap.sorted.page(q.limit, after))
         else if (snap === undefined || after === undefined) {
           const sorted = new SortedPrefixes(deps.bgp.locRibPrefixes())
           cache.snapshot = { version, sorted }
-          found = sorted.page(q.limit, after)
+          found = prefixPage(sorted.page(q.limit, after))
         } else found = selectPage(deps.bgp.locRibPrefixes(), (p) => p, q.limit, after)
       }
       // A prefix emptied since the RIB's last flush has no best path: it is left out of the page.

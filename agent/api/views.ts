@@ -1,13 +1,10 @@
 // JSON views of pinto's objects for the API: peers, RIB and kernel routes, IPAM blocks and allocations.
 // Pure conversions with their JSON schemas beside them; no reads, no fastify.
 
-import { attributesToJson, formatPrefix, type PathAttributes, type Prefix } from '../../bgp/codec/index.js'
-import type { BestPath, Path } from '../../bgp/rib/types.js'
-import type { PeerStatus } from '../../bgp/session/peer.js'
-import type { KernelRoute } from '../../felix/kernel-route.js'
-import { affinityNode, blockCidr, blockInUse, ordinalAddress, type AllocationBlock } from '../../ipam/block.js'
+import { attributesToJson, formatPrefix, type PathAttributes, type Prefix, type BestPath, type Path, type PeerStatus } from '../../bgp/index.js'
+import type { KernelRoute } from '../../felix/index.js'
+import { affinityNode, blockCidr, blockInUse, ordinalAddress, type AllocationBlock, type Pool } from '../../ipam/index.js'
 import { cidrContains, formatCidr } from '../../config/ip/index.js'
-import type { Pool } from '../../ipam/pools.js'
 import type { AdvertisedRoute } from './deps.js'
 
 /** `refused`: the pool prefixes refused from this peer (see agent/refusals.ts), when the agent keeps them. */

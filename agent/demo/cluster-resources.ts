@@ -1,7 +1,7 @@
 // The Calico resources a demo cluster starts with: its IPv4 pool (unless pinto-config makes it), the BGP
 // configuration, route reflectors' Node resources and the BGPPeers of the topology and the top-of-rack.
 // Pure: the cluster writes them (cluster.ts).
-import type { Resource } from '../../config/resources/index.js'
+import type { Resource } from '../../config/index.js'
 import type { DemoTopology, Encap } from './options.js'
 import { TOR_ADDRESS, TOR_AS } from './tor.js'
 

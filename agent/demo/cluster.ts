@@ -4,112 +4,24 @@
 // owns every process, pod, namespace and directory it makes and removes them all in destroy(); what it
 // observes lives in observe.ts.
 
-import { spawn, type ChildProcess } from 'node:child_process'
-import { existsSync, openSync, closeSync } from 'node:fs'
+import { existsSync } from 'node:fs'
 import { mkdir, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { dirname, join } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { execa } from 'execa'
-import { openDatastore } from '../../config/datastore-open.js'
-import { encodeResource, resourceKey, type Resource } from '../../config/resources/index.js'
+import { join } from 'node:path'
+import type { Resource } from '../../config/index.js'
+import { deleteResource, listKeys, writeResources } from './cluster-store.js'
 import { isAlive, killQuietly, Namespaces, nsExec, sweepStale, TEMP_PREFIX, ip } from './netns.js'
-import type { DemoTopology, Encap } from './options.js'
 import { startTor, TOR_ADDRESS, TOR_AS, type Tor } from './tor.js'
 import { startEtcd, type DemoEtcd } from './etcd.js'
-import { AGENT_NODE_FLAGS, PLUGIN_EXEC_ENV } from '../node-flags.js'
 import { installCni } from '../install-cni.js'
 import { readManifest } from './kube-manifest.js'
 import { CLUSTER_AS, clusterResources, POOL_CIDR, RR_CLUSTER_ID } from './cluster-resources.js'
 import { filledManifest, NODE_IMAGE, PodmanNodes, sweepStalePods } from './podman-nodes.js'
+import { AddFailed, API_PORT, BUNDLE, DemoError, ETCD_ADDRESS, PINTOCTL_BIN, PODMAN_MTU, ROOT, type ClusterSpec, type DemoNode, type DemoPod } from './cluster-spec.js'
+import { execPinto, nodeAgentPid, startNodeAgent, stopNodeAgent } from './node-process.js'
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..')
-export const NODE_BIN = join(ROOT, 'bin', 'pinto-node.js')
-export const PINTOCTL_BIN = join(ROOT, 'bin', 'pintoctl.js')
-export const BUNDLE = join(ROOT, 'dist', 'bundle')
-export const API_PORT = 9099
+export * from './cluster-spec.js'
 export { CLUSTER_AS, POOL_CIDR, RR_CLUSTER_ID }
-/** The fabric host of the cluster's etcd, when the datastore is etcd. */
-export const ETCD_ADDRESS = '192.0.2.2'
-
-export interface ClusterSpec {
-  readonly nodes: number
-  readonly encap?: Encap
-  readonly topology?: DemoTopology
-  readonly tor?: boolean
-  /** What the top-of-rack originates (default 203.0.113.0/24); the idle bench gives it many prefixes. */
-  readonly torPrefixes?: readonly string[]
-  /**
-   * Where the agents keep the cluster's state: one embedded store in the temp dir (default), or an etcd on a
-   * fabric host of its own (192.0.2.2), with TLS and client certificates when `etcd-tls`.
-   */
-  readonly datastore?: 'embedded' | 'etcd' | 'etcd-tls'
-  /**
-   * How each node runs pinto-node: a process (default), or the DaemonSet's pod from deploy/kubernetes run
-   * by `podman kube play` in the node's namespace, its CNI plugins those the pod's install-cni put in the
-   * node's root. podman needs an etcd datastore (etcd-tls unless `etcd` is asked for).
-   */
-  readonly runtime?: 'process' | 'podman'
-  /** The image the podman runtime plays (default localhost/pinto-node:<version>, `npm run image`). */
-  readonly image?: string
-  /** Extra environment for every agent (e.g. PINTO_LOG_LEVEL). */
-  readonly env?: Readonly<Record<string, string>>
-  /** The Node.js that runs pinto-node, by absolute path (default: this one). */
-  readonly node?: string
-  /** The plugins installed: the bundles under this Node.js (default) or the single executable (dist/sea). */
-  readonly plugins?: 'bundle' | 'sea'
-  /** Progress lines for a person; silent when absent. */
-  readonly say?: (line: string) => void
-}
-
-export interface DemoNode {
-  readonly name: string
-  readonly ns: string
-  readonly address: string
-  readonly dir: string
-  readonly socket: string
-  readonly mtuFile: string
-  readonly log: string
-  readonly reflector: boolean
-  agent: ChildProcess | undefined
-}
-
-/** The pods' MTU the podman runtime writes into pinto-config (veth_mtu). */
-export const PODMAN_MTU = 1400
-
-export interface DemoPod {
-  readonly name: string
-  readonly node: string
-  readonly ns: string
-  readonly address: string
-  readonly containerId: string
-}
-
-export class DemoError extends Error {}
-
-/** A failed ADD leaves its sandbox (namespace) as a runtime's does, for the DEL that tears it down. */
-export class AddFailed extends DemoError {
-  constructor(readonly pod: DemoPod, message: string) {
-    super(message)
-  }
-}
-
-/** Can this kernel make ipip links? Tried in a scratch namespace, which is removed again. */
-export async function kernelHasIpip(): Promise<{ ok: boolean; reason: string }> {
-  const ns = `pdm${process.pid}-ipipcheck`
-  await execa('ip', ['netns', 'add', ns])
-  try {
-    const r = await execa('ip', ['-n', ns, 'link', 'add', 'name', 't', 'type', 'ipip'], { reject: false })
-    return { ok: r.exitCode === 0, reason: String(r.stderr).trim() }
-  } finally {
-    await execa('ip', ['netns', 'del', ns], { reject: false })
-  }
-}
-
-export async function birdInstalled(): Promise<boolean> {
-  const r = await execa('bird', ['--version'], { reject: false })
-  return r.exitCode === 0 || /BIRD/i.test(String(r.stderr))
-}
 
 export class DemoCluster {
   readonly nodes: DemoNode[] = []
@@ -241,47 +153,17 @@ export class DemoCluster {
    * Writes resources (create, or overwrite what is there): straight into the embedded store, or through
    * `pintoctl apply` on etcd's host, since the machine's own namespace cannot reach etcd.
    */
-  async writeResources(resources: readonly Resource[]): Promise<void> {
-    if (this.etcd !== undefined) {
-      await this.pintoctl(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: resources }))
-      return
-    }
-    const store = await openDatastore(this.store)
-    try {
-      for (const r of resources) {
-        const key = resourceKey(r.kind, r.metadata.name)
-        const old = await store.get(key)
-        if (old) await store.update(key, encodeResource(r), old.revision)
-        else await store.create(key, encodeResource(r))
-      }
-    } finally {
-      await store.close()
-    }
+  writeResources(resources: readonly Resource[]): Promise<void> {
+    return writeResources(this, resources)
   }
 
-  async deleteResource(kind: Resource['kind'], name: string): Promise<boolean> {
-    if (this.etcd !== undefined) return this.pintoctl(['delete', kind, name]).then(() => true, () => false)
-    const store = await openDatastore(this.store)
-    try {
-      const key = resourceKey(kind, name)
-      const old = await store.get(key)
-      if (!old) return false
-      await store.delete(key, old.revision)
-      return true
-    } finally {
-      await store.close()
-    }
+  deleteResource(kind: Resource['kind'], name: string): Promise<boolean> {
+    return deleteResource(this, kind, name)
   }
 
   /** Reads keys under a prefix from the store (e.g. IPAM affinities). */
-  async listKeys(prefix: string): Promise<{ key: string; value: string }[]> {
-    if (this.etcd !== undefined) return this.etcd.list(prefix)
-    const store = await openDatastore(this.store)
-    try {
-      return (await store.list(prefix)).items.map((kv) => ({ key: kv.key, value: kv.value }))
-    } finally {
-      await store.close()
-    }
+  listKeys(prefix: string): Promise<{ key: string; value: string }[]> {
+    return listKeys(this, prefix)
   }
 
   /** Runs pintoctl against the cluster's datastore from etcd's host (as an operator would from a node). */
@@ -322,35 +204,14 @@ export class DemoCluster {
       this.say(`${n.name}: pod ${this.podman.podName(n)} running (install-cni done, pinto-node up) at ${n.address}`)
       return
     }
-    if (n.agent && n.agent.exitCode === null && n.agent.signalCode === null) throw new DemoError(`${n.name}: its agent is already running`)
-    await rm(n.socket, { force: true })
-    const fd = openSync(n.log, 'a')
-    try {
-      // `ip netns exec` execs the program, so the child's pid is pinto-node's own.
-      n.agent = spawn('ip', ['netns', 'exec', n.ns, this.spec.node ?? process.execPath, ...AGENT_NODE_FLAGS, NODE_BIN], { env: { ...process.env, ...this.agentEnv(n) }, stdio: ['ignore', fd, fd] })
-    } finally {
-      closeSync(fd)
-    }
-    const child = n.agent
-    const deadline = Date.now() + timeoutMs
-    while (!existsSync(n.socket)) {
-      if (child.exitCode !== null || child.signalCode !== null) throw new DemoError(`${n.name}: pinto-node exited (${child.exitCode ?? child.signalCode}) before it was ready; see ${n.log}`)
-      if (Date.now() > deadline) throw new DemoError(`${n.name}: pinto-node not ready after ${timeoutMs} ms; see ${n.log}`)
-      await new Promise((r) => setTimeout(r, 50))
-    }
-    this.say(`${n.name}: pinto-node running (pid ${child.pid}) at ${n.address}`)
+    await startNodeAgent(n, { node: this.spec.node ?? process.execPath, env: this.agentEnv(n), timeoutMs })
+    this.say(`${n.name}: pinto-node running (pid ${n.agent?.pid}) at ${n.address}`)
   }
 
   /** Stops an agent: SIGTERM is pinto-node's graceful stop, SIGKILL a crash. Resolves when it is gone. */
   async stopAgent(n: DemoNode, signal: NodeJS.Signals = 'SIGTERM', timeoutMs = 10_000): Promise<void> {
     if (this.podman) return this.podman.stop(n, signal === 'SIGKILL' ? 0 : Math.ceil(timeoutMs / 1000))
-    const child = n.agent
-    if (!child || child.exitCode !== null || child.signalCode !== null) return
-    const gone = new Promise<void>((resolve) => child.once('exit', () => resolve()))
-    child.kill(signal)
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs)
-    await gone
-    clearTimeout(timer)
+    return stopNodeAgent(n, signal, timeoutMs)
   }
 
   /** Is the node's pinto-node (process or pod) running? */
@@ -360,8 +221,7 @@ export class DemoCluster {
 
   /** The agent process's pid (process runtime only). */
   agentPid(n: DemoNode): number | undefined {
-    const c = n.agent
-    return c && c.exitCode === null && c.signalCode === null ? c.pid : undefined
+    return nodeAgentPid(n)
   }
 
   /** A pod: a namespace wired by the real `pinto` CNI plugin (ADD, exec'd in the node's namespace). */
@@ -406,23 +266,7 @@ export class DemoCluster {
       if (ipv4Pools !== undefined) throw new DemoError('ipv4Pools: the podman runtime uses the installed network config, which names no pool')
       return this.podman.cni(n, cniEnv)
     }
-    const conf = {
-      cniVersion: '1.0.0',
-      name: 'pinto-demo',
-      type: 'pinto',
-      mtu_file: n.mtuFile,
-      socket: n.socket,
-      ipam: { type: 'pinto-ipam', socket: n.socket, ...(ipv4Pools !== undefined ? { ipv4_pools: ipv4Pools } : {}) },
-    }
-    const env = {
-      ...cniEnv,
-      CNI_PATH: this.cniPath,
-      // The bundles start with `#!/usr/bin/env node`; sudo may have dropped node's directory from PATH.
-      PATH: `${dirname(process.execPath)}:${process.env['PATH'] ?? '/usr/bin:/bin'}`,
-      ...PLUGIN_EXEC_ENV,
-    }
-    const r = await execa('ip', ['netns', 'exec', n.ns, join(this.cniPath, 'pinto')], { input: JSON.stringify(conf), env, extendEnv: true, reject: false, timeout: 60_000 })
-    return { code: r.exitCode ?? -1, stdout: String(r.stdout), stderr: String(r.stderr) }
+    return execPinto(n, this.cniPath, cniEnv, ipv4Pools)
   }
 
   async exec(ns: string, cmd: string, args: readonly string[], timeoutMs = 10_000): Promise<string> {

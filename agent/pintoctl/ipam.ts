@@ -2,13 +2,9 @@
 // It reads the store named by PINTO_DATASTORE (like the agent) and changes it only through ipam/'s CAS paths.
 
 import { readFileSync, writeFileSync } from 'node:fs'
-import type { Datastore } from '../../config/datastore.js'
-import { openDatastoreFromEnv } from '../../config/datastore-open.js'
+import { type Datastore, openDatastoreFromEnv } from '../../config/index.js'
 import { cidrContains, cidrSize, formatCidr, parseAddr } from '../../config/ip/index.js'
-import { type AllocationBlock, affinityNode, blockCidr, blockInUse, ordinalAddress } from '../../ipam/block.js'
-import { checkIpam, describeProblem, repairIpam } from '../../ipam/check.js'
-import { Ipam } from '../../ipam/ipam.js'
-import { BLOCKS_PREFIX, decodeBlock } from '../../ipam/records.js'
+import { type AllocationBlock, affinityNode, blockCidr, blockInUse, ordinalAddress, checkIpam, describeProblem, repairIpam, Ipam, BLOCKS_PREFIX, decodeBlock } from '../../ipam/index.js'
 import { loadPoolSpecs } from '../ipam-service-pools.js'
 import { liveAddresses } from '../live-interfaces.js'
 import { IPAM_USAGE as USAGE } from './usage.js'

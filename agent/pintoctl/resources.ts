@@ -4,15 +4,10 @@
 
 import { readFileSync } from 'node:fs'
 import { stringify } from 'yaml'
-import { DatastoreError, type Datastore } from '../../config/datastore.js'
-import { openDatastoreFromEnv } from '../../config/datastore-open.js'
-import {
-  API_VERSION, checkPoolOverlap, decodeResource, encodeResource, keyOf, resolveKind, resourceKey, resourceKindPrefix, tryParseResources,
-  RESOURCE_KINDS, type IPPool, type Resource, type ResourceKind,
-} from '../../config/resources/index.js'
+import { DatastoreError, type Datastore, openDatastoreFromEnv, API_VERSION, checkPoolOverlap, decodeResource, encodeResource, keyOf, resolveKind, resourceKey, resourceKindPrefix, tryParseResources, RESOURCE_KINDS, type IPPool, type Resource, type ResourceKind } from '../../config/index.js'
 import { parseFlags } from './ipam.js'
 import { RESOURCES_USAGE as USAGE } from './usage.js'
-import { readStdinSync } from '../../cni/stdin.js'
+import { readStdinSync } from '../../cni/index.js'
 
 
 class UsageError extends Error {}

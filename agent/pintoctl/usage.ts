@@ -1,7 +1,7 @@
 // The usage text of each pintoctl command, apart from the commands themselves: `--help` prints it
 // without loading a command's modules (a datastore client, the agent's HTTP client), so it is instant.
 
-import { RESOURCE_KINDS } from '../../config/resources/types.js'
+import { RESOURCE_KINDS } from '../../config/index.js'
 
 export const BGP_USAGE = `usage: pintoctl bgp decode [FILE|-] [--hex] [--as2] [--add-path] [--extended]
   FILE        raw BGP messages (default: standard input)

@@ -75,6 +75,21 @@ export function prefixEquals(a: Prefix, b: Prefix): boolean {
   return true
 }
 
+/** Prefix order: family, then address, length and path id (negative, zero or positive). */
+export function comparePrefixes(p: Prefix, q: Prefix): number {
+  if (p.afi !== q.afi) return p.afi - q.afi
+  if (p.afi === 1 && q.afi === 1) {
+    if (p.addr !== q.addr) return p.addr - q.addr
+  } else if (p.afi === 2 && q.afi === 2) {
+    for (let i = 0; i < 16; i++) {
+      const d = (p.addr[i] ?? 0) - (q.addr[i] ?? 0)
+      if (d !== 0) return d
+    }
+  }
+  if (p.len !== q.len) return p.len - q.len
+  return p.pathId - q.pathId
+}
+
 /** Bytes one prefix takes on the wire. */
 export function nlriSize(p: Prefix, addPath: boolean): number {
   return (addPath ? 5 : 1) + ((p.len + 7) >> 3)

@@ -2,7 +2,7 @@
 // export) of one peer. Semantics follow confd's BIRD rendering: the filters run in the peer's order,
 // the first rule that matches accepts or rejects, and a route no rule matches is accepted.
 
-import type { BGPFilter, BGPFilterOperation, BGPFilterRule } from '../../config/resources/types.js'
+import type { BGPFilter, BGPFilterOperation, BGPFilterRule } from '../../config/index.js'
 import type { PathAttributes } from '../codec/attributes.js'
 import type { Prefix } from '../codec/nlri.js'
 import type { Policy, RibPeer, RouteContext } from '../rib/types.js'

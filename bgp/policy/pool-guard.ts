@@ -2,7 +2,7 @@
 // prefix inside an IP pool (the pool itself, a block, a /32) unless one of the peer's BGPFilters accepts it
 // by an explicit import rule (action Accept, cidr with In or Equal). Pure; the refusal is reported to a callback.
 
-import type { BGPFilter, BGPFilterRule } from '../../config/resources/types.js'
+import type { BGPFilter, BGPFilterRule } from '../../config/index.js'
 import type { PathAttributes } from '../codec/attributes.js'
 import { parsePrefix, type Ipv6Prefix, type Prefix } from '../codec/nlri.js'
 import type { Policy, RibPeer, RouteContext } from '../rib/types.js'

@@ -113,6 +113,13 @@ export interface PackedUpdates {
   readonly kept?: boolean
 }
 
+/** A route as one peer is sent it: after its export policy and next-hop rewriting. */
+export interface AdvertisedRoute {
+  readonly prefix: Prefix
+  readonly attributes: PathAttributes
+  readonly nextHop: readonly string[]
+}
+
 export interface AdjRibOut {
   readonly peer: RibPeer
   /** Takes up to `maxPrefixes` pending changes, grouped into batches; empty when nothing is pending. */
@@ -124,7 +131,7 @@ export interface AdjRibOut {
   /** Re-queues everything currently advertised (a route refresh from the peer). */
   refresh(family?: FamilyKey): void
   /** What is advertised (and queued) to this peer. */
-  entries(): Iterable<{ prefix: Prefix; attributes: PathAttributes; nextHop: readonly string[] }>
+  entries(): Iterable<AdvertisedRoute>
   readonly size: number
 }
 

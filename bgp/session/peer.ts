@@ -17,7 +17,7 @@ import {
   type NotificationMessage,
   type OpenMessage,
 } from '../codec/index.js'
-import type { RibPeer } from '../rib/types.js'
+import type { AdvertisedRoute, RibPeer } from '../rib/types.js'
 import type { Clock } from './clock.js'
 import { initialState, step, type FsmAction, type FsmConfig, type FsmEvent, type FsmState } from './fsm.js'
 import { GracefulRestart } from './graceful-restart.js'
@@ -143,6 +143,11 @@ export class BgpPeer {
   /** The RIB's view of this peer while Established. */
   get currentRibPeer(): RibPeer | undefined {
     return this.ribPeer
+  }
+
+  /** The routes in this peer's Adj-RIB-Out (advertised or queued to be), as sent; undefined unless Established. */
+  advertised(): Iterable<AdvertisedRoute> | undefined {
+    return this.ribPeer === undefined ? undefined : this.sender.entries()
   }
 
   /** UPDATE sections refused, by kind (validation, RFC 8212, RFC 7606). */

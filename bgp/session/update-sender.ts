@@ -4,7 +4,7 @@
 
 import type { Logger } from 'pino'
 import { RouteRefreshSubtype, encodeMessage, endOfRibUpdate, familyKey, packUpdates, type BgpMessage } from '../codec/index.js'
-import type { AdjRibOut, FamilyKey } from '../rib/types.js'
+import type { AdjRibOut, AdvertisedRoute, FamilyKey } from '../rib/types.js'
 import type { Negotiated } from './negotiate.js'
 import { familyName, type PeerCounters } from './peer-status.js'
 
@@ -89,6 +89,11 @@ export class UpdateSender {
   /** Prefixes in the Adj-RIB-Out (advertised or about to be). */
   get advertised(): number {
     return this.adjOut?.size ?? 0
+  }
+
+  /** What the Adj-RIB-Out holds and has queued, as it is sent; nothing without a session. */
+  entries(): Iterable<AdvertisedRoute> {
+    return this.adjOut?.entries() ?? []
   }
 
   /** The session is Established: its Adj-RIB-Out is sent from now on, starting with the whole table. */

@@ -41,3 +41,4 @@ export {
 export { parseASNumber, parsePeerIP, MAX_AS_NUMBER, type PeerAddress } from './scalars.js'
 export { parseSelector, evaluate, SelectorError, type Selector, type SelectorNode, type Labels } from '../selector.js'
 export { parseDuration, formatDuration, DurationError } from '../duration.js'
+export { deepEqual } from './equal.js'

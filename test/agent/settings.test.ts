@@ -3,7 +3,7 @@
 import t from 'tap'
 import { settingsFromEnv, SettingsError } from '../../agent/settings.js'
 import { originationFor } from '../../agent/origination.js'
-import { vtepMac } from '../../agent/node.js'
+import { vtepMac } from '../../agent/controllers/registration.js'
 import type { AllocationBlock } from '../../ipam/block.js'
 
 t.test('defaults as DESIGN.md lists them', async (t) => {

@@ -1,7 +1,7 @@
 // Which node a block is routed to when more than one node announces it: the one holding its affinity in
 // the datastore; the others are reported as conflicts, and our own blocks are never routed elsewhere.
 import t from 'tap'
-import { preferAffineNodes, type NextHop } from '../../agent/block-owners.js'
+import { preferAffineNodes, type NextHop } from '../../felix/block-owners.js'
 
 const hop = (node: string, address: string): NextHop => ({ address, nodeName: node })
 const A = hop('a', '192.0.2.11')

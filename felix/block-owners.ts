@@ -2,10 +2,18 @@
 // datastore. A block announced by other nodes too (a stale or duplicate affinity) is reported, and the
 // affine node's path is used whenever it announces the block. Pure: learned routes and blocks in.
 
-import type { LearnedRoute } from '../felix/index.js'
-import type { AffinityConflict } from './refusals.js'
+import type { LearnedNextHop, LearnedRoute } from './desired-state.js'
 
-export type NextHop = LearnedRoute['nextHops'][number]
+export type NextHop = LearnedNextHop
+
+/** A block announced by nodes other than the one holding its affinity. */
+export interface AffinityConflict {
+  readonly block: string
+  /** The node holding the block's affinity in the datastore, whose route wins. */
+  readonly affineNode: string
+  /** The nodes that announce the block too. */
+  readonly announcedBy: readonly string[]
+}
 
 export interface OwnerResolution {
   readonly routes: LearnedRoute[]

@@ -1,15 +1,14 @@
-// pinto-node's BFD: the sessions its desired BGP peers ask for (the pinto.dev/bfd annotation), kept in
-// step with them, coupled to the speaker's peers so BFD Down stops the BGP session and BFD Up lets it
-// run. Owns no protocol logic (bgp/bfd/ has it) and no BGP decisions beyond that coupling.
+// The speaker's BFD: the sessions its peers ask for, kept in step with them and coupled to the speaker's
+// peers, so BFD Down stops the BGP session (RFC 9384's Cease) and BFD Up lets it run again. Owns no
+// protocol logic (service.ts and fsm.ts have it) and decides nothing about BGP beyond that coupling.
 
 import type { Logger } from 'pino'
-import { BfdService } from '../bgp/bfd/service.js'
-import { bgpVerdict } from '../bgp/bfd/couple.js'
-import type { BfdSessionSpec, BfdSessionStatus } from '../bgp/bfd/session.js'
-import type { BgpSpeaker } from '../bgp/speaker.js'
-import type { DesiredPeer } from './bgp-peers.js'
+import type { BgpSpeaker } from '../speaker.js'
+import { bgpVerdict } from './couple.js'
+import { BfdService } from './service.js'
+import type { BfdSessionSpec, BfdSessionStatus } from './session.js'
 
-export class NodeBfd {
+export class SpeakerBfd {
   private readonly service: BfdService
   /** Sessions whose BFD went from Up to Down and has not come back: their BGP peers are held down. */
   private readonly failed = new Map<string, string>()
@@ -34,20 +33,10 @@ export class NodeBfd {
   }
 
   /**
-   * Makes the BFD sessions those the peers ask for. Called after the speaker's peers were set: a peer
-   * the speaker made anew while its BFD is down is held down again.
+   * Makes the BFD sessions `specs` (each named after its BGP peer). Called after the speaker's peers were
+   * set: a peer the speaker made anew while its BFD is down is held down again.
    */
-  async sync(peers: readonly DesiredPeer[], nodeAddress: { v4?: string; v6?: string }): Promise<void> {
-    const specs: BfdSessionSpec[] = []
-    for (const p of peers) {
-      if (p.bfd === undefined) continue
-      const local = p.localAddress ?? (p.family === 'ipv6' ? nodeAddress.v6 : nodeAddress.v4)
-      if (local === undefined) {
-        this.log.warn({ peer: p.name }, `BFD left out: this node has no ${p.family} address to send from`)
-        continue
-      }
-      specs.push({ name: p.name, peerAddress: p.address, localAddress: local, family: p.family, params: p.bfd })
-    }
+  async sync(specs: readonly BfdSessionSpec[]): Promise<void> {
     const wanted = new Set(specs.map((s) => s.name))
     for (const name of [...this.failed.keys()]) {
       if (!wanted.has(name)) {

@@ -8,7 +8,7 @@ import { IPV4_UNICAST, IPV6_UNICAST, formatPrefix, type Prefix } from '../../bgp
 import { DesiredTable } from '../../felix/index.js'
 import { parsePrefix } from '../../bgp/codec/nlri.js'
 import { prefixMatcher } from '../../bgp/policy/match.js'
-import { LearnedFeed, type ProgramRules } from '../../agent/dataplane.js'
+import { LearnedFeed, type ProgramRules } from '../../felix/learned-feed.js'
 import { attrs, peer, px, rib, session } from '../bgp/rib-helpers.js'
 import { pool } from '../felix/render-fixtures.js'
 import { Rng } from '../harness/random.js'

@@ -1,0 +1,54 @@
+// The IPAM service for the CNI plugins and what keeps it right: the service on the agent's socket, the
+// CNI channel through which the agent does pods' ADDs (an optimisation: without it the plugins wire pods
+// themselves), and the periodic repair of this node's IPAM records. Started early, stopped last.
+
+import type { Ipam } from '../../ipam/index.js'
+import { CniService } from '../cni-service.js'
+import { NodeIpamRepair } from '../ipam-repair.js'
+import { IpamService } from '../ipam-service.js'
+import type { AgentContext } from './context.js'
+
+export class IpamController {
+  readonly service: IpamService
+  cni: CniService | undefined
+  repair: NodeIpamRepair | undefined
+
+  constructor(private readonly ctx: AgentContext) {
+    const s = ctx.settings
+    const ipamLog = ctx.log.child({ component: 'ipam' })
+    this.log = (msg, fields) => ipamLog.info(fields, msg)
+    this.service = new IpamService({ store: ctx.store, cluster: ctx.cluster, node: s.nodeName, socket: s.socket, mtuFile: s.mtuFile, stateDir: s.stateDir, claimAheadBelow: s.ipamClaimAhead, log: this.log, onDatastoreBack: () => void this.repair?.trigger() })
+  }
+
+  private readonly log: (msg: string, fields: Record<string, unknown>) => void
+
+  get ipam(): Ipam {
+    return this.service.ipam
+  }
+
+  async start(): Promise<void> {
+    const { settings: s, log } = this.ctx
+    await this.service.listen()
+    log.info({ socket: s.socket }, 'IPAM service listening for the CNI plugins')
+    const cni = new CniService({ socket: s.socket, ipam: this.service, stateDir: s.stateDir, log: this.log })
+    try {
+      await cni.listen()
+      this.cni = cni
+      log.info({ fifo: `${s.socket}.requests` }, 'CNI channel open: pinto-node does the ADDs of pods with pinto-ipam')
+    } catch (err) {
+      // An optimisation only: without it the plugins do their ADDs themselves.
+      log.warn({ err: (err as Error).message }, 'CNI channel not opened; the plugins will wire pods themselves')
+    }
+    if (s.ipamRepairSeconds > 0) {
+      const service = this.service
+      this.repair = new NodeIpamRepair({ ipam: service.ipam, node: s.nodeName, busy: (h) => service.busy(h) || this.cni?.busy(h) === true, graceMs: s.ipamRepairGraceSeconds * 1000, log: this.log })
+      this.repair.start(s.ipamRepairSeconds * 1000)
+    }
+  }
+
+  async stop(): Promise<void> {
+    await this.repair?.stop()
+    await this.cni?.close()
+    await this.service.close()
+  }
+}

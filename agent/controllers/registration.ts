@@ -1,0 +1,177 @@
+// This node's own records: its addresses (detected once at start), the Node resource with what only the
+// agent knows (operators' fields kept), the default pools when there are none, the tunnel addresses from
+// IPAM, and the restart marker whose age tells the next run it restarts within the graceful-restart window.
+
+import { createHash } from 'node:crypto'
+import { mkdir, stat, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import type { Logger } from 'pino'
+import { DatastoreError, decodeResource, deepEqual, encodeResource, resourceKey, type IPPool, type Node } from '../../config/index.js'
+import type { ProcessRunner } from '../../felix/index.js'
+import type { Ipam } from '../../ipam/index.js'
+import { detectAddress } from '../autodetect.js'
+import type { AgentSettings } from '../settings.js'
+import { bgpConfig, cidrOf, type AgentContext, type NodeAddresses } from './context.js'
+
+/** A stable, locally administered unicast MAC for the node's VTEP. */
+export function vtepMac(nodeName: string): string {
+  const h = createHash('sha256').update(`pinto-vtep:${nodeName}`).digest()
+  h[0] = (h[0]! & 0xfe) | 0x02
+  return [...h.subarray(0, 6)].map((b) => b.toString(16).padStart(2, '0')).join(':')
+}
+
+/** The node's addresses by PINTO_IP and PINTO_IP6; BGPConfiguration ignoredInterfaces never give one. */
+export async function detectNodeAddresses(runner: ProcessRunner, ctx: Pick<AgentContext, 'settings' | 'cluster' | 'log'>): Promise<NodeAddresses> {
+  const s = ctx.settings
+  const ignored = bgpConfig(ctx).ignoredInterfaces ?? []
+  const v4 = await detectAddress(runner, s.ip, 4, ignored)
+  const v6 = await detectAddress(runner, s.ip6, 6, ignored)
+  if (v4 === undefined && v6 === undefined) throw new Error(`PINTO_IP: no address found for this node (${s.ip.kind})`)
+  if (v4) ctx.log.info({ address: cidrOf(v4), interface: v4.interface }, `node IPv4 address: ${v4.reason}`)
+  if (v6) ctx.log.info({ address: cidrOf(v6), interface: v6.interface }, `node IPv6 address: ${v6.reason}`)
+  return { v4, v6 }
+}
+
+/** This node's own tunnel endpoints, when a pool asks for encapsulation. */
+export interface Tunnels {
+  readonly vxlan?: { readonly address: string; readonly mac: string }
+  readonly ipipAddress?: string
+}
+
+export class Registration {
+  private readonly log: Logger
+  private readonly settings: AgentSettings
+  private heartbeat: NodeJS.Timeout | undefined
+  tunnels: Tunnels = {}
+
+  constructor(private readonly ctx: AgentContext) {
+    this.log = ctx.log
+    this.settings = ctx.settings
+  }
+
+  /** The default pools (only when the cluster has none) and our Node resource. */
+  async register(): Promise<void> {
+    await this.ensureDefaultPools()
+    const { v4, v6 } = this.ctx.addresses
+    await this.updateNode((node) => {
+      const bgp = { ...(node.spec.bgp ?? {}) }
+      if (v4) bgp.ipv4Address = cidrOf(v4)
+      else delete bgp.ipv4Address
+      if (v6) bgp.ipv6Address = cidrOf(v6)
+      else delete bgp.ipv6Address
+      if (this.settings.asNumber !== undefined) bgp.asNumber = this.settings.asNumber
+      node.spec.bgp = bgp
+      node.spec.addresses = [...(v4 ? [{ address: cidrOf(v4), type: 'CalicoNodeIP' as const }] : []), ...(v6 ? [{ address: cidrOf(v6), type: 'CalicoNodeIP' as const }] : [])]
+    })
+    this.log.info({ node: this.settings.nodeName }, 'Node registered')
+  }
+
+  /** Seconds to announce a restart for: we ran recently and did not stop for good. */
+  async restartWindow(): Promise<number> {
+    const st = await stat(this.markerPath()).catch(() => undefined)
+    if (!st) return 0
+    const age = (Date.now() - st.mtimeMs) / 1000
+    return age < this.settings.restartTime ? this.settings.restartTime : 0
+  }
+
+  /** Keeps the restart marker fresh while the agent runs. */
+  async start(): Promise<void> {
+    await this.beat()
+    this.heartbeat = setInterval(() => void this.beat(), 10_000)
+    this.heartbeat.unref()
+  }
+
+  /** The marker stays: a stop is a restart until the marker ages past the restart time. */
+  stop(): void {
+    clearInterval(this.heartbeat)
+  }
+
+  private async ensureDefaultPools(): Promise<void> {
+    if (this.ctx.cluster.list('IPPool').length > 0) return
+    const pools: IPPool[] = []
+    const p4 = this.settings.ipv4Pool
+    if (p4) {
+      pools.push({
+        apiVersion: 'projectcalico.org/v3',
+        kind: 'IPPool',
+        metadata: { name: 'default-ipv4-ippool' },
+        spec: { cidr: p4.cidr, blockSize: p4.blockSize, ipipMode: p4.ipip, vxlanMode: p4.vxlan, natOutgoing: p4.natOutgoing, nodeSelector: 'all()' },
+      })
+    }
+    const p6 = this.settings.ipv6Pool
+    if (p6) pools.push({ apiVersion: 'projectcalico.org/v3', kind: 'IPPool', metadata: { name: 'default-ipv6-ippool' }, spec: { cidr: p6.cidr, blockSize: p6.blockSize, nodeSelector: 'all()' } })
+    for (const pool of pools) {
+      try {
+        await this.ctx.store.create(resourceKey('IPPool', pool.metadata.name), encodeResource(pool))
+        this.log.info({ pool: pool.metadata.name, cidr: pool.spec.cidr }, 'created the default IP pool')
+      } catch (err) {
+        if (!(err instanceof DatastoreError && err.code === 'exists')) throw err
+      }
+    }
+  }
+
+  /** Creates or updates our Node resource with what only we know; what operators set is kept. */
+  private async updateNode(edit: (node: Node) => void): Promise<void> {
+    const key = resourceKey('Node', this.settings.nodeName)
+    const store = this.ctx.store
+    for (let attempt = 0; attempt < 10; attempt++) {
+      const kv = await store.get(key)
+      const fresh = (): Node => (kv ? decodeResource(kv.value, key, 'Node') : { apiVersion: 'projectcalico.org/v3', kind: 'Node', metadata: { name: this.settings.nodeName }, spec: {} })
+      const node = fresh()
+      edit(node)
+      if (kv && deepEqual(node, fresh())) return
+      try {
+        if (kv) await store.update(key, encodeResource(node), kv.revision)
+        else await store.create(key, encodeResource(node))
+        return
+      } catch (err) {
+        if (err instanceof DatastoreError && (err.code === 'conflict' || err.code === 'exists')) continue
+        throw err
+      }
+    }
+    throw new Error(`Node ${this.settings.nodeName}: gave up updating after 10 conflicting writes`)
+  }
+
+  /** Tunnel addresses from the pool, by handle, as Calico's allocateip does; published on the Node. */
+  async ensureTunnelAddresses(ipam: Ipam): Promise<void> {
+    const pools = this.ctx.cluster.list('IPPool').filter((p) => !p.spec.disabled && !p.spec.cidr.includes(':'))
+    const vxlanPool = pools.find((p) => (p.spec.vxlanMode ?? 'Never') !== 'Never')
+    const ipipPool = pools.find((p) => (p.spec.ipipMode ?? 'Never') !== 'Never')
+    const node = this.settings.nodeName
+    const assign = async (handle: string, pool: IPPool, type: string): Promise<string | undefined> => {
+      const r = await ipam.autoAssign({ handle, node, num4: 1, attrs: { node, type }, pools: [pool.metadata.name], use: 'Tunnel' })
+      return r.ipv4[0]?.address
+    }
+    if (vxlanPool) {
+      const address = await assign(`vxlan-tunnel-addr-${node}`, vxlanPool, 'vxlanTunnelAddress')
+      if (address) {
+        const mac = vtepMac(node)
+        this.tunnels = { ...this.tunnels, vxlan: { address, mac } }
+        await this.updateNode((n) => {
+          n.spec.ipv4VXLANTunnelAddr = address
+          n.spec.vxlanTunnelMACAddr = mac
+        })
+        this.log.info({ address, mac }, 'VXLAN tunnel endpoint')
+      }
+    }
+    if (ipipPool) {
+      const address = await assign(`ipip-tunnel-addr-${node}`, ipipPool, 'ipipTunnelAddress')
+      if (address) {
+        this.tunnels = { ...this.tunnels, ipipAddress: address }
+        await this.updateNode((n) => {
+          n.spec.bgp = { ...(n.spec.bgp ?? {}), ipv4IPIPTunnelAddr: address }
+        })
+        this.log.info({ address }, 'IPIP tunnel address')
+      }
+    }
+  }
+
+  private markerPath(): string {
+    return join(this.settings.stateDir, `${this.settings.nodeName}.alive`)
+  }
+
+  private async beat(): Promise<void> {
+    await mkdir(this.settings.stateDir, { recursive: true })
+    await writeFile(this.markerPath(), String(Date.now())).catch(() => undefined)
+  }
+}

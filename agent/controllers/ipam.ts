@@ -12,6 +12,8 @@ export class IpamController {
   readonly service: IpamService
   cni: CniService | undefined
   repair: NodeIpamRepair | undefined
+  /** The IPAM parts' log, as they take it: a message and its fields. */
+  private readonly log: (msg: string, fields: Record<string, unknown>) => void
 
   constructor(private readonly ctx: AgentContext) {
     const s = ctx.settings
@@ -19,8 +21,6 @@ export class IpamController {
     this.log = (msg, fields) => ipamLog.info(fields, msg)
     this.service = new IpamService({ store: ctx.store, cluster: ctx.cluster, node: s.nodeName, socket: s.socket, mtuFile: s.mtuFile, stateDir: s.stateDir, claimAheadBelow: s.ipamClaimAhead, log: this.log, onDatastoreBack: () => void this.repair?.trigger() })
   }
-
-  private readonly log: (msg: string, fields: Record<string, unknown>) => void
 
   get ipam(): Ipam {
     return this.service.ipam

@@ -2,7 +2,6 @@
 // and applies, readiness, BFD, announcements), the one admin action, and the metrics registry. It listens
 // on TCP (read-only without the token) and on the agent's API socket.
 
-import type { Logger } from 'pino'
 import { Registry } from 'prom-client'
 import type { BgpSpeaker, SpeakerBfd } from '../../bgp/index.js'
 import type { Dataplane } from '../../felix/index.js'
@@ -60,15 +59,11 @@ export class RestApi {
     })
     const host = s.apiListen.host.includes(':') ? `[${s.apiListen.host}]` : s.apiListen.host
     this.listeners = await listenApi(app, { tcp: `${host}:${s.apiListen.port}`, socket: s.apiSocket })
-    this.log.info({ tcp: this.listeners.tcp, socket: this.listeners.socket }, 'REST API listening (TCP read-only; changes over the socket or with the token)')
+    this.ctx.log.info({ tcp: this.listeners.tcp, socket: this.listeners.socket }, 'REST API listening (TCP read-only; changes over the socket or with the token)')
   }
 
   async stop(): Promise<void> {
     await this.listeners?.close()
-  }
-
-  private get log(): Logger {
-    return this.ctx.log
   }
 
   private metricsRegistry(): Registry {

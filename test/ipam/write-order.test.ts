@@ -23,6 +23,7 @@ function lossy(inner: Datastore): { store: Datastore; writes: string[]; arm(n: n
     return r
   }
   const store: Datastore = {
+    transactions: inner.transactions,
     get: (k) => inner.get(k),
     list: (p) => inner.list(p),
     watch: (...a) => inner.watch(...a),

@@ -23,6 +23,11 @@ export const CALICO_RESOURCE_PLURALS: Readonly<Record<CalicoResourceKind, string
   IPAMConfig: 'ipamconfigs',
 }
 
+/** Fields Calico's CRDs require, filled with the v3 defaults when a resource leaves them out. */
+const REQUIRED_DEFAULTS: Partial<Record<CalicoResourceKind, Readonly<Record<string, unknown>>>> = {
+  IPAMConfig: { strictAffinity: false, autoAllocateBlocks: true },
+}
+
 export function resourceObject(key: string, kind: CalicoResourceKind, name: string, value: string): KubeObject {
   const r = parseValue(key, value)
   if (r.kind !== kind) throw invalid(key, `kind: the value is ${JSON.stringify(r.kind)}, the key holds ${kind}`)
@@ -39,7 +44,7 @@ export function resourceObject(key: string, kind: CalicoResourceKind, name: stri
       ...(labels !== undefined && Object.keys(labels).length > 0 ? { labels: labels as Record<string, string> } : {}),
       ...(Object.keys(stash).length > 0 ? { annotations: { [METADATA_ANNOTATION]: JSON.stringify(stash) } } : {}),
     },
-    spec: (r.spec as Record<string, unknown> | undefined) ?? {},
+    spec: { ...REQUIRED_DEFAULTS[kind], ...((r.spec as Record<string, unknown> | undefined) ?? {}) },
   }
 }
 

@@ -131,7 +131,8 @@ t.test('resources <-> Calico CRD objects: labels on the object, other metadata i
   const bare = { apiVersion: 'projectcalico.org/v3', kind: 'IPAMConfig', metadata: { name: 'default' }, spec: { strictAffinity: true } }
   const o2 = resourceObject('/pinto/resources/ipamconfigs/default', 'IPAMConfig', 'default', JSON.stringify(bare))
   t.same(o2.metadata, { name: 'default' }, 'no labels or annotations when there are none')
-  t.equal(resourceValue(o2, 'IPAMConfig'), JSON.stringify(bare))
+  t.same(o2.spec, { strictAffinity: true, autoAllocateBlocks: true }, "what Calico's CRD requires is filled with the default")
+  t.same(JSON.parse(resourceValue(o2, 'IPAMConfig')), { ...bare, spec: { strictAffinity: true, autoAllocateBlocks: true } })
   t.match(codeOf(() => resourceObject('/pinto/resources/ippools/pool-b', 'IPPool', 'pool-b', JSON.stringify(pool))), /^invalid: .*metadata.name/)
   t.match(codeOf(() => resourceObject('/pinto/resources/ippools/pool-a', 'IPPool', 'pool-a', JSON.stringify({ ...pool, kind: 'BGPPeer' }))), /^invalid: .*kind/)
 })

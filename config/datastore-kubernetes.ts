@@ -45,7 +45,7 @@ function checkValue(key: string, value: unknown): asserts value is string {
 /** Reconnects of a broken watch are spaced from this up to WATCH_RETRY_MAX_MS; past WATCH_GIVE_UP_MS of failing, onError. */
 const WATCH_RETRY_MS = 100
 const WATCH_RETRY_MAX_MS = 3000
-const WATCH_GIVE_UP_MS = 60_000
+const WATCH_GIVE_UP_MS = 120_000
 /** The apiserver ends each watch after about this long (a fresh one resumes); bookmarks keep an idle one alive. */
 const WATCH_SECONDS = 300
 const WATCH_IDLE_MS = 150_000

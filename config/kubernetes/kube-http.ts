@@ -38,6 +38,8 @@ function parseJson(text: string): unknown {
   }
 }
 
+class StaleSocket extends Error {}
+
 export class KubeHttp {
   private readonly agent: http.Agent
   private readonly mod: typeof http | typeof https
@@ -102,8 +104,20 @@ export class KubeHttp {
   /** One request, answered within the timeout or failed 'unavailable' naming the server and what was asked. */
   async request(method: string, path: string, query?: Query, body?: unknown, contentType = 'application/json'): Promise<KubeResponse> {
     const target = withQuery(path, query)
-    const what = `${method} ${target}`
     const text = body === undefined ? undefined : JSON.stringify(body)
+    try {
+      return await this.once(method, target, text, contentType)
+    } catch (err) {
+      // A kept-alive connection the server closed as it was reused. A read is asked again; a write is not, as a
+      // reset may also come after the server took it: its outcome is unknown ('unavailable'), which writers handle.
+      if (!(err instanceof StaleSocket)) throw err
+      if (method !== 'GET') throw new DatastoreError('unavailable', `kubernetes apiserver ${this.server}: ${method} ${target}: the connection was reset`)
+      return this.once(method, target, text, contentType)
+    }
+  }
+
+  private async once(method: string, target: string, text: string | undefined, contentType: string): Promise<KubeResponse> {
+    const what = `${method} ${target}`
     const req = await this.open(method, target, text, contentType)
     return new Promise<KubeResponse>((resolve, reject) => {
       const timer = setTimeout(() => req.destroy(new Error(`no answer within ${this.timeoutMs} ms`)), this.timeoutMs)
@@ -120,8 +134,9 @@ export class KubeHttp {
           reject(new DatastoreError('unavailable', `kubernetes apiserver ${this.server}: ${what}: ${err.message}`))
         })
       })
-      req.on('error', (err) => {
+      req.on('error', (err: NodeJS.ErrnoException) => {
         clearTimeout(timer)
+        if (req.reusedSocket && err.code === 'ECONNRESET') return reject(new StaleSocket())
         reject(new DatastoreError('unavailable', `kubernetes apiserver ${this.server}: ${what}: ${err.message}`))
       })
       req.end(text)

@@ -77,6 +77,10 @@ export class MonitoredDatastore implements Datastore {
     this.probe.unref()
   }
 
+  get transactions(): boolean {
+    return this.inner.transactions
+  }
+
   health(): DatastoreHealth {
     return this.h
   }

@@ -35,6 +35,10 @@ export class TracingDatastore implements Datastore {
 
   constructor(private readonly inner: Datastore) {}
 
+  get transactions(): boolean {
+    return this.inner.transactions
+  }
+
   /** Runs `fn` as one ADD and returns what its calls cost. */
   async trace<T>(fn: () => Promise<T>): Promise<{ value: T; trace: AddTrace }> {
     const o: Open = { start: performance.now(), first: undefined, roundTrips: 0, commits: 0, claims: 0, outstanding: 0, busySince: 0, storeMs: 0 }

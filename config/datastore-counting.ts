@@ -48,6 +48,10 @@ export class CountingDatastore implements Datastore {
 
   constructor(private readonly inner: Datastore) {}
 
+  get transactions(): boolean {
+    return this.inner.transactions
+  }
+
   /** A copy of the counts so far. */
   counts(): DatastoreCounts {
     return { ...this.c }

@@ -135,6 +135,7 @@ function checkValue(key: string, value: unknown): asserts value is string {
 }
 
 export class EmbeddedDatastore implements Datastore {
+  readonly transactions = true
   private fd = -1
   private gen = 0
   /** Byte offset in log.<gen> just past the last record applied. */

@@ -61,6 +61,7 @@ function checkValue(key: string, value: unknown): asserts value is string {
 }
 
 export class EtcdDatastore implements Datastore {
+  readonly transactions = true
   private readonly client: Etcd3
   private readonly timeoutMs: number
   private readonly pageBytes: number

@@ -1,10 +1,12 @@
 // Chooses and opens a datastore backend from a PINTO_DATASTORE value: a directory path, etcd://host:port[,...],
-// or Calico's ETCD_ENDPOINTS shape (http://host:port[,...] plain, https://host:port[,...] TLS). Parsing is pure
-// and separate from opening; errors name PINTO_DATASTORE (or the TLS variable) and what was wrong.
+// Calico's ETCD_ENDPOINTS shape (http://host:port[,...] plain, https://host:port[,...] TLS), or `kubernetes` (the
+// Kubernetes API, credentials from KUBECONFIG or the in-cluster ServiceAccount). Parsing is pure and separate from
+// opening; errors name PINTO_DATASTORE (or the TLS variable, or KUBECONFIG) and what was wrong.
 
 import { DatastoreError, type Datastore } from './datastore.js'
 import { openEmbeddedDatastore, type EmbeddedOptions } from './datastore-embedded.js'
 import type { EtcdOptions } from './datastore-etcd.js'
+import type { KubernetesOptions } from './datastore-kubernetes.js'
 import { checkEtcdTlsFiles, etcdTlsFilesFromEnv, readEtcdCredentials, type EtcdTlsFiles } from './etcd-tls.js'
 
 export const DEFAULT_DATASTORE = '/var/lib/pinto/store'
@@ -12,6 +14,10 @@ export const DEFAULT_DATASTORE = '/var/lib/pinto/store'
 export type DatastoreSpec =
   | { readonly kind: 'embedded'; readonly dir: string }
   | { readonly kind: 'etcd'; readonly endpoints: readonly string[]; readonly tls: boolean }
+  | { readonly kind: 'kubernetes' }
+
+/** PINTO_DATASTORE's value for the Kubernetes API (Calico's DATASTORE_TYPE=kubernetes). */
+export const KUBERNETES_DATASTORE = 'kubernetes'
 
 const bad = (spec: string, why: string): DatastoreError => new DatastoreError('invalid', `PINTO_DATASTORE=${JSON.stringify(spec)}: ${why}`)
 
@@ -31,6 +37,7 @@ function parseEndpoint(spec: string, endpoint: string, index: number): string {
 export function parseDatastoreSpec(spec: string): DatastoreSpec {
   if (spec.trim() !== spec) throw bad(spec, 'has leading or trailing spaces')
   if (spec === '') throw bad(spec, `is empty; expected a directory path (default ${DEFAULT_DATASTORE}) or etcd://host:port[,host:port]`)
+  if (spec === KUBERNETES_DATASTORE) return { kind: 'kubernetes' }
   const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):\/\//.exec(spec)
   if (!scheme) {
     if (spec.includes('\0')) throw bad(spec, 'directory path contains a NUL byte')
@@ -60,6 +67,23 @@ export interface OpenOptions {
   readonly etcd?: Omit<EtcdOptions, 'tls'>
   /** PINTO_ETCD_*_FILE: read here, once, when an https:// datastore is opened. */
   readonly etcdTls?: EtcdTlsFiles
+  readonly kubernetes?: KubernetesOptions
+  /**
+   * Where the kubernetes datastore finds its credentials: KUBECONFIG's file, else the in-cluster ServiceAccount
+   * when KUBERNETES_SERVICE_HOST is set. Default: this process's environment.
+   */
+  readonly kubeEnv?: Readonly<Record<string, string | undefined>>
+}
+
+/** The kubeconfig file or the in-cluster ServiceAccount, from KUBECONFIG and KUBERNETES_SERVICE_HOST. */
+export function kubeSourceFromEnv(env: Readonly<Record<string, string | undefined>>): { readonly kubeconfig: string } | { readonly inCluster: true } {
+  const file = env['KUBECONFIG']
+  if (file !== undefined && file !== '') {
+    if (file.includes(':')) throw new DatastoreError('invalid', `KUBECONFIG=${JSON.stringify(file)}: the kubernetes datastore reads one kubeconfig file, not a list`)
+    return { kubeconfig: file }
+  }
+  if (env['KUBERNETES_SERVICE_HOST']) return { inCluster: true }
+  throw new DatastoreError('invalid', `PINTO_DATASTORE=${KUBERNETES_DATASTORE} needs credentials: set KUBECONFIG to a kubeconfig file, or run in a pod (KUBERNETES_SERVICE_HOST and its ServiceAccount)`)
 }
 
 export async function openDatastore(spec: string, options: OpenOptions = {}): Promise<Datastore> {
@@ -67,6 +91,12 @@ export async function openDatastore(spec: string, options: OpenOptions = {}): Pr
   const files = options.etcdTls ?? {}
   checkEtcdTlsFiles(parsed, files)
   if (parsed.kind === 'embedded') return openEmbeddedDatastore(parsed.dir, options.embedded)
+  if (parsed.kind === 'kubernetes') {
+    const source = kubeSourceFromEnv(options.kubeEnv ?? process.env)
+    // The Kubernetes client is loaded only for this datastore, as etcd3 is for etcd.
+    const { openKubernetesDatastore } = await import('./datastore-kubernetes.js')
+    return openKubernetesDatastore(source, options.kubernetes)
+  }
   const tls = parsed.tls ? readEtcdCredentials(files) : undefined
   // etcd3 and grpc-js are loaded only for an etcd datastore: their heap and code would otherwise be
   // carried for its whole life by a node on the embedded store.
@@ -79,11 +109,11 @@ export async function openDatastoreFromEnv(env: Readonly<Record<string, string |
   const set = env['PINTO_DATASTORE'] || undefined
   const spec = set ?? DEFAULT_DATASTORE
   try {
-    return await openDatastore(spec, { ...options, etcdTls: etcdTlsFilesFromEnv(env) })
+    return await openDatastore(spec, { ...options, etcdTls: etcdTlsFilesFromEnv(env), kubeEnv: env })
   } catch (err) {
     // A reader (embedded.create false) found no store: say which path, and where it came from.
     if (!(err instanceof DatastoreError) || err.code !== 'not-found' || options.embedded?.create !== false) throw err
     const from = set !== undefined ? `PINTO_DATASTORE=${spec}` : `PINTO_DATASTORE is not set; ${DEFAULT_DATASTORE} is its default`
-    throw new DatastoreError('not-found', `the datastore ${spec} does not exist (${from}); set PINTO_DATASTORE to the agents' store: its directory, or etcd://host:port`)
+    throw new DatastoreError('not-found', `the datastore ${spec} does not exist (${from}); set PINTO_DATASTORE to the agents' store: its directory, etcd://host:port, or kubernetes`)
   }
 }

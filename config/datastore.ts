@@ -75,6 +75,11 @@ export function checkTxnOps(ops: readonly TxnOp[]): void {
 }
 
 export interface Datastore {
+  /**
+   * Whether txn takes several ops and checks (embedded, etcd). The kubernetes datastore has no multi-object
+   * transaction: its txn takes one write and no check, and callers take a path that needs none.
+   */
+  readonly transactions: boolean
   get(key: string): Promise<KeyValue | undefined>
   list(prefix: string): Promise<ListResult>
   /** Fails with 'exists' when the key is present. */

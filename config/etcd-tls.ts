@@ -60,7 +60,7 @@ export function checkEtcdTlsFiles(spec: { readonly kind: string; readonly tls?: 
   if (spec.kind === 'etcd' && spec.tls === true) return
   const set = [ETCD_CA_CERT_FILE, ETCD_CERT_FILE, ETCD_KEY_FILE].find((_, i) => [files.ca, files.cert, files.key][i] !== undefined)
   if (set !== undefined) {
-    const what = spec.kind === 'etcd' ? 'a plain (etcd:// or http://) etcd datastore' : 'the embedded datastore'
+    const what = spec.kind === 'etcd' ? 'a plain (etcd:// or http://) etcd datastore' : spec.kind === 'kubernetes' ? 'the kubernetes datastore' : 'the embedded datastore'
     throw new DatastoreSettingError(set, `is set but PINTO_DATASTORE names ${what}; TLS needs https://host:port[,https://host:port]`)
   }
 }

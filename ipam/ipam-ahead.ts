@@ -54,7 +54,7 @@ export class AheadClaims {
       if (spare !== undefined && !this.ctx.spareBlock.has(hint)) this.ctx.spareBlock.set(hint, { cidr: spare.cidr, kv: spare.kv, free: spare.block.unallocated.length })
     }
     const sample = own[0]
-    if (sample !== undefined) {
+    if (sample !== undefined && this.ctx.store.transactions) {
       // A transaction of an ADD's shape that cannot commit (the block compared at revision 0): the code of the
       // ADD's path and the client's path for it are made ready now rather than in the first pod's ADD.
       const hkey = handleKey(`warm-up.${node}`)

@@ -1,6 +1,7 @@
 // The common ADD and DEL of a node's pod as one datastore transaction each: the handle record and the block
 // written together, all or nothing, from the node's cached copies (a stale copy fails its compare and is read
-// again). It decides no allocation itself (block.ts does) and leaves every uncommon case to the Ipam's general path.
+// again). It decides no allocation itself (block.ts does) and leaves every uncommon case to the Ipam's general path,
+// and every case to it on a datastore without transactions (Kubernetes).
 
 import { type Datastore, type KeyValue, type TxnOp, DatastoreError } from '../config/index.js'
 import { type Cidr, type Family, formatCidr, readCidr } from '../config/ip/index.js'
@@ -99,9 +100,10 @@ export class OneTxnPaths {
    * handle has a record (a retried ADD: the general path returns what it holds); 'stale' when a guard of the
    * inputs failed (the inputs are to be read again); undefined when a family has no cached block, its block
    * is no longer this node's, lacks room, or is outside an eligible pool, or the transaction kept losing
-   * races. Nothing is written unless it answers addresses.
+   * races, or the datastore has no transactions. Nothing is written unless it answers addresses.
    */
   async assign(req: AutoAssignRequest, want: Readonly<Record<Family, number>>, inputs: AssignInputs): Promise<AutoAssignResult | 'exists' | 'stale' | undefined> {
+    if (!this.ctx.store.transactions) return undefined
     const families = ([4, 6] as const).filter((f) => want[f] > 0)
     const picks: { family: Family; hint: string; cidr: Cidr; kv: KeyValue; block: AllocationBlock | undefined }[] = []
     for (const family of families) {
@@ -174,9 +176,10 @@ export class OneTxnPaths {
    * from this process's copies; a copy that finds nothing to release is read again (no compare would catch it
    * being stale), and any failed compare makes the next attempt read everything. undefined, with nothing
    * written, when the record names more blocks than one transaction takes or the transaction kept losing
-   * races (the caller releases block by block).
+   * races, or the datastore has no transactions (the caller releases block by block).
    */
   async releaseByHandle(handle: string): Promise<ReleaseResult | undefined> {
+    if (!this.ctx.store.transactions) return undefined
     const hkey = handleKey(handle)
     return attempts(async (i) => {
       const useCache = i === 0

@@ -38,6 +38,7 @@ function failingClaims(store: Datastore): { store: Datastore; failing: { on: boo
   return {
     failing,
     store: {
+      transactions: store.transactions,
       get: (key) => store.get(key),
       list: (prefix) => store.list(prefix),
       create: async (key, value) => (refuse(key), store.create(key, value)),

@@ -6,7 +6,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { DatastoreError } from '../../config/datastore.js'
 import { EmbeddedDatastore } from '../../config/datastore-embedded.js'
-import { openDatastore, openDatastoreFromEnv, parseDatastoreSpec } from '../../config/datastore-open.js'
+import { kubeSourceFromEnv, openDatastore, openDatastoreFromEnv, parseDatastoreSpec } from '../../config/datastore-open.js'
 
 t.test('good values', async (t) => {
   t.same(parseDatastoreSpec('/var/lib/pinto/store'), { kind: 'embedded', dir: '/var/lib/pinto/store' })
@@ -18,6 +18,18 @@ t.test('good values', async (t) => {
   t.same(parseDatastoreSpec('https://etcd-0.example:2379,https://10.0.0.2:2379/'), { kind: 'etcd', endpoints: ['etcd-0.example:2379', '10.0.0.2:2379'], tls: true })
   t.same(parseDatastoreSpec('http://127.0.0.1:2379'), { kind: 'etcd', endpoints: ['127.0.0.1:2379'], tls: false })
   t.same(parseDatastoreSpec('https://[2001:db8::1]:2379'), { kind: 'etcd', endpoints: ['[2001:db8::1]:2379'], tls: true })
+  t.same(parseDatastoreSpec('kubernetes'), { kind: 'kubernetes' })
+  t.same(parseDatastoreSpec('./kubernetes'), { kind: 'embedded', dir: './kubernetes' }, 'a directory of that name is written as a path')
+})
+
+t.test('kubernetes: credentials from KUBECONFIG or the in-cluster ServiceAccount, named when missing', async (t) => {
+  t.same(kubeSourceFromEnv({ KUBECONFIG: '/etc/pinto/kubeconfig', KUBERNETES_SERVICE_HOST: '198.51.100.1' }), { kubeconfig: '/etc/pinto/kubeconfig' })
+  t.same(kubeSourceFromEnv({ KUBERNETES_SERVICE_HOST: '198.51.100.1', KUBERNETES_SERVICE_PORT: '443' }), { inCluster: true })
+  const failure = async (p: Promise<unknown>): Promise<string> => p.then(() => 'opened', (e: Error) => `${(e as DatastoreError).code}: ${e.message}`)
+  t.match(await failure(openDatastore('kubernetes', { kubeEnv: {} })), /^invalid: PINTO_DATASTORE=kubernetes needs credentials: set KUBECONFIG .* or run in a pod/)
+  t.match(await failure(openDatastore('kubernetes', { kubeEnv: { KUBECONFIG: '/a:/b' } })), /^invalid: KUBECONFIG="\/a:\/b": .*one kubeconfig file, not a list/)
+  t.match(await failure(openDatastore('kubernetes', { kubeEnv: { KUBECONFIG: '/nonexistent/kubeconfig' } })), /^invalid: kubernetes datastore: cannot use KUBECONFIG=\/nonexistent\/kubeconfig: /)
+  t.match(await failure(openDatastore('kubernetes', { kubeEnv: { KUBERNETES_SERVICE_HOST: '198.51.100.1', KUBERNETES_SERVICE_PORT: '443' } })), /^invalid: kubernetes datastore: cannot use the in-cluster ServiceAccount .*: /)
 })
 
 t.test('bad values name PINTO_DATASTORE and the problem', async (t) => {
@@ -67,7 +79,7 @@ t.test('a reader (embedded.create false) finds no store: not-found naming the pa
   await t.rejects(openDatastore(missing, { embedded: { create: false } }), { code: 'not-found', message: `store directory ${missing} does not exist` })
   await t.rejects(openDatastoreFromEnv({ PINTO_DATASTORE: missing }, { embedded: { create: false } }), {
     code: 'not-found',
-    message: `the datastore ${missing} does not exist (PINTO_DATASTORE=${missing}); set PINTO_DATASTORE to the agents' store: its directory, or etcd://host:port`,
+    message: `the datastore ${missing} does not exist (PINTO_DATASTORE=${missing}); set PINTO_DATASTORE to the agents' store: its directory, etcd://host:port, or kubernetes`,
   })
   t.notOk(fs.existsSync(path.join(dir, 'a')), 'no directory made')
   const made = await openDatastoreFromEnv({ PINTO_DATASTORE: missing })

@@ -24,6 +24,7 @@ export async function embeddedStore(t: Teardown): Promise<{ store: Datastore; sp
 /** `store` with every watch's events passed through `relay` (which hands each on with `deliver`, now or later). */
 export function relayWatches(store: Datastore, relay: (e: WatchEvent, deliver: () => void) => void): Datastore {
   return {
+    transactions: store.transactions,
     get: (key) => store.get(key),
     list: (prefix) => store.list(prefix),
     create: (key, value) => store.create(key, value),

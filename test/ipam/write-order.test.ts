@@ -2,6 +2,7 @@
 // and then reports it as timed out ('unavailable'), as etcd does when it commits a write the client gave
 // up on. Whatever write that is, the handle record names every block the handle holds an address in, so
 // one releaseByHandle (a DEL) leaves the records clean; and the handle is always written before a block.
+// Both with transactions and without (the wrapper then takes one write per txn, as the kubernetes datastore).
 
 import t from 'tap'
 import { type Datastore, DatastoreError } from '../../config/datastore.js'
@@ -12,8 +13,12 @@ import { embeddedStore } from './stores.js'
 
 const POOLS = [{ name: 'v4', cidr: '198.18.0.0/24', blockSize: 28 }, { name: 'v6', cidr: '2001:db8::/120', blockSize: 124 }]
 
-/** The store, with every write logged; after arm(n), the n-th write from then is applied, then reported as timed out. */
-function lossy(inner: Datastore): { store: Datastore; writes: string[]; arm(n: number): void } {
+/**
+ * The store, with every write logged; after arm(n), the n-th write from then is applied, then reported as timed
+ * out. Without `transactions`, a txn of more than one write or with a check is refused as the kubernetes datastore
+ * refuses it.
+ */
+function lossy(inner: Datastore, transactions = true): { store: Datastore; writes: string[]; arm(n: number): void } {
   const writes: string[] = []
   let failAt = Number.MAX_SAFE_INTEGER
   const wrap = <A extends unknown[], R>(op: string, fn: (...a: A) => Promise<R>) => async (...a: A): Promise<R> => {
@@ -23,6 +28,7 @@ function lossy(inner: Datastore): { store: Datastore; writes: string[]; arm(n: n
     return r
   }
   const store: Datastore = {
+    transactions,
     get: (k) => inner.get(k),
     list: (p) => inner.list(p),
     watch: (...a) => inner.watch(...a),
@@ -32,6 +38,7 @@ function lossy(inner: Datastore): { store: Datastore; writes: string[]; arm(n: n
     delete: wrap('delete', (k: string, r?: number) => inner.delete(k, r)),
     // One write, logged as its ops in order: 'txn[create /a, update /b]'.
     txn: async (ops) => {
+      if (!transactions && (ops.length !== 1 || ops[0]?.op === 'check')) throw new DatastoreError('invalid', `txn of ${ops.length} ops on a store without transactions`, ops[0]?.key)
       const r = await inner.txn(ops)
       writes.push(`txn[${ops.map((o) => `${o.op} ${o.key}`).join(', ')}]`)
       if (writes.length === failAt) throw new DatastoreError('unavailable', `${writes[writes.length - 1]} applied, then timed out`)
@@ -41,11 +48,14 @@ function lossy(inner: Datastore): { store: Datastore; writes: string[]; arm(n: n
   return { store, writes, arm: (n) => void (failAt = writes.length + n) }
 }
 
-t.test('a write applied but reported failed, at every point of an ADD: one DEL leaves the records clean', async (t) => {
+for (const transactions of [true, false]) {
+const how = transactions ? 'with transactions' : 'without transactions'
+
+t.test(`${how}: a write applied but reported failed, at every point of an ADD: one DEL leaves the records clean`, async (t) => {
   for (const warm of [false, true]) {
-    for (let failAt = 1; failAt <= 7; failAt++) {
+    for (let failAt = 1; failAt <= (transactions ? 7 : 12); failAt++) {
       const { store: inner } = await embeddedStore(t)
-      const l = lossy(inner)
+      const l = lossy(inner, transactions)
       const ipam = new Ipam(l.store, { pools: POOLS })
       // Warm: this Ipam has allocated from its block before, so the ADD takes the two-write path; cold:
       // the ADD claims the node's first blocks.
@@ -62,9 +72,9 @@ t.test('a write applied but reported failed, at every point of an ADD: one DEL l
   }
 })
 
-t.test('the handle record is written before any block write of the same ADD, or in the same transaction', async (t) => {
+t.test(`${how}: the handle record is written before any block write of the same ADD, or in the same transaction`, async (t) => {
   const { store: inner } = await embeddedStore(t)
-  const { store, writes } = lossy(inner)
+  const { store, writes } = lossy(inner, transactions)
   const ipam = new Ipam(store, { pools: POOLS })
   for (let i = 0; i < 3; i++) {
     writes.length = 0
@@ -76,3 +86,4 @@ t.test('the handle record is written before any block write of the same ADD, or 
   }
   t.same((await checkIpam(ipam)).problems, [])
 })
+}

@@ -1,0 +1,405 @@
+// The kubernetes datastore ("KDD"): the Datastore contract on the Kubernetes API, in Calico's layout (its
+// crd.projectcalico.org/v1 objects and the core Node, see kubernetes/layout.ts), so a Calico cluster's objects read
+// as they are. It owns mapping the contract's calls and failures onto the apiserver's; the object mappings are pure
+// modules beside it. Invariants a reader must know:
+// 1. A revision is the object's resourceVersion read as an integer: etcd's revision, store-wide and increasing.
+// 2. update is a PUT carrying that resourceVersion and delete carries it as a precondition, so both are a
+//    compare-and-swap the apiserver decides; create is a POST (409 AlreadyExists: 'exists').
+// 3. There is no multi-object transaction: `transactions` is false and txn takes one write with no check. Callers
+//    that need more (IPAM) write in an order that keeps their guarantees without one.
+// 4. A list over several kinds is one snapshot: the first kind is read at the latest revision, the others at
+//    exactly that revision. A watch over several kinds keeps revision order within each kind.
+// 5. An object Calico marked `deleted` reads as absent. The core Node is never created or deleted through pinto,
+//    and a change of it that leaves pinto's projection as it was is no event.
+
+import { DatastoreError, type Datastore, type KeyValue, type ListResult, type TxnOp, type Watch, type WatchEvent, checkTxnOps } from './datastore.js'
+import { type Family, familiesUnder, familyOf } from './kubernetes/layout.js'
+import { type KubeObject, isObject, parseRevision } from './kubernetes/objects.js'
+import { nodeWithValue } from './kubernetes/node-object.js'
+import { KubeHttp, type KubeResponse, type KubeSource, type KubeStream } from './kubernetes/kube-http.js'
+
+export interface KubernetesOptions {
+  /** Upper bound for one request. Default 3.5 s (the contract promises an answer within 5 s). */
+  readonly timeoutMs?: number
+  /** Objects a list page asks for (default 500). */
+  readonly listPageSize?: number
+}
+
+interface Status {
+  readonly code?: number
+  readonly reason?: string
+  readonly message?: string
+  readonly details?: { readonly name?: string; readonly causes?: readonly { readonly reason?: string; readonly message?: string }[] }
+}
+
+const statusOf = (r: KubeResponse): Status | undefined => (isObject(r.body) && r.body.kind === 'Status' ? (r.body as Status) : undefined)
+
+function checkKey(key: unknown): asserts key is string {
+  if (typeof key !== 'string' || key.length === 0) throw new DatastoreError('invalid', `key must be a non-empty string, got ${JSON.stringify(key)}`)
+}
+
+function checkValue(key: string, value: unknown): asserts value is string {
+  if (typeof value !== 'string') throw new DatastoreError('invalid', `value for key ${key} must be a string`, key)
+}
+
+/** Reconnects of a broken watch are spaced from this up to WATCH_RETRY_MAX_MS; past WATCH_GIVE_UP_MS of failing, onError. */
+const WATCH_RETRY_MS = 100
+const WATCH_RETRY_MAX_MS = 3000
+const WATCH_GIVE_UP_MS = 120_000
+/** The apiserver ends each watch after about this long (a fresh one resumes); bookmarks keep an idle one alive. */
+const WATCH_SECONDS = 300
+const WATCH_IDLE_MS = 150_000
+
+export class KubernetesDatastore implements Datastore {
+  readonly transactions = false
+  private readonly pageSize: number
+  private readonly watches = new Set<{ close(): void }>()
+  private closed = false
+
+  private constructor(private readonly http: KubeHttp, options: KubernetesOptions) {
+    this.pageSize = Math.max(1, options.listPageSize ?? 500)
+  }
+
+  /** Reads the credentials and proves the apiserver answers with pinto's KeyValue kind installed. */
+  static async open(source: KubeSource, options: KubernetesOptions = {}): Promise<KubernetesDatastore> {
+    const http = await KubeHttp.connect(source, options.timeoutMs ?? 3500)
+    const store = new KubernetesDatastore(http, options)
+    try {
+      const probe = familyOf('/pinto/.probe')
+      store.expect(await http.request('GET', probe.path, { limit: 1 }), `list ${probe.what}`, probe, [200])
+    } catch (err) {
+      await store.close()
+      throw err
+    }
+    return store
+  }
+
+  get server(): string {
+    return this.http.server
+  }
+
+  /**
+   * Fails unless the answer's status is one of `ok`: 'not-found' for a missing object (404 with a Status),
+   * 'unavailable' for a missing kind (its CRD not installed), refused credentials or a failing apiserver,
+   * 'invalid' for an object the apiserver would not take (its message names the field).
+   */
+  private expect(r: KubeResponse, what: string, family: Family, ok: readonly number[], key?: string): KubeResponse {
+    if (ok.includes(r.status)) return r
+    const s = statusOf(r)
+    const msg = s?.message ?? r.text.trim().slice(0, 300)
+    const at = `kubernetes apiserver ${this.http.server}: ${what}`
+    if (r.status === 404 && s?.reason === 'NotFound' && s.details?.name !== undefined) throw new DatastoreError('not-found', `key ${key ?? '?'} does not exist`, key)
+    if (r.status === 404) {
+      throw new DatastoreError('unavailable', `${at}: the apiserver has no ${family.what}; install pinto's CRDs (deploy/kubernetes/crds/)`, key)
+    }
+    if (r.status === 409 && s?.reason === 'AlreadyExists') throw new DatastoreError('exists', `key ${key ?? '?'} already exists`, key)
+    if (r.status === 409) throw new DatastoreError('conflict', `key ${key ?? '?'}: ${msg}`, key)
+    if (r.status === 422 || r.status === 400) throw new DatastoreError('invalid', `${at}: ${msg}`, key)
+    if (r.status === 401 || r.status === 403) throw new DatastoreError('unavailable', `${at}: refused (${r.status}): ${msg}; check the credentials and RBAC (KUBECONFIG or the ServiceAccount)`, key)
+    throw new DatastoreError('unavailable', `${at}: ${r.status} ${msg}`, key)
+  }
+
+  private objectOf(r: KubeResponse, what: string): KubeObject {
+    const o = r.body
+    if (!isObject(o) || !isObject(o.metadata) || typeof o.metadata.name !== 'string') {
+      throw new DatastoreError('unavailable', `kubernetes apiserver ${this.http.server}: ${what}: the answer is not an object`)
+    }
+    return o as KubeObject
+  }
+
+  private kv(family: Family, obj: KubeObject, what: string): KeyValue | undefined {
+    const rec = family.toRecord(obj)
+    if (rec?.value === undefined) return undefined
+    return { key: rec.key, value: rec.value, revision: parseRevision(obj.metadata.resourceVersion, `${what}: ${family.what} ${obj.metadata.name}`) }
+  }
+
+  /** The object holding `key` as it is now, or undefined. */
+  private async read(key: string, family: Family): Promise<KubeObject | undefined> {
+    const name = family.objectName(key)
+    const r = await this.http.request('GET', `${family.path}/${name}`)
+    const s = statusOf(r)
+    if (r.status === 404 && s?.reason === 'NotFound' && s.details?.name !== undefined) return undefined
+    return this.objectOf(this.expect(r, `get ${key}`, family, [200], key), `get ${key}`)
+  }
+
+  async get(key: string): Promise<KeyValue | undefined> {
+    checkKey(key)
+    const family = familyOf(key)
+    const obj = await this.read(key, family)
+    const kv = obj && this.kv(family, obj, `get ${key}`)
+    // Another key whose object name is the same (a handle id differing only in case) is not this one.
+    return kv?.key === key ? kv : undefined
+  }
+
+  /** Every object of a family, read at `revision` exactly when given, else at the latest; and the list's revision. */
+  private async listFamily(family: Family, revision: number | undefined): Promise<{ objects: KubeObject[]; revision: number }> {
+    const objects: KubeObject[] = []
+    let cont: string | undefined
+    let listRevision: number | undefined
+    for (;;) {
+      const query = cont !== undefined ? { limit: this.pageSize, continue: cont } : { limit: this.pageSize, ...(revision !== undefined ? { resourceVersion: revision, resourceVersionMatch: 'Exact' } : {}) }
+      const r = this.expect(await this.http.request('GET', family.path, query), `list ${family.what}`, family, [200])
+      const body = r.body as { metadata?: { resourceVersion?: string; continue?: string }; items?: unknown[] }
+      listRevision ??= parseRevision(body.metadata?.resourceVersion, `list ${family.what}`)
+      for (const item of body.items ?? []) if (isObject(item) && isObject(item.metadata)) objects.push(item as KubeObject)
+      cont = body.metadata?.continue || undefined
+      if (cont === undefined) break
+    }
+    return { objects, revision: listRevision }
+  }
+
+  async list(prefix: string): Promise<ListResult> {
+    if (typeof prefix !== 'string') throw new DatastoreError('invalid', 'list prefix must be a string')
+    const [first, ...rest] = familiesUnder(prefix)
+    const head = await this.listFamily(first as Family, undefined)
+    const others = await Promise.all(rest.map((f) => this.listFamily(f, head.revision)))
+    const items: KeyValue[] = []
+    ;[head, ...others].forEach((l, i) => {
+      const family = (i === 0 ? first : rest[i - 1]) as Family
+      for (const obj of l.objects) {
+        const kv = this.kv(family, obj, `list ${prefix}`)
+        if (kv !== undefined && kv.key.startsWith(prefix)) items.push(kv)
+      }
+    })
+    items.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
+    return { items, revision: head.revision }
+  }
+
+  async create(key: string, value: string): Promise<KeyValue> {
+    checkKey(key)
+    checkValue(key, value)
+    const family = familyOf(key)
+    if (family.node) {
+      const current = await this.read(key, family)
+      if (current === undefined) throw new DatastoreError('not-found', `${key}: there is no Kubernetes Node ${family.objectName(key)}; the kubelet registers Nodes, pinto only annotates them`, key)
+      throw new DatastoreError('exists', `key ${key} already exists (the Kubernetes Node is registered)`, key)
+    }
+    const obj = family.toObject(key, value)
+    for (let attempt = 0; ; attempt++) {
+      const r = await this.http.request('POST', family.path, undefined, obj)
+      if (r.status === 409 && attempt === 0 && (await this.removeSoftDeleted(key, family))) continue
+      const written = this.objectOf(this.expect(r, `create ${key}`, family, [200, 201], key), `create ${key}`)
+      return { key, value, revision: parseRevision(written.metadata.resourceVersion, `create ${key}`) }
+    }
+  }
+
+  /** An object Calico marked deleted but did not remove yet holds the name: removed (compare-and-delete) so a create can go on. */
+  private async removeSoftDeleted(key: string, family: Family): Promise<boolean> {
+    const obj = await this.read(key, family)
+    if (obj === undefined) return true
+    if (family.toRecord(obj)?.value !== undefined) return false
+    const r = await this.http.request('DELETE', `${family.path}/${obj.metadata.name}`, undefined, { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { resourceVersion: obj.metadata.resourceVersion } })
+    return r.status === 200 || r.status === 202 || r.status === 404
+  }
+
+  async update(key: string, value: string, revision: number): Promise<KeyValue> {
+    checkKey(key)
+    checkValue(key, value)
+    const family = familyOf(key)
+    let obj: KubeObject
+    let path: string
+    if (family.node) {
+      const current = await this.read(key, family)
+      if (current === undefined) throw new DatastoreError('not-found', `key ${key} does not exist`, key)
+      // The annotations are written as calico-node writes them: through the status subresource, which takes metadata.
+      obj = nodeWithValue(key, value, current)
+      path = `${family.path}/${current.metadata.name}/status`
+    } else {
+      obj = family.toObject(key, value)
+      path = `${family.path}/${obj.metadata.name}`
+    }
+    obj = { ...obj, metadata: { ...obj.metadata, resourceVersion: String(revision) } }
+    const r = await this.http.request('PUT', path, undefined, obj)
+    if (r.status === 409) {
+      const now = await this.get(key)
+      if (now === undefined) throw new DatastoreError('not-found', `key ${key} does not exist`, key)
+      throw new DatastoreError('conflict', `key ${key} is at revision ${now.revision}, not ${revision}`, key)
+    }
+    const written = this.objectOf(this.expect(r, `update ${key}`, family, [200, 201], key), `update ${key}`)
+    return { key, value: family.node ? (this.kv(family, written, `update ${key}`)?.value ?? value) : value, revision: parseRevision(written.metadata.resourceVersion, `update ${key}`) }
+  }
+
+  async delete(key: string, revision?: number): Promise<void> {
+    await this.remove(key, revision)
+  }
+
+  /** DELETE with the revision as a precondition (Kubernetes' compare-and-delete); the answer's revision. */
+  private async remove(key: string, revision: number | undefined): Promise<number> {
+    checkKey(key)
+    const family = familyOf(key)
+    if (family.node) throw new DatastoreError('invalid', `${key}: a Node goes with its Kubernetes Node (kubectl delete node); pinto does not delete it`, key)
+    const name = family.objectName(key)
+    const body = revision === undefined ? undefined : { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { resourceVersion: String(revision) } }
+    const r = await this.http.request('DELETE', `${family.path}/${name}`, undefined, body)
+    if (r.status === 409) {
+      const now = await this.get(key)
+      if (now === undefined) throw new DatastoreError('not-found', `key ${key} does not exist`, key)
+      throw new DatastoreError('conflict', `key ${key} is at revision ${now.revision}, not ${revision}`, key)
+    }
+    const done = this.expect(r, `delete ${key}`, family, [200, 202], key)
+    const rv = isObject(done.body) && isObject(done.body.metadata) ? done.body.metadata.resourceVersion : undefined
+    return typeof rv === 'string' ? parseRevision(rv, `delete ${key}`) : 0
+  }
+
+  /** One write and no check: all Kubernetes can make atomic. Anything more is 'invalid' (see `transactions`). */
+  async txn(ops: readonly TxnOp[]): Promise<KeyValue[]> {
+    checkTxnOps(ops)
+    const [op] = ops
+    if (ops.length !== 1 || op === undefined || op.op === 'check') {
+      throw new DatastoreError('invalid', `txn on ${ops.map((o) => o.key).join(', ')}: the kubernetes datastore has no multi-object transactions (one write, no check); callers check Datastore.transactions`, ops[0]?.key)
+    }
+    if (op.op === 'create') return [await this.create(op.key, op.value)]
+    if (op.op === 'update') return [await this.update(op.key, op.value, op.revision)]
+    return [{ key: op.key, value: '', revision: await this.remove(op.key, op.revision) }]
+  }
+
+  watch(prefix: string, fromRevision: number, onEvent: (event: WatchEvent) => void, onError?: (err: Error) => void): Watch {
+    const streams: FamilyWatch[] = []
+    let failed = false
+    const handle = {
+      close: () => {
+        failed = true
+        this.watches.delete(handle)
+        for (const s of streams) s.close()
+      },
+    }
+    const fail = (err: Error): void => {
+      if (failed) return
+      handle.close()
+      onError?.(err)
+    }
+    this.watches.add(handle)
+    for (const family of familiesUnder(prefix)) {
+      streams.push(new FamilyWatch(this.http, family, prefix, fromRevision, (e) => !failed && onEvent(e), fail))
+    }
+    return handle
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    for (const w of [...this.watches]) w.close()
+    this.http.close()
+  }
+}
+
+/**
+ * One kind's watch: from `fromRevision` (resourceVersion one below it), with bookmarks; a broken or ended stream
+ * resumes from the last revision it carried. 410 Gone is 'compacted'; failing to reconnect for WATCH_GIVE_UP_MS
+ * is 'unavailable'. For the core Node, only changes of pinto's projection are events.
+ */
+class FamilyWatch {
+  private stream: KubeStream | undefined
+  private timer: NodeJS.Timeout | undefined
+  private closed = false
+  /** The resourceVersion to resume from: events after it are still to come. */
+  private resume: number
+  private failingSince: number | undefined
+  private retryMs = WATCH_RETRY_MS
+  /** Core Nodes: the projection last delivered, per key. */
+  private readonly projected = new Map<string, string>()
+
+  constructor(
+    private readonly http: KubeHttp,
+    private readonly family: Family,
+    private readonly prefix: string,
+    private readonly fromRevision: number,
+    private readonly emit: (e: WatchEvent) => void,
+    private readonly fail: (err: Error) => void,
+  ) {
+    this.resume = Math.max(0, fromRevision - 1)
+    this.connect()
+  }
+
+  private connect(): void {
+    if (this.closed) return
+    // resourceVersion 0 would mean "any state, then changes": the current objects come first as ADDED events.
+    const query = { watch: 1, allowWatchBookmarks: true, resourceVersion: String(this.resume), timeoutSeconds: WATCH_SECONDS }
+    this.stream = this.http.stream(this.family.path, query, WATCH_IDLE_MS, (line) => this.onLine(line), (end) => this.onEnd(end))
+  }
+
+  private onLine(line: string): void {
+    let e: { type?: string; object?: KubeObject & Status }
+    try {
+      e = JSON.parse(line) as typeof e
+    } catch {
+      return this.stop(new DatastoreError('unavailable', `kubernetes watch of ${this.family.what}: a line that is not JSON: ${line.slice(0, 200)}`))
+    }
+    const obj = e.object
+    if (e.type === 'ERROR') return this.onStatus(obj)
+    if (obj === undefined || !isObject(obj.metadata)) return
+    let revision: number
+    try {
+      revision = parseRevision(obj.metadata.resourceVersion, `watch of ${this.family.what}`)
+    } catch (err) {
+      return this.stop(err as Error)
+    }
+    this.failingSince = undefined
+    this.retryMs = WATCH_RETRY_MS
+    if (revision > this.resume) this.resume = revision
+    if (e.type === 'BOOKMARK' || revision < this.fromRevision) return
+    const rec = this.family.toRecord(obj)
+    if (rec === undefined || !rec.key.startsWith(this.prefix)) return
+    if (e.type === 'DELETED' || rec.value === undefined) {
+      this.projected.delete(rec.key)
+      return this.emit({ type: 'delete', key: rec.key, revision })
+    }
+    if (this.family.node) {
+      if (this.projected.get(rec.key) === rec.value) return
+      this.projected.set(rec.key, rec.value)
+    }
+    this.emit({ type: 'put', key: rec.key, value: rec.value, revision })
+  }
+
+  private onStatus(s: Status | undefined): void {
+    if (s?.code === 410) {
+      return this.stop(new DatastoreError('compacted', `kubernetes watch of ${this.family.what} from revision ${this.resume + 1}: ${s.message ?? 'gone'}; relist and watch again`))
+    }
+    // A revision the apiserver has not reached yet (a watch from the future) or a passing failure: resume.
+    this.retry(new Error(s?.message ?? 'watch error'))
+  }
+
+  private onEnd(end: { status?: number; body?: unknown; error?: Error }): void {
+    this.stream = undefined
+    if (this.closed) return
+    if (end.status === 410) return this.onStatus({ code: 410, ...(isObject(end.body) ? (end.body as Status) : {}) })
+    if (end.status === 401 || end.status === 403 || end.status === 404) {
+      const msg = isObject(end.body) && typeof end.body.message === 'string' ? end.body.message : `status ${end.status}`
+      return this.stop(new DatastoreError('unavailable', `kubernetes watch of ${this.family.what} at ${this.http.server}: ${msg}`))
+    }
+    if (end.status === undefined && end.error === undefined) {
+      // The apiserver ended the watch (timeoutSeconds): resume at once.
+      this.connect()
+      return
+    }
+    this.retry(end.error ?? new Error(`status ${end.status}`))
+  }
+
+  private retry(err: Error): void {
+    this.stream?.close()
+    this.stream = undefined
+    const now = Date.now()
+    this.failingSince ??= now
+    if (now - this.failingSince > WATCH_GIVE_UP_MS) {
+      return this.stop(new DatastoreError('unavailable', `kubernetes watch of ${this.family.what} at ${this.http.server}: failing for ${WATCH_GIVE_UP_MS / 1000} s: ${err.message}`))
+    }
+    this.timer = setTimeout(() => this.connect(), this.retryMs)
+    this.retryMs = Math.min(WATCH_RETRY_MAX_MS, this.retryMs * 2)
+  }
+
+  private stop(err: Error): void {
+    this.close()
+    this.fail(err)
+  }
+
+  close(): void {
+    this.closed = true
+    clearTimeout(this.timer)
+    this.stream?.close()
+    this.stream = undefined
+  }
+}
+
+export function openKubernetesDatastore(source: KubeSource, options?: KubernetesOptions): Promise<KubernetesDatastore> {
+  return KubernetesDatastore.open(source, options)
+}

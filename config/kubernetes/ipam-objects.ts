@@ -4,7 +4,7 @@
 // Calico marked `deleted` reads as absent. Pure: no I/O.
 
 import { createHash } from 'node:crypto'
-import { AFFINITIES_PREFIX, BLOCKS_PREFIX, HANDLES_PREFIX, IpamRecordError, decodeAffinity, decodeBlock, decodeHandle } from '../../ipam/records.js'
+import { AFFINITIES_PREFIX, BLOCKS_PREFIX, HANDLES_PREFIX, IpamRecordError, decodeAffinity, decodeBlock, decodeHandle } from '../../ipam/index.js'
 import { type KubeObject, invalid, isObject, isObjectName } from './objects.js'
 
 export const CALICO_CRD_VERSION = 'crd.projectcalico.org/v1'

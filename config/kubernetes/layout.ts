@@ -3,7 +3,7 @@
 // pinto's KeyValue kind for every other key. A list or watch of a prefix reads each family the prefix reaches.
 // Pure: no I/O.
 
-import { AFFINITIES_PREFIX, BLOCKS_PREFIX, HANDLES_PREFIX } from '../../ipam/records.js'
+import { AFFINITIES_PREFIX, BLOCKS_PREFIX, HANDLES_PREFIX } from '../../ipam/index.js'
 import { RESOURCE_KEY_PREFIX } from '../resources/store-keys.js'
 import { DatastoreError } from '../datastore.js'
 import { type KubeObject, invalid, isObjectName } from './objects.js'

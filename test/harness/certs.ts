@@ -24,6 +24,8 @@ export interface CertDir {
   readonly dir: string
   /** A new self-signed CA whose files live in this directory. */
   authority(name: string): Promise<CertAuthority>
+  /** A bare key pair with no certificate (e.g. for signing service-account tokens): PEM private and public key. */
+  keyPair(name: string): Promise<{ readonly key: string; readonly pub: string }>
   remove(): void
 }
 
@@ -43,13 +45,20 @@ async function openssl(args: readonly string[]): Promise<void> {
   }
 }
 
-export function certDir(t?: Teardown): CertDir {
-  const dir = mkdtempSync(join(tmpdir(), 'pinto-certs-'))
+/** A new directory under `parent` (default the system temp dir), removed in t's teardown. */
+export function certDir(t?: Teardown, parent: string = tmpdir()): CertDir {
+  const dir = mkdtempSync(join(parent, 'pinto-certs-'))
   const remove = (): void => rmSync(dir, { recursive: true, force: true })
   t?.teardown(remove)
   return {
     dir,
     remove,
+    async keyPair(name: string) {
+      const pair = { key: join(dir, `${name}.key`), pub: join(dir, `${name}.pub`) }
+      await openssl(['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', pair.key])
+      await openssl(['pkey', '-in', pair.key, '-pubout', '-out', pair.pub])
+      return pair
+    },
     async authority(caName: string): Promise<CertAuthority> {
       const ca = { cert: join(dir, `${caName}.crt`), key: join(dir, `${caName}.key`) }
       await openssl(['req', '-x509', ...NEW_KEY, '-keyout', ca.key, '-out', ca.cert, '-days', '2', '-subj', `/CN=${caName}`])

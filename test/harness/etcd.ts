@@ -22,6 +22,10 @@ export interface EtcdServerTls {
 }
 
 export interface EtcdStartOptions {
+  /** The etcd binary; default ETCD_BIN (Debian's). Kubernetes' tests pass the one scripts/kubernetes.js builds. */
+  readonly bin?: string
+  /** Where its data dir is made; default the system temp dir. */
+  readonly parentDir?: string
   /** Client and peer listen address; default 127.0.0.1. */
   readonly host?: string
   /** Fixed ports (e.g. inside a namespace, where a free loopback port of this one means nothing); default free ones. */
@@ -123,17 +127,18 @@ async function startOnce(deadlineMs: number, options: EtcdStartOptions): Promise
   const peerPort = options.peerPort ?? (await freePort())
   const host = options.host ?? '127.0.0.1'
   const hostInUrl = host.includes(':') ? `[${host}]` : host
-  const dataDir = mkdtempSync(join(tmpdir(), 'pinto-etcd-'))
+  const dataDir = mkdtempSync(join(options.parentDir ?? tmpdir(), 'pinto-etcd-'))
   const tls = options.tls
   const client = `${tls ? 'https' : 'http'}://${hostInUrl}:${clientPort}`
   const peer = `http://${hostInUrl}:${peerPort}`
   const name = `pinto-test-${process.pid}-${clientPort}`
   const wrap = options.wrap ?? []
+  const bin = options.bin ?? ETCD_BIN
   const tlsArgs = tls ? ['--client-cert-auth', '--trusted-ca-file', tls.trustedCa, '--cert-file', tls.cert, '--key-file', tls.key] : []
   const launch = (state: 'new' | 'existing'): ChildProcess => spawn(
-    wrap[0] ?? ETCD_BIN,
+    wrap[0] ?? bin,
     [
-      ...(wrap.length > 0 ? [...wrap.slice(1), ETCD_BIN] : []),
+      ...(wrap.length > 0 ? [...wrap.slice(1), bin] : []),
       '--name', name, '--data-dir', join(dataDir, 'data'),
       '--listen-client-urls', client, '--advertise-client-urls', client, ...tlsArgs,
       '--listen-peer-urls', peer, '--initial-advertise-peer-urls', peer,
@@ -150,7 +155,7 @@ async function startOnce(deadlineMs: number, options: EtcdStartOptions): Promise
       stderr = (stderr + chunk.toString()).slice(-4000)
     })
     c.on('error', (err) => {
-      stderr += `\nspawn ${ETCD_BIN}: ${err.message}`
+      stderr += `\nspawn ${bin}: ${err.message}`
     })
   }
   let child = launch('new')

@@ -1,0 +1,172 @@
+#!/usr/bin/env node
+// Builds the Kubernetes components the tests run (and the etcd Kubernetes is tested with) from the Go module in
+// scripts/kubernetes/, once per machine, into .cache/kubernetes-<version>/bin in the checkout, and prints that
+// directory. Go is a test tool here: nothing it builds or fetches is part of pinto or of the repository.
+// `node scripts/kubernetes.js kube-apiserver kubectl` builds just those; no names builds them all.
+import { execFileSync, spawn } from 'node:child_process'
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { setTimeout as delay } from 'node:timers/promises'
+import { fileURLToPath } from 'node:url'
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..')
+export const MODULE_DIR = join(root, 'scripts', 'kubernetes')
+
+/** Each component by the package its binary is built from; all are tools of the module, so go.sum covers them. */
+export const COMPONENTS = {
+  'kube-apiserver': 'k8s.io/kubernetes/cmd/kube-apiserver',
+  'kube-controller-manager': 'k8s.io/kubernetes/cmd/kube-controller-manager',
+  'kube-scheduler': 'k8s.io/kubernetes/cmd/kube-scheduler',
+  'kube-proxy': 'k8s.io/kubernetes/cmd/kube-proxy',
+  kubelet: 'k8s.io/kubernetes/cmd/kubelet',
+  kubectl: 'k8s.io/kubernetes/cmd/kubectl',
+  // Debian's etcd (3.4) is older than Kubernetes supports; this is the version Kubernetes pins for its own tests.
+  etcd: 'go.etcd.io/etcd/server/v3',
+}
+
+/** The version go.mod requires of a module, e.g. v1.37.2 for k8s.io/kubernetes. */
+function required(modulePath) {
+  const goMod = readFileSync(join(MODULE_DIR, 'go.mod'), 'utf8')
+  const m = new RegExp(`^\\s*(?:require\\s+)?${modulePath.replaceAll('.', '\\.')}\\s+(v\\S+)`, 'm').exec(goMod)
+  if (m === null) throw new Error(`${join(MODULE_DIR, 'go.mod')} requires no ${modulePath}`)
+  return m[1]
+}
+
+export const KUBERNETES_VERSION = required('k8s.io/kubernetes')
+export const ETCD_VERSION = required('go.etcd.io/etcd/server/v3')
+export const BIN_DIR = join(root, '.cache', `kubernetes-${KUBERNETES_VERSION}`, 'bin')
+
+/** How many packages go builds at once (`go build -p`); the machines are small and shared. */
+const JOBS = process.env['PINTO_GO_BUILD_JOBS'] ?? '2'
+
+const log = (s) => process.stderr.write(`kubernetes: ${s}\n`)
+
+/** The -X flags that make `--version` report the release, as Kubernetes' own build does (hack/lib/version.sh). */
+function versionFlags() {
+  const [, major, minor] = /^v(\d+)\.(\d+)\./.exec(KUBERNETES_VERSION)
+  // The module's publication time, so the same inputs give the same binary.
+  const date = execFileSync('go', ['list', '-m', '-f', '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}', 'k8s.io/kubernetes'], { cwd: MODULE_DIR, encoding: 'utf8' }).trim()
+  const flags = []
+  for (const pkg of ['k8s.io/component-base/version', 'k8s.io/client-go/pkg/version']) {
+    // The module proxy serves no commit; "archive" is Kubernetes' tree state for a build from a source archive.
+    const vars = { gitVersion: KUBERNETES_VERSION, gitMajor: major, gitMinor: minor, gitCommit: '', gitTreeState: 'archive', buildDate: date }
+    for (const [name, value] of Object.entries(vars)) flags.push(`-X ${pkg}.${name}=${value}`)
+  }
+  return flags
+}
+
+/** What a built binary says its version is, checked against the module's. */
+function checkVersion(name, bin) {
+  const args = name === 'kubectl' ? ['version', '--client'] : ['--version']
+  const out = execFileSync(bin, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
+  const want = name === 'etcd' ? `etcd Version: ${ETCD_VERSION.slice(1)}` : KUBERNETES_VERSION
+  if (!out.includes(want)) throw new Error(`${bin} ${args.join(' ')} says ${JSON.stringify(out.trim())}, expected ${want}`)
+}
+
+function isAlive(pid) {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (err) {
+    return err.code === 'EPERM'
+  }
+}
+
+/** One build at a time per bin dir (two test files may ask at once); a lock left by a dead process is taken over. */
+async function withLock(fn) {
+  const lock = join(BIN_DIR, '.build.lock')
+  let waiting = false
+  for (;;) {
+    try {
+      const fd = openSync(lock, 'wx')
+      writeFileSync(fd, String(process.pid))
+      closeSync(fd)
+      break
+    } catch (err) {
+      if (err.code !== 'EEXIST') throw err
+      const holder = Number.parseInt(readFileSync(lock, 'utf8'), 10)
+      if (!Number.isInteger(holder) || !isAlive(holder)) {
+        rmSync(lock, { force: true })
+        continue
+      }
+      if (!waiting) log(`waiting for the build in process ${holder}`)
+      waiting = true
+      await delay(1000)
+    }
+  }
+  try {
+    return await fn()
+  } finally {
+    rmSync(lock, { force: true })
+  }
+}
+
+function goBuild(name, out) {
+  const args = ['-n', '19', 'go', 'build', '-p', JOBS, '-trimpath', `-ldflags=-s -w ${versionFlags().join(' ')}`, '-o', out, COMPONENTS[name]]
+  // Static binaries; -mod=readonly so a missing go.sum line fails the build instead of editing the checkout.
+  const env = { ...process.env, CGO_ENABLED: '0', GOFLAGS: `${process.env['GOFLAGS'] ?? ''} -mod=readonly`.trim(), GOTOOLCHAIN: 'local' }
+  return new Promise((resolve, reject) => {
+    const child = spawn('nice', args, { cwd: MODULE_DIR, env, stdio: ['ignore', 'inherit', 'inherit'] })
+    const started = Date.now()
+    // go build is silent while it compiles; a line a minute shows a CI log that it is not stuck.
+    const beat = setInterval(() => log(`  ${name}: still building, ${Math.round((Date.now() - started) / 1000)} s`), 60_000)
+    child.on('error', (err) => {
+      clearInterval(beat)
+      reject(err)
+    })
+    child.on('exit', (code, signal) => {
+      clearInterval(beat)
+      if (code === 0) resolve()
+      else reject(new Error(`go build ${COMPONENTS[name]} failed (${signal ?? `exit ${code}`})`))
+    })
+  })
+}
+
+/** Why nothing can be built here, or undefined when Go is there. */
+export function goAbsent() {
+  try {
+    execFileSync('go', ['version'], { stdio: 'ignore' })
+    return undefined
+  } catch {
+    return 'go is not on PATH: the Kubernetes components are built from source with Go 1.26 or later (go.dev/dl; Debian 12 packages only Go 1.19)'
+  }
+}
+
+/** The bin dir, after building whichever of `names` are not there yet. */
+export async function ensureKubernetes(names = Object.keys(COMPONENTS)) {
+  for (const name of names) if (!(name in COMPONENTS)) throw new Error(`unknown component ${JSON.stringify(name)}; known: ${Object.keys(COMPONENTS).join(', ')}`)
+  const missing = () => names.filter((n) => !existsSync(join(BIN_DIR, n)))
+  if (missing().length === 0) return BIN_DIR
+  const absent = goAbsent()
+  if (absent !== undefined) throw new Error(absent)
+  mkdirSync(BIN_DIR, { recursive: true })
+  await withLock(async () => {
+    const todo = missing()
+    if (todo.length === 0) return
+    const all = Date.now()
+    log(`building ${todo.join(', ')} (Kubernetes ${KUBERNETES_VERSION}, etcd ${ETCD_VERSION}) into ${BIN_DIR}`)
+    for (const name of todo) {
+      const started = Date.now()
+      const tmp = join(BIN_DIR, `.${name}.${process.pid}`)
+      try {
+        await goBuild(name, tmp)
+        checkVersion(name, tmp)
+        renameSync(tmp, join(BIN_DIR, name))
+      } finally {
+        rmSync(tmp, { force: true })
+      }
+      log(`  ${name}: built in ${Math.round((Date.now() - started) / 1000)} s`)
+    }
+    log(`built ${todo.length} in ${Math.round((Date.now() - all) / 1000)} s`)
+  })
+  return BIN_DIR
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  try {
+    process.stdout.write(`${await ensureKubernetes(process.argv.length > 2 ? process.argv.slice(2) : undefined)}\n`)
+  } catch (err) {
+    log(err.message)
+    process.exit(1)
+  }
+}

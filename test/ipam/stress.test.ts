@@ -9,7 +9,7 @@ import { openDatastore } from '../../config/datastore-open.js'
 import { checkIpam } from '../../ipam/check.js'
 import { Ipam } from '../../ipam/ipam.js'
 import type { PoolSpec } from '../../ipam/pools.js'
-import { embeddedStore } from './stores.js'
+import { embeddedStore, kubernetesApi } from './stores.js'
 
 const WORKER = fileURLToPath(new URL('../../bench/ipam-worker.js', import.meta.url))
 const POOLS: PoolSpec[] = [
@@ -17,9 +17,9 @@ const POOLS: PoolSpec[] = [
   { name: 'v6', cidr: '2001:db8::/120', blockSize: 124 },
 ]
 
-function runWorker(args: WorkerArgs, deadlineMs: number): Promise<WorkerLine[]> {
+function runWorker(args: WorkerArgs, deadlineMs: number, env: Readonly<Record<string, string>>): Promise<WorkerLine[]> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [WORKER, JSON.stringify(args)], { stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, [WORKER, JSON.stringify(args)], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } })
     let out = ''
     let err = ''
     child.stdout.on('data', (d: Buffer) => (out += d.toString()))
@@ -58,22 +58,22 @@ function overlaps(lines: readonly WorkerLine[]): string[] {
   return bad
 }
 
-async function stress(t: Test, spec: string): Promise<void> {
+async function stress(t: Test, spec: string, count = 250, env: Readonly<Record<string, string>> = {}): Promise<void> {
   const nodes = ['n1', 'n1', 'n2', 'n2']
   // n1's processes keep many pods, n2's few, and a node may own 3 blocks per family: n1 must borrow from n2.
   const results = await Promise.all(nodes.map((node, i) => runWorker({
-    store: spec, node, id: `w${i}`, count: 250, releaseP: 0.3, cap: node === 'n1' ? 28 : 4, num4: 1, num6: 1,
+    store: spec, node, id: `w${i}`, count, releaseP: 0.3, cap: node === 'n1' ? 28 : 4, num4: 1, num6: 1,
     pools: POOLS, maxBlocksPerHost: 3, log: true,
-  }, 120_000)))
+  }, 150_000, env)))
   const lines = results.flat()
   const errors = lines.filter((l) => l.op === 'error')
   t.same(errors.filter((e) => e.op === 'error' && e.code !== 'exhausted'), [], 'no errors other than a full pool')
   const allocs = lines.filter((l) => l.op === 'alloc')
-  t.ok(allocs.length >= 900, `${allocs.length} allocations succeeded (${errors.length} refused as exhausted)`)
+  t.ok(allocs.length >= count * 3.6, `${allocs.length} allocations succeeded (${errors.length} refused as exhausted)`)
   t.ok(allocs.some((l) => l.op === 'alloc' && l.borrowed > 0), 'some addresses were borrowed across nodes')
   t.same(overlaps(lines), [], 'no address held by two handles at once')
 
-  const store = await openDatastore(spec)
+  const store = await openDatastore(spec, { kubeEnv: env })
   t.teardown(() => store.close())
   const ipam = new Ipam(store, { pools: POOLS })
   const live = results.flatMap((r) => r.flatMap((l) => (l.op === 'done' ? l.held : [])))
@@ -94,4 +94,10 @@ t.test('etcd: 4 processes x 250 allocations on 2 nodes', async (t) => {
   const { startEtcd } = await import('../harness/etcd.js')
   const etcd = await startEtcd(t)
   await stress(t, `etcd://${etcd.endpoint}`)
+})
+
+t.test('kubernetes: 4 processes x 100 allocations on 2 nodes, without transactions', async (t) => {
+  const k8s = await kubernetesApi(t)
+  if ('skip' in k8s) return void t.pass(`skipped: ${k8s.skip}`)
+  await stress(t, 'kubernetes', 100, k8s.env)
 })

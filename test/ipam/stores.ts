@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import type { Datastore, WatchEvent } from '../../config/datastore.js'
+import { type Datastore, type WatchEvent, DatastoreError } from '../../config/datastore.js'
 import { openEmbeddedDatastore } from '../../config/datastore-embedded.js'
 
 export type Backend = 'embedded' | 'etcd' | 'kubernetes'
@@ -52,5 +52,23 @@ export function relayWatches(store: Datastore, relay: (e: WatchEvent, deliver: (
     txn: (ops) => store.txn(ops),
     close: () => store.close(),
     watch: (prefix, from, onEvent, onError) => store.watch(prefix, from, (e) => relay(e, () => onEvent(e)), onError),
+  }
+}
+
+/** `store` as the kubernetes datastore takes a txn: one write and no check, anything more refused as 'invalid'. */
+export function withoutTransactions(store: Datastore): Datastore {
+  return {
+    transactions: false,
+    get: (key) => store.get(key),
+    list: (prefix) => store.list(prefix),
+    create: (key, value) => store.create(key, value),
+    update: (key, value, revision) => store.update(key, value, revision),
+    delete: (key, revision) => store.delete(key, revision),
+    txn: async (ops) => {
+      if (ops.length !== 1 || ops[0]?.op === 'check') throw new DatastoreError('invalid', `txn of ${ops.length} ops on a store without transactions`, ops[0]?.key)
+      return store.txn(ops)
+    },
+    close: () => store.close(),
+    watch: (prefix, from, onEvent, onError) => store.watch(prefix, from, onEvent, onError),
   }
 }

@@ -1,20 +1,22 @@
 // The agent's repair of its own node's IPAM records, over a real embedded store with the clock as an
 // argument: an orphaned allocation and an orphaned handle (made by hand) in this node's block are repaired
 // once seen unchanged a grace period apart; a fresh one, one whose handle is in a request, a live pod's
-// address and another node's orphan are left alone.
+// address and another node's orphan are left alone. With transactions and without (as on Kubernetes).
 
 import t from 'tap'
 import { NodeIpamRepair } from '../../agent/ipam-repair.js'
 import { checkIpam } from '../../ipam/check.js'
 import { Ipam } from '../../ipam/ipam.js'
 import { handleKey } from '../../ipam/records.js'
-import { embeddedStore } from '../ipam/stores.js'
+import { embeddedStore, withoutTransactions } from '../ipam/stores.js'
 
 const POOLS = [{ name: 'v4', cidr: '198.18.0.0/24', blockSize: 28 }]
 const GRACE = 60_000
 
-t.test('own-node repair: orphans after the grace period, nothing fresh, busy, live or foreign', async (t) => {
-  const { store } = await embeddedStore(t)
+for (const transactions of [true, false])
+t.test(`${transactions ? 'with' : 'without'} transactions: own-node repair: orphans after the grace period, nothing fresh, busy, live or foreign`, async (t) => {
+  const { store: embedded } = await embeddedStore(t)
+  const store = transactions ? embedded : withoutTransactions(embedded)
   const ipam = new Ipam(store, { pools: POOLS })
   const alloc = async (handle: string, node = 'n1'): Promise<string> => (await ipam.autoAssign({ handle, node, num4: 1, attrs: { node } })).ipv4[0]!.address
   await alloc('net.live')

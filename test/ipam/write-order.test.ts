@@ -9,7 +9,7 @@ import { type Datastore, DatastoreError } from '../../config/datastore.js'
 import { checkIpam } from '../../ipam/check.js'
 import { Ipam } from '../../ipam/ipam.js'
 import { BLOCKS_PREFIX, HANDLES_PREFIX } from '../../ipam/records.js'
-import { embeddedStore } from './stores.js'
+import { embeddedStore, withoutTransactions } from './stores.js'
 
 const POOLS = [{ name: 'v4', cidr: '198.18.0.0/24', blockSize: 28 }, { name: 'v6', cidr: '2001:db8::/120', blockSize: 124 }]
 
@@ -18,7 +18,8 @@ const POOLS = [{ name: 'v4', cidr: '198.18.0.0/24', blockSize: 28 }, { name: 'v6
  * out. Without `transactions`, a txn of more than one write or with a check is refused as the kubernetes datastore
  * refuses it.
  */
-function lossy(inner: Datastore, transactions = true): { store: Datastore; writes: string[]; arm(n: number): void } {
+function lossy(base: Datastore, transactions = true): { store: Datastore; writes: string[]; arm(n: number): void } {
+  const inner = transactions ? base : withoutTransactions(base)
   const writes: string[] = []
   let failAt = Number.MAX_SAFE_INTEGER
   const wrap = <A extends unknown[], R>(op: string, fn: (...a: A) => Promise<R>) => async (...a: A): Promise<R> => {
@@ -38,7 +39,6 @@ function lossy(inner: Datastore, transactions = true): { store: Datastore; write
     delete: wrap('delete', (k: string, r?: number) => inner.delete(k, r)),
     // One write, logged as its ops in order: 'txn[create /a, update /b]'.
     txn: async (ops) => {
-      if (!transactions && (ops.length !== 1 || ops[0]?.op === 'check')) throw new DatastoreError('invalid', `txn of ${ops.length} ops on a store without transactions`, ops[0]?.key)
       const r = await inner.txn(ops)
       writes.push(`txn[${ops.map((o) => `${o.op} ${o.key}`).join(', ')}]`)
       if (writes.length === failAt) throw new DatastoreError('unavailable', `${writes[writes.length - 1]} applied, then timed out`)

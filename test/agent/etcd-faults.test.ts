@@ -7,14 +7,11 @@
 import t from 'tap'
 import { basename } from 'node:path'
 import { openDatastore } from '../../config/datastore-open.js'
-import { encodeResource, resourceKey } from '../../config/resources/index.js'
 import { checkIpam, describeProblem } from '../../ipam/check.js'
 import { Ipam } from '../../ipam/ipam.js'
-import { createLab, pintoConf } from '../cni/lab.js'
-import { startEtcd } from '../harness/etcd.js'
-import { bridgeLoopback } from '../harness/ns-bridge.js'
+import { pintoConf } from '../cni/lab.js'
 import { waitFor } from '../harness/wait.js'
-import { startAgent } from './agent-proc.js'
+import { etcdLab, startAgent } from './agent-proc.js'
 
 const PODS = 20
 /** Longer than the agent's etcd deadline (3.5 s + 0.5 s), so the writes it gave up on are applied after. */
@@ -30,15 +27,9 @@ const ROUNDS: { fault: 'freeze' | 'crash' | 'crash-down'; atVeths: number }[] = 
 const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
 
 t.test('etcd frozen or killed mid-burst: after every pod\'s DEL, ipam check is clean and no address was given twice', async (t) => {
-  const etcd = await startEtcd(t)
-  const spec = `etcd://${etcd.endpoint}`
-  const setup = await openDatastore(spec)
-  await setup.create(resourceKey('IPPool', 'pods-v4'), encodeResource({ apiVersion: 'projectcalico.org/v3', kind: 'IPPool', metadata: { name: 'pods-v4' }, spec: { cidr: '198.18.0.0/24', blockSize: 26 } } as never))
-  await setup.close()
-  const lab = await createLab(t, { service: false })
   // The agent runs in the lab's host namespace; etcd on this process's loopback is bridged there.
-  await bridgeLoopback(t, lab.topo, lab.hostNs, Number(etcd.endpoint.split(':')[1]))
-  const agent = await startAgent(t, lab, { PINTO_DATASTORE: spec, PINTO_IPAM_REPAIR_SECONDS: '0' })
+  const { etcd, spec, lab, env } = await etcdLab(t)
+  const agent = await startAgent(t, lab, env)
   const conf = pintoConf(lab, '1.0.0')
   const netns = await Promise.all(Array.from({ length: PODS }, (_, i) => lab.pod(`e${i}`)))
   let failedTotal = 0

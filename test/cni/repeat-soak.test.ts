@@ -11,17 +11,14 @@ import { rmSync, writeFileSync } from 'node:fs'
 import { basename, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { openDatastore } from '../../config/datastore-open.js'
-import { encodeResource, resourceKey } from '../../config/resources/index.js'
 import { checkIpam, describeProblem } from '../../ipam/check.js'
 import { Ipam } from '../../ipam/ipam.js'
 import { blockCidr, ordinalAddress } from '../../ipam/block.js'
 import { BLOCKS_PREFIX, decodeBlock } from '../../ipam/records.js'
-import { type AgentProcess, startAgent } from '../agent/agent-proc.js'
-import { startEtcd } from '../harness/etcd.js'
-import { bridgeLoopback } from '../harness/ns-bridge.js'
+import { type AgentProcess, etcdLab, startAgent } from '../agent/agent-proc.js'
 import { Rng } from '../harness/random.js'
 import { waitFor } from '../harness/wait.js'
-import { type Attachment, type PluginRun, createLab, pintoConf } from './lab.js'
+import { type Attachment, type PluginRun, pintoConf } from './lab.js'
 
 const SECONDS = Number(process.env['PINTO_CNI_SOAK_SECONDS'] ?? 75)
 const SEED = Number(process.env['PINTO_CNI_SOAK_SEED'] ?? Date.now() % 100_000)
@@ -44,15 +41,8 @@ const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 const addressOf = (r: PluginRun): string | undefined => (r.json as { ips?: { address: string }[] } | undefined)?.ips?.[0]?.address.split('/')[0]
 
 t.test(`repeated ADDs of live pods under faults, ${SECONDS} s (seed ${SEED})`, async (t) => {
-  const etcd = await startEtcd(t)
+  const { etcd, spec, lab, env } = await etcdLab(t)
   t.teardown(() => etcd.thaw())
-  const spec = `etcd://${etcd.endpoint}`
-  const setup = await openDatastore(spec)
-  await setup.create(resourceKey('IPPool', 'pods-v4'), encodeResource({ apiVersion: 'projectcalico.org/v3', kind: 'IPPool', metadata: { name: 'pods-v4' }, spec: { cidr: '198.18.0.0/24', blockSize: 26 } } as never))
-  await setup.close()
-  const lab = await createLab(t, { service: false })
-  await bridgeLoopback(t, lab.topo, lab.hostNs, Number(etcd.endpoint.split(':')[1]))
-  const env = { PINTO_DATASTORE: spec, PINTO_IPAM_REPAIR_SECONDS: '0' }
   let agent: AgentProcess = await startAgent(t, lab, env)
   // A failure while the agent is stopped must not leave it stopped.
   let stopped: number | undefined

@@ -4,7 +4,8 @@
 
 import { isIP } from 'node:net'
 import tls from 'node:tls'
-import { Etcd3, EtcdError, Range, type IKeyValue, type Watcher } from 'etcd3'
+import { ConsecutiveBreaker, circuitBreaker, handleWhen, noop } from 'cockatiel'
+import { Etcd3, EtcdError, Range, isRecoverableError, type IKeyValue, type Watcher } from 'etcd3'
 import { DatastoreError, type Datastore, type KeyValue, type ListResult, type TxnOp, type Watch, type WatchEvent, checkFailure, checkTxnOps } from './datastore.js'
 import type { EtcdCredentials } from './etcd-tls.js'
 import { tlsFailure } from './etcd-tls-errors.js'
@@ -26,6 +27,15 @@ const FIRST_PAGE_KEYS = 16
  * pages are sized far below it, and the cap is raised for a page of records larger than the ones seen before.
  */
 const MAX_RECEIVE_BYTES = 256 << 20
+
+/**
+ * How long a failing endpoint is passed over before it is tried again. The client's own default (3 failures,
+ * then 5 s) outlives an etcd that was only slow: after a short outage every call would fail for 5 s more.
+ * With one endpoint there is nothing to fail over to, so it has no breaker at all: each call's deadline bounds it.
+ */
+const ENDPOINT_HOLD_OFF_MS = 1000
+const hostPolicy = (endpoints: number) => () =>
+  endpoints > 1 ? circuitBreaker(handleWhen(isRecoverableError), { halfOpenAfter: ENDPOINT_HOLD_OFF_MS, breaker: new ConsecutiveBreaker(3) }) : noop
 
 /**
  * grpc-js names the endpoint's host as the TLS server name (SNI) even when it is an IP address, and etcd is
@@ -86,6 +96,7 @@ export class EtcdDatastore implements Datastore {
       hosts,
       ...(rootCertificate ? { credentials: { rootCertificate, ...(certChain ? { certChain } : {}), ...(privateKey ? { privateKey } : {}) } } : {}),
       dialTimeout: this.timeoutMs,
+      faultHandling: { host: hostPolicy(hosts.length) },
       grpcOptions: { 'grpc.max_receive_message_length': MAX_RECEIVE_BYTES },
       // A deadline on every unary call; streams (watch) reconnect on their own.
       defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + this.timeoutMs }),

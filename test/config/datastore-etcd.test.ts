@@ -1,5 +1,5 @@
 // The etcd backend against a private etcd: the shared contract, compaction reported to watchers,
-// and an unreachable cluster failing fast with the endpoint named.
+// an unreachable cluster failing fast with the endpoint named, and a recovered one answering at once.
 import t from 'tap'
 import { createServer, type Socket } from 'node:net'
 import { DatastoreError } from '../../config/datastore.js'
@@ -116,4 +116,17 @@ t.test('calls after close fail as unavailable instead of hanging', async (t) => 
   const s = await openEtcdDatastore([etcd.endpoint])
   await s.close()
   await t.rejects(s.get('/x'), { code: 'unavailable' })
+})
+
+t.test('after an outage that failed several calls, the next call to a recovered etcd answers', async (t) => {
+  const own = await startEtcd(t)
+  const s = await openEtcdDatastore([own.endpoint], { timeoutMs: 300 })
+  t.teardown(() => s.close())
+  await s.create('/outage/k', 'v')
+  own.freeze()
+  t.teardown(() => own.thaw())
+  for (let i = 0; i < 4; i++) await t.rejects(s.get('/outage/k'), { code: 'unavailable' }, `call ${i + 1} during the outage fails`)
+  own.thaw()
+  // Not after a hold-off: the first call once etcd answers again.
+  t.equal((await s.get('/outage/k'))?.value, 'v')
 })

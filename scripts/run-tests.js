@@ -2,17 +2,21 @@
 // Runs the suite with tap and shows a person what matters: one line per test file as it finishes, the
 // failing assertions of a failed file with their diagnostics, every skip with its reason, and a last
 // line with the counts. tap's full TAP stream goes to .tap/last-run.tap, for when more is needed.
-// Arguments are tap's (a test file, say: `npm test -- dist/test/cni/plugin.test.js`).
+// Arguments are tap's (a test file, say: `npm test -- dist/test/cni/plugin.test.js`); with --direct first,
+// the files named run as plain node processes (direct-tap.js) instead of under tap's runner.
 import { execFileSync, spawn } from 'node:child_process'
+import { once } from 'node:events'
 import { createWriteStream, mkdirSync, readdirSync, statSync } from 'node:fs'
 import { dirname, join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { createInterface } from 'node:readline'
 import { ensureNode } from './node-lts.js'
+import { runDirect } from './direct-tap.js'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const tap = join(root, 'node_modules', '.bin', 'tap')
-const args = process.argv.slice(2)
+const direct = process.argv[2] === '--direct'
+const args = process.argv.slice(direct ? 3 : 2)
 mkdirSync(join(root, '.tap'), { recursive: true })
 const log = createWriteStream(join(root, '.tap', 'last-run.tap'))
 
@@ -35,7 +39,17 @@ const out = (s) => process.stdout.write(s + '\n')
 // process.execPath); PINTO_TEST_NODE=system keeps the one that runs this script.
 const shipped = process.env['PINTO_TEST_NODE'] === 'system' ? undefined : ensureNode()
 const env = shipped === undefined ? process.env : { ...process.env, PATH: `${dirname(shipped)}:${process.env['PATH'] ?? '/usr/bin:/bin'}` }
-const child = spawn(shipped ?? process.execPath, [tap, '--reporter=tap', ...args], { cwd: root, env, stdio: ['ignore', 'pipe', 'inherit'] })
+let source
+let finished
+if (direct) {
+  const r = runDirect(args, { cwd: root, env, ...(shipped !== undefined ? { node: shipped } : {}) })
+  source = r.stream
+  finished = r.done
+} else {
+  const child = spawn(shipped ?? process.execPath, [tap, '--reporter=tap', ...args], { cwd: root, env, stdio: ['ignore', 'pipe', 'inherit'] })
+  source = child.stdout
+  finished = once(child, 'close').then(([code]) => code)
+}
 out(`tests under Node ${shipped === undefined ? process.version : execFileSync(shipped, ['--version'], { encoding: 'utf8' }).trim()}`)
 let done = 0
 let block = []
@@ -60,7 +74,8 @@ function failures(lines, max = 80) {
   return shown
 }
 
-createInterface({ input: child.stdout }).on('line', (line) => {
+const lines = createInterface({ input: source })
+lines.on('line', (line) => {
   log.write(line + '\n')
   const top = /^(not )?ok \d+ - (\S+)(.*)$/.exec(line)
   if (top === null) {
@@ -85,11 +100,12 @@ createInterface({ input: child.stdout }).on('line', (line) => {
   block = []
 })
 
-child.on('close', (code) => {
+Promise.all([finished, once(lines, 'close')]).then(([code]) => {
   log.end()
   if (skips.length > 0) out(`\nskipped:\n${[...new Set(skips)].map((s) => `  ${s}`).join('\n')}`)
   if (failedFiles.length > 0) out(`\nfailed files:\n${failedFiles.map((f) => `  ${f}`).join('\n')}`)
-  out(`\nthe full TAP output: ${relative(process.cwd(), join(root, '.tap', 'last-run.tap'))}`)
+  const full = relative(process.cwd(), join(root, '.tap', 'last-run.tap'))
+  out(`\nthe full TAP output: ${full.startsWith('..') ? join(root, '.tap', 'last-run.tap') : full}`)
   const s = summary ?? { pass: 0, fail: code === 0 ? 0 : 1, skip: 0 }
   const fail = code !== 0 && s.fail === 0 ? 1 : s.fail
   out(`${s.pass} passed, ${fail} failed${s.skip ? `, ${s.skip} skipped` : ''}`)

@@ -1,6 +1,6 @@
 // config's face: the projectcalico.org/v3 resource model (resources/), the datastore contract and how a
 // datastore is opened (embedded directory or etcd, with its TLS files). Import from here, not from the
-// files. The address module (config/ip) stands apart, below every folder.
+// files. Addresses and prefixes are net/'s, below every folder.
 
 export * from './resources/index.js'
 export * from './datastore.js'

@@ -4,7 +4,7 @@
 // noted, a learned one as its prefix and the combo it held (numbers, no key), so the reconciler writes
 // only those (takeChanges); a change of context re-renders everything and is followed by a full resync. Pure.
 
-import { formatIpv4, formatIpv6, parseIpv4, parseIpv6 } from '../bgp/codec/ip.js'
+import { formatIpv4, formatIpv6, parseIpv4, parseIpv6 } from '../net/index.js'
 import type { DesiredState } from './desired-state.js'
 import { defaultMetric, routeKey, sameHops, type Family, type KernelRoute } from './kernel-route.js'
 import { LearnedRenderer, type HopSource } from './learned-render.js'

@@ -2,7 +2,7 @@
 // apart so that after a write that succeeded felix's own are simply the desired routes it wrote (the same
 // map, not a copy: a million routes are not set one by one again). Pure: it reads nothing from the kernel.
 
-import { parseIpv4, parseIpv6 } from '../bgp/codec/ip.js'
+import { parseIpv4, parseIpv6 } from '../net/index.js'
 import { routeKey, type KernelRoute } from './kernel-route.js'
 import { V4PrefixMap } from './v4-prefix-map.js'
 import { V6PrefixMap } from './v6-prefix-map.js'

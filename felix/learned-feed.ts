@@ -6,7 +6,6 @@
 import {
   DELTA_LOCAL,
   DELTA_WITHDRAWN,
-  formatIpv4,
   formatPrefix,
   ipv6Prefix,
   kernelMetricOf,
@@ -23,6 +22,7 @@ import type { DesiredTable } from './desired-table.js'
 import type { LearnedRoute } from './desired-state.js'
 import { V4PrefixMap } from './v4-prefix-map.js'
 import { ipv6Within, V6PrefixMap } from './v6-prefix-map.js'
+import { formatIpv4 } from '../net/index.js'
 
 /** What the feed reads of the speaker's Loc-RIB besides its deltas (BgpSpeaker is one). */
 export interface LocRibSource {

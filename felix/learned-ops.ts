@@ -4,7 +4,7 @@
 // one reused route value; an operation becomes a RouteOp of its own only where one is reported or handed
 // to `ip`. Pure storage.
 
-import { formatIpv4, formatIpv6 } from '../bgp/codec/ip.js'
+import { formatIpv4, formatIpv6 } from '../net/index.js'
 import { routeKey, type Family, type KernelRoute, type NextHop, type RouteType } from './kernel-route.js'
 import type { RouteOp } from './route-diff.js'
 

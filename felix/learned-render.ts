@@ -3,7 +3,7 @@
 // each combo's kernel hops worked out once per pool and shared by every route through them, and the next
 // hops' problems kept (a bounded few). Pure; it renders, it stores no route.
 
-import { formatIpv4, formatIpv6 } from '../bgp/codec/ip.js'
+import { formatIpv4, formatIpv6 } from '../net/index.js'
 import type { LearnedNextHop } from './desired-state.js'
 import { compareNextHops, defaultMetric, type Family, type KernelRoute, type NextHop } from './kernel-route.js'
 import type { LearnedRoutes } from './learned-routes.js'

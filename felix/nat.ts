@@ -2,7 +2,7 @@
 // anywhere outside all pools. The ruleset text is rendered purely and loaded atomically with `nft -f -`;
 // no other table is ever read or touched.
 
-import { formatCidr, parseIfAddr } from '../config/ip/index.js'
+import { formatCidr, parseIfAddr } from '../net/index.js'
 import type { IPPool } from '../config/index.js'
 import { runChecked, type ProcessRunner } from './runner.js'
 

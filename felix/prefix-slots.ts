@@ -7,7 +7,7 @@
 // again: a million prefixes take 1.47M slots where powers of two would take 2.1M. A table made with an
 // implicit value stores no values until one differs from it (a list of prefixes that held nothing, say).
 
-import { discard } from '../bgp/rib/typed-arrays.js'
+import { discard } from '../net/index.js'
 
 /** A slot's tag: EMPTY, GONE, or the prefix length + 1. */
 export const EMPTY = 0

@@ -3,7 +3,7 @@
 // Built once per pool/encapsulation/node change and shared by the full render and the incremental
 // desired table. Pure; bad input becomes a problem naming its field, never an exception.
 
-import { AddrError, cidrContains, formatAddr, formatCidr, parseIfAddr, readAddr, tryAddr, type Addr, type Cidr } from '../config/ip/index.js'
+import { AddrError, cidrContains, formatAddr, formatCidr, parseIfAddr, readAddr, tryAddr, type Addr, type Cidr } from '../net/index.js'
 import type { IPPool } from '../config/index.js'
 import type { DesiredState, LearnedNextHop, RemoteVtep } from './desired-state.js'
 import { DEFAULT_ROUTE_PROTOCOL, MAIN_TABLE, type Family, type NextHop } from './kernel-route.js'
@@ -99,7 +99,7 @@ function subnetOf(addr: string | undefined, field: string, problems: RenderProbl
   return c
 }
 
-/** The address, or undefined when config/ip refuses the text. */
+/** The address, or undefined when net/ refuses the text. */
 export function addrOf(text: string): Addr | undefined {
   const a = tryAddr(() => readAddr(text))
   return a instanceof AddrError ? undefined : a

@@ -3,7 +3,7 @@
 // route-socket.ts); field layouts from linux/netlink.h and linux/rtnetlink.h. Messages are written one
 // after another into one reusable buffer: a write of 100k routes makes no object per route.
 
-import { parseIpv4, parseIpv6 } from '../bgp/codec/ip.js'
+import { parseIpv4, parseIpv6 } from '../net/index.js'
 import { defaultMetric, type KernelRoute, type RouteType } from './kernel-route.js'
 
 export const RTM_NEWLINK = 16

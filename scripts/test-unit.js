@@ -57,7 +57,7 @@ export const UNIT_TESTS = [
   'test/bgp/hold-timer.test.ts',
   'test/bgp/import-table.test.ts',
   'test/bgp/intern.test.ts',
-  'test/bgp/ip.test.ts',
+  'test/bgp/nlri-text.test.ts',
   'test/bgp/number-map.test.ts',
   'test/bgp/pack.test.ts',
   'test/bgp/policy.test.ts',
@@ -80,7 +80,6 @@ export const UNIT_TESTS = [
   'test/bgp/speaker-md5.test.ts',
   'test/bgp/speaker.test.ts',
   'test/bgp/transition-log.test.ts',
-  'test/bgp/typed-arrays.test.ts',
   'test/bgp/update-sender.test.ts',
   'test/cni/exec.test.ts',
   'test/cni/ipam-client.test.ts',
@@ -90,7 +89,6 @@ export const UNIT_TESTS = [
   'test/config/datastore-embedded.test.ts',
   'test/config/datastore-open.test.ts',
   'test/config/duration.test.ts',
-  'test/config/ip.test.ts',
   'test/config/resources-defaults.test.ts',
   'test/config/resources-parse.test.ts',
   'test/config/resources-validate.test.ts',
@@ -121,6 +119,9 @@ export const UNIT_TESTS = [
   'test/ipam/pools.test.ts',
   'test/ipam/round-trips.test.ts',
   'test/ipam/write-order.test.ts',
+  'test/net/ip.test.ts',
+  'test/net/parse.test.ts',
+  'test/net/typed-arrays.test.ts',
 ]
 
 /** The compiled file tap runs for a test source: test/x/y.test.ts -> dist/test/x/y.test.js. */

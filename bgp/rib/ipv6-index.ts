@@ -4,7 +4,7 @@
 // prefix for the collector to trace. No paths, no policy.
 
 import { emptySlot } from './number-map.js'
-import { discard, touchedArray } from './typed-arrays.js'
+import { discard, touchedArray } from '../../net/index.js'
 
 const PAGE_BITS = 15
 const PAGE_SIZE = 1 << PAGE_BITS

@@ -2,9 +2,8 @@
 // length, next hops (ids into an interned next-hop table), LOCAL_PREF and flags, filled by the flush and the
 // streaming walk. No Path objects, no prefix text; it knows no policy and no kernel.
 
-import { parseIpv4, parseIpv6 } from '../codec/ip.js'
+import { parseIpv4, parseIpv6, grown } from '../../net/index.js'
 import type { InternedAttributes } from '../codec/intern.js'
-import { grown } from './typed-arrays.js'
 
 /** No best path now: the destination left the Loc-RIB. */
 export const DELTA_WITHDRAWN = 1

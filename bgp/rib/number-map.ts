@@ -2,7 +2,7 @@
 // open addressing in one typed array, for a full Internet table of a million keys with nothing the
 // garbage collector has to trace) and a bit set of indices. No policy, no paths: numbers only.
 
-import { discard, grown, touchedArray } from './typed-arrays.js'
+import { discard, grown, touchedArray } from '../../net/index.js'
 
 /** Keys that differ only in their low GROUP_BITS share a bucket of 2^GROUP_BITS slots (32 bytes: half a cache line). */
 const GROUP_BITS = 3

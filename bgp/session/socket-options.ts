@@ -4,7 +4,7 @@
 
 import { createRequire } from 'node:module'
 import { Socket } from 'node:net'
-import { ipv4Bytes, parseIpv6 } from '../codec/ip.js'
+import { ipv4Bytes, parseIpv6 } from '../../net/index.js'
 
 /** Linux's option levels and names (include/uapi/linux/{in,in6,tcp,socket}.h, asm-generic/socket.h). */
 export const SOL = { socket: 1, ip: 0, ipv6: 41, tcp: 6 } as const

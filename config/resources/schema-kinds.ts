@@ -4,7 +4,7 @@
 
 import { parseDuration, DurationError } from '../duration.js'
 import { parseSelector, SelectorError } from '../selector.js'
-import { parseCidr, parseIfAddr } from '../ip/index.js'
+import { parseCidr, parseIfAddr } from '../../net/index.js'
 import { addrReason, checkCommunity, checkIP, checkInterfaceGlob, checkMAC, checkName, parsePeerIP } from './scalars.js'
 import type { Field, ObjectField } from './schema.js'
 import type { ResourceKind } from './types.js'

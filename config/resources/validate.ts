@@ -2,7 +2,7 @@
 // validator.go struct rules, its calicoctl client rules (default-only BGPConfiguration fields) and the
 // IPAM config rules of ipam.go. Pure: takes a resource, records problems at field paths.
 
-import { AddrError, cidrsOverlap, parseAddr, parseCidr, parseIfAddr, tryAddr, type Cidr } from '../ip/index.js'
+import { AddrError, cidrsOverlap, parseAddr, parseCidr, parseIfAddr, tryAddr, type Cidr } from '../../net/index.js'
 import type { PathSegment, Problems } from './errors.js'
 import { checkCommunity, checkName, parsedOrUndefined, parsePeerIP } from './scalars.js'
 import type { BGPConfiguration, BGPFilter, BGPFilterRule, BGPPeer, IPAMConfig, IPPool, Node, Resource } from './types.js'

@@ -3,7 +3,7 @@
 // it goes; and LearnedRoutes' walk over it while routes come and go.
 
 import t from 'tap'
-import { formatIpv4 } from '../../bgp/codec/ip.js'
+import { formatIpv4 } from '../../net/index.js'
 import { LearnedRoutes } from '../../felix/index.js'
 import { V4PrefixMap } from '../../felix/v4-prefix-map.js'
 import { Rng } from '../harness/random.js'

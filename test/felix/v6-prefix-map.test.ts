@@ -3,8 +3,7 @@
 // deletes as it goes; and ipv6Within against config/ip's CIDR containment.
 
 import t from 'tap'
-import { formatIpv6, parseIpv6 } from '../../bgp/codec/ip.js'
-import { cidrContains } from '../../config/ip/index.js'
+import { formatIpv6, parseIpv6, cidrContains } from '../../net/index.js'
 import { ipv6Within, V6PrefixMap } from '../../felix/index.js'
 import { Rng } from '../harness/random.js'
 

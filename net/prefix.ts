@@ -1,11 +1,10 @@
 // IP address and CIDR values and the arithmetic on them: masks, containment, overlap, the block an
 // address falls in, the nth address, order, and canonical text (RFC 5952 for IPv6). Numeric on bigint:
 // these run per address in IPAM and per route in felix, where ip-num's objects would cost many times as much.
-// No parsing here (parse.ts, read.ts) and no I/O.
+// No parsing here (parse.ts) and no I/O.
 
-import { formatIpv6Value } from '../../bgp/codec/ip.js'
-
-export type Family = 4 | 6
+import { type Family, familyBits } from './family.js'
+import { formatIpv6Value } from './ip.js'
 
 export interface Addr {
   readonly family: Family
@@ -23,10 +22,6 @@ export interface Cidr {
 export interface IfAddr {
   readonly addr: Addr
   readonly cidr: Cidr
-}
-
-export function familyBits(family: Family): number {
-  return family === 4 ? 32 : 128
 }
 
 export function hostMask(family: Family, prefix: number): bigint {

@@ -22,7 +22,7 @@ import {
   parseIfAddr,
   readAddr,
   readCidr,
-} from '../../config/ip/index.js'
+} from '../../net/index.js'
 
 const thrown = (fn: () => unknown): AddrError => {
   try {

@@ -1,0 +1,9 @@
+// The face of net/, the ground floor every folder stands on: the address family, address text and its
+// numeric forms (ip.ts), prefixes and their arithmetic (prefix.ts), parsing what people give (parse.ts, on
+// ip-num), typed-array columns, and the prefix-keyed tables. Pure: no I/O, and nothing from another folder.
+
+export * from './family.js'
+export * from './ip.js'
+export * from './prefix.js'
+export { AddrError, parseAddr, parseCidr, parseIfAddr, readAddr, readCidr, tryAddr, type ParseOptions } from './parse.js'
+export { discard, grown, touchedArray } from './typed-arrays.js'

@@ -4,7 +4,7 @@
 // noted, a learned one as its prefix and the combo it held (numbers, no key), so the reconciler writes
 // only those (takeChanges); a change of context re-renders everything and is followed by a full resync. Pure.
 
-import { formatIpv4, formatIpv6, parseIpv4, parseIpv6 } from '../net/index.js'
+import { formatIpv4, formatIpv6, parseIpv4, parseIpv6, V4PrefixMap, V6PrefixMap } from '../net/index.js'
 import type { DesiredState } from './desired-state.js'
 import { defaultMetric, routeKey, sameHops, type Family, type KernelRoute } from './kernel-route.js'
 import { LearnedRenderer, type HopSource } from './learned-render.js'
@@ -15,8 +15,6 @@ import type { ChangeList, DesiredRoutes, LearnedSink, OwnRoutes } from './desire
 import type { LearnedOps } from './learned-ops.js'
 import type { KeyChange } from './route-diff.js'
 import type { DumpedRoute } from './rtnl-routes.js'
-import { V4PrefixMap } from './v4-prefix-map.js'
-import { V6PrefixMap } from './v6-prefix-map.js'
 
 export type { ChangeList, DesiredRoutes, LearnedSink, OwnRoutes } from './desired-routes.js'
 export type { HopSource } from './learned-render.js'

@@ -2,10 +2,8 @@
 // apart so that after a write that succeeded felix's own are simply the desired routes it wrote (the same
 // map, not a copy: a million routes are not set one by one again). Pure: it reads nothing from the kernel.
 
-import { parseIpv4, parseIpv6 } from '../net/index.js'
+import { parseIpv4, parseIpv6, V4PrefixMap, V6PrefixMap } from '../net/index.js'
 import { routeKey, type KernelRoute } from './kernel-route.js'
-import { V4PrefixMap } from './v4-prefix-map.js'
-import { V6PrefixMap } from './v6-prefix-map.js'
 import type { RouteConflict, RouteOp } from './route-diff.js'
 import type { OwnRoutes } from './desired-routes.js'
 

@@ -20,9 +20,7 @@ import { deepEqual } from '../config/index.js'
 import { preferAffineNodes, type AffinityConflict, type NextHop } from './block-owners.js'
 import type { DesiredTable } from './desired-table.js'
 import type { LearnedRoute } from './desired-state.js'
-import { V4PrefixMap } from './v4-prefix-map.js'
-import { ipv6Within, V6PrefixMap } from './v6-prefix-map.js'
-import { formatIpv4 } from '../net/index.js'
+import { V4PrefixMap, ipv6Within, V6PrefixMap, formatIpv4 } from '../net/index.js'
 
 /** What the feed reads of the speaker's Loc-RIB besides its deltas (BgpSpeaker is one). */
 export interface LocRibSource {

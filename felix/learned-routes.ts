@@ -2,8 +2,7 @@
 // (next-hop ids, metric) pair in a typed-array hash table slot, so a million routes through a few nodes cost
 // no object or string. Next hops are ids the caller gives (see DesiredTable's HopSource). Pure storage, no rendering.
 
-import { V4PrefixMap } from './v4-prefix-map.js'
-import { V6PrefixMap } from './v6-prefix-map.js'
+import { V4PrefixMap, V6PrefixMap } from '../net/index.js'
 
 /**
  * Set beside a route's combo while a streaming read of the kernel has seen it there exactly as desired (see

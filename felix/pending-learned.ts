@@ -2,11 +2,8 @@
 // at that take (-1: none), in typed-array hash tables, so a million changed routes cost no object or key;
 // and the parsing of a route key back into the prefix a learned route would have. Pure storage.
 
-import { parseIpv4, parseIpv6 } from '../net/index.js'
+import { parseIpv4, parseIpv6, MIN_SLOTS, V4PrefixMap, V6PrefixMap } from '../net/index.js'
 import type { LearnedRoutes } from './learned-routes.js'
-import { MIN_SLOTS } from './prefix-slots.js'
-import { V4PrefixMap } from './v4-prefix-map.js'
-import { V6PrefixMap } from './v6-prefix-map.js'
 
 /** Not in a pending map: no change since the last take. */
 export const NOT_PENDING = -2

@@ -56,9 +56,9 @@ export const UNIT_TESTS = [
   'test/bgp/graceful-restart.test.ts',
   'test/bgp/hold-timer.test.ts',
   'test/bgp/import-table.test.ts',
+  'test/bgp/index-set.test.ts',
   'test/bgp/intern.test.ts',
   'test/bgp/nlri-text.test.ts',
-  'test/bgp/number-map.test.ts',
   'test/bgp/pack.test.ts',
   'test/bgp/policy.test.ts',
   'test/bgp/pool-guard.test.ts',
@@ -104,8 +104,6 @@ export const UNIT_TESTS = [
   'test/felix/route-diff.test.ts',
   'test/felix/rtnl-routes.test.ts',
   'test/felix/rtnl.test.ts',
-  'test/felix/v4-prefix-map.test.ts',
-  'test/felix/v6-prefix-map.test.ts',
   'test/foundation/install-deps.test.ts',
   'test/foundation/package.test.ts',
   'test/foundation/unit-tests.test.ts',
@@ -121,7 +119,10 @@ export const UNIT_TESTS = [
   'test/ipam/write-order.test.ts',
   'test/net/ip.test.ts',
   'test/net/parse.test.ts',
+  'test/net/prefix-index.test.ts',
   'test/net/typed-arrays.test.ts',
+  'test/net/v4-prefix-map.test.ts',
+  'test/net/v6-prefix-map.test.ts',
 ]
 
 /** The compiled file tap runs for a test source: test/x/y.test.ts -> dist/test/x/y.test.js. */

@@ -20,7 +20,7 @@ import { deepEqual } from '../config/index.js'
 import { preferAffineNodes, type AffinityConflict, type NextHop } from './block-owners.js'
 import type { DesiredTable } from './desired-table.js'
 import type { LearnedRoute } from './desired-state.js'
-import { V4PrefixMap, ipv6Within, V6PrefixMap, formatIpv4 } from '../net/index.js'
+import { formatIpv4, ipv4Within, ipv6Within, V4PrefixMap, V6PrefixMap } from '../net/index.js'
 
 /** What the feed reads of the speaker's Loc-RIB besides its deltas (BgpSpeaker is one). */
 export interface LocRibSource {
@@ -170,7 +170,7 @@ export class LearnedFeed {
     const services = this.services4
     for (let i = 0; i < services.length; i++) {
       const s = services[i]!
-      if (len >= s.len && (s.len === 0 || addr4 >>> (32 - s.len) === s.net >>> (32 - s.len))) return true
+      if (len >= s.len && ipv4Within(s.net, s.len, addr4)) return true
     }
     return false
   }

@@ -3,7 +3,7 @@
 // Built once per pool/encapsulation/node change and shared by the full render and the incremental
 // desired table. Pure; bad input becomes a problem naming its field, never an exception.
 
-import { AddrError, cidrContains, formatAddr, formatCidr, parseIfAddr, readAddr, tryAddr, type Addr, type Cidr, ipv6Within } from '../net/index.js'
+import { AddrError, cidrContains, formatAddr, formatCidr, ipv4Within, ipv6Within, parseIfAddr, readAddr, tryAddr, type Addr, type Cidr } from '../net/index.js'
 import type { IPPool } from '../config/index.js'
 import type { DesiredState, LearnedNextHop, RemoteVtep } from './desired-state.js'
 import { DEFAULT_ROUTE_PROTOCOL, MAIN_TABLE, type Family, type NextHop } from './kernel-route.js'
@@ -177,9 +177,7 @@ export class RenderContext {
     const pools = this.v4Pools
     for (let i = 0; i < pools.length; i++) {
       const v = pools[i]!
-      if (v.len > len) continue
-      const shift = 32 - v.len
-      if (v.len !== 0 && addr >>> shift !== v.net >>> shift) continue
+      if (v.len > len || !ipv4Within(v.net, v.len, addr)) continue
       if (best === undefined || v.len > best.len) best = v
     }
     return best?.match ?? NO_POOL

@@ -5,7 +5,7 @@
 export * from './desired-state.js'
 export { renderDesired, workloadAddresses, localBlockRoutes, TUNL_DEVICE, VXLAN_DEVICE, type RenderOptions, type RenderedState, type RenderProblem, type NeighbourEntry, type FdbEntry } from './render-routes.js'
 export { RenderContext } from './render-context.js'
-export { DEFAULT_ROUTE_PROTOCOL, MAIN_TABLE, routeKey, type KernelRoute, type NextHop, type Family } from './kernel-route.js'
+export { DEFAULT_ROUTE_PROTOCOL, MAIN_TABLE, routeKey, type KernelRoute, type NextHop } from './kernel-route.js'
 export { RouteDeltaTracker, type RouteOp, type DiffResult, type RouteConflict } from './route-diff.js'
 export { RouteReconciler, type RouteReconcilerOptions, type ApplyResult, type RouteError } from './route-reconciler.js'
 export { ExecaRunner, RecordingRunner, CommandError, type ProcessRunner, type RunResult, type RunOptions } from './runner.js'

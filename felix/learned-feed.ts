@@ -20,7 +20,7 @@ import { deepEqual } from '../config/index.js'
 import { preferAffineNodes, type AffinityConflict, type NextHop } from './block-owners.js'
 import type { DesiredTable } from './desired-table.js'
 import type { LearnedRoute } from './desired-state.js'
-import { formatIpv4, ipv4Within, ipv6Within, V4PrefixMap, V6PrefixMap } from '../net/index.js'
+import { formatIpv4, ipv4Within, ipv6Within, V4PrefixMap, V6PrefixMap, type Family } from '../net/index.js'
 
 /** What the feed reads of the speaker's Loc-RIB besides its deltas (BgpSpeaker is one). */
 export interface LocRibSource {
@@ -158,7 +158,7 @@ export class LearnedFeed {
   }
 
   /** Whether a route is one felix leaves to others (a service range) or routes statically (a fixed prefix). */
-  private excluded(family: 4 | 6, addr4: number, net6: Uint8Array | undefined, len: number): boolean {
+  private excluded(family: Family, addr4: number, net6: Uint8Array | undefined, len: number): boolean {
     if (family === 6) {
       if (this.fixed6.size > 0 && this.fixed6.has(net6!, len)) return true
       const services = this.services6

@@ -3,10 +3,10 @@
 // Built once per pool/encapsulation/node change and shared by the full render and the incremental
 // desired table. Pure; bad input becomes a problem naming its field, never an exception.
 
-import { AddrError, cidrContains, formatAddr, formatCidr, ipv4Within, ipv6Within, parseIfAddr, readAddr, tryAddr, type Addr, type Cidr } from '../net/index.js'
+import { AddrError, cidrContains, formatAddr, formatCidr, ipv4Within, ipv6Within, parseIfAddr, readAddr, tryAddr, type Addr, type Cidr, type Family } from '../net/index.js'
 import type { IPPool } from '../config/index.js'
 import type { DesiredState, LearnedNextHop, RemoteVtep } from './desired-state.js'
-import { DEFAULT_ROUTE_PROTOCOL, MAIN_TABLE, type Family, type NextHop } from './kernel-route.js'
+import { DEFAULT_ROUTE_PROTOCOL, MAIN_TABLE, type NextHop } from './kernel-route.js'
 
 export const TUNL_DEVICE = 'tunl0'
 export const VXLAN_DEVICE = 'vxlan.pinto'

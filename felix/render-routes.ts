@@ -2,9 +2,9 @@
 // per pool mode (no-encap, IPIP, VXLAN, CrossSubnet), with ECMP and local blackholes. Bad input never throws:
 // the offending route is skipped and a problem naming its field path is returned, so the rest still renders.
 
-import { AddrError, formatAddr, formatCidr, readCidr, tryAddr, formatIpv4, parseIpv4 as parseIpv4Number } from '../net/index.js'
+import { AddrError, formatAddr, formatCidr, readCidr, tryAddr, formatIpv4, parseIpv4 as parseIpv4Number, type Family } from '../net/index.js'
 import type { DesiredState } from './desired-state.js'
-import { compareNextHops, defaultMetric, routeKey, type Family, type KernelRoute, type NextHop } from './kernel-route.js'
+import { compareNextHops, defaultMetric, routeKey, type KernelRoute, type NextHop } from './kernel-route.js'
 import { RenderContext, addrOf, type FdbEntry, type NeighbourEntry, type PoolMatch, type RenderOptions, type RenderProblem } from './render-context.js'
 
 export { TUNL_DEVICE, VXLAN_DEVICE, type RenderOptions, type NeighbourEntry, type FdbEntry, type RenderProblem } from './render-context.js'

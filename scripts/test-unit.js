@@ -87,6 +87,7 @@ export const UNIT_TESTS = [
   'test/config/datastore-embedded.test.ts',
   'test/config/datastore-open.test.ts',
   'test/config/duration.test.ts',
+  'test/config/nodes.test.ts',
   'test/config/resources-defaults.test.ts',
   'test/config/resources-parse.test.ts',
   'test/config/resources-validate.test.ts',

@@ -5,7 +5,7 @@
 export * from './family.js'
 export * from './ip.js'
 export * from './prefix.js'
-export { AddrError, parseAddr, parseCidr, parseIfAddr, readAddr, readCidr, tryAddr, type ParseOptions } from './parse.js'
+export { AddrError, parseAddr, parseCidr, parseIfAddr, readAddr, readCidr, readIpv4Prefix, tryAddr, type ParseOptions } from './parse.js'
 export { discard, grown, touchedArray } from './typed-arrays.js'
 export { Ipv4Index, Ipv6Column, Ipv6Index, type AddressColumn, type Ipv6Keys } from './prefix-index.js'
 export { V4PrefixMap, V6PrefixMap } from './prefix-map.js'

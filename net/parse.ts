@@ -130,3 +130,22 @@ export function readCidr(text: string, field = 'cidr'): Cidr {
   }
   return parseCidr(text, field)
 }
+
+/**
+ * A canonical IPv4 prefix ("a.b.c.d/len", no leading zeros, host bits clear) as numbers, for a loop over
+ * text pinto wrote; undefined for anything else, which then takes readCidr and its error messages.
+ */
+export function readIpv4Prefix(text: string): { addr: number; len: number } | undefined {
+  const slash = text.indexOf('/')
+  if (slash < 0) return undefined
+  const addrText = text.slice(0, slash)
+  const addr = parseIpv4(addrText)
+  if (addr === undefined || formatIpv4(addr) !== addrText) return undefined
+  const lenText = text.slice(slash + 1)
+  if (addr === undefined || lenText.length === 0 || lenText.length > 2 || (lenText.length === 2 && lenText[0] === '0')) return undefined
+  const len = Number(lenText)
+  if (!Number.isInteger(len) || len > 32) return undefined
+  const mask = len === 0 ? 0 : (0xffffffff << (32 - len)) >>> 0
+  if (((addr & mask) >>> 0) !== addr) return undefined
+  return { addr, len }
+}

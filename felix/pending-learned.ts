@@ -2,7 +2,7 @@
 // at that take (-1: none), in typed-array hash tables, so a million changed routes cost no object or key;
 // and the parsing of a route key back into the prefix a learned route would have. Pure storage.
 
-import { parseIpv4, parseIpv6, MIN_SLOTS, V4PrefixMap, V6PrefixMap, type Family } from '../net/index.js'
+import { MIN_SLOTS, parseIpv4, parseIpv6, V4PrefixMap, V6PrefixMap, type Family } from '../net/index.js'
 import type { LearnedRoutes } from './learned-routes.js'
 
 /** Not in a pending map: no change since the last take. */

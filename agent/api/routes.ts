@@ -3,7 +3,7 @@
 
 import type { FastifyPluginAsync } from 'fastify'
 import { ipv4Prefix, ipv6Prefix, parsePrefix, SortedPrefixes, type Prefix } from '../../bgp/index.js'
-import { AddrError, parseCidr, tryAddr, ipv6ValueBytes } from '../../net/index.js'
+import { AddrError, ipv6ValueBytes, parseCidr, tryAddr } from '../../net/index.js'
 import type { ApiDeps } from './deps.js'
 import { ApiError, errorSchema } from './errors.js'
 import { decodeCursor, prefixPage, prefixWithin, selectPage, type Page, type RowKey } from './paginate.js'

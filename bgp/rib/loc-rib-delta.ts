@@ -2,7 +2,7 @@
 // length, next hops (ids into an interned next-hop table), LOCAL_PREF and flags, filled by the flush and the
 // streaming walk. No Path objects, no prefix text; it knows no policy and no kernel.
 
-import { parseIpv4, parseIpv6, grown, type Family } from '../../net/index.js'
+import { grown, parseIpv4, parseIpv6, type Family } from '../../net/index.js'
 import type { InternedAttributes } from '../codec/intern.js'
 
 /** No best path now: the destination left the Loc-RIB. */

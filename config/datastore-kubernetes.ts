@@ -78,6 +78,11 @@ export class KubernetesDatastore implements Datastore {
     return this.http.server
   }
 
+  /** The connection pool to the apiserver, for readers of core objects (Pods, Services) beside the store. */
+  get api(): KubeHttp {
+    return this.http
+  }
+
   /**
    * Fails unless the answer's status is one of `ok`: 'not-found' for a missing object (404 with a Status),
    * 'unavailable' for a missing kind (its CRD not installed), refused credentials or a failing apiserver,

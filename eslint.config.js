@@ -2,12 +2,13 @@
 // rules over every TypeScript source, test and bench (each file checked against its nearest tsconfig.json),
 // and ESLint's recommended rules over the plain-JavaScript scripts and program stubs.
 import js from '@eslint/js'
+import { defineConfig } from 'eslint/config'
 import tseslint from 'typescript-eslint'
 
 // Node's own globals (process, URL, Buffer, timers, ...), read from the Node.js that runs the lint.
 const nodeGlobals = Object.fromEntries(Object.getOwnPropertyNames(globalThis).map((name) => [name, 'readonly']))
 
-export default tseslint.config(
+export default defineConfig(
   { ignores: ['dist/', '.cache/', '.tap/', 'node_modules/'] },
   {
     files: ['scripts/**/*.js', 'bin/**/*.js', 'eslint.config.js'],

@@ -221,7 +221,7 @@ t.test('readCidr and readAddr agree with parseCidr and parseAddr', async (t) => 
     const canonical = typeof c !== 'string' && c.family === 4 && formatCidr(c) === text
     if (canonical) ipv4++
     if (canonical ? fast?.addr !== Number(c.base) || fast.len !== c.prefix : fast !== undefined) {
-      if (mismatches++ < 5) t.fail(`${JSON.stringify(text)}: readIpv4Prefix ${JSON.stringify(fast)}, parseCidr ${String(c)}`)
+      if (mismatches++ < 5) t.fail(`${JSON.stringify(text)}: readIpv4Prefix ${JSON.stringify(fast)}, parseCidr ${typeof c === 'string' ? c : formatCidr(c)}`)
     }
   }
   t.ok(ipv4 > 100, `${ipv4} canonical IPv4 networks among them`)

@@ -1,9 +1,7 @@
-// Prefix indexes over the caller's own columns, for a table of rows (the RIB's destinations) that already
-// holds each row's network: IPv4 (one index per prefix length, network address to row) and IPv6 (network and
-// length to row, the 16 bytes in paged columns made here). A slot holds only a row index + 1 and the key is
-// read back from the columns, so a slot is 4 bytes: a full Internet table of a million keys in one typed
-// array, nothing the garbage collector has to trace. Deletion shifts the run back (no tombstones). Numbers
-// only. A table that keeps its own keys and a value per prefix is prefix-map.ts.
+// Prefix indexes into a table of rows that holds each row's network (the RIB's destinations): IPv4 by
+// address per prefix length, IPv6 by network and length (its 16 bytes in the paged column made here). A slot
+// is only a row index, its key read back from the columns, so a million keys are one typed array and nothing
+// for the collector; deletion shifts the run back. Numbers only; a map that keeps its own keys is prefix-map.ts.
 
 import { discard, touchedArray } from './typed-arrays.js'
 

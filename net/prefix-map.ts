@@ -1,9 +1,7 @@
-// IPv4 and IPv6 prefixes (address and length) mapped to small integers, each table keeping its own keys in
-// typed arrays (the slot bookkeeping is prefix-slots.ts): an IPv4 address or four IPv6 address words, a
-// length byte and a value per slot, where a V8 Map costs several times that per entry and makes a [key, value]
-// array per entry walked, and no object, string or Uint8Array per prefix. Deletion leaves a tombstone, so a
-// walk by slot survives it. Pure storage; what a value means is its user's. An index into rows that already
-// hold their networks is prefix-index.ts.
+// IPv4 and IPv6 prefixes mapped to small integers in typed arrays that hold their own keys (an address or
+// four address words, a length byte and a value per slot; bookkeeping in prefix-slots.ts): no object, string
+// or Uint8Array per prefix, and a deletion leaves a tombstone so a walk by slot survives it. Pure storage;
+// what a value means is its user's. An index into rows that already hold their networks is prefix-index.ts.
 
 import { EMPTY, GONE, MIN_SLOTS, PrefixSlots } from './prefix-slots.js'
 

@@ -1,7 +1,7 @@
 // IP address and CIDR values and the arithmetic on them: masks, containment, overlap, the block an
-// address falls in, the nth address, order, and canonical text (RFC 5952 for IPv6). Numeric on bigint:
-// these run per address in IPAM and per route in felix, where ip-num's objects would cost many times as much.
-// No parsing here (parse.ts) and no I/O.
+// address falls in, the nth address, order, and canonical text (RFC 5952 for IPv6), on bigint where ip-num's
+// objects would cost many times as much; containment also on the numeric forms felix and the RIB keep per
+// route. No parsing here (parse.ts) and no I/O.
 
 import { type Family, familyBits } from './family.js'
 import { formatIpv6Value } from './ip.js'

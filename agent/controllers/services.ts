@@ -43,6 +43,8 @@ export class ServicesController {
   private readonly dirty = new Set<string>()
   private all = true
   private inputsKey = ''
+  /** The first run has decided whether Services are watched at all. */
+  private decided = false
   private readonly problemsLogged = new Set<string>()
   /** Informers' lists and watches of stretches already ended, for the request figures. */
   private readonly ended = { lists: 0, watches: 0, relists: 0 }
@@ -82,7 +84,7 @@ export class ServicesController {
 
   /** The Services and EndpointSlices are listed (or nothing needs them): the prefixes are the cluster's. */
   get synced(): boolean {
-    return this.watching === undefined || this.watching.synced
+    return this.decided && (this.watching === undefined || this.watching.synced)
   }
 
   /** Requests made to the apiserver through this pool, and this controller's lists and watches. */
@@ -108,6 +110,7 @@ export class ServicesController {
     // Events a watch chunk or a list delivers together are worked out in one run.
     await new Promise((resolve) => setImmediate(resolve))
     const { ranges, node } = this.inputs()
+    this.decided = true
     if (!hasServiceRanges(ranges)) {
       if (this.watching !== undefined) {
         this.log.info('BGPConfiguration names no service range: Services are no longer watched')

@@ -40,6 +40,7 @@ export const UNIT_TESTS = [
   'test/agent/ipam-service-reads.test.ts',
   'test/agent/learned-feed.test.ts',
   'test/agent/node-flags.test.ts',
+  'test/agent/service-routes.test.ts',
   'test/agent/settings.test.ts',
   'test/agent/ui/format.test.ts',
   'test/agent/ui/topology.test.ts',

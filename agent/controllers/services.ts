@@ -7,7 +7,7 @@ import type { Logger } from 'pino'
 import { Informer, objectKey, type InformerEvent, type KubeHttp, type KubeObject } from '../../config/index.js'
 import { compileServiceRanges, hasServiceRanges, serviceDecision, serviceNode, sliceServiceKey, type ServiceNode, type ServiceRanges } from '../service-routes.js'
 import { Coalescer } from './coalescer.js'
-import type { AgentContext } from './context.js'
+import { followResources, type AgentContext } from './context.js'
 
 export const SERVICES_PATH = '/api/v1/services'
 export const ENDPOINT_SLICES_PATH = '/apis/discovery.k8s.io/v1/endpointslices'
@@ -60,10 +60,7 @@ export class ServicesController {
   }
 
   start(): void {
-    this.unsubscribe = this.ctx.cluster.onChange((topic) => {
-      if (topic === 'resources') this.job.trigger()
-    })
-    this.job.trigger()
+    this.unsubscribe = followResources(this.ctx, this.job)
   }
 
   async stop(): Promise<void> {

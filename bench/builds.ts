@@ -68,11 +68,11 @@ function parseOptions(argv: readonly string[]): Options {
 function runProcess(cmd: string, args: readonly string[], cwd: string, echo: boolean): { child: ChildProcess; done: Promise<{ code: number | null; out: string }> } {
   const child = spawn(cmd, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
   let out = ''
-  child.stdout!.on('data', (d: Buffer) => {
+  child.stdout.on('data', (d: Buffer) => {
     out += d.toString()
     if (echo) process.stdout.write(d)
   })
-  child.stderr!.on('data', (d: Buffer) => {
+  child.stderr.on('data', (d: Buffer) => {
     if (echo) process.stderr.write(d)
     else out += d.toString()
   })
@@ -127,7 +127,7 @@ function baseTsconfig(tree: string): string {
   } catch {
     return own
   }
-  if (!Array.isArray(include)) return own
+  if (!Array.isArray(include) || !include.every((d): d is string => typeof d === 'string')) return own
   const path = join(tree, 'tsconfig.builds.json')
   const folders = [...new Set([...include.filter((d) => d !== 'test'), 'bench'])]
   writeFileSync(path, JSON.stringify({ extends: './tsconfig.json', include: folders, compilerOptions: { incremental: true, tsBuildInfoFile: './.tsbuildinfo-builds' } }, null, 2))
@@ -177,14 +177,14 @@ async function runBench(bench: BenchName, build: Run['build'], round: number, ro
   const t0 = performance.now()
   const r = await run(process.execPath, [join(root, 'dist', 'bench', `${bench}.js`), ...args], root, true)
   const seconds = (performance.now() - t0) / 1000
-  let source: Run['source'] = 'none'
-  let figures: Run['figures'] = []
+  let source: Run['source']
+  let figures: Run['figures']
   if (existsSync(json)) {
     figures = (JSON.parse(readFileSync(json, 'utf8')) as FiguresFile).figures
     source = 'json'
   } else {
     figures = figuresFromPrinted(bench, r.out)
-    if (figures.length > 0) source = 'printed'
+    source = figures.length > 0 ? 'printed' : 'none'
   }
   return { bench, build, round, source, exit: r.code, seconds, loadStart, loadEnd: loadavg()[0]!, figures }
 }

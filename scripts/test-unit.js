@@ -42,6 +42,7 @@ export const UNIT_TESTS = [
   'test/agent/settings.test.ts',
   'test/agent/ui/format.test.ts',
   'test/agent/ui/topology.test.ts',
+  'test/bench/builds-report.test.ts',
   'test/bench/route-mix.test.ts',
   'test/bgp/bfd-codec.test.ts',
   'test/bgp/bfd-fsm.test.ts',

@@ -10,7 +10,7 @@ import { CniService } from './cni-service.js'
 import { NodeIpamRepair } from './ipam-repair.js'
 import { settingsFromEnv as agentSettings } from './settings.js'
 import { KubePods } from './kube-pods.js'
-import type { KubeSource } from '../config/kubernetes/kube-http.js'
+import type { KubeSource } from '../config/index.js'
 import { BLOCKS_PREFIX, decodeBlock } from '../ipam/index.js'
 
 export { DEFAULT_SOCKET } from '../cni/index.js'

@@ -4,9 +4,7 @@
 // podIP annotation writer and the pod GC. The IPAM controller and ipam-service-main compose it around their service.
 
 import type { Datastore } from '../config/index.js'
-import { Informer, type InformerEvent } from '../config/kubernetes/informer.js'
-import { KubeHttp, type KubeSource } from '../config/kubernetes/kube-http.js'
-import type { KubeObject } from '../config/kubernetes/objects.js'
+import { Informer, type InformerEvent, KubeHttp, type KubeObject, type KubeSource } from '../config/index.js'
 import { type AllocationBlock } from '../ipam/index.js'
 import { Dataplane, aliasNames } from '../cni/index.js'
 import { loadPoolSpecs } from './ipam-service-pools.js'

@@ -4,7 +4,7 @@
 // been absent from the synced cache of this node's pods for the grace period and a GET of the pod then answers 404:
 // a pod that exists never loses an address. Other nodes' allocations are theirs (or the deleted-Node GC's).
 
-import type { KubeHttp } from '../config/kubernetes/kube-http.js'
+import type { KubeHttp } from '../config/index.js'
 import type { AllocationBlock } from '../ipam/index.js'
 import { Coalescer } from './controllers/coalescer.js'
 

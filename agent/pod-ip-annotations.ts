@@ -4,8 +4,7 @@
 // the latest wish per pod is applied by one worker per pod, retried with backoff while the apiserver fails, and
 // dropped once the pod is gone or a newer wish replaces it. It never fails an ADD or a DEL.
 
-import type { KubeHttp, KubeResponse } from '../config/kubernetes/kube-http.js'
-import { isObject } from '../config/kubernetes/objects.js'
+import { type KubeHttp, type KubeResponse, isJsonObject } from '../config/index.js'
 import { POD_ANNOTATIONS } from './pod-annotations.js'
 
 /** Set: the container's addresses as CIDRs (198.18.0.5/32), first the one podIP names. Clear: for that container. */
@@ -116,9 +115,9 @@ export class PodIpAnnotations {
     // Clear only the container's own annotations: a newer sandbox of the pod may have written its own since.
     const got = await this.http.request('GET', this.path(e))
     if (got.status === 404) return
-    if (got.status !== 200 || !isObject(got.body) || !isObject(got.body.metadata)) throw this.failure(e, 'read', got)
+    if (got.status !== 200 || !isJsonObject(got.body) || !isJsonObject(got.body.metadata)) throw this.failure(e, 'read', got)
     const meta = got.body.metadata
-    const annotations = isObject(meta.annotations) ? meta.annotations : {}
+    const annotations = isJsonObject(meta.annotations) ? meta.annotations : {}
     const owner = annotations[POD_ANNOTATIONS.containerID]
     if (typeof owner === 'string' && owner !== '' && owner !== w.containerId) return
     if ((annotations[POD_ANNOTATIONS.podIP] ?? '') === '' && (annotations[POD_ANNOTATIONS.podIPs] ?? '') === '') return
@@ -131,7 +130,7 @@ export class PodIpAnnotations {
   }
 
   private failure(e: Entry, what: string, r: KubeResponse): Error {
-    const message = isObject(r.body) && typeof r.body.message === 'string' ? r.body.message : r.text.trim().slice(0, 200)
+    const message = isJsonObject(r.body) && typeof r.body.message === 'string' ? r.body.message : r.text.trim().slice(0, 200)
     const hint = r.status === 401 || r.status === 403 ? ' (pinto-node needs pods get and pods/status patch)' : ''
     return new Error(`kubernetes apiserver ${this.http.server}: ${what} pod ${e.namespace}/${e.name}: ${r.status} ${message}${hint}`)
   }

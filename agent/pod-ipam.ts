@@ -3,9 +3,7 @@
 // after an assign or a release by handle, the pod's podIP annotations are written or cleared (pod-ip-annotations.ts).
 // With no apiserver connection it changes nothing. It decides no allocation: ipam/ assigns.
 
-import type { KubeHttp } from '../config/kubernetes/kube-http.js'
-import { isObject } from '../config/kubernetes/objects.js'
-import { DatastoreError } from '../config/index.js'
+import { DatastoreError, type KubeHttp, isJsonObject } from '../config/index.js'
 import type { Family } from '../config/ip/index.js'
 import { type AutoAssignRequest, type AutoAssignResult, type IpamAddress, type Ipam, IpamError, type PoolSpec } from '../ipam/index.js'
 import { PRIMARY_IFNAME } from '../cni/index.js'
@@ -37,8 +35,8 @@ function containerOfHandle(handle: string): string | undefined {
 }
 
 function annotationsOf(o: unknown): Record<string, string> {
-  const meta = isObject(o) && isObject(o.metadata) ? o.metadata : {}
-  const a = isObject(meta.annotations) ? meta.annotations : {}
+  const meta = isJsonObject(o) && isJsonObject(o.metadata) ? o.metadata : {}
+  const a = isJsonObject(meta.annotations) ? meta.annotations : {}
   return Object.fromEntries(Object.entries(a).filter((e): e is [string, string] => typeof e[1] === 'string'))
 }
 
@@ -93,8 +91,8 @@ export class PodIpam {
       throw new DatastoreError('unavailable', `reading ${what} for its cni.projectcalico.org annotations: ${(err as Error).message}`)
     }
     if (r.status === 404) return undefined
-    if (r.status === 200 && isObject(r.body)) return r.body
-    const message = isObject(r.body) && typeof r.body.message === 'string' ? r.body.message : r.text.trim().slice(0, 200)
+    if (r.status === 200 && isJsonObject(r.body)) return r.body
+    const message = isJsonObject(r.body) && typeof r.body.message === 'string' ? r.body.message : r.text.trim().slice(0, 200)
     const hint = r.status === 401 || r.status === 403 ? ' (pinto-node needs pods get and namespaces get)' : ''
     throw new DatastoreError('unavailable', `kubernetes apiserver ${http.server}: reading ${what} for its cni.projectcalico.org annotations: ${r.status} ${message}${hint}`)
   }

@@ -6,7 +6,7 @@ import { DEFAULT_DATASTORE, parseDatastoreSpec, checkEtcdTlsFiles, DatastoreSett
 import { AddrError, formatAddr, parseAddr, parseCidr, parseIfAddr, tryAddr } from '../config/ip/index.js'
 import { DEFAULT_MTU_FILE, DEFAULT_SOCKET } from '../cni/index.js'
 import { parseListen } from './api/listen.js'
-import { type KubeSource, kubeSourceOf } from '../config/kubernetes/kube-http.js'
+import { type KubeSource, kubeSourceOf } from '../config/index.js'
 
 export class SettingsError extends Error {
   constructor(

@@ -13,6 +13,7 @@ import { startEtcd } from '../harness/etcd.js'
 import { bridgeLoopback } from '../harness/ns-bridge.js'
 import type { KubeApiserver } from '../harness/kube-apiserver.js'
 import { kubernetesApi } from '../ipam/stores.js'
+import { waitFor } from '../harness/wait.js'
 import { type AgentProcess, startAgent } from './agent-proc.js'
 
 export const NODE = 'node1'
@@ -41,6 +42,8 @@ export interface PodLab {
   annotations(ns: string, name: string): Promise<Record<string, string> | undefined>
   /** The addresses the sandbox's IPAM handle holds. */
   held(containerId: string): Promise<string[]>
+  /** `kubectl delete pod --force --grace-period=0` (no CNI DEL follows); resolves once the pod GC freed the sandbox's addresses, with the seconds that took. */
+  forceDeleteUntilFreed(ns: string, name: string, containerId: string): Promise<number>
 }
 
 const pool = (p: PoolDef): string => encodeResource({ apiVersion: 'projectcalico.org/v3', kind: 'IPPool', metadata: { name: p.name }, spec: { cidr: p.cidr, blockSize: p.cidr.includes(':') ? 122 : 26, ...(p.disabled ? { disabled: true } : {}) } } as never)
@@ -65,6 +68,10 @@ export async function kubePodLab(t: Test, mode: 'kubernetes' | 'etcd', pools: re
   const reader = new IpamService({ store, node: NODE, socket: `${lab.dir}/reader.sock` })
   const conf = pintoConf(lab, '1.0.0')
   const netns = new Map<string, string>()
+  const held = async (containerId: string): Promise<string[]> => {
+    const handle = `${NETWORK}.${containerId}`
+    return (await reader.allocations(handle)).filter((a) => a.handle === handle).map((a) => a.address)
+  }
   return {
     api, lab, agent, store, reader,
     async namespace(name, annotations = {}) {
@@ -91,9 +98,12 @@ export async function kubePodLab(t: Test, mode: 'kubernetes' | 'etcd', pools: re
       if (out.trim() === '') return undefined
       return ((JSON.parse(out) as { metadata: { annotations?: Record<string, string> } }).metadata.annotations) ?? {}
     },
-    async held(containerId) {
-      const handle = `${NETWORK}.${containerId}`
-      return (await reader.allocations(handle)).filter((a) => a.handle === handle).map((a) => a.address)
+    held,
+    async forceDeleteUntilFreed(ns, name, containerId) {
+      await api.kubectl('-n', ns, 'delete', 'pod', name, '--force', '--grace-period=0')
+      const deletedAt = Date.now()
+      await waitFor(async () => (await held(containerId)).length === 0, { timeoutMs: 60_000, intervalMs: 250, what: `the addresses of force-deleted pod ${ns}/${name} freed` })
+      return (Date.now() - deletedAt) / 1000
     },
   }
 }

@@ -110,8 +110,7 @@ else {
   t.test('pod GC on the kubernetes datastore: a force-deleted pod\'s address is freed, the others\' kept', async (t) => {
     await L.pod('plain', 'forced')
     t.equal((await L.cni('ADD', 'plain', 'forced', 'f04ced01')).code, 0)
-    await L.api.kubectl('-n', 'plain', 'delete', 'pod', 'forced', '--force', '--grace-period=0')
-    await waitFor(async () => (await L.held('f04ced01')).length === 0, { timeoutMs: 60_000, intervalMs: 250, what: 'the force-deleted pod\'s address freed' })
+    await L.forceDeleteUntilFreed('plain', 'forced', 'f04ced01')
     t.same(await L.held('f1xed001'), ['198.18.0.77'], 'the living pod with a fixed address keeps it')
     t.equal((await L.held('c0ffee01')).length, 1, 'and so does every other living pod')
   })

@@ -3,7 +3,6 @@
 // before), while a living pod keeps its address, and so does one the agent's cache of its node's pods never holds
 // (bound to another node) but the apiserver has. Calico's annotations are honoured in this mode too.
 import t from 'tap'
-import { waitFor } from '../harness/wait.js'
 import { addressOf, kubePodLab } from './kube-pods-lab.js'
 
 const GRACE_S = 4
@@ -29,18 +28,14 @@ else {
     t.ok((await L.lab.links(L.lab.hostNs)).includes(veth), `host veth ${veth} wired`)
     t.equal((await L.held('d00med01')).length, 1)
 
-    await L.api.kubectl('-n', 'gc', 'delete', 'pod', 'doomed', '--force', '--grace-period=0')
-    const deletedAt = Date.now()
-    await waitFor(async () => (await L.held('d00med01')).length === 0, { timeoutMs: 60_000, intervalMs: 250, what: 'the force-deleted pod\'s address freed' })
-    const after = (Date.now() - deletedAt) / 1000
+    const after = await L.forceDeleteUntilFreed('gc', 'doomed', 'd00med01')
     t.ok(after >= GRACE_S - 0.5, `freed ${after.toFixed(1)} s after the delete, not before the ${GRACE_S} s grace`)
     t.notOk((await L.lab.links(L.lab.hostNs)).includes(veth), 'its host veth removed')
 
     // A second force delete, released in its turn: by then the living pods have been looked at over and over.
     await L.pod('gc', 'doomed2')
     t.equal((await L.cni('ADD', 'gc', 'doomed2', 'd00med02')).code, 0)
-    await L.api.kubectl('-n', 'gc', 'delete', 'pod', 'doomed2', '--force', '--grace-period=0')
-    await waitFor(async () => (await L.held('d00med02')).length === 0, { timeoutMs: 60_000, intervalMs: 250, what: 'the second force-deleted pod\'s address freed' })
+    await L.forceDeleteUntilFreed('gc', 'doomed2', 'd00med02')
     t.same(await L.held('a11ve001'), ['198.18.0.200'], 'the living pod keeps its address')
     t.equal((await L.held('e15e0001')).length, 1, 'the pod the cache never had keeps its address: the GET before release found it')
     t.match(L.agent.log(), /released the addresses of a pod gone from the Kubernetes API without a CNI DEL .*"handle":"k8s-pod-network\.d00med01".*"pod":"gc\/doomed"/)

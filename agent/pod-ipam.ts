@@ -1,5 +1,5 @@
-// The pod's side of the IPAM service's ADD and DEL: before an assign queues, its pod (and, when it can matter, the
-// pod's namespace) is read from the apiserver and Calico's annotations shape the assignment (pod-annotations.ts);
+// The pod's side of the IPAM service's ADD and DEL: before an assign queues, its pod and the pod's namespace are
+// read from the apiserver (together) and Calico's annotations shape the assignment (pod-annotations.ts);
 // after an assign or a release by handle, the pod's podIP annotations are written or cleared (pod-ip-annotations.ts).
 // With no apiserver connection it changes nothing. It decides no allocation: ipam/ assigns.
 
@@ -64,6 +64,9 @@ export class PodIpam {
     const name = req.attrs?.['pod']
     if (api === undefined || namespace === undefined || namespace === '' || name === undefined || name === '') return undefined
     const podWhere = `pod ${namespace}/${name}`
+    // Both at once, one round trip: the namespace is needed unless the pod's own annotations settle everything.
+    const nsRead = this.read(api.http, `/api/v1/namespaces/${encodeURIComponent(namespace)}`, `namespace ${namespace}`)
+    nsRead.catch(() => undefined)
     const pod = await this.read(api.http, `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods/${encodeURIComponent(name)}`, podWhere)
     if (pod === undefined) {
       this.options.log('the pod of an ADD is not in the Kubernetes API: no annotations to honour', { pod: `${namespace}/${name}`, handle: req.handle })
@@ -72,7 +75,7 @@ export class PodIpam {
     const podAnnotations = annotationsOf(pod)
     let ns: AnnotatedObject | undefined
     if (namespaceMatters(podAnnotations)) {
-      const nsObject = await this.read(api.http, `/api/v1/namespaces/${encodeURIComponent(namespace)}`, `namespace ${namespace}`)
+      const nsObject = await nsRead
       if (nsObject !== undefined) ns = { on: `namespace ${namespace} (of ${podWhere})`, annotations: annotationsOf(nsObject) }
     }
     const ask = readPodIpamAsk({ on: podWhere, annotations: podAnnotations }, ns)

@@ -1,7 +1,8 @@
 // Pod GC by a real agent on etcd, its Kubernetes credentials from KUBECONFIG, against a real kube-apiserver: a pod
 // force-deleted with no CNI DEL has its address freed and its host veth removed once the grace period is over (not
 // before), while a living pod keeps its address, and so does one the agent's cache of its node's pods never holds
-// (bound to another node) but the apiserver has. Calico's annotations are honoured in this mode too.
+// (bound to another node) but the apiserver has. Calico's annotations are honoured in this mode too, and an ADD
+// whose pod cannot be read (the apiserver frozen) answers "try again later" (11) and holds nothing.
 import t from 'tap'
 import { addressOf, kubePodLab } from './kube-pods-lab.js'
 
@@ -39,5 +40,21 @@ else {
     t.same(await L.held('a11ve001'), ['198.18.0.200'], 'the living pod keeps its address')
     t.equal((await L.held('e15e0001')).length, 1, 'the pod the cache never had keeps its address: the GET before release found it')
     t.match(L.agent.log(), /released the addresses of a pod gone from the Kubernetes API without a CNI DEL .*"handle":"k8s-pod-network\.d00med01".*"pod":"gc\/doomed"/)
+  })
+
+  t.test('the apiserver frozen: an ADD answers try-again-later and holds nothing; after, it goes through', async (t) => {
+    await L.pod('gc', 'patient')
+    L.api.freeze()
+    let r
+    try {
+      r = await L.cni('ADD', 'gc', 'patient', 'pa7ie001')
+    } finally {
+      L.api.thaw()
+    }
+    t.equal(r.json?.['code'], 11, r.stdout)
+    t.match(r.json?.['msg'], /reading (pod gc\/patient|namespace gc) for its cni\.projectcalico\.org annotations/)
+    t.same(await L.held('pa7ie001'), [], 'nothing held')
+    const again = await L.cni('ADD', 'gc', 'patient', 'pa7ie001')
+    t.equal(again.code, 0, again.stdout)
   })
 }

@@ -36,7 +36,7 @@ t.test('podman kube play runs the pod template on a node', async (t) => {
 
   const docs = parseManifest(readFileSync(MANIFEST, 'utf8'), 'pinto.yaml')
   const config = docs.find((d) => d.kind === 'ConfigMap') as Loose
-  config.data.etcd_endpoints = 'etcd://192.0.2.1:2379'
+  config.data.datastore = 'etcd://192.0.2.1:2379'
   config.data.veth_mtu = '1400'
   const { pod, files } = podForNode({
     daemonSet: docs.find((d) => d.kind === 'DaemonSet') as KubeObject,

@@ -52,7 +52,7 @@ function nodeResource(i: number): Resource {
     apiVersion: 'projectcalico.org/v3', kind: 'Node',
     metadata: { name: nodeName(i), labels: { 'kubernetes.io/hostname': nodeName(i), rack: `r${i % 40}` } },
     spec: { bgp: { ipv4Address: `${net}.${1 + (Math.floor(i / 3) % 254)}/24` } },
-  } as Resource
+  }
 }
 
 /**
@@ -80,7 +80,7 @@ async function preload(endpoint: string, nodes: number, allocations: number): Pr
     if (batch.length >= TXN_OPS) await flush()
   }
   try {
-    await put(resourceKey('IPPool', POOL.name), encodeResource({ apiVersion: 'projectcalico.org/v3', kind: 'IPPool', metadata: { name: POOL.name }, spec: { cidr: POOL.cidr, blockSize: POOL.blockSize, nodeSelector: 'all()' } } as Resource))
+    await put(resourceKey('IPPool', POOL.name), encodeResource({ apiVersion: 'projectcalico.org/v3', kind: 'IPPool', metadata: { name: POOL.name }, spec: { cidr: POOL.cidr, blockSize: POOL.blockSize, nodeSelector: 'all()' } }))
     const claimTime = new Date().toISOString()
     let pod = 0
     for (let n = 0; n < nodes; n++) {

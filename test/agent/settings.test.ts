@@ -89,7 +89,7 @@ t.test('origination: own blocks as prefixes, borrowed addresses as /32s, own pod
     affinityClaimTime: null,
     allocations: allocs.map((n, i) => (n === null ? null : i)),
     unallocated: [],
-    attributes: allocs.map((n) => ({ handleId: n ? `h-${n}` : null, secondary: n ? { node: n } : ({} as Record<string, string>) })),
+    attributes: allocs.map((n): AllocationBlock['attributes'][number] => ({ handleId: n ? `h-${n}` : null, secondary: n ? { node: n } : {} })),
     sequenceNumber: 1,
     sequenceNumberForAllocation: {},
   })

@@ -89,7 +89,7 @@ else {
     await store.update(nodeKey, JSON.stringify(written), node!.revision)
     t.equal(await api.kubectl('get', 'node', 'rbac-node', '-o', 'jsonpath={.metadata.annotations.projectcalico\\.org/IPv4Address}'), '192.0.2.10/24', 'writes its BGP address through nodes/status')
 
-    const pool: IPPool = { apiVersion: 'projectcalico.org/v3', kind: 'IPPool', metadata: { name: 'rbac-pool' }, spec: { cidr: '198.18.8.0/24', blockSize: 26 } } as IPPool
+    const pool: IPPool = { apiVersion: 'projectcalico.org/v3', kind: 'IPPool', metadata: { name: 'rbac-pool' }, spec: { cidr: '198.18.8.0/24', blockSize: 26 } }
     await store.create(resourceKey('IPPool', 'rbac-pool'), encodeResource(pool))
     const ipam = new Ipam(store, { pools: [{ name: 'rbac-pool', cidr: '198.18.8.0/24', blockSize: 26 }] })
     const got = await ipam.autoAssign({ handle: 'k8s-pod-network.rbac', node: 'rbac-node', num4: 2, attrs: { namespace: 'rbac', pod: 'p', node: 'rbac-node' } })

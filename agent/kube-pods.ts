@@ -123,7 +123,8 @@ export class KubePods implements PodApi {
 
   podOfContainer(containerId: string): { namespace: string; name: string } | undefined {
     for (const p of this.informer?.list() ?? []) {
-      if (p.metadata.annotations?.[POD_ANNOTATIONS.containerID] === containerId) return { namespace: String(p.metadata['namespace'] ?? ''), name: p.metadata.name }
+      const namespace = p.metadata['namespace']
+      if (p.metadata.annotations?.[POD_ANNOTATIONS.containerID] === containerId && typeof namespace === 'string') return { namespace, name: p.metadata.name }
     }
     return undefined
   }

@@ -105,3 +105,14 @@ t.test('the VTEP MAC is stable, unicast and locally administered', async (t) => 
   t.equal(first & 1, 0)
   t.equal(first & 2, 2)
 })
+
+t.test('pods: PINTO_POD_GC_GRACE_SECONDS, and Kubernetes credentials in any datastore mode', async (t) => {
+  const s = settingsFromEnv({ PINTO_NODENAME: 'n1' })
+  t.equal(s.podGcGraceSeconds, 900, "Calico's leakGracePeriod")
+  t.equal(s.kube, undefined, 'no credentials: pod annotations and GC off')
+  t.equal(settingsFromEnv({ PINTO_POD_GC_GRACE_SECONDS: '0' }).podGcGraceSeconds, 0, '0 turns it off')
+  t.throws(() => settingsFromEnv({ PINTO_POD_GC_GRACE_SECONDS: '15m' }), { message: /^PINTO_POD_GC_GRACE_SECONDS: "15m" is not a whole number/ })
+  t.same(settingsFromEnv({ KUBECONFIG: '/etc/k/config', PINTO_DATASTORE: 'etcd://127.0.0.1:2379' }).kube, { kubeconfig: '/etc/k/config' })
+  t.same(settingsFromEnv({ KUBERNETES_SERVICE_HOST: '10.96.0.1' }).kube, { inCluster: true })
+  t.throws(() => settingsFromEnv({ KUBECONFIG: '/a:/b' }), { message: /^KUBECONFIG: "\/a:\/b": pinto reads one kubeconfig file, not a list/ })
+})

@@ -22,7 +22,7 @@ import { CniError, ERR, checkVerbAllowed, parseEnv } from '../cni/index.js'
 import { Dataplane, sameFile } from '../cni/index.js'
 import { type IpamService, errorReply } from './ipam-service.js'
 import { WarmRunner } from './warm-runner.js'
-import { type AddEntry, AddJournal } from './add-journal.js'
+import { type AddEntry, AddJournal } from './recovery/cni-adds.js'
 
 /** A line longer than any request a plugin writes (PIPE_BUF) is garbage: dropped, not buffered without end. */
 const MAX_LINE = 65536

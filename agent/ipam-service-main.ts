@@ -7,7 +7,7 @@ import { openDatastore } from '../config/index.js'
 import type { EtcdTlsFiles } from '../config/index.js'
 import { IpamService } from './ipam-service.js'
 import { CniService } from './cni-service.js'
-import { NodeIpamRepair } from './ipam-repair.js'
+import { NodeIpamRepair } from './recovery/node-repair.js'
 import { settingsFromEnv as agentSettings } from './settings.js'
 
 export { DEFAULT_SOCKET } from '../cni/index.js'

@@ -19,7 +19,7 @@ import type { AutoAssignResult, ReleaseResult } from '../ipam/index.js'
 import { BLOCKS_PREFIX, IpamRecordError, decodeBlock } from '../ipam/index.js'
 import { cachedInputs, loadPoolSpecs, readInputs } from './ipam-service-pools.js'
 import type { ClusterState } from './cluster-state.js'
-import { PendingReleases } from './pending-releases.js'
+import { PendingReleases } from './recovery/release-queue.js'
 import { ClaimAhead } from './ipam-claim-ahead.js'
 
 export { DEFAULT_MTU_FILE } from '../cni/index.js'

@@ -4,7 +4,7 @@
 
 import type { Ipam } from '../../ipam/index.js'
 import { CniService } from '../cni-service.js'
-import { NodeIpamRepair } from '../ipam-repair.js'
+import { NodeIpamRepair } from '../recovery/node-repair.js'
 import { IpamService } from '../ipam-service.js'
 import type { AgentContext } from './context.js'
 

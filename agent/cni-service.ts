@@ -16,11 +16,11 @@ import { type ChannelReply, type ChannelRequest, REQUEST_ID, channelPaths } from
 import { decodeJson, handleOf, parseNetConf, podIdentity } from '../cni/index.js'
 import { vethName } from '../cni/index.js'
 import { ownedBy } from '../cni/index.js'
-import { type AssignReply, type IpamPort, serviceError } from '../cni/index.js'
 import { cmdAdd, cmdDel } from '../cni/index.js'
 import { CniError, ERR, checkVerbAllowed, parseEnv } from '../cni/index.js'
 import { Dataplane, sameFile } from '../cni/index.js'
-import { type IpamService, errorReply } from './ipam-service.js'
+import type { IpamService } from './ipam-service.js'
+import { LocalIpam } from './cni-local-ipam.js'
 import { WarmRunner } from './warm-runner.js'
 import { type AddEntry, AddJournal } from './recovery/cni-adds.js'
 
@@ -29,45 +29,6 @@ const MAX_LINE = 65536
 
 /** An answer nobody took in this long (its plugin died or gave up after 30 s) is removed. */
 const STALE_REPLY_MS = 120_000
-
-/** The IPAM service as the plugins' IpamClient would reach it, without the socket. */
-class LocalIpam implements IpamPort {
-  /**
-   * ADD spawns its `ip` processes once the request is "sent": each spawn holds this thread, so let the
-   * request reach its datastore write first (its steps run as microtasks and one setImmediate), and the
-   * write's fdatasync runs while the processes start. Read per request.
-   */
-  get sent(): Promise<void> {
-    return new Promise((resolve) => setImmediate(() => setImmediate(resolve)))
-  }
-
-  constructor(private readonly service: IpamService) {}
-
-  assign(req: Parameters<IpamPort['assign']>[0]): Promise<AssignReply> {
-    return this.call(() => this.service.assign({ ...req }))
-  }
-
-  releaseByHandle(handle: string): ReturnType<IpamPort['releaseByHandle']> {
-    return this.call(() => this.service.release({ handle }))
-  }
-
-  allocations(prefix: string): ReturnType<IpamPort['allocations']> {
-    return this.service.allocations(prefix)
-  }
-
-  status(): ReturnType<IpamPort['status']> {
-    return this.service.status()
-  }
-
-  private async call<T>(fn: () => Promise<T>): Promise<T> {
-    try {
-      return await fn()
-    } catch (err) {
-      const [status, body] = errorReply(err)
-      throw serviceError(status, body)
-    }
-  }
-}
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
 const isStrings = (v: unknown): v is string[] => Array.isArray(v) && v.every((x) => typeof x === 'string')

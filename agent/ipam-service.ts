@@ -12,7 +12,6 @@ import { chmod, mkdir, readFile, rm } from 'node:fs/promises'
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http'
 import { dirname, join } from 'node:path'
 import type { Datastore } from '../config/index.js'
-import { AddrError } from '../config/ip/index.js'
 import { blockCidr, ordinalAddress } from '../ipam/index.js'
 import { type AutoAssignRequest, Ipam, IpamError } from '../ipam/index.js'
 import type { AutoAssignResult, ReleaseResult } from '../ipam/index.js'
@@ -21,6 +20,9 @@ import { cachedInputs, loadPoolSpecs, readInputs } from './ipam-service-pools.js
 import type { ClusterState } from './cluster-state.js'
 import { PendingReleases } from './recovery/release-queue.js'
 import { ClaimAhead } from './ipam-claim-ahead.js'
+import { RequestError, errorReply, field, isCount, isString, isStringList, isStringMap, readBody } from './ipam-service-requests.js'
+
+export { errorReply } from './ipam-service-requests.js'
 
 export { DEFAULT_MTU_FILE } from '../cni/index.js'
 import { DEFAULT_MTU_FILE } from '../cni/index.js'
@@ -65,25 +67,6 @@ export interface CniChannelStatus {
   readonly ipStartedAhead: number
   readonly ipSpawnedOnDemand: number
 }
-
-class RequestError extends Error {
-  constructor(readonly status: number, readonly code: string, message: string) {
-    super(message)
-  }
-}
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
-
-function field<T>(body: Record<string, unknown>, key: string, check: (v: unknown) => v is T, what: string, fallback?: T): T {
-  const v = body[key]
-  if (v === undefined && fallback !== undefined) return fallback
-  if (!check(v)) throw new RequestError(400, 'invalid', `${key}: expected ${what}, got ${JSON.stringify(v)}`)
-  return v
-}
-const isString = (v: unknown): v is string => typeof v === 'string' && v !== ''
-const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= 256
-const isStringMap = (v: unknown): v is Record<string, string> => isObject(v) && Object.values(v).every((x) => typeof x === 'string')
-const isStringList = (v: unknown): v is string[] => Array.isArray(v) && v.every(isString)
 
 export class IpamService {
   readonly ipam: Ipam
@@ -379,35 +362,6 @@ export class IpamService {
     }
     return out
   }
-}
-
-/** The HTTP status and body the service answers `err` with. */
-export function errorReply(err: unknown): [number, { code: string; message: string }] {
-  if (err instanceof RequestError) return [err.status, { code: err.code, message: err.message }]
-  if (err instanceof IpamError) return [err.code === 'invalid' ? 400 : 409, { code: err.code, message: err.message }]
-  if (err instanceof AddrError || err instanceof IpamRecordError) return [400, { code: 'invalid', message: err.message }]
-  const e = err as { code?: unknown; message?: unknown }
-  // The datastore being unreachable is transient: 503 makes the plugin answer "try again later".
-  if (e.code === 'unavailable') return [503, { code: 'unavailable', message: String(e.message) }]
-  return [500, { code: 'internal', message: String(e.message ?? err) }]
-}
-
-async function readBody(req: IncomingMessage): Promise<Record<string, unknown>> {
-  const chunks: Buffer[] = []
-  let size = 0
-  for await (const c of req as AsyncIterable<Buffer>) {
-    size += c.length
-    if (size > 65536) throw new RequestError(413, 'too-large', 'request body over 64 KiB')
-    chunks.push(c)
-  }
-  let body: unknown
-  try {
-    body = JSON.parse(Buffer.concat(chunks).toString('utf8'))
-  } catch (e) {
-    throw new RequestError(400, 'invalid', `body is not JSON: ${(e as Error).message}`)
-  }
-  if (!isObject(body)) throw new RequestError(400, 'invalid', 'body: expected a JSON object')
-  return body
 }
 
 /** Whether a link of this netns records the attachment whose handle is `handle` (its live wiring). */

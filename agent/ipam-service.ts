@@ -1,16 +1,12 @@
 // The agent's IPAM service for the CNI plugins: JSON over HTTP on a unix socket (mode 0600, root only),
 // backed by ipam/'s Ipam. It validates requests and serialises mutations; allocation logic stays in ipam/.
-// It must not wire anything, and it opens no datastore itself (the caller hands one in). With a state dir,
-// a failed ADD's handle is released until confirmed (PendingReleases), and an assign over the socket whose
-// answer never went out (the agent killed) is released at the next start (journal of assigns in flight).
-// At start it also makes the releases plugins left owed (cni/release-spool.ts). None of these failure-path
-// releases is made while a live wiring on this node records the handle's attachment (its host veth's
-// ifalias): a failed repeat of an ADD must not take what the first one holds.
+// It must not wire anything, and it opens no datastore itself (the caller hands one in). What a crash or an
+// unreachable datastore leaves of an assign or a release is recovery's (agent/recovery/): each is recorded
+// there before its work, and replayed when the service starts.
 
-import { mkdirSync, readFileSync, readdirSync, rmSync, unlinkSync, writeFileSync, renameSync } from 'node:fs'
 import { chmod, mkdir, readFile, rm } from 'node:fs/promises'
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http'
-import { dirname, join } from 'node:path'
+import { dirname } from 'node:path'
 import type { Datastore } from '../config/index.js'
 import { blockCidr, ordinalAddress } from '../ipam/index.js'
 import { type AutoAssignRequest, Ipam, IpamError } from '../ipam/index.js'
@@ -18,17 +14,13 @@ import type { AutoAssignResult, ReleaseResult } from '../ipam/index.js'
 import { BLOCKS_PREFIX, IpamRecordError, decodeBlock } from '../ipam/index.js'
 import { cachedInputs, loadPoolSpecs, readInputs } from './ipam-service-pools.js'
 import type { ClusterState } from './cluster-state.js'
-import { PendingReleases } from './recovery/release-queue.js'
 import { ClaimAhead } from './ipam-claim-ahead.js'
+import { PodRecovery, aliasHeld } from './recovery/index.js'
 import { RequestError, errorReply, field, isCount, isString, isStringList, isStringMap, readBody } from './ipam-service-requests.js'
 
 export { errorReply } from './ipam-service-requests.js'
-
 export { DEFAULT_MTU_FILE } from '../cni/index.js'
 import { DEFAULT_MTU_FILE } from '../cni/index.js'
-import { takeOwedReleases } from '../cni/index.js'
-import { readAliases } from '../cni/index.js'
-import { aliasNames } from '../cni/index.js'
 
 export interface IpamServiceOptions {
   readonly store: Datastore
@@ -42,7 +34,7 @@ export interface IpamServiceOptions {
   readonly cluster?: ClusterState
   /** Where felix writes the pod MTU; reported in /v1/status so operators see what the plugins will use. */
   readonly mtuFile?: string
-  /** The agent's state dir (PINTO_STATE_DIR): where pending releases and assigns in flight are kept across restarts. */
+  /** The agent's state dir (PINTO_STATE_DIR): where the recovery journal is kept across restarts. */
   readonly stateDir?: string
   /**
    * Claim the node's next block when its blocks have fewer free addresses than this (agent/ipam-claim-ahead.ts);
@@ -77,10 +69,8 @@ export class IpamService {
   private queue: Promise<unknown> = Promise.resolve()
   /** Handles with a request queued or running, which the node's repair must leave alone. */
   private readonly busyHandles = new Map<string, number>()
-  /** Handles whose release failed, retried until the datastore confirms (undefined without a state dir). */
-  readonly pending: PendingReleases | undefined
-  private readonly journalDir: string | undefined
-  private journalSeq = 0
+  /** The journal of assigns and releases, and their replay (durable with a state dir). */
+  readonly recovery: PodRecovery
   /** The node's next block, claimed before an ADD needs it. */
   readonly ahead: ClaimAhead
 
@@ -91,86 +81,20 @@ export class IpamService {
       inputs: { read: async (node, fresh) => (fresh || cluster === undefined ? readInputs(store, node) : cachedInputs(cluster, node)) },
     })
     this.ahead = new ClaimAhead({ ipam: this.ipam, node: options.node, below: options.claimAheadBelow, log: options.log })
-    this.held = options.held ?? aliasHeld
-    if (options.stateDir !== undefined) {
-      this.journalDir = join(options.stateDir, 'ipam-assigns')
-      this.pending = new PendingReleases({
-        dir: join(options.stateDir, 'ipam-releases'),
-        held: this.held,
-        release: (handle) => this.serial(async () => {
-          // A new ADD of the same handle took it over meanwhile: its addresses are not ours to free.
-          if (this.pending?.has(handle) === true) await this.ipam.releaseByHandle(handle)
-        }),
-        ...(options.onDatastoreBack !== undefined ? { onRecovered: options.onDatastoreBack } : {}),
-        ...(options.log !== undefined ? { log: options.log } : {}),
-      })
-    }
+    this.recovery = new PodRecovery({
+      stateDir: options.stateDir,
+      socket: options.socket,
+      held: options.held ?? aliasHeld,
+      // A new ADD of the same handle took it over meanwhile: its addresses are not ours to free.
+      release: (handle) => this.serial(async () => void (this.recovery.releaseWanted(handle) && (await this.ipam.releaseByHandle(handle)))),
+      onDatastoreBack: options.onDatastoreBack,
+      log: options.log,
+    })
   }
 
   /** Whether a request for `handle` is queued or running now. */
   busy(handle: string): boolean {
     return this.busyHandles.has(handle)
-  }
-
-  private readonly held: (handle: string) => Promise<boolean>
-
-  /**
-   * Releases `handle`, a failed request's, until the datastore confirms (now, or retried with backoff; kept
-   * across restarts with a state dir), once no live wiring holds it.
-   */
-  releaseLater(handle: string): void {
-    if (this.pending !== undefined) this.pending.add(handle)
-    else void this.serial(async () => (await this.held(handle)) || (await this.ipam.releaseByHandle(handle))).catch(() => undefined)
-  }
-
-  /**
-   * Assigns that came over the socket and whose answer never went out (the agent was killed): each is
-   * released, as the plugin answered failure. Runs before the socket listens.
-   */
-  private replayJournal(): void {
-    const dir = this.journalDir
-    if (dir === undefined) return
-    mkdirSync(dir, { recursive: true, mode: 0o700 })
-    for (const name of readdirSync(dir)) {
-      const file = join(dir, name)
-      if (!name.startsWith('.')) {
-        try {
-          const { handle } = JSON.parse(readFileSync(file, 'utf8')) as { handle?: unknown }
-          if (typeof handle === 'string') {
-            this.options.log?.('releasing an IPAM assign the last run took and never answered', { handle })
-            this.releaseLater(handle)
-          }
-        } catch {
-          // Torn before the rename made it whole: the assign never started.
-        }
-      }
-      rmSync(file, { force: true })
-    }
-  }
-
-  /**
-   * Releases the plugins could not make (an assign of theirs was never answered and the agent stayed away:
-   * cni/release-spool.ts); a later ADD that wired the attachment keeps it (releaseLater).
-   */
-  private settleOwedReleases(): void {
-    for (const r of takeOwedReleases(this.options.socket)) {
-      this.options.log?.('releasing an IPAM assign a plugin never had answered', { handle: r.handle })
-      this.releaseLater(r.handle)
-    }
-  }
-
-  /** Records an assign over the socket before its work starts; the entry goes before its answer does. */
-  private journal(handle: string): string | undefined {
-    if (this.journalDir === undefined) return undefined
-    const name = `${process.pid}-${++this.journalSeq}`
-    const tmp = join(this.journalDir, `.${name}`)
-    writeFileSync(tmp, JSON.stringify({ handle }), { mode: 0o600 })
-    renameSync(tmp, join(this.journalDir, name))
-    return name
-  }
-
-  private unjournal(name: string | undefined): void {
-    if (name !== undefined && this.journalDir !== undefined) unlinkSync(join(this.journalDir, name))
   }
 
   /**
@@ -188,12 +112,13 @@ export class IpamService {
     }
   }
 
-  /** Listens on the socket (replacing a stale one), mode 0600; ADDs wait for prepare(), which starts now. */
+  /**
+   * Replays what the last run left unfinished (agent/recovery/), then listens on the socket (replacing a
+   * stale one), mode 0600; ADDs wait for prepare(), which starts now.
+   */
   async listen(): Promise<void> {
     void this.serial(() => this.prepare())
-    this.replayJournal()
-    this.settleOwedReleases()
-    this.pending?.start()
+    await this.recovery.start()
     const { socket } = this.options
     await mkdir(dirname(socket), { recursive: true, mode: 0o700 })
     await rm(socket, { force: true })
@@ -228,8 +153,9 @@ export class IpamService {
       s.closeAllConnections()
       await closed
     }
-    await this.pending?.close()
+    await this.recovery.stopRetrying()
     await this.queue.catch(() => undefined)
+    this.recovery.shut()
     await this.ahead.settled()
   }
 
@@ -242,15 +168,15 @@ export class IpamService {
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     let status = 200
     let reply: unknown
-    const entry: { name?: string | undefined } = {}
+    const entry: { id?: string | undefined } = {}
     try {
       reply = await this.route(req, entry)
     } catch (err) {
       ;[status, reply] = errorReply(err)
     }
-    // Out of the journal before the answer goes: once the plugin may have it, nothing may roll it back.
+    // Closed in the journal before the answer goes: once the plugin may have it, nothing may roll it back.
     try {
-      this.unjournal(entry.name)
+      if (entry.id !== undefined) this.recovery.assignAnswered(entry.id)
     } catch (err) {
       ;[status, reply] = errorReply(err)
     }
@@ -259,14 +185,15 @@ export class IpamService {
     res.end(text)
   }
 
-  private async route(req: IncomingMessage, entry: { name?: string | undefined }): Promise<unknown> {
+  private async route(req: IncomingMessage, entry: { id?: string | undefined }): Promise<unknown> {
     const url = new URL(req.url ?? '/', 'http://pinto')
     const key = `${req.method} ${url.pathname}`
     switch (key) {
       case 'GET /v1/status': return this.status()
       case 'POST /v1/assign': {
         const body = await readBody(req)
-        if (isString(body['handle'])) entry.name = this.journal(body['handle'])
+        // An assign over the socket whose answer never goes out (the agent killed) is released at the next start.
+        if (isString(body['handle'])) entry.id = this.recovery.assignBegun(body['handle'])
         return this.assign(body)
       }
       case 'POST /v1/release': return this.release(await readBody(req))
@@ -305,14 +232,14 @@ export class IpamService {
     if ((req.num4 ?? 0) + (req.num6 ?? 0) === 0) throw new RequestError(400, 'invalid', 'num4, num6: nothing requested')
     const handle = req.handle
     return this.serialFor(handle, async () => {
-      this.pending?.drop(handle)
+      this.recovery.takenOver(handle)
       try {
         const r = await this.ipam.autoAssign(req)
         if (req.node === this.options.node) this.ahead.note([...(r.ipv4.length > 0 ? [4 as const] : []), ...(r.ipv6.length > 0 ? [6 as const] : [])])
         return { node: req.node, ipv4: r.ipv4, ipv6: r.ipv6 }
       } catch (err) {
         // Whatever the failure, a write may have landed: the ADD answers failure, so its handle goes.
-        if (!(err instanceof IpamError && err.code === 'invalid') && !(err instanceof IpamRecordError)) this.releaseLater(handle)
+        if (!(err instanceof IpamError && err.code === 'invalid') && !(err instanceof IpamRecordError)) this.recovery.releaseLater(handle, 'add-failed')
         throw err
       }
     })
@@ -335,11 +262,16 @@ export class IpamService {
     if (body['handle'] !== undefined) {
       const handle = field(body, 'handle', isString, 'a handle id')
       return this.serialFor(handle, async () => {
-        this.pending?.drop(handle)
+        // Recorded before the datastore write: a DEL cut short there is made at the next start.
+        this.recovery.releasing(handle)
         try {
-          return await this.ipam.releaseByHandle(handle)
+          const r = await this.ipam.releaseByHandle(handle)
+          this.recovery.released(handle)
+          return r
         } catch (err) {
-          if (!(err instanceof IpamRecordError)) this.releaseLater(handle)
+          // Records pinto cannot read are not retried (the operator's to repair); anything else is.
+          if (err instanceof IpamRecordError) this.recovery.released(handle)
+          else this.recovery.releaseLater(handle, 'del')
           throw err
         }
       })
@@ -362,10 +294,4 @@ export class IpamService {
     }
     return out
   }
-}
-
-/** Whether a link of this netns records the attachment whose handle is `handle` (its live wiring). */
-async function aliasHeld(handle: string): Promise<boolean> {
-  for (const alias of (await readAliases()).values()) if (aliasNames(alias, handle)) return true
-  return false
 }

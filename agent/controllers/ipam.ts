@@ -4,8 +4,8 @@
 
 import type { Ipam } from '../../ipam/index.js'
 import { CniService } from '../cni-service.js'
-import { NodeIpamRepair } from '../recovery/node-repair.js'
 import { IpamService } from '../ipam-service.js'
+import { NodeIpamRepair } from '../recovery/index.js'
 import type { AgentContext } from './context.js'
 
 export class IpamController {
@@ -30,7 +30,7 @@ export class IpamController {
     const { settings: s, log } = this.ctx
     await this.service.listen()
     log.info({ socket: s.socket }, 'IPAM service listening for the CNI plugins')
-    const cni = new CniService({ socket: s.socket, ipam: this.service, stateDir: s.stateDir, log: this.log })
+    const cni = new CniService({ socket: s.socket, ipam: this.service })
     try {
       await cni.listen()
       this.cni = cni

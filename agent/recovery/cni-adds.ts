@@ -1,81 +1,110 @@
-// The journal of CNI ADDs in flight in pinto-node: one small file per request in the state dir, written
-// before the work starts and removed once the answer is in place, so a restarted agent rolls back each ADD
-// whose answer the plugin never saw. The commit point is the answer's rename into the replies directory: a
-// placeholder under the answer's temporary name is made first, so "placeholder still there" means "never
-// answered". It owns the files only; what rolling back means is the caller's.
+// The CNI ADDs the agent takes through its channel, as `add` records: written before the work starts and
+// closed once the answer is in place, so a restarted agent undoes each ADD whose answer the plugin never
+// saw. The commit point is the answer's rename into the replies directory: a placeholder under the answer's
+// temporary name is made before the record, so "placeholder still there" means "never answered".
+// Undoing an ADD is its kernel side here (the host veth, only if still the attachment's) and its handle's
+// release, which the caller queues.
 
-import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { execFile, execFileSync } from 'node:child_process'
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { promisify } from 'node:util'
+import type { Draft, Journal } from './journal.js'
+import type { AddRecord } from './record.js'
 
-export interface AddEntry {
-  readonly id: string
-  readonly containerId: string
-  readonly netns: string
-  readonly ifname: string
-  /** The host end's name as the ADD computed it. */
-  readonly hostVeth: string
-  /** The IPAM handle, when the ADD allocates through pinto-ipam. */
-  readonly handle: string
-  /** The attachment's id, which its host veth records as its ifalias (absent in an earlier agent's entries: the container ID). */
-  readonly owner?: string
-  /**
-   * Set when the attachment was wired before this ADD began (a repeated ADD): rolling it back then undoes
-   * nothing, since the veth and the addresses are that wiring's.
-   */
-  readonly prior?: true
-}
+export type AddEntry = Draft<AddRecord>
 
-export class AddJournal {
-  constructor(private readonly dir: string, private readonly replies: string) {
-    mkdirSync(dir, { recursive: true, mode: 0o700 })
-  }
+export class CniAdds {
+  /** ADDs a previous run took and never answered, rolled back at start (for the metrics). */
+  rolledBack = 0
+
+  constructor(
+    private readonly journal: Journal,
+    /** The CNI channel's replies directory, where each answer is renamed into place under its request's id. */
+    private readonly replies: string,
+    private readonly log: (msg: string, fields: Record<string, unknown>) => void,
+  ) {}
 
   /** The answer's temporary name, which the answer is written under and renamed from. */
   static tempName(replies: string, id: string): string {
     return join(replies, `.${id}`)
   }
 
-  /** Before an ADD's work: the placeholder, then the entry (so an entry always has its placeholder until the answer is renamed). */
+  /** Before an ADD's work: the placeholder, then the record (so an open record has its placeholder until the answer is renamed). */
   begin(entry: AddEntry): void {
-    writeFileSync(AddJournal.tempName(this.replies, entry.id), '', { mode: 0o600 })
-    const tmp = join(this.dir, `.${entry.id}`)
-    writeFileSync(tmp, JSON.stringify(entry), { mode: 0o600 })
-    renameSync(tmp, join(this.dir, entry.id))
+    if (this.journal.durable) writeFileSync(CniAdds.tempName(this.replies, entry.id), '', { mode: 0o600 })
+    this.journal.append(entry)
   }
 
   /** After the answer is renamed into place (or the ADD rolled back). */
   end(id: string): void {
-    rmSync(join(this.dir, id), { force: true })
+    this.journal.close(id)
   }
 
   /**
-   * At start, before requests are served: the entries whose answer was never renamed into place, each
-   * handed to `rollBack` and then removed; entries whose answer went out are just removed.
+   * At start, before requests are served: an open `add` whose answer was never renamed into place is undone
+   * (`release` queues its handle); one whose answer went out is closed.
    */
-  async replay(rollBack: (entry: AddEntry) => Promise<void>): Promise<{ rolledBack: number; answered: number }> {
-    let rolledBack = 0
-    let answered = 0
-    for (const name of readdirSync(this.dir)) {
-      const file = join(this.dir, name)
-      if (name.startsWith('.')) {
-        rmSync(file, { force: true })
-        continue
-      }
-      let entry: AddEntry
-      try {
-        entry = JSON.parse(readFileSync(file, 'utf8')) as AddEntry
-      } catch {
-        rmSync(file, { force: true })
-        continue
-      }
-      const placeholder = AddJournal.tempName(this.replies, entry.id)
-      if (existsSync(placeholder)) {
-        await rollBack(entry)
-        rmSync(placeholder, { force: true })
-        rolledBack++
-      } else answered++
-      rmSync(file, { force: true })
+  async replay(r: AddRecord, release: (handle: string) => void): Promise<void> {
+    const placeholder = CniAdds.tempName(this.replies, r.id)
+    if (existsSync(placeholder)) {
+      await this.rollBack(r, release)
+      rmSync(placeholder, { force: true })
+      this.rolledBack++
     }
-    return { rolledBack, answered }
+    this.journal.close(r.id)
+  }
+
+  /**
+   * Undoes an ADD nobody saw answered: its host veth (only if still that attachment's), then its IPAM handle
+   * (queued, which keeps it while a live wiring records it). A repeated ADD of an attachment wired before it
+   * began made nothing to undo: the veth and the addresses stay that wiring's.
+   */
+  async rollBack(e: AddEntry, release: (handle: string) => void): Promise<void> {
+    if (e.prior === true) {
+      this.log('a CNI ADD the last run never answered found its attachment wired; nothing rolled back', { containerId: e.containerId, hostVeth: e.hostVeth })
+      return
+    }
+    const owned = vethOwnedBy(e)
+    if (owned) {
+      await promisify(execFile)('ip', ['link', 'del', e.hostVeth]).catch((err: unknown) => {
+        if (!/Cannot find device/.test(String((err as { stderr?: unknown }).stderr ?? ''))) throw err
+      })
+    }
+    // The plugin makes both ends in the pod and moves the host end out last: an ADD cut short before the
+    // move left the pair in the pod's netns, where the host end's name is this ADD's alone.
+    if (e.netns !== '' && existsSync(e.netns)) {
+      await promisify(execFile)('nsenter', [`--net=${e.netns}`, 'ip', 'link', 'del', e.hostVeth]).catch(() => undefined)
+    }
+    if (e.handle !== '') release(e.handle)
+    this.log('rolled back a CNI ADD the last run never answered', { containerId: e.containerId, hostVeth: owned ? e.hostVeth : null, handle: e.handle })
+  }
+}
+
+/**
+ * Whether the host veth an ADD made is still that attachment's: by the id in its ifalias when it has one,
+ * else by its peer being the pod's interface in the netns the ADD recorded (a later ADD of the same pod, a
+ * new container, uses the same name).
+ */
+function vethOwnedBy(e: AddEntry): boolean {
+  const sys = `/sys/class/net/${e.hostVeth}`
+  let alias: string
+  let ifindex: number
+  try {
+    alias = readFileSync(`${sys}/ifalias`, 'utf8').trim()
+    ifindex = Number(readFileSync(`${sys}/ifindex`, 'utf8').trim())
+  } catch {
+    return false
+  }
+  // The plugin writes the attachment's id (cni/wiring-plan.ts ownedBy); an earlier agent's records name the
+  // container ID as the owner (legacy.ts).
+  if (alias !== '') return alias === e.owner
+  if (e.netns === '' || !existsSync(e.netns)) return false
+  try {
+    const out = execFileSync('nsenter', [`--net=${e.netns}`, 'ip', '-j', 'link', 'show', 'dev', e.ifname], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })
+    const links = JSON.parse(out) as { link_index?: number }[]
+    return links[0]?.link_index === ifindex
+  } catch {
+    return false
   }
 }

@@ -9,8 +9,8 @@
 //   notes them while the agent is dead, knows only the socket's path, and runs as many processes at once.
 //   Each note is one record of this format (written with record.ts, which imports nothing), and the agent
 //   takes them into its journal at start.
-// - A deleted node's clean-up (agent/controllers/node-gc.ts): its agent and journal are gone with it, so the
-//   datastore's blocks naming it are the record, read when its Node resource goes.
+// - A deleted node's clean-up (deleted-nodes.ts): its agent and journal are gone with it, so the datastore's
+//   blocks naming it are the record, read when its Node resource goes.
 // - The node repair (node-repair.ts): the backstop for what no record covers (a machine crash takes records
 //   never flushed, the journal being unsynced), found in the datastore after a grace period.
 
@@ -18,4 +18,5 @@ export { PodRecovery, type PodRecoveryOptions, JOURNAL_FILE } from './pod-recove
 export type { AddEntry } from './cni-adds.js'
 export { aliasHeld } from './release-queue.js'
 export { NodeIpamRepair, type NodeRepairOptions, type RepairKind } from './node-repair.js'
+export { deletedNodes, releaseDeletedNodes } from './deleted-nodes.js'
 export * from './record.js'

@@ -3,12 +3,12 @@
 // the socket (`<socket>.releases/`, one file per handle) before it tries to make it, and removes the note
 // once the release or a later ADD of the same handle got an answer. pinto-node takes what is left into its
 // recovery journal when it starts, before it serves a request. Each note is one record of that journal's
-// format (agent/recovery/record.ts, which imports nothing: the plugin runs without the agent, so it writes
-// here and not into the agent's journal). Owns the files only: what a release means is the agent's.
+// format (recovery-record.ts): the plugin runs without the agent, so it writes here and not into the
+// agent's journal. Owns the files only: what a release means is the agent's.
 
 import { mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { JOURNAL_VERSION, JournalError, type ReleaseRecord, decodeRecord, encodeRecord, releaseId } from '../agent/recovery/record.js'
+import { JOURNAL_VERSION, JournalError, type ReleaseRecord, decodeRecord, encodeRecord, releaseId } from './recovery-record.js'
 
 export interface OwedRelease {
   /** The IPAM handle to release. */

@@ -10,7 +10,7 @@ import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import type { Draft, Journal } from './journal.js'
-import type { AddRecord } from './record.js'
+import type { AddRecord } from '../../cni/index.js'
 
 export type AddEntry = Draft<AddRecord>
 

@@ -6,7 +6,7 @@
 
 import { closeSync, copyFileSync, mkdirSync, openSync, readFileSync, renameSync, writeFileSync, writeSync } from 'node:fs'
 import { dirname } from 'node:path'
-import { type JournalError, type JournalRecord, type PendingRecord, JOURNAL_VERSION, encodeRecord, openRecords, parseJournal } from './record.js'
+import { type JournalError, type JournalRecord, type PendingRecord, JOURNAL_VERSION, encodeRecord, openRecords, parseJournal } from '../../cni/index.js'
 
 /** A pending record as its writer gives it: the journal stamps the version and the time. */
 export type Draft<T = PendingRecord> = T extends PendingRecord ? Omit<T, 'v' | 'at'> : never

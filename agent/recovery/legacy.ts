@@ -6,7 +6,7 @@
 import { readFileSync, readdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Draft } from './journal.js'
-import { releaseId } from './record.js'
+import { releaseId } from '../../cni/index.js'
 
 const isString = (v: unknown): v is string => typeof v === 'string'
 

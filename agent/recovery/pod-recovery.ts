@@ -8,7 +8,7 @@ import { channelPaths, takeOwedReleases } from '../../cni/index.js'
 import { type AddEntry, CniAdds } from './cni-adds.js'
 import { Journal } from './journal.js'
 import { legacyRecords } from './legacy.js'
-import type { ReleaseCause } from './record.js'
+import type { ReleaseCause } from '../../cni/index.js'
 import { ReleaseQueue } from './release-queue.js'
 
 /** The journal's file under the agent's state dir. */

@@ -5,7 +5,7 @@
 import { readAliases } from '../../cni/index.js'
 import { aliasNames } from '../../cni/index.js'
 import type { Journal } from './journal.js'
-import { type ReleaseCause, releaseId } from './record.js'
+import { type ReleaseCause, releaseId } from '../../cni/index.js'
 
 const FIRST_RETRY_MS = 200
 const MAX_RETRY_MS = 10_000

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Journal } from '../../../agent/recovery/journal.js'
 import { legacyRecords } from '../../../agent/recovery/legacy.js'
-import { type JournalRecord, JournalError, decodeRecord, encodeRecord, openRecords, parseJournal } from '../../../agent/recovery/record.js'
+import { type JournalRecord, JournalError, decodeRecord, encodeRecord, openRecords, parseJournal } from '../../../cni/recovery-record.js'
 import { oweRelease, spoolDir, takeOwedReleases } from '../../../cni/release-spool.js'
 
 const at = 1_700_000_000_000

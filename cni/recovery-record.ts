@@ -1,6 +1,7 @@
-// The one record of pod recovery: a pending CNI ADD, IPAM assign or release, and the `done` that closes it,
-// one JSON object per line with a version field. Pure: bytes in, records out, with each bad line's byte
-// offset and field named. It imports nothing, so the CNI plugin writes its owed releases with it too.
+// The one record of a pod's recovery (agent/recovery/): a pending CNI ADD, IPAM assign or release, and the
+// `done` that closes it, one JSON object per line with a version field. Pure: bytes in, records out, with
+// each bad line's byte offset and field named. It lives here, below the agent, because the plugin writes
+// its owed releases in it without the agent (release-spool.ts), as it speaks the channel's requests.
 
 /** The journal format this code writes and reads. */
 export const JOURNAL_VERSION = 1

@@ -3,7 +3,7 @@
 // append-only journal (journal.ts; each record a versioned JSON line per pending ADD, assign or release,
 // closed by `done`), written before the step and replayed at start (pod-recovery.ts). The IPAM service and
 // the CNI channel call it at each step; it owns no allocation and no wiring of its own beyond undoing an
-// ADD. The record's format is cni/recovery-record.ts: the plugin writes it too, and cni/ stands below us.
+// ADD. The record's format is cni/recovery-record.ts: the plugin writes it too, and cni/ stands below agent/.
 //
 // Three parts stay apart, for a reason each:
 // - The plugin's owed releases (cni/release-spool.ts, one file per handle beside the socket): the plugin

@@ -39,6 +39,7 @@ export const UNIT_TESTS = [
   'test/agent/ipam-service-reads.test.ts',
   'test/agent/learned-feed.test.ts',
   'test/agent/node-flags.test.ts',
+  'test/agent/recovery/deleted-nodes.test.ts',
   'test/agent/recovery/journal.test.ts',
   'test/agent/recovery/node-repair.test.ts',
   'test/agent/settings.test.ts',

@@ -99,6 +99,22 @@ function killHeld(dir: string): void {
   }
 }
 
+/**
+ * Runs `plugin` with the agent's packets to etcd dropped, and kills the agent once `reached` holds; returns
+ * the plugin's run, which ends once it sees the agent gone.
+ */
+async function killWhileCut(b: Bench, a: AgentProcess, plugin: () => Promise<PluginRun>, reached: () => Promise<boolean> | boolean, what: string): Promise<PluginRun> {
+  const restore = await cut(b)
+  const run = plugin()
+  try {
+    await waitFor(reached, { timeoutMs: 20_000, intervalMs: 5, what })
+    await a.kill('SIGKILL')
+  } finally {
+    await restore()
+  }
+  return run
+}
+
 /** The journal's open records, read from its bytes as the next start would. */
 function journalOpen(lab: Lab): PendingRecord[] {
   const file = join(lab.dir, 'state', JOURNAL_FILE)
@@ -151,6 +167,29 @@ async function retryAdd(t: Test, b: Bench, what: string, att: { containerId: str
   t.equal(del.code, 0, `${what}: its DEL`)
 }
 
+/**
+ * Kills the agent (and its held `ip`) mid-ADD: the ADD answers failure, and once a new agent is up nothing of
+ * it is left. Returns the new agent.
+ */
+async function killMidAdd(t: Test, b: Bench, a: AgentProcess, add: Promise<PluginRun>, att: ReturnType<typeof attachment>): Promise<AgentProcess> {
+  await a.kill('SIGKILL')
+  killHeld(b.holdDir)
+  const run = await add
+  t.not(run.code, 0, `the ADD answered failure: ${run.stdout.slice(0, 200)}`)
+  const next = await agent(t, b)
+  await nothingLeft(t, b, 'after the restart', att)
+  return next
+}
+
+/** A running agent, and a pod of `name` its ADD wired. */
+async function added(t: Test, b: Bench, name: string): Promise<{ a: AgentProcess; att: ReturnType<typeof attachment> }> {
+  const att = attachment(name, await b.lab.pod(name))
+  const a = await agent(t, b)
+  const add = await b.lab.exec('pinto', 'ADD', pintoConf(b.lab, '1.0.0'), att)
+  t.equal(add.code, 0, 'the ADD succeeded')
+  return { a, att }
+}
+
 function attachment(name: string, netns: string): { containerId: string; netns: string; args: string; handle: string } {
   const containerId = `crash-${name}`
   return { containerId, netns, args: `K8S_POD_NAMESPACE=crash;K8S_POD_NAME=${name}`, handle: handleOf('k8s-pod-network', containerId, 'eth0') }
@@ -168,12 +207,7 @@ t.test('crash points of ADD and DEL: after the agent is back, nothing leaked and
     await waitFor(async () => held(b.holdDir).length > 0 && (await handles(b.store)).includes(att.handle), { timeoutMs: 20_000, what: 'the assign made, the wiring held' })
     t.same(await lab.links(basename(att.netns)), ['lo'], 'nothing wired yet')
     t.match(journalOpen(lab), [{ op: 'add', handle: att.handle }], 'the ADD is an open record')
-    await a.kill('SIGKILL')
-    killHeld(b.holdDir)
-    const run: PluginRun = await add
-    t.not(run.code, 0, `the ADD answered failure: ${run.stdout.slice(0, 200)}`)
-    a = await agent(t, b)
-    await nothingLeft(t, b, 'after the restart', att)
+    a = await killMidAdd(t, b, a, add, att)
     t.match(a.log(), 'rolled back a CNI ADD the last run never answered')
     await retryAdd(t, b, 'assigned', att)
     await a.kill('SIGTERM')
@@ -187,12 +221,7 @@ t.test('crash points of ADD and DEL: after the agent is back, nothing leaked and
     const hostVeth = (await lab.links(lab.hostNs)).filter((l) => l !== 'lo' && l !== 'eth0')
     t.equal(hostVeth.length, 1, 'the host veth is there')
     t.match(await lab.ip(lab.hostNs, ['route', 'show', 'dev', hostVeth[0]!]), /198\.18\.\S+ scope link/, 'with its host route')
-    await a.kill('SIGKILL')
-    killHeld(b.holdDir)
-    const run = await add
-    t.not(run.code, 0, `the ADD answered failure: ${run.stdout.slice(0, 200)}`)
-    a = await agent(t, b)
-    await nothingLeft(t, b, 'after the restart', att)
+    a = await killMidAdd(t, b, a, add, att)
     await retryAdd(t, b, 'wired', att)
     await a.kill('SIGTERM')
   })
@@ -202,15 +231,7 @@ t.test('crash points of ADD and DEL: after the agent is back, nothing leaked and
     let a = await agent(t, b)
     // Without the FIFO the plugin does the ADD itself, assigning over the socket.
     rmSync(`${lab.socket}.requests`)
-    const restore = await cut(b)
-    const add = lab.exec('pinto', 'ADD', conf, att)
-    try {
-      await waitFor(() => journalOpen(lab).some((r) => r.op === 'assign' && r.handle === att.handle), { timeoutMs: 20_000, intervalMs: 5, what: 'the assign recorded' })
-      await a.kill('SIGKILL')
-    } finally {
-      await restore()
-    }
-    const run = await add
+    const run = await killWhileCut(b, a, () => lab.exec('pinto', 'ADD', conf, att), () => journalOpen(lab).some((r) => r.op === 'assign' && r.handle === att.handle), 'the assign recorded')
     t.not(run.code, 0, 'the ADD answered failure')
     t.match(run.stdout, /pinto-node releases what it may have assigned to this container when it starts again/)
     t.same(readdirSync(spoolDir(lab.socket)), [encodeURIComponent(att.handle)], 'the plugin owes the release')
@@ -222,22 +243,13 @@ t.test('crash points of ADD and DEL: after the agent is back, nothing leaked and
   })
 
   t.test('DEL: killed after the release is recorded, before the datastore write', async (t) => {
-    const att = attachment('deleted', await lab.pod('deleted'))
-    let a = await agent(t, b)
-    const add = await lab.exec('pinto', 'ADD', conf, att)
-    t.equal(add.code, 0, 'the ADD succeeded')
-    const restore = await cut(b)
-    const del = lab.exec('pinto', 'DEL', conf, att)
-    try {
-      // Its unwiring runs beside the release, and is done in a moment: a veth still there would keep the
-      // release waiting for the runtime's next DEL (the addresses stay while a live wiring names them).
-      const recorded = (): boolean => journalOpen(lab).some((r) => r.op === 'release' && r.handle === att.handle && r.cause === 'del')
-      await waitFor(async () => recorded() && (await lab.links(lab.hostNs)).length === 2, { timeoutMs: 20_000, intervalMs: 5, what: 'the release recorded, the veth gone' })
-      await a.kill('SIGKILL')
-    } finally {
-      await restore()
-    }
-    t.not((await del).code, 0, 'the DEL answered failure')
+    const { a: first, att } = await added(t, b, 'deleted')
+    let a = first
+    // Its unwiring runs beside the release, and is done in a moment: a veth still there would keep the
+    // release waiting for the runtime's next DEL (the addresses stay while a live wiring names them).
+    const recorded = (): boolean => journalOpen(lab).some((r) => r.op === 'release' && r.handle === att.handle && r.cause === 'del')
+    const del = await killWhileCut(b, a, () => lab.exec('pinto', 'DEL', conf, att), async () => recorded() && (await lab.links(lab.hostNs)).length === 2, 'the release recorded, the veth gone')
+    t.not(del.code, 0, 'the DEL answered failure')
     t.ok((await handles(b.store)).includes(att.handle), 'the release never reached etcd')
     // The runtime would DEL again; the agent makes the release before it does.
     a = await agent(t, b)
@@ -250,10 +262,7 @@ t.test('crash points of ADD and DEL: after the agent is back, nothing leaked and
   })
 
   t.test('DEL while the datastore is down: released once it is back, without the DEL asked again', async (t) => {
-    const att = attachment('down', await lab.pod('down'))
-    const a = await agent(t, b)
-    const add = await lab.exec('pinto', 'ADD', conf, att)
-    t.equal(add.code, 0, 'the ADD succeeded')
+    const { a, att } = await added(t, b, 'down')
     await b.etcd.crash()
     let restarted = false
     t.teardown(async () => void (restarted || (await b.etcd.restart())))

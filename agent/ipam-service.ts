@@ -15,7 +15,7 @@ import { BLOCKS_PREFIX, IpamRecordError, decodeBlock } from '../ipam/index.js'
 import { cachedInputs, loadPoolSpecs, readInputs } from './ipam-service-pools.js'
 import type { ClusterState } from './cluster-state.js'
 import { ClaimAhead } from './ipam-claim-ahead.js'
-import { PodRecovery, aliasHeld } from './recovery/index.js'
+import { PodRecovery } from './recovery/index.js'
 import { RequestError, errorReply, field, isCount, isString, isStringList, isStringMap, readBody } from './ipam-service-requests.js'
 
 export { errorReply } from './ipam-service-requests.js'
@@ -84,7 +84,7 @@ export class IpamService {
     this.recovery = new PodRecovery({
       stateDir: options.stateDir,
       socket: options.socket,
-      held: options.held ?? aliasHeld,
+      held: options.held,
       // A new ADD of the same handle took it over meanwhile: its addresses are not ours to free.
       release: (handle) => this.serial(async () => void (this.recovery.releaseWanted(handle) && (await this.ipam.releaseByHandle(handle)))),
       onDatastoreBack: options.onDatastoreBack,

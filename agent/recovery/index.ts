@@ -16,7 +16,6 @@
 
 export { PodRecovery, type PodRecoveryOptions, JOURNAL_FILE } from './pod-recovery.js'
 export type { AddEntry } from './cni-adds.js'
-export { aliasHeld } from './release-queue.js'
 export { NodeIpamRepair, type NodeRepairOptions, type RepairKind } from './node-repair.js'
 export { deletedNodes, releaseDeletedNodes } from './deleted-nodes.js'
 export { JOURNAL_VERSION, JournalError, type JournalRecord, type PendingRecord, type ReleaseCause, decodeRecord, encodeRecord, openRecords, parseJournal } from '../../cni/index.js'

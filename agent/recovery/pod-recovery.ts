@@ -72,7 +72,13 @@ export class PodRecovery {
     for (const e of loaded.errors) this.log('recovery journal: a line is not a record this agent reads; not replayed, kept aside', { offset: e.offset, field: e.field, problem: e.problem, keptIn: loaded.unreadable })
     if (loaded.torn !== undefined) this.log('recovery journal: its last record was cut short; its work never began', loaded.torn)
     for (const r of loaded.open) {
-      if (r.op === 'add') await this.adds.replay(r, (handle) => this.releases.add(handle, 'add-unanswered'))
+      if (r.op !== 'add') continue
+      try {
+        await this.adds.replay(r, (handle) => this.releases.add(handle, 'add-unanswered'))
+      } catch (err) {
+        // Left open, with its placeholder: the next start tries again; the node repair covers it meanwhile.
+        this.log('rolling back a CNI ADD the last run never answered failed; kept for the next start', { containerId: r.containerId, hostVeth: r.hostVeth, err: (err as Error).message })
+      }
     }
     for (const r of loaded.open) {
       if (r.op === 'assign') {

@@ -133,7 +133,7 @@ export class ReleaseQueue {
 }
 
 /** Whether a link of this netns records the attachment whose handle is `handle` (its live wiring). */
-export async function aliasHeld(handle: string): Promise<boolean> {
+async function aliasHeld(handle: string): Promise<boolean> {
   for (const alias of (await readAliases()).values()) if (aliasNames(alias, handle)) return true
   return false
 }

@@ -2,7 +2,7 @@
 // it), bodies bounded, and every error mapped to the HTTP status and body the plugins read. No IPAM logic.
 
 import type { IncomingMessage } from 'node:http'
-import { AddrError } from '../config/ip/index.js'
+import { AddrError } from '../net/index.js'
 import { IpamError, IpamRecordError } from '../ipam/index.js'
 
 export class RequestError extends Error {

@@ -7,6 +7,7 @@ import { DatastoreError, type Datastore } from './datastore.js'
 import { openEmbeddedDatastore, type EmbeddedOptions } from './datastore-embedded.js'
 import type { EtcdOptions } from './datastore-etcd.js'
 import type { KubernetesOptions } from './datastore-kubernetes.js'
+import { type KubeSource, kubeSourceOf } from './kubernetes/kube-http.js'
 import { checkEtcdTlsFiles, etcdTlsFilesFromEnv, readEtcdCredentials, type EtcdTlsFiles } from './etcd-tls.js'
 
 export const DEFAULT_DATASTORE = '/var/lib/pinto/store'
@@ -76,13 +77,9 @@ export interface OpenOptions {
 }
 
 /** The kubeconfig file or the in-cluster ServiceAccount, from KUBECONFIG and KUBERNETES_SERVICE_HOST. */
-export function kubeSourceFromEnv(env: Readonly<Record<string, string | undefined>>): { readonly kubeconfig: string } | { readonly inCluster: true } {
-  const file = env['KUBECONFIG']
-  if (file !== undefined && file !== '') {
-    if (file.includes(':')) throw new DatastoreError('invalid', `KUBECONFIG=${JSON.stringify(file)}: the kubernetes datastore reads one kubeconfig file, not a list`)
-    return { kubeconfig: file }
-  }
-  if (env['KUBERNETES_SERVICE_HOST']) return { inCluster: true }
+export function kubeSourceFromEnv(env: Readonly<Record<string, string | undefined>>): KubeSource {
+  const source = kubeSourceOf(env)
+  if (source !== undefined) return source
   throw new DatastoreError('invalid', `PINTO_DATASTORE=${KUBERNETES_DATASTORE} needs credentials: set KUBECONFIG to a kubeconfig file, or run in a pod (KUBERNETES_SERVICE_HOST and its ServiceAccount)`)
 }
 

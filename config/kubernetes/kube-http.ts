@@ -10,6 +10,19 @@ import { DatastoreError } from '../datastore.js'
 
 export type KubeSource = { readonly kubeconfig: string } | { readonly inCluster: true }
 
+/**
+ * Where Kubernetes credentials come from in this environment: KUBECONFIG's file, else the in-cluster ServiceAccount
+ * when KUBERNETES_SERVICE_HOST is set, else none. A KUBECONFIG list is refused, naming it.
+ */
+export function kubeSourceOf(env: Readonly<Record<string, string | undefined>>): KubeSource | undefined {
+  const file = env['KUBECONFIG']
+  if (file !== undefined && file !== '') {
+    if (file.includes(':')) throw new DatastoreError('invalid', `KUBECONFIG=${JSON.stringify(file)}: pinto reads one kubeconfig file, not a list`)
+    return { kubeconfig: file }
+  }
+  return env['KUBERNETES_SERVICE_HOST'] ? { inCluster: true } : undefined
+}
+
 export interface KubeResponse {
   readonly status: number
   /** The body parsed as JSON, or undefined when it is not JSON (e.g. "404 page not found"). */
@@ -44,6 +57,8 @@ export class KubeHttp {
   private readonly agent: http.Agent
   private readonly mod: typeof http | typeof https
   private closed = false
+  /** Requests made and watch streams opened, for the request-rate figures. */
+  readonly counts = { requests: 0, streams: 0 }
 
   private constructor(
     private readonly kc: KubeConfig,
@@ -118,6 +133,7 @@ export class KubeHttp {
 
   private async once(method: string, target: string, text: string | undefined, contentType: string): Promise<KubeResponse> {
     const what = `${method} ${target}`
+    this.counts.requests++
     const req = await this.open(method, target, text, contentType)
     return new Promise<KubeResponse>((resolve, reject) => {
       const timer = setTimeout(() => req.destroy(new Error(`no answer within ${this.timeoutMs} ms`)), this.timeoutMs)
@@ -164,6 +180,7 @@ export class KubeHttp {
       idle = setTimeout(() => end({ error: new Error(`the watch carried nothing for ${idleMs} ms`) }), idleMs)
     }
     alive()
+    this.counts.streams++
     this.open('GET', withQuery(path, query), undefined, '').then(
       (r) => {
         req = r

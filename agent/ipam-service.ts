@@ -1,12 +1,10 @@
-// The agent's IPAM service for the CNI plugins: JSON over HTTP on a unix socket (mode 0600, root only),
-// backed by ipam/'s Ipam. It validates requests and serialises mutations; allocation logic stays in ipam/.
+// The agent's IPAM service for the CNI plugins, on a unix socket (ipam-service-http.ts), backed by ipam/'s
+// Ipam. It validates requests and serialises mutations; allocation logic stays in ipam/.
 // It must not wire anything, and it opens no datastore itself (the caller hands one in). What a crash or an
 // unreachable datastore leaves of an assign or a release is recovery's (agent/recovery/): each is recorded
 // there before its work, and replayed when the service starts.
 
-import { chmod, mkdir, readFile, rm } from 'node:fs/promises'
-import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http'
-import { dirname } from 'node:path'
+import { readFile } from 'node:fs/promises'
 import type { Datastore } from '../config/index.js'
 import { blockCidr, ordinalAddress } from '../ipam/index.js'
 import { type AutoAssignRequest, Ipam, IpamError } from '../ipam/index.js'
@@ -16,7 +14,8 @@ import { cachedInputs, loadPoolSpecs, readInputs } from './ipam-service-pools.js
 import type { ClusterState } from './cluster-state.js'
 import { ClaimAhead } from './ipam-claim-ahead.js'
 import { PodRecovery } from './recovery/index.js'
-import { RequestError, errorReply, field, isCount, isString, isStringList, isStringMap, readBody } from './ipam-service-requests.js'
+import { RequestError, field, isCount, isString, isStringList, isStringMap } from './ipam-service-requests.js'
+import { IpamHttp } from './ipam-service-http.js'
 
 export { errorReply } from './ipam-service-requests.js'
 export { DEFAULT_MTU_FILE } from '../cni/index.js'
@@ -71,9 +70,8 @@ export interface CniChannelStatus {
 
 export class IpamService {
   readonly ipam: Ipam
-  private server: Server | undefined
-  /** Requests taken and not yet answered, which close() lets finish. */
-  private readonly answering = new Set<Promise<void>>()
+  /** The socket the plugins ask. */
+  private readonly http: IpamHttp
   /** Mutations run one at a time: one agent per node, so this only removes CAS storms between its own requests. */
   private queue: Promise<unknown> = Promise.resolve()
   /** Handles with a request queued or running, which the node's repair must leave alone. */
@@ -99,6 +97,7 @@ export class IpamService {
       onDatastoreBack: options.onDatastoreBack,
       log: options.log,
     })
+    this.http = new IpamHttp(options.socket, this)
   }
 
   /** Whether a request for `handle` is queued or running now. */
@@ -128,40 +127,15 @@ export class IpamService {
   async listen(): Promise<void> {
     void this.serial(() => this.prepare())
     await this.recovery.start()
-    const { socket } = this.options
-    await mkdir(dirname(socket), { recursive: true, mode: 0o700 })
-    await rm(socket, { force: true })
-    const server = createServer((req, res) => {
-      const p = this.handle(req, res)
-      this.answering.add(p)
-      void p.finally(() => this.answering.delete(p))
-    })
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject)
-      server.listen(socket, () => resolve())
-    })
-    await chmod(socket, 0o600)
-    this.server = server
+    await this.http.listen()
   }
 
   /**
-   * Stops taking requests and answers those taken. The socket's path goes first, so a plugin that comes
-   * now hears "pinto-node is not running" (try again later) rather than a connection cut in its request;
-   * one that is mid-request gets its answer, for up to `drainMs`, before the last connections are cut.
+   * Stops taking requests and answers those taken (for up to `drainMs`: IpamHttp.close), then stops the
+   * releases' retries once the work queued is done.
    */
   async close(drainMs = 5000): Promise<void> {
-    const s = this.server
-    this.server = undefined
-    if (s !== undefined) {
-      await rm(this.options.socket, { force: true })
-      const closed = new Promise<void>((resolve) => s.close(() => resolve()))
-      s.closeIdleConnections()
-      let timer: NodeJS.Timeout | undefined
-      await Promise.race([Promise.allSettled([...this.answering]), new Promise((r) => (timer = setTimeout(r, drainMs)))])
-      clearTimeout(timer)
-      s.closeAllConnections()
-      await closed
-    }
+    await this.http.close(drainMs)
     await this.recovery.stopRetrying()
     await this.queue.catch(() => undefined)
     this.recovery.shut()
@@ -172,43 +146,6 @@ export class IpamService {
     const run = this.queue.then(fn, fn)
     this.queue = run.catch(() => undefined)
     return run
-  }
-
-  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    let status = 200
-    let reply: unknown
-    const entry: { id?: string | undefined } = {}
-    try {
-      reply = await this.route(req, entry)
-    } catch (err) {
-      ;[status, reply] = errorReply(err)
-    }
-    // Closed in the journal before the answer goes: once the plugin may have it, nothing may roll it back.
-    try {
-      if (entry.id !== undefined) this.recovery.assignAnswered(entry.id)
-    } catch (err) {
-      ;[status, reply] = errorReply(err)
-    }
-    const text = JSON.stringify(reply)
-    res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) })
-    res.end(text)
-  }
-
-  private async route(req: IncomingMessage, entry: { id?: string | undefined }): Promise<unknown> {
-    const url = new URL(req.url ?? '/', 'http://pinto')
-    const key = `${req.method} ${url.pathname}`
-    switch (key) {
-      case 'GET /v1/status': return this.status()
-      case 'POST /v1/assign': {
-        const body = await readBody(req)
-        // An assign over the socket whose answer never goes out (the agent killed) is released at the next start.
-        if (isString(body['handle'])) entry.id = this.recovery.assignBegun(body['handle'])
-        return this.assign(body)
-      }
-      case 'POST /v1/release': return this.release(await readBody(req))
-      case 'GET /v1/allocations': return { allocations: await this.allocations(url.searchParams.get('handlePrefix') ?? '') }
-      default: throw new RequestError(404, 'not-found', `no route ${key}`)
-    }
   }
 
   /** What the CNI channel beside this service reports in /v1/status (set by whoever starts the channel). */

@@ -3,11 +3,11 @@
 // in-process, and renames each answer into place under the request's id. Antrea's and Kube-OVN's agents
 // serve their thin CNI binaries the same way. A request it cannot do as the plugin would (the plugin in
 // another network namespace, a netns path it cannot see) it hands back untouched, and the plugin does it.
-// With a state dir, each ADD is journaled (add-journal.ts) and one the last run never answered is rolled
-// back at start, before the FIFO opens.
+// Each ADD is recorded in the recovery journal before its work (agent/recovery/cni-adds.ts), and one the
+// last run never answered is rolled back when the IPAM service starts, before the FIFO opens.
 
-import { execFile, execFileSync } from 'node:child_process'
-import { constants, existsSync, openSync, readFileSync } from 'node:fs'
+import { execFile } from 'node:child_process'
+import { constants, existsSync, openSync } from 'node:fs'
 import { mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { Socket } from 'node:net'
@@ -16,58 +16,19 @@ import { type ChannelReply, type ChannelRequest, REQUEST_ID, channelPaths } from
 import { decodeJson, handleOf, parseNetConf, podIdentity } from '../cni/index.js'
 import { vethName } from '../cni/index.js'
 import { ownedBy } from '../cni/index.js'
-import { type AssignReply, type IpamPort, serviceError } from '../cni/index.js'
 import { cmdAdd, cmdDel } from '../cni/index.js'
 import { CniError, ERR, checkVerbAllowed, parseEnv } from '../cni/index.js'
 import { Dataplane, sameFile } from '../cni/index.js'
-import { type IpamService, errorReply } from './ipam-service.js'
+import type { IpamService } from './ipam-service.js'
 import { WarmRunner } from './warm-runner.js'
-import { type AddEntry, AddJournal } from './add-journal.js'
+import { LocalIpam } from './cni-local-ipam.js'
+import type { AddEntry, PodRecovery } from './recovery/index.js'
 
 /** A line longer than any request a plugin writes (PIPE_BUF) is garbage: dropped, not buffered without end. */
 const MAX_LINE = 65536
 
 /** An answer nobody took in this long (its plugin died or gave up after 30 s) is removed. */
 const STALE_REPLY_MS = 120_000
-
-/** The IPAM service as the plugins' IpamClient would reach it, without the socket. */
-class LocalIpam implements IpamPort {
-  /**
-   * ADD spawns its `ip` processes once the request is "sent": each spawn holds this thread, so let the
-   * request reach its datastore write first (its steps run as microtasks and one setImmediate), and the
-   * write's fdatasync runs while the processes start. Read per request.
-   */
-  get sent(): Promise<void> {
-    return new Promise((resolve) => setImmediate(() => setImmediate(resolve)))
-  }
-
-  constructor(private readonly service: IpamService) {}
-
-  assign(req: Parameters<IpamPort['assign']>[0]): Promise<AssignReply> {
-    return this.call(() => this.service.assign({ ...req }))
-  }
-
-  releaseByHandle(handle: string): ReturnType<IpamPort['releaseByHandle']> {
-    return this.call(() => this.service.release({ handle }))
-  }
-
-  allocations(prefix: string): ReturnType<IpamPort['allocations']> {
-    return this.service.allocations(prefix)
-  }
-
-  status(): ReturnType<IpamPort['status']> {
-    return this.service.status()
-  }
-
-  private async call<T>(fn: () => Promise<T>): Promise<T> {
-    try {
-      return await fn()
-    } catch (err) {
-      const [status, body] = errorReply(err)
-      throw serviceError(status, body)
-    }
-  }
-}
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
 const isStrings = (v: unknown): v is string[] => Array.isArray(v) && v.every((x) => typeof x === 'string')
@@ -107,44 +68,15 @@ export class CniService {
   private readonly staleReplyMs: number
   private readonly ipam: IpamService
 
-  private readonly journal: AddJournal | undefined
-  /** ADDs the last run took and never answered, rolled back at start (for the metrics). */
-  rolledBack = 0
-  private readonly log: (msg: string, fields: Record<string, unknown>) => void
+  private readonly recovery: PodRecovery
 
-  constructor(options: { readonly socket: string; readonly ipam: IpamService; readonly staleReplyMs?: number; readonly stateDir?: string; readonly log?: (msg: string, fields: Record<string, unknown>) => void }) {
+  constructor(options: { readonly socket: string; readonly ipam: IpamService; readonly staleReplyMs?: number }) {
     this.staleReplyMs = options.staleReplyMs ?? STALE_REPLY_MS
     this.ipam = options.ipam
     this.port = new LocalIpam(options.ipam)
     this.paths = channelPaths(options.socket)
     this.dataplane = new Dataplane(this.warm.run)
-    this.log = options.log ?? (() => undefined)
-    this.journal = options.stateDir === undefined ? undefined : new AddJournal(join(options.stateDir, 'cni-adds'), this.paths.replies)
-  }
-
-  /**
-   * Undoes an ADD nobody saw answered: its host veth (only if still that attachment's), then its IPAM handle
-   * (through the queue, which keeps it while a live wiring records it). A repeated ADD of an attachment
-   * wired before it began made nothing to undo: the veth and the addresses stay that wiring's.
-   */
-  private async rollBack(e: AddEntry): Promise<void> {
-    if (e.prior === true) {
-      this.log('a CNI ADD the last run never answered found its attachment wired; nothing rolled back', { containerId: e.containerId, hostVeth: e.hostVeth })
-      return
-    }
-    const owned = vethOwnedBy(e)
-    if (owned) {
-      await promisify(execFile)('ip', ['link', 'del', e.hostVeth]).catch((err: unknown) => {
-        if (!/Cannot find device/.test((err as { stderr?: string }).stderr ?? '')) throw err
-      })
-    }
-    // The plugin makes both ends in the pod and moves the host end out last: an ADD cut short before the
-    // move left the pair in the pod's netns, where the host end's name is this ADD's alone.
-    if (e.netns !== '' && existsSync(e.netns)) {
-      await promisify(execFile)('nsenter', [`--net=${e.netns}`, 'ip', 'link', 'del', e.hostVeth]).catch(() => undefined)
-    }
-    if (e.handle !== '') this.ipam.releaseLater(e.handle)
-    this.log('rolled back a CNI ADD the last run never answered', { containerId: e.containerId, hostVeth: owned ? e.hostVeth : null, handle: e.handle })
+    this.recovery = options.ipam.recovery
   }
 
   /**
@@ -158,10 +90,6 @@ export class CniService {
     let reader: Socket | undefined
     try {
       await mkdir(replies, { recursive: true, mode: 0o700 })
-      if (this.journal !== undefined) {
-        const r = await this.journal.replay((e) => this.rollBack(e))
-        this.rolledBack += r.rolledBack
-      }
       // Answers the last run renamed into place stay for their plugins (a plugin still waiting takes its
       // answer from the next run); temporary files go. The sweep removes answers nobody takes.
       for (const name of await readdir(replies)) if (name.startsWith('.')) await rm(join(replies, name), { force: true })
@@ -250,7 +178,7 @@ export class CniService {
     try {
       const req = checkRequest(raw)
       reply = await this.do(req, (e) => {
-        this.journal?.begin(e)
+        this.recovery.addBegun(e)
         entry = e
       })
     } catch (err) {
@@ -268,10 +196,10 @@ export class CniService {
       await rename(tmp, file)
     } catch {
       // Not written (a disk error, say): the plugin gives up and the runtime asks again; nothing stays wired.
-      if (entry !== undefined && 'ok' in reply && reply.ok) await this.rollBack(entry).catch(() => undefined)
+      if (entry !== undefined && 'ok' in reply && reply.ok) await this.recovery.addUnanswered(entry).catch(() => undefined)
       await rm(tmp, { force: true })
     }
-    if (entry !== undefined) this.journal?.end(entry.id)
+    if (entry !== undefined) this.recovery.addAnswered(entry.id)
     this.serving.delete(id)
   }
 
@@ -308,39 +236,12 @@ export class CniService {
     const hostVeth = vethName(conf.vethPrefix, podIdentity(env.args), containerId, ifname)
     const recorded = await this.dataplane.owner(hostVeth).catch(() => undefined)
     const prior = recorded !== undefined && ownedBy(recorded, { owner, containerId })
-    journal({ id: req.id, containerId, netns, ifname, hostVeth, handle, owner, ...(prior ? { prior: true as const } : {}) })
+    journal({ op: 'add', id: req.id, containerId, netns, ifname, hostVeth, handle, owner, ...(prior ? { prior: true as const } : {}) })
     this.servingHandles.add(handle)
     try {
       return { ok: true, result: await cmdAdd(inv, this.dataplane, this.port) }
     } finally {
       this.servingHandles.delete(handle)
     }
-  }
-}
-
-/**
- * Whether the host veth an ADD made is still that attachment's: by the id in its ifalias when it has one,
- * else by its peer being the pod's interface in the netns the ADD recorded (a later ADD of the same pod, a
- * new container, uses the same name).
- */
-function vethOwnedBy(e: AddEntry): boolean {
-  const sys = `/sys/class/net/${e.hostVeth}`
-  let alias: string
-  let ifindex: number
-  try {
-    alias = readFileSync(`${sys}/ifalias`, 'utf8').trim()
-    ifindex = Number(readFileSync(`${sys}/ifindex`, 'utf8').trim())
-  } catch {
-    return false
-  }
-  // The plugin writes the attachment's id (cni/wiring-plan.ts ownedBy); an earlier one the container ID.
-  if (alias !== '') return alias === (e.owner ?? e.containerId)
-  if (e.netns === '' || !existsSync(e.netns)) return false
-  try {
-    const out = execFileSync('nsenter', [`--net=${e.netns}`, 'ip', '-j', 'link', 'show', 'dev', e.ifname], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })
-    const links = JSON.parse(out) as { link_index?: number }[]
-    return links[0]?.link_index === ifindex
-  } catch {
-    return false
   }
 }

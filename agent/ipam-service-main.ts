@@ -7,7 +7,7 @@ import { openDatastore } from '../config/index.js'
 import type { EtcdTlsFiles } from '../config/index.js'
 import { IpamService } from './ipam-service.js'
 import { CniService } from './cni-service.js'
-import { NodeIpamRepair } from './ipam-repair.js'
+import { NodeIpamRepair } from './recovery/index.js'
 import { settingsFromEnv as agentSettings } from './settings.js'
 import { KubePods } from './kube-pods.js'
 import type { KubeSource } from '../config/index.js'
@@ -55,7 +55,7 @@ export async function startIpamService(s: ServiceSettings): Promise<{ service: I
     await store.close()
     throw err
   }
-  let cni: CniService | undefined = new CniService({ socket: s.socket, ipam: service, stateDir: s.stateDir, log })
+  let cni: CniService | undefined = new CniService({ socket: s.socket, ipam: service })
   try {
     await cni.listen()
   } catch (err) {

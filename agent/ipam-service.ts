@@ -1,32 +1,25 @@
-// The agent's IPAM service for the CNI plugins: JSON over HTTP on a unix socket (mode 0600, root only),
-// backed by ipam/'s Ipam. It validates requests and serialises mutations; allocation logic stays in ipam/.
-// It must not wire anything, and it opens no datastore itself (the caller hands one in). With a state dir,
-// a failed ADD's handle is released until confirmed (PendingReleases), and an assign over the socket whose
-// answer never went out (the agent killed) is released at the next start (journal of assigns in flight).
-// At start it also makes the releases plugins left owed (cni/release-spool.ts). None of these failure-path
-// releases is made while a live wiring on this node records the handle's attachment (its host veth's
-// ifalias): a failed repeat of an ADD must not take what the first one holds.
+// The agent's IPAM service for the CNI plugins, on a unix socket (ipam-service-http.ts), backed by ipam/'s
+// Ipam. It validates requests and serialises mutations; allocation logic stays in ipam/.
+// It must not wire anything, and it opens no datastore itself (the caller hands one in). What a crash or an
+// unreachable datastore leaves of an assign or a release is recovery's (agent/recovery/): each is recorded
+// there before its work, and replayed when the service starts.
 
-import { mkdirSync, readFileSync, readdirSync, rmSync, unlinkSync, writeFileSync, renameSync } from 'node:fs'
-import { chmod, mkdir, readFile, rm } from 'node:fs/promises'
-import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http'
-import { dirname, join } from 'node:path'
+import { readFile } from 'node:fs/promises'
 import type { Datastore } from '../config/index.js'
-import { AddrError } from '../net/index.js'
 import { blockCidr, ordinalAddress } from '../ipam/index.js'
 import { type AutoAssignRequest, Ipam, IpamError } from '../ipam/index.js'
 import type { AutoAssignResult, ReleaseResult } from '../ipam/index.js'
 import { BLOCKS_PREFIX, IpamRecordError, decodeBlock } from '../ipam/index.js'
 import { cachedInputs, loadPoolSpecs, readInputs } from './ipam-service-pools.js'
 import type { ClusterState } from './cluster-state.js'
-import { PendingReleases } from './pending-releases.js'
 import { ClaimAhead } from './ipam-claim-ahead.js'
+import { PodRecovery } from './recovery/index.js'
+import { RequestError, field, isCount, isString, isStringList, isStringMap } from './ipam-service-requests.js'
+import { IpamHttp } from './ipam-service-http.js'
 
+export { errorReply } from './ipam-service-requests.js'
 export { DEFAULT_MTU_FILE } from '../cni/index.js'
 import { DEFAULT_MTU_FILE } from '../cni/index.js'
-import { takeOwedReleases } from '../cni/index.js'
-import { readAliases } from '../cni/index.js'
-import { aliasNames } from '../cni/index.js'
 
 export interface IpamServiceOptions {
   readonly store: Datastore
@@ -40,7 +33,7 @@ export interface IpamServiceOptions {
   readonly cluster?: ClusterState
   /** Where felix writes the pod MTU; reported in /v1/status so operators see what the plugins will use. */
   readonly mtuFile?: string
-  /** The agent's state dir (PINTO_STATE_DIR): where pending releases and assigns in flight are kept across restarts. */
+  /** The agent's state dir (PINTO_STATE_DIR): where the recovery journal is kept across restarts. */
   readonly stateDir?: string
   /**
    * Claim the node's next block when its blocks have fewer free addresses than this (agent/ipam-claim-ahead.ts);
@@ -75,38 +68,16 @@ export interface CniChannelStatus {
   readonly ipSpawnedOnDemand: number
 }
 
-class RequestError extends Error {
-  constructor(readonly status: number, readonly code: string, message: string) {
-    super(message)
-  }
-}
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
-
-function field<T>(body: Record<string, unknown>, key: string, check: (v: unknown) => v is T, what: string, fallback?: T): T {
-  const v = body[key]
-  if (v === undefined && fallback !== undefined) return fallback
-  if (!check(v)) throw new RequestError(400, 'invalid', `${key}: expected ${what}, got ${JSON.stringify(v)}`)
-  return v
-}
-const isString = (v: unknown): v is string => typeof v === 'string' && v !== ''
-const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= 256
-const isStringMap = (v: unknown): v is Record<string, string> => isObject(v) && Object.values(v).every((x) => typeof x === 'string')
-const isStringList = (v: unknown): v is string[] => Array.isArray(v) && v.every(isString)
-
 export class IpamService {
   readonly ipam: Ipam
-  private server: Server | undefined
-  /** Requests taken and not yet answered, which close() lets finish. */
-  private readonly answering = new Set<Promise<void>>()
+  /** The socket the plugins ask. */
+  private readonly http: IpamHttp
   /** Mutations run one at a time: one agent per node, so this only removes CAS storms between its own requests. */
   private queue: Promise<unknown> = Promise.resolve()
   /** Handles with a request queued or running, which the node's repair must leave alone. */
   private readonly busyHandles = new Map<string, number>()
-  /** Handles whose release failed, retried until the datastore confirms (undefined without a state dir). */
-  readonly pending: PendingReleases | undefined
-  private readonly journalDir: string | undefined
-  private journalSeq = 0
+  /** The journal of assigns and releases, and their replay (durable with a state dir). */
+  readonly recovery: PodRecovery
   /** The node's next block, claimed before an ADD needs it. */
   readonly ahead: ClaimAhead
 
@@ -117,86 +88,21 @@ export class IpamService {
       inputs: { read: async (node, fresh) => (fresh || cluster === undefined ? readInputs(store, node) : cachedInputs(cluster, node)) },
     })
     this.ahead = new ClaimAhead({ ipam: this.ipam, node: options.node, below: options.claimAheadBelow, log: options.log })
-    this.held = options.held ?? aliasHeld
-    if (options.stateDir !== undefined) {
-      this.journalDir = join(options.stateDir, 'ipam-assigns')
-      this.pending = new PendingReleases({
-        dir: join(options.stateDir, 'ipam-releases'),
-        held: this.held,
-        release: (handle) => this.serial(async () => {
-          // A new ADD of the same handle took it over meanwhile: its addresses are not ours to free.
-          if (this.pending?.has(handle) === true) await this.ipam.releaseByHandle(handle)
-        }),
-        ...(options.onDatastoreBack !== undefined ? { onRecovered: options.onDatastoreBack } : {}),
-        ...(options.log !== undefined ? { log: options.log } : {}),
-      })
-    }
+    this.recovery = new PodRecovery({
+      stateDir: options.stateDir,
+      socket: options.socket,
+      held: options.held,
+      // A new ADD of the same handle took it over meanwhile: its addresses are not ours to free.
+      release: (handle) => this.serial(async () => void (this.recovery.releaseWanted(handle) && (await this.ipam.releaseByHandle(handle)))),
+      onDatastoreBack: options.onDatastoreBack,
+      log: options.log,
+    })
+    this.http = new IpamHttp(options.socket, this)
   }
 
   /** Whether a request for `handle` is queued or running now. */
   busy(handle: string): boolean {
     return this.busyHandles.has(handle)
-  }
-
-  private readonly held: (handle: string) => Promise<boolean>
-
-  /**
-   * Releases `handle`, a failed request's, until the datastore confirms (now, or retried with backoff; kept
-   * across restarts with a state dir), once no live wiring holds it.
-   */
-  releaseLater(handle: string): void {
-    if (this.pending !== undefined) this.pending.add(handle)
-    else void this.serial(async () => (await this.held(handle)) || (await this.ipam.releaseByHandle(handle))).catch(() => undefined)
-  }
-
-  /**
-   * Assigns that came over the socket and whose answer never went out (the agent was killed): each is
-   * released, as the plugin answered failure. Runs before the socket listens.
-   */
-  private replayJournal(): void {
-    const dir = this.journalDir
-    if (dir === undefined) return
-    mkdirSync(dir, { recursive: true, mode: 0o700 })
-    for (const name of readdirSync(dir)) {
-      const file = join(dir, name)
-      if (!name.startsWith('.')) {
-        try {
-          const { handle } = JSON.parse(readFileSync(file, 'utf8')) as { handle?: unknown }
-          if (typeof handle === 'string') {
-            this.options.log?.('releasing an IPAM assign the last run took and never answered', { handle })
-            this.releaseLater(handle)
-          }
-        } catch {
-          // Torn before the rename made it whole: the assign never started.
-        }
-      }
-      rmSync(file, { force: true })
-    }
-  }
-
-  /**
-   * Releases the plugins could not make (an assign of theirs was never answered and the agent stayed away:
-   * cni/release-spool.ts); a later ADD that wired the attachment keeps it (releaseLater).
-   */
-  private settleOwedReleases(): void {
-    for (const r of takeOwedReleases(this.options.socket)) {
-      this.options.log?.('releasing an IPAM assign a plugin never had answered', { handle: r.handle })
-      this.releaseLater(r.handle)
-    }
-  }
-
-  /** Records an assign over the socket before its work starts; the entry goes before its answer does. */
-  private journal(handle: string): string | undefined {
-    if (this.journalDir === undefined) return undefined
-    const name = `${process.pid}-${++this.journalSeq}`
-    const tmp = join(this.journalDir, `.${name}`)
-    writeFileSync(tmp, JSON.stringify({ handle }), { mode: 0o600 })
-    renameSync(tmp, join(this.journalDir, name))
-    return name
-  }
-
-  private unjournal(name: string | undefined): void {
-    if (name !== undefined && this.journalDir !== undefined) unlinkSync(join(this.journalDir, name))
   }
 
   /**
@@ -214,48 +120,25 @@ export class IpamService {
     }
   }
 
-  /** Listens on the socket (replacing a stale one), mode 0600; ADDs wait for prepare(), which starts now. */
+  /**
+   * Replays what the last run left unfinished (agent/recovery/), then listens on the socket (replacing a
+   * stale one), mode 0600; ADDs wait for prepare(), which starts now.
+   */
   async listen(): Promise<void> {
     void this.serial(() => this.prepare())
-    this.replayJournal()
-    this.settleOwedReleases()
-    this.pending?.start()
-    const { socket } = this.options
-    await mkdir(dirname(socket), { recursive: true, mode: 0o700 })
-    await rm(socket, { force: true })
-    const server = createServer((req, res) => {
-      const p = this.handle(req, res)
-      this.answering.add(p)
-      void p.finally(() => this.answering.delete(p))
-    })
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject)
-      server.listen(socket, () => resolve())
-    })
-    await chmod(socket, 0o600)
-    this.server = server
+    await this.recovery.start()
+    await this.http.listen()
   }
 
   /**
-   * Stops taking requests and answers those taken. The socket's path goes first, so a plugin that comes
-   * now hears "pinto-node is not running" (try again later) rather than a connection cut in its request;
-   * one that is mid-request gets its answer, for up to `drainMs`, before the last connections are cut.
+   * Stops taking requests and answers those taken (for up to `drainMs`: IpamHttp.close), then stops the
+   * releases' retries once the work queued is done.
    */
   async close(drainMs = 5000): Promise<void> {
-    const s = this.server
-    this.server = undefined
-    if (s !== undefined) {
-      await rm(this.options.socket, { force: true })
-      const closed = new Promise<void>((resolve) => s.close(() => resolve()))
-      s.closeIdleConnections()
-      let timer: NodeJS.Timeout | undefined
-      await Promise.race([Promise.allSettled([...this.answering]), new Promise((r) => (timer = setTimeout(r, drainMs)))])
-      clearTimeout(timer)
-      s.closeAllConnections()
-      await closed
-    }
-    await this.pending?.close()
+    await this.http.close(drainMs)
+    await this.recovery.stopRetrying()
     await this.queue.catch(() => undefined)
+    this.recovery.shut()
     await this.ahead.settled()
   }
 
@@ -263,42 +146,6 @@ export class IpamService {
     const run = this.queue.then(fn, fn)
     this.queue = run.catch(() => undefined)
     return run
-  }
-
-  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    let status = 200
-    let reply: unknown
-    const entry: { name?: string | undefined } = {}
-    try {
-      reply = await this.route(req, entry)
-    } catch (err) {
-      ;[status, reply] = errorReply(err)
-    }
-    // Out of the journal before the answer goes: once the plugin may have it, nothing may roll it back.
-    try {
-      this.unjournal(entry.name)
-    } catch (err) {
-      ;[status, reply] = errorReply(err)
-    }
-    const text = JSON.stringify(reply)
-    res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) })
-    res.end(text)
-  }
-
-  private async route(req: IncomingMessage, entry: { name?: string | undefined }): Promise<unknown> {
-    const url = new URL(req.url ?? '/', 'http://pinto')
-    const key = `${req.method} ${url.pathname}`
-    switch (key) {
-      case 'GET /v1/status': return this.status()
-      case 'POST /v1/assign': {
-        const body = await readBody(req)
-        if (isString(body['handle'])) entry.name = this.journal(body['handle'])
-        return this.assign(body)
-      }
-      case 'POST /v1/release': return this.release(await readBody(req))
-      case 'GET /v1/allocations': return { allocations: await this.allocations(url.searchParams.get('handlePrefix') ?? '') }
-      default: throw new RequestError(404, 'not-found', `no route ${key}`)
-    }
   }
 
   /** What the CNI channel beside this service reports in /v1/status (set by whoever starts the channel). */
@@ -332,7 +179,7 @@ export class IpamService {
     const handle = req.handle
     const planned = await this.options.pods?.plan(req)
     return this.serialFor(handle, async () => {
-      this.pending?.drop(handle)
+      this.recovery.takenOver(handle)
       try {
         const r = planned !== undefined ? await planned(this.ipam) : await this.ipam.autoAssign(req)
         if (req.node === this.options.node) this.ahead.note([...(r.ipv4.length > 0 ? [4 as const] : []), ...(r.ipv6.length > 0 ? [6 as const] : [])])
@@ -340,7 +187,7 @@ export class IpamService {
         return { node: req.node, ipv4: r.ipv4, ipv6: r.ipv6 }
       } catch (err) {
         // Whatever the failure, a write may have landed: the ADD answers failure, so its handle goes.
-        if (!(err instanceof IpamError && err.code === 'invalid') && !(err instanceof IpamRecordError)) this.releaseLater(handle)
+        if (!(err instanceof IpamError && err.code === 'invalid') && !(err instanceof IpamRecordError)) this.recovery.releaseLater(handle, 'add-failed')
         throw err
       }
     })
@@ -363,13 +210,17 @@ export class IpamService {
     if (body['handle'] !== undefined) {
       const handle = field(body, 'handle', isString, 'a handle id')
       return this.serialFor(handle, async () => {
-        this.pending?.drop(handle)
+        // Recorded before the datastore write: a DEL cut short there is made at the next start.
+        this.recovery.releasing(handle)
         try {
           const r = await this.ipam.releaseByHandle(handle)
+          this.recovery.released(handle)
           this.options.pods?.released(handle)
           return r
         } catch (err) {
-          if (!(err instanceof IpamRecordError)) this.releaseLater(handle)
+          // Records pinto cannot read are not retried (the operator's to repair); anything else is.
+          if (err instanceof IpamRecordError) this.recovery.released(handle)
+          else this.recovery.releaseLater(handle, 'del')
           throw err
         }
       })
@@ -392,39 +243,4 @@ export class IpamService {
     }
     return out
   }
-}
-
-/** The HTTP status and body the service answers `err` with. */
-export function errorReply(err: unknown): [number, { code: string; message: string }] {
-  if (err instanceof RequestError) return [err.status, { code: err.code, message: err.message }]
-  if (err instanceof IpamError) return [err.code === 'invalid' ? 400 : 409, { code: err.code, message: err.message }]
-  if (err instanceof AddrError || err instanceof IpamRecordError) return [400, { code: 'invalid', message: err.message }]
-  const e = err as { code?: unknown; message?: unknown }
-  // The datastore being unreachable is transient: 503 makes the plugin answer "try again later".
-  if (e.code === 'unavailable') return [503, { code: 'unavailable', message: String(e.message) }]
-  return [500, { code: 'internal', message: String(e.message ?? err) }]
-}
-
-async function readBody(req: IncomingMessage): Promise<Record<string, unknown>> {
-  const chunks: Buffer[] = []
-  let size = 0
-  for await (const c of req as AsyncIterable<Buffer>) {
-    size += c.length
-    if (size > 65536) throw new RequestError(413, 'too-large', 'request body over 64 KiB')
-    chunks.push(c)
-  }
-  let body: unknown
-  try {
-    body = JSON.parse(Buffer.concat(chunks).toString('utf8'))
-  } catch (e) {
-    throw new RequestError(400, 'invalid', `body is not JSON: ${(e as Error).message}`)
-  }
-  if (!isObject(body)) throw new RequestError(400, 'invalid', 'body: expected a JSON object')
-  return body
-}
-
-/** Whether a link of this netns records the attachment whose handle is `handle` (its live wiring). */
-async function aliasHeld(handle: string): Promise<boolean> {
-  for (const alias of (await readAliases()).values()) if (aliasNames(alias, handle)) return true
-  return false
 }

@@ -205,7 +205,7 @@ function registerIpamMetrics(registers: Registry[], ipam: MetricsSources['ipam']
   })
 }
 
-/** What the agent did to keep its node's IPAM records whole (agent/ipam-repair.ts, pending-releases.ts, the ADD journal). */
+/** What the agent did to keep its node's IPAM records whole (agent/recovery/: the node repair, the release queue, the ADDs rolled back). */
 export interface IpamSafetySources {
   readonly repaired: () => Readonly<Record<string, number>>
   readonly pendingReleases: () => number

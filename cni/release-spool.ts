@@ -1,11 +1,14 @@
 // Releases a plugin owes the agent: an assign went out over the IPAM socket and its answer never came (the
 // agent died in it), so the container's addresses may be held. The plugin notes the release here, next to
 // the socket (`<socket>.releases/`, one file per handle) before it tries to make it, and removes the note
-// once the release or a later ADD of the same handle got an answer. pinto-node makes what is left when it
-// starts, before it serves a request. Owns the files only: what a release means is the agent's.
+// once the release or a later ADD of the same handle got an answer. pinto-node takes what is left into its
+// recovery journal when it starts, before it serves a request. Each note is one record of that journal's
+// format (recovery-record.ts): the plugin runs without the agent, so it writes here and not into the
+// agent's journal. Owns the files only: what a release means is the agent's.
 
 import { mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { JOURNAL_VERSION, JournalError, type ReleaseRecord, decodeRecord, encodeRecord, releaseId } from './recovery-record.js'
 
 export interface OwedRelease {
   /** The IPAM handle to release. */
@@ -27,7 +30,8 @@ export function oweRelease(socket: string, r: OwedRelease): void {
   mkdirSync(dir, { recursive: true, mode: 0o700 })
   const file = fileOf(socket, r.handle)
   const tmp = join(dir, `.${encodeURIComponent(r.handle)}.${process.pid}`)
-  writeFileSync(tmp, JSON.stringify(r), { mode: 0o600 })
+  const record: ReleaseRecord = { v: JOURNAL_VERSION, op: 'release', id: releaseId(r.handle), at: Date.now(), handle: r.handle, cause: 'plugin-owed', containerId: r.containerId, hostVeth: r.hostVeth }
+  writeFileSync(tmp, encodeRecord(record), { mode: 0o600 })
   renameSync(tmp, file)
 }
 
@@ -39,8 +43,23 @@ export function settleRelease(socket: string, handle: string): void {
 /** A note being written now is left to its writer; one left by a writer that died is removed after this long. */
 const TORN_MS = 60_000
 
-/** Every release owed, each removed as it is read; a foreign file is removed and skipped. */
-export function takeOwedReleases(socket: string, now = Date.now()): OwedRelease[] {
+/** The owed release a note holds: a journal record, or the bare object an earlier plugin wrote. */
+function readNote(text: string): OwedRelease | undefined {
+  const line = text.endsWith('\n') ? text.slice(0, -1) : text
+  const raw = JSON.parse(line) as Partial<OwedRelease> & { v?: unknown }
+  if (raw.v === undefined) {
+    return typeof raw.handle === 'string' && typeof raw.containerId === 'string' && typeof raw.hostVeth === 'string' ? { handle: raw.handle, containerId: raw.containerId, hostVeth: raw.hostVeth } : undefined
+  }
+  const r = decodeRecord(line)
+  if (r.op !== 'release') throw new JournalError(0, 'op', `${r.op}: an owed release is a release record`)
+  return { handle: r.handle, containerId: r.containerId ?? '', hostVeth: r.hostVeth ?? '' }
+}
+
+/**
+ * Every release owed, each removed as it is read; a foreign file is removed and skipped, and reported to
+ * `bad` with what is wrong with it.
+ */
+export function takeOwedReleases(socket: string, now = Date.now(), bad?: (file: string, problem: string) => void): OwedRelease[] {
   const dir = spoolDir(socket)
   let names: string[]
   try {
@@ -57,12 +76,12 @@ export function takeOwedReleases(socket: string, now = Date.now()): OwedRelease[
       continue
     }
     try {
-      const r = JSON.parse(readFileSync(file, 'utf8')) as Partial<OwedRelease>
-      if (typeof r.handle === 'string' && typeof r.containerId === 'string' && typeof r.hostVeth === 'string') {
-        out.push({ handle: r.handle, containerId: r.containerId, hostVeth: r.hostVeth })
-      }
-    } catch {
+      const r = readNote(readFileSync(file, 'utf8'))
+      if (r !== undefined) out.push(r)
+      else bad?.(file, 'not an owed release')
+    } catch (err) {
       // not one of ours: nothing to release
+      bad?.(file, (err as Error).message)
     }
     rmSync(file, { force: true })
   }

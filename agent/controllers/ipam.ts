@@ -5,9 +5,9 @@
 
 import type { Ipam } from '../../ipam/index.js'
 import { CniService } from '../cni-service.js'
-import { NodeIpamRepair } from '../ipam-repair.js'
 import { IpamService } from '../ipam-service.js'
 import { KubePods } from '../kube-pods.js'
+import { NodeIpamRepair } from '../recovery/index.js'
 import type { AgentContext } from './context.js'
 
 export class IpamController {
@@ -37,7 +37,7 @@ export class IpamController {
     await this.pods.start()
     await this.service.listen()
     log.info({ socket: s.socket }, 'IPAM service listening for the CNI plugins')
-    const cni = new CniService({ socket: s.socket, ipam: this.service, stateDir: s.stateDir, log: this.log })
+    const cni = new CniService({ socket: s.socket, ipam: this.service })
     try {
       await cni.listen()
       this.cni = cni

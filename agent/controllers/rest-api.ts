@@ -72,8 +72,8 @@ export class RestApi {
     registerBfdMetrics(registry, () => bfd.sessions())
     registerIpamSafetyMetrics(registry, {
       repaired: () => ipam.repair?.repaired ?? {},
-      pendingReleases: () => ipam.service.pending?.size ?? 0,
-      addsRolledBack: () => ipam.cni?.rolledBack ?? 0,
+      pendingReleases: () => ipam.service.recovery.pendingReleases,
+      addsRolledBack: () => ipam.service.recovery.rolledBack,
       blocksClaimedAhead: () => ipam.service.ahead.claimed,
     })
     registerAnnouncementMetrics(registry, refusals, () => speaker.peerStatus().map((p) => p.name))

@@ -4,11 +4,11 @@
 // address and another node's orphan are left alone. With transactions and without (as on Kubernetes).
 
 import t from 'tap'
-import { NodeIpamRepair } from '../../agent/ipam-repair.js'
-import { checkIpam } from '../../ipam/check.js'
-import { Ipam } from '../../ipam/ipam.js'
-import { handleKey } from '../../ipam/records.js'
-import { embeddedStore, withoutTransactions } from '../ipam/stores.js'
+import { NodeIpamRepair } from '../../../agent/recovery/node-repair.js'
+import { checkIpam } from '../../../ipam/check.js'
+import { Ipam } from '../../../ipam/ipam.js'
+import { handleKey } from '../../../ipam/records.js'
+import { embeddedStore, withoutTransactions } from '../../ipam/stores.js'
 
 const POOLS = [{ name: 'v4', cidr: '198.18.0.0/24', blockSize: 28 }]
 const GRACE = 60_000

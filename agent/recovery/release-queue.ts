@@ -1,24 +1,26 @@
-// The agent's durable queue of IPAM handles to release: one file per handle in the state dir, written
-// before the first attempt fails silently, retried with backoff until the datastore confirms, and kept
-// across restarts. It owns only the queue; the release itself is the caller's (through the IPAM service).
+// The handles the agent must release, each a `release` record of the journal until the datastore confirms:
+// retried with backoff, kept across restarts, and made only once no live wiring on this node holds the
+// handle. It owns the queue and its timing; the release itself is the caller's (through the IPAM service).
 
-import { mkdirSync, readdirSync, rmSync, writeFileSync, renameSync } from 'node:fs'
-import { join } from 'node:path'
+import { readAliases } from '../../cni/index.js'
+import { aliasNames } from '../../cni/index.js'
+import type { Journal } from './journal.js'
+import { type ReleaseCause, releaseId } from '../../cni/index.js'
 
 const FIRST_RETRY_MS = 200
 const MAX_RETRY_MS = 10_000
 /** How often a release that waits for a live wiring to go is looked at again. */
 const HELD_RETRY_MS = 5_000
 
-export interface PendingReleasesOptions {
-  readonly dir: string
+export interface ReleaseQueueOptions {
+  readonly journal: Journal
   /** Releases the handle; throws while the datastore is unreachable. */
   readonly release: (handle: string) => Promise<void>
   /**
    * Whether a live wiring on this node holds the handle (a host veth records its attachment): then its
    * release waits, looked at again every few seconds, until the wiring is gone or its DEL or a new ADD
    * takes the handle off the queue. A failed ADD queues its handle; when that ADD was a repeat of an
-   * attachment already wired, the addresses are that wiring's.
+   * attachment already wired, the addresses are that wiring's. By default, read from this netns's links.
    */
   readonly held?: (handle: string) => Promise<boolean>
   /** Called when a release succeeds after one or more failed attempts (the datastore is back). */
@@ -26,56 +28,54 @@ export interface PendingReleasesOptions {
   readonly log?: (msg: string, fields: Record<string, unknown>) => void
 }
 
-export class PendingReleases {
-  private readonly pending = new Set<string>()
+export class ReleaseQueue {
+  /** The handles queued (a release record open and handed to the queue), in order. */
+  private readonly queued = new Set<string>()
   private timer: ReturnType<typeof setTimeout> | undefined
   private delay = FIRST_RETRY_MS
   private running: Promise<void> | undefined
   private failedSince = false
   private closed = false
   /** Handles whose release was seen waiting for a live wiring (logged once each). */
-  private readonly held = new Set<string>()
+  private readonly waiting = new Set<string>()
   /** Releases confirmed after a retry, for the metrics. */
   retried = 0
+  readonly held: (handle: string) => Promise<boolean>
 
-  constructor(private readonly options: PendingReleasesOptions) {
-    mkdirSync(options.dir, { recursive: true, mode: 0o700 })
-    for (const name of readdirSync(options.dir)) {
-      if (name.startsWith('.')) rmSync(join(options.dir, name), { force: true })
-      else this.pending.add(decodeURIComponent(name))
-    }
+  constructor(private readonly options: ReleaseQueueOptions) {
+    this.held = options.held ?? aliasHeld
   }
 
   get size(): number {
-    return this.pending.size
+    return this.queued.size
   }
 
   has(handle: string): boolean {
-    return this.pending.has(handle)
+    return this.queued.has(handle)
   }
 
-  /** Queues `handle` (durably) and schedules an attempt soon. */
-  add(handle: string): void {
-    if (!this.pending.has(handle)) {
-      const file = join(this.options.dir, encodeURIComponent(handle))
-      const tmp = join(this.options.dir, `.${encodeURIComponent(handle)}`)
-      writeFileSync(tmp, '', { mode: 0o600 })
-      renameSync(tmp, file)
-      this.pending.add(handle)
-    }
+  /** Records that `handle` is to be released (before the attempt), unless it is already. */
+  record(handle: string, cause: ReleaseCause, extra: { containerId?: string; hostVeth?: string } = {}): void {
+    if (this.options.journal.get(releaseId(handle)) === undefined) this.options.journal.append({ op: 'release', id: releaseId(handle), handle, cause, ...extra })
+  }
+
+  /** Queues `handle` (recorded first) and schedules an attempt soon. */
+  add(handle: string, cause: ReleaseCause, extra: { containerId?: string; hostVeth?: string } = {}): void {
+    this.record(handle, cause, extra)
+    this.queued.add(handle)
     this.schedule(0)
   }
 
   /** Forgets `handle`: released, or taken over by a new ADD of the same handle. */
   drop(handle: string): void {
-    this.held.delete(handle)
-    if (!this.pending.delete(handle)) return
-    rmSync(join(this.options.dir, encodeURIComponent(handle)), { force: true })
+    this.waiting.delete(handle)
+    this.queued.delete(handle)
+    this.options.journal.close(releaseId(handle))
   }
 
-  /** Starts attempting what a previous run left queued. */
+  /** Starts attempting what is queued (what a previous run left, once replayed). */
   start(): void {
-    if (this.pending.size > 0) this.schedule(0)
+    if (this.queued.size > 0) this.schedule(0)
   }
 
   async close(): Promise<void> {
@@ -93,8 +93,8 @@ export class PendingReleases {
         .then((n) => void (waiting = n))
         .finally(() => {
           this.running = undefined
-          if (this.pending.size > waiting) this.schedule(this.delay)
-          else if (this.pending.size > 0) this.schedule(HELD_RETRY_MS)
+          if (this.queued.size > waiting) this.schedule(this.delay)
+          else if (this.queued.size > 0) this.schedule(HELD_RETRY_MS)
         })
     }, ms)
     this.timer.unref()
@@ -103,12 +103,12 @@ export class PendingReleases {
   /** One pass over the queue. Returns how many releases wait for a live wiring. */
   private async attempt(): Promise<number> {
     let waiting = 0
-    for (const handle of [...this.pending]) {
+    for (const handle of [...this.queued]) {
       if (this.closed) return waiting
       try {
-        if (this.options.held !== undefined && (await this.options.held(handle))) {
-          if (!this.held.has(handle)) this.options.log?.('IPAM release waits: a live wiring on this node records the handle', { handle })
-          this.held.add(handle)
+        if (await this.held(handle)) {
+          if (!this.waiting.has(handle)) this.options.log?.('IPAM release waits: a live wiring on this node records the handle', { handle })
+          this.waiting.add(handle)
           waiting++
           continue
         }
@@ -130,4 +130,10 @@ export class PendingReleases {
     }
     return waiting
   }
+}
+
+/** Whether a link of this netns records the attachment whose handle is `handle` (its live wiring). */
+async function aliasHeld(handle: string): Promise<boolean> {
+  for (const alias of (await readAliases()).values()) if (aliasNames(alias, handle)) return true
+  return false
 }

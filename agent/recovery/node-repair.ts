@@ -3,12 +3,12 @@
 // unchanged on two runs at least the grace period apart, and its handle not in a request now. It repairs
 // nothing of other nodes and no block or affinity (those stay for `pintoctl ipam check --repair`).
 
-import { readAliases } from '../cni/index.js'
-import { aliasNames } from '../cni/index.js'
-import { hostAffinity } from '../ipam/index.js'
-import { type Problem, checkIpam } from '../ipam/index.js'
-import type { Ipam } from '../ipam/index.js'
-import { BLOCKS_PREFIX, decodeBlock, decodeHandle, handleKey } from '../ipam/index.js'
+import { readAliases } from '../../cni/index.js'
+import { aliasNames } from '../../cni/index.js'
+import { hostAffinity } from '../../ipam/index.js'
+import { type Problem, checkIpam } from '../../ipam/index.js'
+import type { Ipam } from '../../ipam/index.js'
+import { BLOCKS_PREFIX, decodeBlock, decodeHandle, handleKey } from '../../ipam/index.js'
 
 export type RepairKind = 'address-without-handle' | 'handle-without-addresses' | 'handle-count-mismatch'
 

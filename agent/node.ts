@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto'
 import { pino, type Logger } from 'pino'
 import { BgpSpeaker, SpeakerBfd } from '../bgp/index.js'
-import { openDatastore } from '../config/index.js'
+import { openDatastore, parseDatastoreSpec } from '../config/index.js'
 import { Dataplane, ExecaRunner, RouteSocket, type ProcessRunner } from '../felix/index.js'
 import { FibApplyLog } from './api/index.js'
 import { ClusterState } from './cluster-state.js'
@@ -71,6 +71,7 @@ export class PintoNode {
     const ctx: AgentContext = { settings: s, log, store, cluster, addresses, startedAt: this.startedAt }
 
     const registration = (this.registration = new Registration(ctx))
+    if (parseDatastoreSpec(s.datastore).kind === 'kubernetes') await registration.awaitKubernetesNode()
     await registration.register()
     const ipam = (this.ipam = new IpamController(ctx))
     await ipam.start()
@@ -153,7 +154,7 @@ export class PintoNode {
     const graceful = opts.graceful ?? true
     // The controllers go quiet first (timers, subscriptions, work in flight), so that nothing reaches
     // felix or the speaker while they close: the kernel keeps its routes.
-    this.registration?.stop()
+    await this.registration?.stop()
     this.cluster?.close()
     const quiet = async (c: { stop(): Promise<void> } | undefined): Promise<void> => c?.stop().catch((err: Error) => this.log.warn({ err: err.message }, 'a controller did not stop cleanly'))
     await quiet(this.gc)

@@ -1,19 +1,21 @@
 // pinto-node's composition root: it opens the datastore and follows the cluster, detects the node's
 // addresses, builds the speaker, felix and the controllers (registration, IPAM, node clean-up, peers,
-// origination, the dataplane feed) and the REST API, starts them in order and stops them in reverse. On
+// origination, the dataplane feed, the Kubernetes Node's labels off the kubernetes datastore) and the REST API,
+// starts them in order and stops them in reverse. On
 // a graceful stop it leaves kernel routes in place and closes sessions without NOTIFICATION, so peers
 // keep our routes while we restart.
 
 import { createHash } from 'node:crypto'
 import { pino, type Logger } from 'pino'
 import { BgpSpeaker, SpeakerBfd } from '../bgp/index.js'
-import { openDatastore, parseDatastoreSpec } from '../config/index.js'
+import { Informer, KubeHttp, type KubeSource, openDatastore, parseDatastoreSpec } from '../config/index.js'
 import { Dataplane, ExecaRunner, RouteSocket, type ProcessRunner } from '../felix/index.js'
 import { FibApplyLog } from './api/index.js'
 import { ClusterState } from './cluster-state.js'
 import { bgpConfig, type AgentContext } from './controllers/context.js'
 import { DataplaneFeed } from './controllers/dataplane-feed.js'
 import { IpamController } from './controllers/ipam.js'
+import { KubeNodeLabels } from './controllers/kube-node-labels.js'
 import { NodeGc } from './controllers/node-gc.js'
 import { OriginationController } from './controllers/origination.js'
 import { PeersController } from './controllers/peers.js'
@@ -46,6 +48,8 @@ export class PintoNode {
   private routeSocket: RouteSocket | undefined
   private feed: DataplaneFeed | undefined
   private api: RestApi | undefined
+  private kubeHttp: KubeHttp | undefined
+  private kubeLabels: KubeNodeLabels | undefined
 
   constructor(
     readonly settings: AgentSettings,
@@ -70,8 +74,9 @@ export class PintoNode {
     const addresses = await detectNodeAddresses(this.runner, { settings: s, cluster, log })
     const ctx: AgentContext = { settings: s, log, store, cluster, addresses, startedAt: this.startedAt }
 
+    const onKubernetes = parseDatastoreSpec(s.datastore).kind === 'kubernetes'
     const registration = (this.registration = new Registration(ctx))
-    if (parseDatastoreSpec(s.datastore).kind === 'kubernetes') await registration.awaitKubernetesNode()
+    if (onKubernetes) await registration.awaitKubernetesNode()
     await registration.register()
     const ipam = (this.ipam = new IpamController(ctx))
     await ipam.start()
@@ -97,6 +102,7 @@ export class PintoNode {
         tunnels: () => registration.tunnels,
       })
     }
+    if (!onKubernetes && s.kubernetes !== undefined) this.kubeLabels = await this.openKubeNodeLabels(ctx, s.kubernetes)
     const dataplane = this.dataplane
     this.api = new RestApi(ctx, {
       speaker,
@@ -114,8 +120,28 @@ export class PintoNode {
     peers.start()
     origination.start()
     feed?.start()
+    this.kubeLabels?.start()
     await registration.start()
     log.info('pinto-node started')
+  }
+
+  /**
+   * The sync of this node's Kubernetes Node labels (etcd or embedded datastore with Kubernetes credentials), or
+   * undefined with the reason logged when the credentials cannot be used: the agent runs on without it.
+   */
+  private async openKubeNodeLabels(ctx: AgentContext, source: KubeSource): Promise<KubeNodeLabels | undefined> {
+    const name = this.settings.nodeName
+    const log = this.log.child({ component: 'kube-node-labels' })
+    try {
+      this.kubeHttp = await KubeHttp.connect(source, 3500)
+    } catch (err) {
+      log.error({ err: (err as Error).message }, 'the Kubernetes Node labels are not synced: the Kubernetes credentials cannot be used')
+      return undefined
+    }
+    const informer = new Informer(this.kubeHttp, { path: '/api/v1/nodes', what: `Kubernetes Node ${name}`, fieldSelector: `metadata.name=${name}` }, (err) =>
+      log.warn({ err: err.message }, 'the Kubernetes API does not answer: the Node labels are synced when it does'),
+    )
+    return new KubeNodeLabels(ctx, informer)
   }
 
   /** felix's dataplane, writing through its own rtnetlink socket when it can. */
@@ -147,6 +173,7 @@ export class PintoNode {
     await this.peers?.settled()
     await this.origination?.settled()
     await this.feed?.settled()
+    await this.kubeLabels?.settled()
   }
 
   /** Graceful (default): sessions closed without NOTIFICATION, kernel routes left, restart marker kept. */
@@ -161,6 +188,8 @@ export class PintoNode {
     await quiet(this.peers)
     await quiet(this.origination)
     await quiet(this.feed)
+    await quiet(this.kubeLabels)
+    this.kubeHttp?.close()
     await this.api?.stop()
     await this.bfd?.close()
     await this.speaker?.stop(graceful ? { graceful: true } : { message: 'pinto-node stopped' })

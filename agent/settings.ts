@@ -2,7 +2,7 @@
 // SettingsError whose message is one line naming the variable and what was wrong.
 
 import { hostname } from 'node:os'
-import { DEFAULT_DATASTORE, parseDatastoreSpec, checkEtcdTlsFiles, DatastoreSettingError, etcdTlsFilesFromEnv, type EtcdTlsFiles, parseASNumber } from '../config/index.js'
+import { DEFAULT_DATASTORE, parseDatastoreSpec, checkEtcdTlsFiles, DatastoreSettingError, etcdTlsFilesFromEnv, type EtcdTlsFiles, kubeSourceOf, type KubeSource, parseASNumber } from '../config/index.js'
 import { AddrError, formatAddr, parseAddr, parseCidr, parseIfAddr, tryAddr } from '../config/ip/index.js'
 import { DEFAULT_MTU_FILE, DEFAULT_SOCKET } from '../cni/index.js'
 import { parseListen } from './api/listen.js'
@@ -36,6 +36,13 @@ export interface AgentSettings {
   readonly datastore: string
   /** PINTO_ETCD_CA_CERT_FILE / _CERT_FILE / _KEY_FILE, for an https:// datastore; read once when it is opened. */
   readonly etcdTls: EtcdTlsFiles
+  /**
+   * Where the Kubernetes API's credentials are (KUBECONFIG, else the in-cluster ServiceAccount), or undefined: on
+   * another datastore than kubernetes, this node's Kubernetes Node labels are synced onto its Node when set.
+   */
+  readonly kubernetes: KubeSource | undefined
+  /** How long a deleted Node keeps its IPAM and BGP sessions, in case it comes back; 0 releases at once. */
+  readonly nodeGcGraceSeconds: number
   readonly apiListen: { readonly host: string; readonly port: number }
   readonly apiToken: string | undefined
   readonly socket: string
@@ -76,6 +83,14 @@ export interface AgentSettings {
 }
 
 type Env = Readonly<Record<string, string | undefined>>
+
+/**
+ * A deleted Node's grace: Kubernetes' own patience with a node that went away (pods tolerate an unreachable or
+ * not-ready node for 300 s before they are evicted), so a Node deleted and registered again within it (a kubelet
+ * re-registering, a machine replaced under its name) keeps its pods' addresses, well inside Calico's 15-minute
+ * leakGracePeriod after which operators expect leaked addresses back.
+ */
+export const DEFAULT_NODE_GC_GRACE_SECONDS = 300
 
 function text(env: Env, name: string, fallback: string): string {
   const v = env[name]
@@ -165,6 +180,12 @@ export function settingsFromEnv(env: Env): AgentSettings {
     if (err instanceof DatastoreSettingError) throw new SettingsError(err.variable, err.detail)
     throw err
   }
+  let kubernetes: KubeSource | undefined
+  try {
+    kubernetes = kubeSourceOf(env)
+  } catch (err) {
+    throw new SettingsError('KUBECONFIG', (err as Error).message.replace(/^KUBECONFIG=?/, '').trim())
+  }
   const poolCidr = text(env, 'PINTO_IPV4POOL_CIDR', '192.168.0.0/16')
   const noPool = poolCidr === 'none'
   const pool6 = text(env, 'PINTO_IPV6POOL_CIDR', '')
@@ -179,6 +200,8 @@ export function settingsFromEnv(env: Env): AgentSettings {
     asNumber,
     datastore,
     etcdTls,
+    kubernetes,
+    nodeGcGraceSeconds: integer(env, 'PINTO_NODE_GC_GRACE_SECONDS', DEFAULT_NODE_GC_GRACE_SECONDS, 0, 7 * 86400),
     apiListen: hostPort('PINTO_API_LISTEN', text(env, 'PINTO_API_LISTEN', '127.0.0.1:9099')),
     apiToken: env.PINTO_API_TOKEN === undefined || env.PINTO_API_TOKEN === '' ? undefined : env.PINTO_API_TOKEN,
     socket: text(env, 'PINTO_SOCKET', DEFAULT_SOCKET),

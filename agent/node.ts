@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto'
 import { pino, type Logger } from 'pino'
 import { BgpSpeaker, SpeakerBfd } from '../bgp/index.js'
-import { Informer, KubeHttp, type KubeSource, openDatastore, parseDatastoreSpec } from '../config/index.js'
+import { Informer, KubeHttp, type KubeSource, type Node, openDatastore, parseDatastoreSpec } from '../config/index.js'
 import { Dataplane, ExecaRunner, RouteSocket, type ProcessRunner } from '../felix/index.js'
 import { FibApplyLog } from './api/index.js'
 import { ClusterState } from './cluster-state.js'
@@ -88,8 +88,12 @@ export class PintoNode {
     await speaker.start()
     const bfd = (this.bfd = new SpeakerBfd(speaker, log.child({ component: 'bfd' }), s.bfdPort))
 
-    const gc = (this.gc = new NodeGc(ctx, ipam.ipam))
-    const peers = (this.peers = new PeersController(ctx, speaker, bfd, this.refusals, () => this.feed?.trigger()))
+    const gc = (this.gc = new NodeGc(ctx, ipam.ipam, () => {
+      this.peers?.trigger()
+      this.feed?.trigger()
+    }))
+    const nodes = (): Node[] => gc.nodes()
+    const peers = (this.peers = new PeersController(ctx, speaker, bfd, this.refusals, () => this.feed?.trigger(), nodes))
     const origination = (this.origination = new OriginationController(ctx, speaker, { restarting: restartingFor > 0, tablesIn: () => peers.tablesIn, onBlocks: () => this.feed?.trigger() }))
     let feed: DataplaneFeed | undefined
     if (s.dataplane === 'kernel') {
@@ -100,6 +104,7 @@ export class PintoNode {
         localBlocks: () => origination.blocks,
         staticRoutes: () => peers.staticRoutes,
         tunnels: () => registration.tunnels,
+        nodes,
       })
     }
     if (!onKubernetes && s.kubernetes !== undefined) this.kubeLabels = await this.openKubeNodeLabels(ctx, s.kubernetes)

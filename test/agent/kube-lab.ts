@@ -42,8 +42,11 @@ export interface KubeLab {
   addNode(name: string, v4: string): Promise<NetNode>
   /** Creates the core Node as the kubelet registers it: its InternalIP and hostname, the given labels, no annotations. */
   registerNode(node: NetNode, labels?: Readonly<Record<string, string>>): Promise<void>
-  /** pinto-node in `node`'s namespace over the kubernetes datastore, with the kernel dataplane; `env` overrides. */
-  startAgent(t: { teardown(fn: () => unknown): void }, node: NetNode, env?: Readonly<Record<string, string>>): AgentProcess
+  /**
+   * pinto-node in `node`'s namespace over the kubernetes datastore, with the kernel dataplane; `env` overrides.
+   * Stopped at t's teardown; when t failed, the end of its log goes into the TAP output first.
+   */
+  startAgent(t: Test, node: NetNode, env?: Readonly<Record<string, string>>): AgentProcess
   /** A new empty pod namespace (loopback up); its path. */
   pod(name: string): Promise<string>
   /** The pinto CNI plugin run in `node`'s namespace with `agent`'s socket. */
@@ -109,7 +112,12 @@ export async function kubeLab(t: Test): Promise<KubeLab | { skip: string }> {
       await api.kubectlWithInput(JSON.stringify(obj), 'create', '-f', '-')
     },
     startAgent(at, node, env = {}) {
-      return startAgent(at, node.ns, {
+      at.teardown(() => {
+        if (at.passing()) return
+        const tail = (text: string): string => text.trim().split('\n').slice(-80).join('\n')
+        at.comment(`pinto-node ${node.name} (exit ${agent.child.exitCode ?? agent.child.signalCode ?? 'none'}):\n${tail(agent.stdout())}\n${tail(agent.stderr())}`)
+      })
+      const agent = startAgent(at, node.ns, {
         PINTO_NODENAME: node.name,
         PINTO_IP: `${node.v4}/24`,
         PINTO_DATASTORE: 'kubernetes',
@@ -119,6 +127,7 @@ export async function kubeLab(t: Test): Promise<KubeLab | { skip: string }> {
         PINTO_LOG_LEVEL: 'info',
         ...env,
       })
+      return agent
     },
     async pod(name) {
       const ns = `${prefix}-${name}`

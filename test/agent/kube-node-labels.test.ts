@@ -47,7 +47,7 @@ else {
     await lab.registerNode(n2, { rack: 'b' })
     const a1 = lab.startAgent(t, n1)
     const a2 = lab.startAgent(t, n2)
-    await Promise.all([a1.ready(60_000), a2.ready(60_000)])
+    await Promise.all([a1.ready(120_000), a2.ready(120_000)])
     t.same(await lab.peers(a2), [], 'l2 (rack b) has no peer')
 
     const ms = await labelToSession(lab, a2, '192.0.2.21', 'l2', 'rack=a')
@@ -76,7 +76,7 @@ else {
     const env = { PINTO_DATASTORE: spec }
     const a1 = lab.startAgent(t, n1, env)
     const a2 = lab.startAgent(t, n2, env)
-    await Promise.all([a1.ready(60_000), a2.ready(60_000)])
+    await Promise.all([a1.ready(120_000), a2.ready(120_000)])
 
     const pintoNode = async (name: string): Promise<Node> => {
       const kv = await store.get(resourceKey('Node', name))

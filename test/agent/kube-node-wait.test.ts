@@ -26,7 +26,7 @@ else {
 
     await lab.registerNode(node, { rack: 'r1' })
     const uid = (JSON.parse(await lab.api.kubectl('get', 'node', 'wait1', '-o', 'json')) as KubeNode).metadata.uid
-    await agent.ready(60_000)
+    await agent.ready(120_000)
     t.ok(logged(agent, /^the Kubernetes Node "wait1" is registered/).length === 1, 'it says the Node is there')
     const after = await waitFor(async () => {
       const n = JSON.parse(await lab.api.kubectl('get', 'node', 'wait1', '-o', 'json')) as KubeNode

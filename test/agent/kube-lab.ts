@@ -130,7 +130,8 @@ export async function kubeLab(t: Test): Promise<KubeLab | { skip: string }> {
       return agent
     },
     async pod(name) {
-      const ns = `${prefix}-${name}`
+      // Apart from the node namespaces (${prefix}-<node>).
+      const ns = `${prefix}-p-${name}`
       await execa('ip', ['netns', 'add', ns])
       pods.push(ns)
       await execa('ip', ['-n', ns, 'link', 'set', 'lo', 'up'])

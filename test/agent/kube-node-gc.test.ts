@@ -48,9 +48,11 @@ else {
 
     // Two pods on g2 and two on g3.
     const pods: Record<string, string[]> = { g2: ['gc-g2-a', 'gc-g2-b'], g3: ['gc-g3-a', 'gc-g3-b'] }
+    const netns = new Map<string, string>()
     for (const [node, agent, names] of [[n2, a2, pods['g2']!], [n3, a3, pods['g3']!]] as const) {
       for (const name of names) {
-        const r = await lab.cni(node, agent, 'ADD', { containerId: name, netns: await lab.pod(name), args: `K8S_POD_NAMESPACE=gc;K8S_POD_NAME=${name}` })
+        netns.set(name, await lab.pod(name))
+        const r = await lab.cni(node, agent, 'ADD', { containerId: name, netns: netns.get(name)!, args: `K8S_POD_NAMESPACE=gc;K8S_POD_NAME=${name}` })
         t.equal(r.code, 0, `ADD ${name}: ${r.stdout.slice(0, 200)}`)
       }
     }
@@ -106,7 +108,7 @@ else {
     })
 
     for (const [node, agent, names] of [[n3, a3, pods['g3']!]] as const) {
-      for (const name of names) t.equal((await lab.cni(node, agent, 'DEL', { containerId: name, netns: `/run/netns/${lab.topo.fabric.replace(/-fabric$/, '')}-${name}`, args: `K8S_POD_NAMESPACE=gc;K8S_POD_NAME=${name}` })).code, 0, `DEL ${name}`)
+      for (const name of names) t.equal((await lab.cni(node, agent, 'DEL', { containerId: name, netns: netns.get(name)!, args: `K8S_POD_NAMESPACE=gc;K8S_POD_NAME=${name}` })).code, 0, `DEL ${name}`)
     }
     await Promise.all(agents.map((a) => a.stop()))
   })

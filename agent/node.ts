@@ -6,6 +6,7 @@
 // keep our routes while we restart.
 
 import { createHash } from 'node:crypto'
+import { existsSync } from 'node:fs'
 import { pino, type Logger } from 'pino'
 import { BgpSpeaker, SpeakerBfd } from '../bgp/index.js'
 import { Informer, KubeHttp, type KubeSource, type Node, openDatastore, parseDatastoreSpec } from '../config/index.js'
@@ -137,6 +138,10 @@ export class PintoNode {
   private async openKubeNodeLabels(ctx: AgentContext, source: KubeSource): Promise<KubeNodeLabels | undefined> {
     const name = this.settings.nodeName
     const log = this.log.child({ component: 'kube-node-labels' })
+    if ('inCluster' in source && !existsSync(SERVICE_ACCOUNT_TOKEN)) {
+      log.info({ token: SERVICE_ACCOUNT_TOKEN }, 'the Kubernetes Node labels are not synced: the pod mounts no ServiceAccount token')
+      return undefined
+    }
     try {
       this.kubeHttp = await KubeHttp.connect(source, 3500)
     } catch (err) {
@@ -205,6 +210,9 @@ export class PintoNode {
     this.log.info({ graceful }, 'pinto-node stopped; kernel routes left in place')
   }
 }
+
+/** Where a pod's ServiceAccount token is mounted (none when automountServiceAccountToken is false). */
+const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token'
 
 /** The speaker as BGPConfiguration and the Node resource say, read once at start as calico-node does. */
 function newSpeaker(ctx: AgentContext, restartingFor: number): BgpSpeaker {

@@ -1,5 +1,5 @@
 // pinto-node on the kubernetes datastore before the kubelet registered its Node: it says it waits and for which
-// name, creates no Node, and once the kubelet's Node appears it goes on, writing its BGP fields onto that same Node
+// name, creates no Node, a CNI ADD meanwhile answers code 11, and once the kubelet's Node appears it goes on, writing its BGP fields onto that same Node
 // as Calico's annotations (through nodes/status); the Node's own labels and addresses are left as they were.
 import t from 'tap'
 import { waitFor } from '../harness/wait.js'
@@ -23,6 +23,8 @@ else {
     const nodes = (await lab.api.kubectl('get', 'nodes', '-o', 'name')).trim()
     t.notMatch(nodes, /wait1/, 'no Node was created')
     t.equal((await agent.get('/v1/status').catch(() => ({ status: 0 }))).status, 0, 'the API is not up while it waits')
+    const early = await lab.cni(node, agent, 'ADD', { containerId: 'early', netns: await lab.pod('early'), args: 'K8S_POD_NAMESPACE=w;K8S_POD_NAME=early' })
+    t.equal((early.json as { code?: number } | undefined)?.code, 11, `an ADD meanwhile answers code 11, try again later: ${early.stdout.slice(0, 200)}`)
 
     await lab.registerNode(node, { rack: 'r1' })
     const uid = (JSON.parse(await lab.api.kubectl('get', 'node', 'wait1', '-o', 'json')) as KubeNode).metadata.uid

@@ -11,21 +11,11 @@ import { HANDLES_PREFIX } from '../../ipam/index.js'
 import { waitFor } from '../harness/wait.js'
 import type { NetNode } from '../harness/netns.js'
 import type { AgentProcess } from './agent-process.js'
+import { FAULT_ROUNDS, injectFault } from './fault-rounds.js'
 import { kubeLab, type KubeLab } from './kube-lab.js'
 import { runPintoctl } from './pintoctl-run.js'
 
 const PODS = 20
-/** Longer than the agents' apiserver deadline (3.5 s per request), so the writes they gave up on may land after. */
-const FREEZE_MS = 4300
-/** The fault hits once this many of the burst's host veths exist (ADDs under way). */
-const ROUNDS: { fault: 'freeze' | 'crash' | 'crash-down'; atVeths: number }[] = [
-  { fault: 'freeze', atVeths: 1 },
-  { fault: 'crash-down', atVeths: 5 },
-  { fault: 'freeze', atVeths: 10 },
-  { fault: 'crash', atVeths: 15 },
-]
-
-const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
 
 async function hostVeths(node: NetNode): Promise<string[]> {
   const links = JSON.parse(String((await execa('ip', ['-n', node.ns, '-j', 'link', 'show'])).stdout)) as { ifname: string }[]
@@ -72,21 +62,12 @@ else {
 
     const netns = await Promise.all(Array.from({ length: PODS }, (_, i) => lab.pod(`f${i}`)))
     let failedTotal = 0
-    for (const [r, round] of ROUNDS.entries()) {
+    for (const [r, round] of FAULT_ROUNDS.entries()) {
       const att = (i: number) => ({ containerId: `kf${r}x${i}`, netns: netns[i] as string, args: `K8S_POD_NAMESPACE=faults;K8S_POD_NAME=pod-${r}-${i}` })
       const t0 = Date.now()
       const burst = Promise.all(Array.from({ length: PODS }, (_, i) => lab.cni(n1, a1, 'ADD', att(i))))
       await waitFor(async () => (await hostVeths(n1)).length - anchorVeths >= round.atVeths, { timeoutMs: 60_000, intervalMs: 5, what: `${round.atVeths} host veths` })
-      if (round.fault === 'freeze') {
-        lab.api.freeze()
-        // The fault's length, not a wait for a condition: the agents' requests must time out while it lasts.
-        await pause(FREEZE_MS)
-        lab.api.thaw()
-      } else {
-        await lab.api.crash()
-        if (round.fault === 'crash-down') await pause(FREEZE_MS)
-        await lab.api.restart()
-      }
+      await injectFault(lab.api, round.fault)
       const adds = await burst
       const ok = adds.flatMap((a) => (a.code === 0 ? [(a.json as { ips: { address: string }[] }).ips[0]!.address] : []))
       const failed = adds.filter((a) => a.code !== 0)

@@ -7,6 +7,7 @@
 import t from 'tap'
 import { basename } from 'node:path'
 import type { PluginRun } from '../cni/lab.js'
+import { pool } from '../harness/pool.js'
 import { waitFor } from '../harness/wait.js'
 import type { AgentProcess } from './agent-process.js'
 import { kubeLab } from './kube-lab.js'
@@ -15,18 +16,6 @@ import { runPintoctl } from './pintoctl-run.js'
 const PODS_PER_NODE = 40
 /** ADDs under way at once on each node (the machine has 2 cores). */
 const PARALLEL = 8
-
-async function pool<T>(n: number, width: number, fn: (i: number) => Promise<T>): Promise<T[]> {
-  const out: T[] = new Array<T>(n)
-  let next = 0
-  await Promise.all(Array.from({ length: width }, async () => {
-    while (next < n) {
-      const i = next++
-      out[i] = await fn(i)
-    }
-  }))
-  return out
-}
 
 const lab = await kubeLab(t)
 if ('skip' in lab) t.comment(`skipped: ${lab.skip}`)

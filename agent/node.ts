@@ -1,15 +1,14 @@
 // pinto-node's composition root: it opens the datastore and follows the cluster, detects the node's
 // addresses, builds the speaker, felix and the controllers (registration, IPAM, node clean-up, peers,
-// origination, the dataplane feed, the Kubernetes Node's labels off the kubernetes datastore) and the REST API,
-// starts them in order and stops them in reverse. On
+// Services, origination, the dataplane feed, the Kubernetes Node's labels off the kubernetes datastore) and the
+// REST API, starts them in order and stops them in reverse. On
 // a graceful stop it leaves kernel routes in place and closes sessions without NOTIFICATION, so peers
 // keep our routes while we restart.
 
 import { createHash } from 'node:crypto'
-import { existsSync } from 'node:fs'
 import { pino, type Logger } from 'pino'
 import { BgpSpeaker, SpeakerBfd } from '../bgp/index.js'
-import { Informer, KubeHttp, type KubeSource, type Node, openDatastore, parseDatastoreSpec } from '../config/index.js'
+import { Informer, type KubeHttp, openDatastore, parseDatastoreSpec, type Datastore, type Node } from '../config/index.js'
 import { Dataplane, ExecaRunner, RouteSocket, type ProcessRunner } from '../felix/index.js'
 import { FibApplyLog } from './api/index.js'
 import { ClusterState } from './cluster-state.js'
@@ -22,7 +21,9 @@ import { OriginationController } from './controllers/origination.js'
 import { PeersController } from './controllers/peers.js'
 import { detectNodeAddresses, Registration } from './controllers/registration.js'
 import { RestApi } from './controllers/rest-api.js'
+import { ServicesController } from './controllers/services.js'
 import { MonitoredDatastore } from './datastore-health.js'
+import { openKubernetesApi, type KubernetesApi } from './kubernetes-api.js'
 import { AnnouncementRefusals } from './refusals.js'
 import type { AgentSettings } from './settings.js'
 
@@ -43,13 +44,14 @@ export class PintoNode {
   private speaker: BgpSpeaker | undefined
   private bfd: SpeakerBfd | undefined
   private gc: NodeGc | undefined
+  private kube: KubernetesApi | undefined
+  private services: ServicesController | undefined
   private peers: PeersController | undefined
   private origination: OriginationController | undefined
   private dataplane: Dataplane | undefined
   private routeSocket: RouteSocket | undefined
   private feed: DataplaneFeed | undefined
   private api: RestApi | undefined
-  private kubeHttp: KubeHttp | undefined
   private kubeLabels: KubeNodeLabels | undefined
 
   constructor(
@@ -69,7 +71,8 @@ export class PintoNode {
     if (s.etcdTls.ca !== undefined || s.etcdTls.cert !== undefined) {
       log.info({ caFile: s.etcdTls.ca, certFile: s.etcdTls.cert, keyFile: s.etcdTls.key }, 'etcd TLS files read once now; restart pinto-node to use renewed ones')
     }
-    const store = (this.store = new MonitoredDatastore(await openDatastore(s.datastore, { etcdTls: s.etcdTls }), { log: log.child({ component: 'datastore' }) }))
+    const opened = await openDatastore(s.datastore, { etcdTls: s.etcdTls })
+    const store = (this.store = new MonitoredDatastore(opened, { log: log.child({ component: 'datastore' }) }))
     const cluster = (this.cluster = new ClusterState(store, log.child({ component: 'datastore' })))
     await cluster.start()
     const addresses = await detectNodeAddresses(this.runner, { settings: s, cluster, log })
@@ -95,7 +98,14 @@ export class PintoNode {
     }))
     const nodes = (): Node[] => gc.nodes()
     const peers = (this.peers = new PeersController(ctx, speaker, bfd, this.refusals, () => this.feed?.trigger(), nodes))
-    const origination = (this.origination = new OriginationController(ctx, speaker, { restarting: restartingFor > 0, tablesIn: () => peers.tablesIn, onBlocks: () => this.feed?.trigger() }))
+    const services = (this.services = await this.openServices(ctx, opened))
+    if (!onKubernetes && this.kube !== undefined) this.kubeLabels = newKubeNodeLabels(ctx, this.kube.http, log)
+    const origination = (this.origination = new OriginationController(ctx, speaker, {
+      restarting: restartingFor > 0,
+      tablesIn: () => peers.tablesIn,
+      onBlocks: () => this.feed?.trigger(),
+      ...(services !== undefined ? { services } : {}),
+    }))
     let feed: DataplaneFeed | undefined
     if (s.dataplane === 'kernel') {
       const dataplane = (this.dataplane = await this.openFelix(speaker))
@@ -108,7 +118,6 @@ export class PintoNode {
         nodes,
       })
     }
-    if (!onKubernetes && s.kubernetes !== undefined) this.kubeLabels = await this.openKubeNodeLabels(ctx, s.kubernetes)
     const dataplane = this.dataplane
     this.api = new RestApi(ctx, {
       speaker,
@@ -124,6 +133,7 @@ export class PintoNode {
     // The order the controllers hear of the cluster's changes in, and first run.
     gc.start()
     peers.start()
+    services?.start()
     origination.start()
     feed?.start()
     this.kubeLabels?.start()
@@ -132,26 +142,22 @@ export class PintoNode {
   }
 
   /**
-   * The sync of this node's Kubernetes Node labels (etcd or embedded datastore with Kubernetes credentials), or
-   * undefined with the reason logged when the credentials cannot be used: the agent runs on without it.
+   * The Services controller over the Kubernetes API (the kubernetes datastore's, or KUBECONFIG / the in-cluster
+   * ServiceAccount beside another datastore); without credentials, none, said once.
    */
-  private async openKubeNodeLabels(ctx: AgentContext, source: KubeSource): Promise<KubeNodeLabels | undefined> {
-    const name = this.settings.nodeName
-    const log = this.log.child({ component: 'kube-node-labels' })
-    if ('inCluster' in source && !existsSync(SERVICE_ACCOUNT_TOKEN)) {
-      log.info({ token: SERVICE_ACCOUNT_TOKEN }, 'the Kubernetes Node labels are not synced: the pod mounts no ServiceAccount token')
+  private async openServices(ctx: AgentContext, datastore: Datastore): Promise<ServicesController | undefined> {
+    const kube = await openKubernetesApi(datastore, process.env)
+    if (kube === undefined) {
+      this.log.info('no Kubernetes credentials (KUBECONFIG or the in-cluster ServiceAccount): Service addresses are not advertised (the service ranges are), and the Node labels are not synced')
       return undefined
     }
-    try {
-      this.kubeHttp = await KubeHttp.connect(source, 3500)
-    } catch (err) {
-      log.error({ err: (err as Error).message }, 'the Kubernetes Node labels are not synced: the Kubernetes credentials cannot be used')
+    if (kube instanceof Error) {
+      this.log.warn({ err: kube.message }, 'the Kubernetes API cannot be used: Service addresses are not advertised (the service ranges are), and the Node labels are not synced')
       return undefined
     }
-    const informer = new Informer(this.kubeHttp, { path: '/api/v1/nodes', what: `Kubernetes Node ${name}`, fieldSelector: `metadata.name=${name}` }, (err) =>
-      log.warn({ err: err.message }, 'the Kubernetes API does not answer: the Node labels are synced when it does'),
-    )
-    return new KubeNodeLabels(ctx, informer)
+    this.kube = kube
+    this.log.info({ from: kube.from }, 'Service addresses follow the Kubernetes API')
+    return new ServicesController(ctx, kube.http, () => this.origination?.trigger())
   }
 
   /** felix's dataplane, writing through its own rtnetlink socket when it can. */
@@ -181,6 +187,7 @@ export class PintoNode {
   async settled(): Promise<void> {
     await this.gc?.settled()
     await this.peers?.settled()
+    await this.services?.settled()
     await this.origination?.settled()
     await this.feed?.settled()
     await this.kubeLabels?.settled()
@@ -196,23 +203,30 @@ export class PintoNode {
     const quiet = async (c: { stop(): Promise<void> } | undefined): Promise<void> => c?.stop().catch((err: Error) => this.log.warn({ err: err.message }, 'a controller did not stop cleanly'))
     await quiet(this.gc)
     await quiet(this.peers)
+    await quiet(this.services)
     await quiet(this.origination)
     await quiet(this.feed)
     await quiet(this.kubeLabels)
-    this.kubeHttp?.close()
     await this.api?.stop()
     await this.bfd?.close()
     await this.speaker?.stop(graceful ? { graceful: true } : { message: 'pinto-node stopped' })
     await this.dataplane?.stop()
     this.routeSocket?.close()
     await this.ipam?.stop()
+    this.kube?.close()
     await this.store?.close()
     this.log.info({ graceful }, 'pinto-node stopped; kernel routes left in place')
   }
 }
 
-/** Where a pod's ServiceAccount token is mounted (none when automountServiceAccountToken is false). */
-const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token'
+/** The sync of this node's Kubernetes Node labels onto its Node (etcd or the embedded store): one watch of its own Node. */
+function newKubeNodeLabels(ctx: AgentContext, http: KubeHttp, log: Logger): KubeNodeLabels {
+  const name = ctx.settings.nodeName
+  const informer = new Informer(http, { path: '/api/v1/nodes', what: `Kubernetes Node ${name}`, fieldSelector: `metadata.name=${name}` }, (err) =>
+    log.child({ component: 'kube-node-labels' }).warn({ err: err.message }, 'the Kubernetes API does not answer: the Node labels are synced when it does'),
+  )
+  return new KubeNodeLabels(ctx, informer)
+}
 
 /** The speaker as BGPConfiguration and the Node resource say, read once at start as calico-node does. */
 function newSpeaker(ctx: AgentContext, restartingFor: number): BgpSpeaker {

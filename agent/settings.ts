@@ -2,10 +2,11 @@
 // SettingsError whose message is one line naming the variable and what was wrong.
 
 import { hostname } from 'node:os'
-import { DEFAULT_DATASTORE, parseDatastoreSpec, checkEtcdTlsFiles, DatastoreSettingError, etcdTlsFilesFromEnv, type EtcdTlsFiles, kubeSourceOf, type KubeSource, parseASNumber } from '../config/index.js'
+import { DEFAULT_DATASTORE, parseDatastoreSpec, checkEtcdTlsFiles, DatastoreSettingError, etcdTlsFilesFromEnv, type EtcdTlsFiles, parseASNumber } from '../config/index.js'
 import { AddrError, formatAddr, parseAddr, parseCidr, parseIfAddr, tryAddr } from '../config/ip/index.js'
 import { DEFAULT_MTU_FILE, DEFAULT_SOCKET } from '../cni/index.js'
 import { parseListen } from './api/listen.js'
+import { type KubeSource, kubeSourceOf } from '../config/index.js'
 
 export class SettingsError extends Error {
   constructor(
@@ -36,11 +37,6 @@ export interface AgentSettings {
   readonly datastore: string
   /** PINTO_ETCD_CA_CERT_FILE / _CERT_FILE / _KEY_FILE, for an https:// datastore; read once when it is opened. */
   readonly etcdTls: EtcdTlsFiles
-  /**
-   * Where the Kubernetes API's credentials are (KUBECONFIG, else the in-cluster ServiceAccount), or undefined: on
-   * another datastore than kubernetes, this node's Kubernetes Node labels are synced onto its Node when set.
-   */
-  readonly kubernetes: KubeSource | undefined
   /** How long a deleted Node keeps its IPAM and BGP sessions, in case it comes back; 0 releases at once. */
   readonly nodeGcGraceSeconds: number
   readonly apiListen: { readonly host: string; readonly port: number }
@@ -80,6 +76,14 @@ export interface AgentSettings {
   readonly ipamRepairGraceSeconds: number
   /** Where secretKeyRef {name, key} is read, as `<dir>/<name>/<key>` (a mounted Secret volume). */
   readonly secretsDir: string
+  /**
+   * Kubernetes credentials for reading pods in etcd mode (KUBECONFIG, else the in-cluster ServiceAccount); none:
+   * pods' annotations and the pod GC are off, and this node's Kubernetes Node labels are not synced onto its Node.
+   * The kubernetes datastore brings its own.
+   */
+  readonly kube: KubeSource | undefined
+  /** PINTO_POD_GC_GRACE_SECONDS: how long a pod is gone from the API before its addresses are freed; 0 turns pod GC off. */
+  readonly podGcGraceSeconds: number
 }
 
 type Env = Readonly<Record<string, string | undefined>>
@@ -180,11 +184,11 @@ export function settingsFromEnv(env: Env): AgentSettings {
     if (err instanceof DatastoreSettingError) throw new SettingsError(err.variable, err.detail)
     throw err
   }
-  let kubernetes: KubeSource | undefined
+  let kube: KubeSource | undefined
   try {
-    kubernetes = kubeSourceOf(env)
+    kube = kubeSourceOf(env)
   } catch (err) {
-    throw new SettingsError('KUBECONFIG', (err as Error).message.replace(/^KUBECONFIG=?/, '').trim())
+    throw new SettingsError('KUBECONFIG', (err as Error).message.replace(/^KUBECONFIG=/, ''))
   }
   const poolCidr = text(env, 'PINTO_IPV4POOL_CIDR', '192.168.0.0/16')
   const noPool = poolCidr === 'none'
@@ -200,7 +204,6 @@ export function settingsFromEnv(env: Env): AgentSettings {
     asNumber,
     datastore,
     etcdTls,
-    kubernetes,
     nodeGcGraceSeconds: integer(env, 'PINTO_NODE_GC_GRACE_SECONDS', DEFAULT_NODE_GC_GRACE_SECONDS, 0, 7 * 86400),
     apiListen: hostPort('PINTO_API_LISTEN', text(env, 'PINTO_API_LISTEN', '127.0.0.1:9099')),
     apiToken: env.PINTO_API_TOKEN === undefined || env.PINTO_API_TOKEN === '' ? undefined : env.PINTO_API_TOKEN,
@@ -232,5 +235,7 @@ export function settingsFromEnv(env: Env): AgentSettings {
     ipamClaimAhead: env.PINTO_IPAM_CLAIM_AHEAD === undefined || env.PINTO_IPAM_CLAIM_AHEAD === '' ? undefined : integer(env, 'PINTO_IPAM_CLAIM_AHEAD', 0, 0, 65536),
     ipamRepairGraceSeconds: integer(env, 'PINTO_IPAM_REPAIR_GRACE_SECONDS', 120, 1, 86400),
     secretsDir: text(env, 'PINTO_SECRETS_DIR', '/etc/pinto/secrets'),
+    kube,
+    podGcGraceSeconds: integer(env, 'PINTO_POD_GC_GRACE_SECONDS', 900, 0, 86400 * 7),
   }
 }

@@ -3,7 +3,8 @@
 // trips and writes per ADD beside Calico's count for the same allocation, CAS failures per ADD, the time of
 // `pintoctl ipam check` over the whole store and the agent's start-up reads, with the load average.
 // Run: npx tsc -p . && node dist/bench/ipam-scale.js [--nodes 5000] [--allocations 150000] [--agents 20] [--adds 200]
-//      [--rate ADDS_PER_S_PER_AGENT] [--path service|ipam] [--ahead on|off] [--cpu-prof DIR]
+//      [--rate ADDS_PER_S_PER_AGENT] [--path service|ipam] [--ahead on|off] [--cpu-prof DIR] [--json FILE]
+// --json FILE also writes the check's time, ADD p50/p99 per path and etcd's own floor there (bench/json-figures).
 // Per ADD it keeps what the ADD's own datastore calls were (a block claim, round trips, commits, time in etcd),
 // and etcd's WAL fsync and backend commit latencies over each phase, so the tail can be told pinto's or the disk's.
 import { type ChildProcess, spawn } from 'node:child_process'
@@ -23,6 +24,7 @@ import { BLOCKS_PREFIX, affinityKey, affinityRecord, blockKey, handleKey } from 
 import type { ScaleWorkerArgs, ScaleWorkerLine } from './ipam-scale-worker.js'
 import type { AddTrace } from './ipam-scale-trace.js'
 import { numberArg } from './args.js'
+import { type Figure, figure, jsonPathArg, writeFigures } from './json-figures.js'
 
 const WORKER = fileURLToPath(new URL('./ipam-scale-worker.js', import.meta.url))
 const PINTOCTL = fileURLToPath(new URL('../../bin/pintoctl.js', import.meta.url))
@@ -42,6 +44,7 @@ const PATHS = (process.argv.includes('--path') ? [process.argv[process.argv.inde
 // 198.18.0.0/15 has 131,072 addresses, fewer than 150,000 pods: the pods are IPv6, in Calico's default /122 blocks.
 const POOL = { name: 'bench-v6', cidr: '2001:db8:1::/64', blockSize: 122 }
 const TXN_OPS = 128 // etcd's default --max-txn-ops
+const JSON_OUT = jsonPathArg()
 
 const nodeName = (i: number): string => `node-${String(i).padStart(5, '0')}`
 const load = (): string => loadavg().map((l) => l.toFixed(1)).join(' ')
@@ -52,7 +55,7 @@ function nodeResource(i: number): Resource {
     apiVersion: 'projectcalico.org/v3', kind: 'Node',
     metadata: { name: nodeName(i), labels: { 'kubernetes.io/hostname': nodeName(i), rack: `r${i % 40}` } },
     spec: { bgp: { ipv4Address: `${net}.${1 + (Math.floor(i / 3) % 254)}/24` } },
-  } as Resource
+  }
 }
 
 /**
@@ -80,7 +83,7 @@ async function preload(endpoint: string, nodes: number, allocations: number): Pr
     if (batch.length >= TXN_OPS) await flush()
   }
   try {
-    await put(resourceKey('IPPool', POOL.name), encodeResource({ apiVersion: 'projectcalico.org/v3', kind: 'IPPool', metadata: { name: POOL.name }, spec: { cidr: POOL.cidr, blockSize: POOL.blockSize, nodeSelector: 'all()' } } as Resource))
+    await put(resourceKey('IPPool', POOL.name), encodeResource({ apiVersion: 'projectcalico.org/v3', kind: 'IPPool', metadata: { name: POOL.name }, spec: { cidr: POOL.cidr, blockSize: POOL.blockSize, nodeSelector: 'all()' } }))
     const claimTime = new Date().toISOString()
     let pod = 0
     for (let n = 0; n < nodes; n++) {
@@ -200,7 +203,6 @@ function describeTail(traces: readonly (AddTrace & { readonly first: boolean })[
   ]
 }
 
-/** Starts the agents, lets them read what they read at start, then runs their ADD/DEL cycles at once. */
 /** CPU milliseconds a process has used (utime + stime from /proc). */
 function cpuMsOf(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
@@ -208,7 +210,8 @@ function cpuMsOf(pid: number): number {
   return ((Number(f[11]) + Number(f[12])) * 1000) / 100 // fields 14 and 15, in clock ticks of 1/100 s
 }
 
-async function runAgents(etcdPid: number, endpoint: string, url: string, path: ScaleWorkerArgs['path'], startup: boolean): Promise<void> {
+/** Starts the agents, lets them read what they read at start, then runs their ADD/DEL cycles at once; returns ADD p50/p99. */
+async function runAgents(etcdPid: number, endpoint: string, url: string, path: ScaleWorkerArgs['path'], startup: boolean): Promise<Figure[]> {
   // One after the other: twenty Node.js processes loading at once on two shared cores miss etcd's connect deadline.
   const workers: Worker[] = []
   const starts: Extract<ScaleWorkerLine, { op: 'startup' }>[] = []
@@ -261,6 +264,7 @@ async function runAgents(etcdPid: number, endpoint: string, url: string, path: S
   for (const l of describeTail(done.flatMap((d) => d.addTraces.map((x, i) => ({ ...x, first: i === 0 }))))) console.log(l)
   console.log(`  CPU per ADD or DEL: agent ${ms(done.reduce((a, d) => a + d.cpuMs, 0) / ops)}, etcd ${ms(etcdCpu / ops)} (${((done.reduce((a, d) => a + d.cpuMs, 0) + etcdCpu) / wall).toFixed(2)} cores busy of 2, beside whatever else runs)`)
   console.log(`  DEL p50 ${ms(pct(dels, 50))}  p99 ${ms(pct(dels, 99))}; ${perOp(sum((d) => d.delCounts), dels.length)}`)
+  return [figure(`${path} path: ADD p50`, pct(adds, 50), 'ms'), figure(`${path} path: ADD p99`, pct(adds, 99), 'ms')]
 }
 
 /**
@@ -330,16 +334,18 @@ async function main(): Promise<void> {
     const check = await run(process.execPath, [PINTOCTL, 'ipam', 'check', `--nodes=${nodes}`], env)
     const summary = check.out.split('\n').filter((l) => /Found|IPAM handles|Allocated IPs|complete|Error|error/.test(l)).map((l) => l.trim()).join('; ')
     console.log(`pintoctl ipam check --nodes=<all ${NODES}>: ${(check.ms / 1000).toFixed(1)} s (target < 30 s), exit ${check.code}: ${summary.slice(0, 400)}`)
+    const json: Figure[] = [figure('pintoctl ipam check', check.code === 0 ? check.ms / 1000 : NaN, 's')]
 
     for (const oneTxn of [false, true]) {
       for (const n of [...new Set([1, AGENTS])]) {
         const f = await etcdFloor(etcd.endpoint, n, Math.max(50, Math.ceil(ADDS / 2)), oneTxn)
         const how = oneTxn ? 'in one transaction (one commit)' : 'back to back (two commits)'
         console.log(`etcd alone, an ADD's two writes ${how} (create the handle, CAS a block-sized value), ${n} client${n === 1 ? '' : 's'} at once: p50 ${ms(pct(f, 50))}  p99 ${ms(pct(f, 99))}, load ${load()}`)
+        if (oneTxn && n === AGENTS) json.push(figure(`etcd alone: an ADD's writes in one transaction, ${n} clients, p50`, pct(f, 50), 'ms', true), figure(`etcd alone: an ADD's writes in one transaction, ${n} clients, p99`, pct(f, 99), 'ms', true))
       }
     }
 
-    for (const [i, path] of PATHS.entries()) await runAgents(etcd.pid, etcd.endpoint, etcd.url, path, i === 0)
+    for (const [i, path] of PATHS.entries()) json.push(...(await runAgents(etcd.pid, etcd.endpoint, etcd.url, path, i === 0)))
 
     console.log('\nCalico (libcalico-go/lib/ipam, read from its code) for the same ADD, one address from an affine block with room:')
     console.log('  10 round trips, 2 writes in 2 commits: get IPAMConfig, list IPReservations, get Node, list IPPools, list the host\'s affinities,')
@@ -347,6 +353,7 @@ async function main(): Promise<void> {
     console.log('  incrementHandle, then the block\'s Update; no transaction joins them).')
     console.log('  DEL: 6 round trips, 2 writes: get handle, get IPAMConfig, get block, update block, get handle, delete handle.')
     console.log('  A new block claim adds a list of every block, then create affinity, create block, update affinity.')
+    writeFigures(JSON_OUT, 'ipam-scale', json)
   } finally {
     for (const c of children) c.kill('SIGKILL')
     await etcd.stop()

@@ -32,7 +32,7 @@ interface Status {
   readonly details?: { readonly name?: string; readonly causes?: readonly { readonly reason?: string; readonly message?: string }[] }
 }
 
-const statusOf = (r: KubeResponse): Status | undefined => (isObject(r.body) && r.body.kind === 'Status' ? (r.body as Status) : undefined)
+const statusOf = (r: KubeResponse): Status | undefined => (isObject(r.body) && r.body.kind === 'Status' ? r.body : undefined)
 
 function checkKey(key: unknown): asserts key is string {
   if (typeof key !== 'string' || key.length === 0) throw new DatastoreError('invalid', `key must be a non-empty string, got ${JSON.stringify(key)}`)
@@ -367,7 +367,7 @@ class FamilyWatch {
   private onEnd(end: { status?: number; body?: unknown; error?: Error }): void {
     this.stream = undefined
     if (this.closed) return
-    if (end.status === 410) return this.onStatus({ code: 410, ...(isObject(end.body) ? (end.body as Status) : {}) })
+    if (end.status === 410) return this.onStatus({ code: 410, ...(isObject(end.body) ? end.body : {}) })
     if (end.status === 401 || end.status === 403 || end.status === 404) {
       const msg = isObject(end.body) && typeof end.body.message === 'string' ? end.body.message : `status ${end.status}`
       return this.stop(new DatastoreError('unavailable', `kubernetes watch of ${this.family.what} at ${this.http.server}: ${msg}`))

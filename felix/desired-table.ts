@@ -339,6 +339,7 @@ export class DesiredTable implements DesiredRoutes {
   }
 
   asWritten(): OwnRoutes {
+    // eslint-disable-next-line @typescript-eslint/no-this-alias -- the iterator below is a generator method, with a this of its own
     const self = this
     const get = (key: string): KernelRoute | undefined => self.writtenGet(key)
     return {

@@ -56,7 +56,7 @@ interface RouteView {
 
 /** `to` holding `from`'s values first. */
 function grown<T extends Uint8Array | Uint32Array | Float64Array>(from: T, to: T): T {
-  to.set(from as ArrayLike<number>)
+  to.set(from)
   return to
 }
 
@@ -133,7 +133,7 @@ export class LearnedOps implements WriteOps {
     v.metric = this.metrics[i] as number
     v.nexthops = this.hops[i] as readonly NextHop[]
     if (family === 4) {
-      v.dst4 = this.addr4s[i] as number
+      v.dst4 = this.addr4s[i]
       v.dst6 = undefined
     } else {
       v.dst4 = undefined

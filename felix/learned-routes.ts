@@ -121,7 +121,7 @@ export class LearnedRoutes {
    * prefix held on that combo passes to the caller, who release()s it when done.
    */
   set(family: 4 | 6, addr4: number, addr6: Uint8Array | undefined, len: number, combo: number, handBack = false): number {
-    let before = -1
+    let before: number
     if (family === 4) {
       const v = this.v4.set(addr4, len, combo)
       before = v < 0 ? -1 : v & COMBO

@@ -55,7 +55,7 @@ export function parseNexthopMonitorLine(line: string): { deleted: boolean; id: n
   if (group !== undefined) key = groupKey(group.split('/').map((x) => Number(x.split(',')[0])))
   else {
     const gateway = at('via')
-    if (gateway !== undefined) key = hopKey(gateway.includes(':') ? 6 : 4, { gateway, ...(at('dev') !== undefined ? { dev: at('dev') as string } : {}), onlink: rest.includes('onlink') })
+    if (gateway !== undefined) key = hopKey(gateway.includes(':') ? 6 : 4, { gateway, ...(at('dev') !== undefined ? { dev: at('dev') } : {}), onlink: rest.includes('onlink') })
   }
   return { deleted: m[1] !== undefined, id: Number(m[2]), key }
 }

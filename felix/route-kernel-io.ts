@@ -218,7 +218,7 @@ export class KernelRouteIo {
     const plan = reg !== undefined ? nexthopPlan(reg, ops) : undefined
     if (plan !== undefined && plan.head.length > 0) {
       const r = await this.runner.run('ip', ['-force', '-batch', '-'], { input: plan.head.join('\n') + '\n', ...this.nsOpt() })
-      for (const [i, m] of parseBatchErrors(r.stderr)) if (plan.head[i] !== undefined) this.forgetNexthop(plan.head[i] as string, m)
+      for (const [i, m] of parseBatchErrors(r.stderr)) if (plan.head[i] !== undefined) this.forgetNexthop(plan.head[i], m)
     }
     // Devices by index, for the routes that name one and go through no object.
     const devices = new Set<string>()

@@ -372,14 +372,14 @@ export class RouteReconciler {
       }
       return m
     }
-    let readMs = 0
+    let readMs: number
     let writeMs = 0
     const conflicts: RouteConflict[] = []
     const counts = { replace: 0, delete: 0 }
     let failed = 0
     let known = start
     let full = first !== undefined
-    let quiet = false
+    let quiet: boolean
     try {
       // The first batch is diffed at once, with the fixed routes' changes as of the take.
       let batch: KeyChange[] = first !== undefined ? [] : take()

@@ -332,7 +332,7 @@ class RouteMessages {
   private hop(gateway: string | undefined, oif: number, onlink: boolean): NextHop {
     const slot = oif * 2 + (onlink ? 1 : 0)
     let byGateway = this.hops.get(slot)
-    if (byGateway === undefined) this.hops.set(slot, (byGateway = new Map()))
+    if (byGateway === undefined) this.hops.set(slot, (byGateway = new Map<string, NextHop>()))
     let h = byGateway.get(gateway ?? '')
     if (h === undefined) {
       let dev = oif === 0 ? undefined : this.links.get(oif)

@@ -78,7 +78,7 @@ function need<T>(key: string, obj: Record<string, unknown>, field: string, ok: (
 
 const isInt = (v: unknown): boolean => Number.isSafeInteger(v)
 const isStr = (v: unknown): boolean => typeof v === 'string'
-const isObj = (v: unknown): boolean => typeof v === 'object' && v !== null && !Array.isArray(v)
+const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
 
 export function decodeBlock(key: string, text: string): AllocationBlock {
   const o = parseJson(key, text)

@@ -9,7 +9,7 @@ import type { Logger } from 'pino'
 import type { Node } from '../../config/index.js'
 import type { Ipam } from '../../ipam/index.js'
 import { Coalescer } from './coalescer.js'
-import type { AgentContext } from './context.js'
+import { followResources, type AgentContext } from './context.js'
 
 /** A Node gone from the cluster view: since when, and as it was last seen (undefined: gone before we started). */
 interface Departure {
@@ -48,13 +48,13 @@ export class NodeGc {
   }
 
   start(): void {
-    this.observe()
-    this.unsubscribe = this.ctx.cluster.onChange((topic) => {
-      if (topic !== 'resources') return
-      this.observe()
-      this.job.trigger()
+    // Departures are noted as each change comes, so none is missed between two runs of the job.
+    this.unsubscribe = followResources(this.ctx, {
+      trigger: () => {
+        this.observe()
+        this.job.trigger()
+      },
     })
-    this.job.trigger()
   }
 
   async stop(): Promise<void> {

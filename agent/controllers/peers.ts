@@ -13,7 +13,7 @@ import { desiredPeers, type DesiredPeer, type PeerProblem } from '../bgp-peers.j
 import { BgpSecrets } from '../bgp-secrets.js'
 import type { AnnouncementRefusals } from '../refusals.js'
 import { Coalescer } from './coalescer.js'
-import { bgpConfig, type AgentContext } from './context.js'
+import { bgpConfig, followResources, type AgentContext } from './context.js'
 import { PeerPolicies } from './peer-policies.js'
 
 export class PeersController {
@@ -54,10 +54,7 @@ export class PeersController {
   }
 
   start(): void {
-    this.unsubscribe = this.ctx.cluster.onChange((topic) => {
-      if (topic === 'resources') this.job.trigger()
-    })
-    this.job.trigger()
+    this.unsubscribe = followResources(this.ctx, this.job)
     // A Secret volume is updated in place (kubelet swaps its ..data link): a changed key re-keys the
     // listener and resets the session through the next peer update.
     this.secretsTimer = setInterval(() => {

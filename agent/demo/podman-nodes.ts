@@ -88,7 +88,7 @@ exec env -i "$@"
 `
 
 export interface ManifestValues {
-  /** etcd_endpoints: https://host:port with TLS. */
+  /** datastore: the etcd endpoints, https://host:port with TLS. */
   readonly etcdEndpoints: string
   /** The etcd client's CA, certificate and key files, put into the Secret (and named by the ConfigMap). */
   readonly etcdTls: { readonly ca: string; readonly cert: string; readonly key: string } | undefined
@@ -107,7 +107,7 @@ export async function filledManifest(docs: readonly KubeObject[], v: ManifestVal
   const secret = findObject(out, 'Secret', 'pinto-etcd-secrets') as { data: Record<string, string> }
   const dir = '/etc/pinto/etcd-secrets'
   Object.assign(config.data, {
-    etcd_endpoints: v.etcdEndpoints,
+    datastore: v.etcdEndpoints,
     etcd_ca: v.etcdTls ? `${dir}/etcd-ca` : '',
     etcd_cert: v.etcdTls ? `${dir}/etcd-cert` : '',
     etcd_key: v.etcdTls ? `${dir}/etcd-key` : '',

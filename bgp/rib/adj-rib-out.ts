@@ -136,7 +136,7 @@ export class PeerRibOut implements AdjRibOut {
     // The policy left the set as it was: the result depends only on the set, the source session and the family.
     const byAttrs = this.cache[prefix.afi - 1]!
     let bySession = byAttrs.get(interned)
-    if (bySession === undefined) byAttrs.set(interned, (bySession = new Map()))
+    if (bySession === undefined) byAttrs.set(interned, (bySession = new Map<object | null, OutRoute | null>()))
     const key = rib.bestSession(d) ?? null
     let out = bySession.get(key)
     if (out === undefined) {

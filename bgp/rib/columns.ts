@@ -184,7 +184,7 @@ export class DestinationColumns {
   private end = 0
   private readonly free: number[] = []
   private count = 0
-  private readonly v4: (Ipv4Index | undefined)[] = new Array(33).fill(undefined)
+  private readonly v4 = new Array<Ipv4Index | undefined>(33).fill(undefined)
   private readonly v6 = new Ipv6Index(this)
 
   /** `interner`: where the attribute sets of compact paths are read back by id. */

@@ -37,7 +37,7 @@ export class ImportTable {
   private ids = new Int32Array(1024)
   private end = 0
   private readonly free: number[] = []
-  private readonly v4: (Ipv4Index | undefined)[] = new Array(33).fill(undefined)
+  private readonly v4 = new Array<Ipv4Index | undefined>(33).fill(undefined)
   private readonly others = new Map<string, { readonly prefix: Prefix; attrs: InternedAttributes }>()
   private count = 0
 

@@ -234,8 +234,8 @@ export class UpdateGroup {
         round.prev.push(prev)
         round.src.push(src)
         const i = round.ds.length - 1
-        if (members.has(src)) involve((involved ??= new Map()), src, i)
-        if (prev !== src && members.has(prev)) involve((involved ??= new Map()), prev, i)
+        if (members.has(src)) involve((involved ??= new Map<number, number[]>()), src, i)
+        if (prev !== src && members.has(prev)) involve((involved ??= new Map<number, number[]>()), prev, i)
       },
       true,
     )

@@ -142,5 +142,6 @@ export function describeValue(value: unknown): string {
   if (Array.isArray(value)) return 'a list'
   if (typeof value === 'object') return 'a mapping'
   if (typeof value === 'string') return JSON.stringify(value)
+  // eslint-disable-next-line @typescript-eslint/no-base-to-string -- only primitives are left here
   return `${typeof value} ${String(value)}`
 }

@@ -83,9 +83,10 @@ const BGP_CONFIGURATION = obj(
     nodeMeshMaxRestartTime: duration,
     bindMode: oneOf('None', 'NodeIP'),
     ignoredInterfaces: list(str((v) => (v === '*' ? '"*" would ignore every interface' : checkInterfaceGlob(v)))),
+    serviceLoadBalancerAggregation: oneOf('Enabled', 'Disabled'),
   },
   [],
-  ['serviceLoadBalancerAggregation', 'localWorkloadPeeringIPV4', 'localWorkloadPeeringIPV6', 'programClusterRoutes', 'ipv4NormalRoutePriority', 'ipv6NormalRoutePriority'],
+  ['localWorkloadPeeringIPV4', 'localWorkloadPeeringIPV6', 'programClusterRoutes', 'ipv4NormalRoutePriority', 'ipv6NormalRoutePriority'],
 )
 
 const BGP_PEER = obj(

@@ -13,13 +13,17 @@ const LINK_LOCAL: Readonly<Record<4 | 6, Cidr>> = { 4: parseCidr('169.254.0.0/16
 
 export const BLOCK_SIZE_RANGE: Readonly<Record<4 | 6, readonly [number, number]>> = { 4: [20, 32], 6: [116, 128] }
 
-/** Fields Calico's client refuses on a per-node (`node.<name>`) BGPConfiguration. */
+/**
+ * Fields Calico's client refuses on a per-node (`node.<name>`) BGPConfiguration, and serviceLoadBalancerAggregation,
+ * which Calico reads from `default` only (a per-node value would do nothing).
+ */
 export const DEFAULT_ONLY_BGP_FIELDS = [
   'nodeToNodeMeshEnabled',
   'asNumber',
   'serviceLoadBalancerIPs',
   'serviceExternalIPs',
   'serviceClusterIPs',
+  'serviceLoadBalancerAggregation',
   'nodeMeshPassword',
   'nodeMeshMaxRestartTime',
 ] as const

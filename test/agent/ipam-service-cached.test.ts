@@ -69,7 +69,7 @@ async function run(t: Test, inner: Datastore): Promise<void> {
   n = await store.update(nodeKey, nodeText('b'), n.revision)
   await t.rejects(svc.assign({ handle: 'h4', num4: 1 }), { code: 'no-pool' }, 'the node relabelled out of the selector gets none')
   t.same(cluster.get('Node', 'n1')?.metadata.labels, { rack: 'a' }, 'while the view still holds the old label')
-  n = await store.update(nodeKey, nodeText('a'), n.revision)
+  await store.update(nodeKey, nodeText('a'), n.revision)
 
   await store.delete(poolKey, p.revision)
   await store.create(resourceKey('IPPool', 'q'), poolText('q', '198.18.1.0/24'))

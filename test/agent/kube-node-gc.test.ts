@@ -38,7 +38,7 @@ if ('skip' in lab) t.comment(`skipped: ${lab.skip}`)
 else {
   t.test(`a deleted Node is released after ${GRACE_SECONDS} s; one back within the grace keeps everything`, async (t) => {
     const nodes = await Promise.all([lab.addNode('g1', '192.0.2.41'), lab.addNode('g2', '192.0.2.42'), lab.addNode('g3', '192.0.2.43')])
-    const [n1, n2, n3] = nodes as [typeof nodes[0], typeof nodes[0], typeof nodes[0]]
+    const [n1, n2, n3] = nodes
     for (const n of nodes) await lab.registerNode(n)
     const env = { PINTO_NODE_GC_GRACE_SECONDS: String(GRACE_SECONDS), PINTO_IPAM_REPAIR_SECONDS: '0' }
     const agents = nodes.map((n) => lab.startAgent(t, n, env))

@@ -16,8 +16,8 @@ const TARGET_MS = 2000
 const loaded = (): boolean => (loadavg()[0] ?? 0) > cpus().length
 const deadline = (): number => (loaded() ? 10_000 : TARGET_MS)
 
-const mesh = (off: boolean): Resource => ({ apiVersion: 'projectcalico.org/v3', kind: 'BGPConfiguration', metadata: { name: 'default' }, spec: { nodeToNodeMeshEnabled: !off } }) as Resource
-const rackPeer: Resource = { apiVersion: 'projectcalico.org/v3', kind: 'BGPPeer', metadata: { name: 'rack-a' }, spec: { nodeSelector: "rack == 'a'", peerSelector: "rack == 'a'" } } as Resource
+const mesh = (off: boolean): Resource => ({ apiVersion: 'projectcalico.org/v3', kind: 'BGPConfiguration', metadata: { name: 'default' }, spec: { nodeToNodeMeshEnabled: !off } })
+const rackPeer: Resource = { apiVersion: 'projectcalico.org/v3', kind: 'BGPPeer', metadata: { name: 'rack-a' }, spec: { nodeSelector: "rack == 'a'", peerSelector: "rack == 'a'" } }
 
 async function apply(store: Datastore, r: Resource): Promise<void> {
   await store.create(resourceKey(r.kind, r.metadata.name), encodeResource(r))

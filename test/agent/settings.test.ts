@@ -26,9 +26,6 @@ t.test('defaults as DESIGN.md lists them', async (t) => {
   t.equal(settingsFromEnv({ PINTO_NODENAME: 'n1', PINTO_IPAM_CLAIM_AHEAD: '12' }).ipamClaimAhead, 12)
   t.equal(s.nodeGcGraceSeconds, 300, 'a deleted Node keeps its records 300 s')
   t.equal(settingsFromEnv({ PINTO_NODE_GC_GRACE_SECONDS: '0' }).nodeGcGraceSeconds, 0)
-  t.equal(s.kubernetes, undefined, 'no Kubernetes credentials: no label sync')
-  t.same(settingsFromEnv({ KUBECONFIG: '/etc/k.conf' }).kubernetes, { kubeconfig: '/etc/k.conf' })
-  t.same(settingsFromEnv({ KUBERNETES_SERVICE_HOST: '198.51.100.1' }).kubernetes, { inCluster: true })
 })
 
 t.test('etcd TLS files are named, not read, by the settings', async (t) => {
@@ -71,7 +68,6 @@ const bad: [Record<string, string>, string, RegExp][] = [
   [{ PINTO_IPAM_CLAIM_AHEAD: '-1' }, 'PINTO_IPAM_CLAIM_AHEAD', /whole number from 0 to 65536/],
   [{ PINTO_IPAM_CLAIM_AHEAD: 'quarter' }, 'PINTO_IPAM_CLAIM_AHEAD', /whole number from 0 to 65536/],
   [{ PINTO_NODE_GC_GRACE_SECONDS: '5m' }, 'PINTO_NODE_GC_GRACE_SECONDS', /whole number from 0 to 604800/],
-  [{ KUBECONFIG: '/a:/b' }, 'KUBECONFIG', /one kubeconfig file, not a list/],
 ]
 for (const [env, variable, message] of bad) {
   t.test(`${JSON.stringify(env)} names ${variable}`, async (t) => {
@@ -96,7 +92,7 @@ t.test('origination: own blocks as prefixes, borrowed addresses as /32s, own pod
     affinityClaimTime: null,
     allocations: allocs.map((n, i) => (n === null ? null : i)),
     unallocated: [],
-    attributes: allocs.map((n) => ({ handleId: n ? `h-${n}` : null, secondary: n ? { node: n } : ({} as Record<string, string>) })),
+    attributes: allocs.map((n): AllocationBlock['attributes'][number] => ({ handleId: n ? `h-${n}` : null, secondary: n ? { node: n } : {} })),
     sequenceNumber: 1,
     sequenceNumberForAllocation: {},
   })
@@ -111,4 +107,15 @@ t.test('the VTEP MAC is stable, unicast and locally administered', async (t) => 
   const first = parseInt(mac.slice(0, 2), 16)
   t.equal(first & 1, 0)
   t.equal(first & 2, 2)
+})
+
+t.test('pods: PINTO_POD_GC_GRACE_SECONDS, and Kubernetes credentials in any datastore mode', async (t) => {
+  const s = settingsFromEnv({ PINTO_NODENAME: 'n1' })
+  t.equal(s.podGcGraceSeconds, 900, "Calico's leakGracePeriod")
+  t.equal(s.kube, undefined, 'no credentials: pod annotations and GC off')
+  t.equal(settingsFromEnv({ PINTO_POD_GC_GRACE_SECONDS: '0' }).podGcGraceSeconds, 0, '0 turns it off')
+  t.throws(() => settingsFromEnv({ PINTO_POD_GC_GRACE_SECONDS: '15m' }), { message: /^PINTO_POD_GC_GRACE_SECONDS: "15m" is not a whole number/ })
+  t.same(settingsFromEnv({ KUBECONFIG: '/etc/k/config', PINTO_DATASTORE: 'etcd://127.0.0.1:2379' }).kube, { kubeconfig: '/etc/k/config' })
+  t.same(settingsFromEnv({ KUBERNETES_SERVICE_HOST: '10.96.0.1' }).kube, { inCluster: true })
+  t.throws(() => settingsFromEnv({ KUBECONFIG: '/a:/b' }), { message: /^KUBECONFIG: "\/a:\/b": pinto reads one kubeconfig file, not a list/ })
 })

@@ -57,7 +57,8 @@ const halfPolicy: Policy = {
 
 /** One family's differential run: the peers, the prefixes sections are picked from, and how each side receives. */
 interface Differential {
-  readonly family: typeof IPV4_UNICAST | typeof IPV6_UNICAST
+  /** IPV4_UNICAST or IPV6_UNICAST. */
+  readonly family: number
   readonly seeds: readonly number[]
   readonly peers: () => RibPeer[]
   readonly pool: readonly Prefix[]

@@ -51,7 +51,7 @@ t.test('the pod template on one node', async (t) => {
 
 t.test('ConfigMap and Secret values as set, Secret decoded', async (t) => {
   const config = structuredClone(docs.find((d) => d.kind === 'ConfigMap')!) as Loose
-  config.data.etcd_endpoints = 'etcd://192.0.2.1:2379'
+  config.data.datastore = 'etcd://192.0.2.1:2379'
   const secret = structuredClone(docs.find((d) => d.kind === 'Secret')!) as Loose
   secret.data['etcd-ca'] = Buffer.from('-----BEGIN CERTIFICATE-----\n').toString('base64')
   const ds = structuredClone(daemonSet) as Loose

@@ -12,6 +12,8 @@ import { validate as validateSecret } from 'kubernetes-models/_schemas/IoK8sApiC
 import { validate as validateServiceAccount } from 'kubernetes-models/_schemas/IoK8sApiCoreV1ServiceAccount'
 import { validate as validatePod } from 'kubernetes-models/_schemas/IoK8sApiCoreV1Pod'
 import { validate as validateDaemonSet } from 'kubernetes-models/_schemas/IoK8sApiAppsV1DaemonSet'
+import { validate as validateClusterRole } from 'kubernetes-models/_schemas/IoK8sApiRbacV1ClusterRole'
+import { validate as validateClusterRoleBinding } from 'kubernetes-models/_schemas/IoK8sApiRbacV1ClusterRoleBinding'
 
 export interface SchemaProblem {
   /** Where, as Kubernetes names a field: `spec.template.spec.containers[0].image`. */
@@ -35,6 +37,8 @@ const KINDS: Record<string, { readonly schema: CompiledValidator; readonly modul
   'v1/ServiceAccount': { schema: validateServiceAccount, module: 'kubernetes-models/v1/ServiceAccount', iface: 'IServiceAccount' },
   'v1/Pod': { schema: validatePod, module: 'kubernetes-models/v1/Pod', iface: 'IPod' },
   'apps/v1/DaemonSet': { schema: validateDaemonSet, module: 'kubernetes-models/apps/v1/DaemonSet', iface: 'IDaemonSet' },
+  'rbac.authorization.k8s.io/v1/ClusterRole': { schema: validateClusterRole, module: 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRole', iface: 'IClusterRole' },
+  'rbac.authorization.k8s.io/v1/ClusterRoleBinding': { schema: validateClusterRoleBinding, module: 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRoleBinding', iface: 'IClusterRoleBinding' },
 }
 
 function kindKey(obj: KubeObject): string {

@@ -3,7 +3,7 @@
 // fixed addresses it gets (ipAddrs). Pure: parsing, and checking against the pools; the reads of the pod and the
 // assignment are the caller's. Every refusal names the annotation, the object it is on and its value.
 
-import { type Family, cidrContains, parseAddr, parseCidr, tryAddr, AddrError, formatAddr } from '../config/ip/index.js'
+import { type Family, cidrContains, parseAddr, parseCidr, tryAddr, AddrError, formatAddr } from '../net/index.js'
 import { IpamError, type PoolSpec } from '../ipam/index.js'
 
 export const POD_ANNOTATIONS = {

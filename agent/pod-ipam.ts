@@ -4,7 +4,7 @@
 // With no apiserver connection it changes nothing. It decides no allocation: ipam/ assigns.
 
 import { DatastoreError, type KubeHttp, isJsonObject } from '../config/index.js'
-import type { Family } from '../config/ip/index.js'
+import type { Family } from '../net/index.js'
 import { type AutoAssignRequest, type AutoAssignResult, type IpamAddress, type Ipam, IpamError, type PoolSpec } from '../ipam/index.js'
 import { PRIMARY_IFNAME } from '../cni/index.js'
 import { type AnnotatedObject, type PodIpamAsk, checkFixedAddresses, familyPools, namespaceMatters, readPodIpamAsk, refuse, resolveAnnotatedPools } from './pod-annotations.js'

@@ -3,7 +3,7 @@
 
 import { hostname } from 'node:os'
 import { DEFAULT_DATASTORE, parseDatastoreSpec, checkEtcdTlsFiles, DatastoreSettingError, etcdTlsFilesFromEnv, type EtcdTlsFiles, parseASNumber } from '../config/index.js'
-import { AddrError, formatAddr, parseAddr, parseCidr, parseIfAddr, tryAddr } from '../config/ip/index.js'
+import { AddrError, formatAddr, parseAddr, parseCidr, parseIfAddr, tryAddr } from '../net/index.js'
 import { DEFAULT_MTU_FILE, DEFAULT_SOCKET } from '../cni/index.js'
 import { parseListen } from './api/listen.js'
 import { type KubeSource, kubeSourceOf } from '../config/index.js'

@@ -1,7 +1,7 @@
 // config's face: the projectcalico.org/v3 resource model (resources/), the datastore contract and how a
 // datastore is opened (embedded directory or etcd, with its TLS files), and the Kubernetes API client the agent
 // reads core objects with (a connection from KUBECONFIG or the ServiceAccount, an informer). Import from here,
-// not from the files. The address module (config/ip) stands apart, below every folder.
+// not from the files. Addresses and prefixes are net/'s, below every folder.
 
 export * from './resources/index.js'
 export * from './datastore.js'

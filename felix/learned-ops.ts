@@ -4,8 +4,8 @@
 // one reused route value; an operation becomes a RouteOp of its own only where one is reported or handed
 // to `ip`. Pure storage.
 
-import { formatIpv4, formatIpv6 } from '../bgp/codec/ip.js'
-import { routeKey, type Family, type KernelRoute, type NextHop, type RouteType } from './kernel-route.js'
+import { formatIpv4, formatIpv6, type Family } from '../net/index.js'
+import { routeKey, type KernelRoute, type NextHop, type RouteType } from './kernel-route.js'
 import type { RouteOp } from './route-diff.js'
 
 /** The operations a write takes: RouteOps, or learned routes' as columns (LearnedOps). */

@@ -4,7 +4,7 @@
 
 import { type KeyValue, DatastoreError } from '../config/index.js'
 import { type AutoAssignRequest, type AutoAssignResult, type IpamAddress, IpamError, requestedPools, toIpamAddress } from './ipam-types.js'
-import { type Cidr, type Family, formatCidr, parseAddr, readCidr } from '../config/ip/index.js'
+import { type Cidr, type Family, formatCidr, parseAddr, readCidr } from '../net/index.js'
 import { addressOrdinal, blockAssign, blockAutoAssign, blockCidr, hostAffinity } from './block.js'
 import { type NodeMatcher, type Pool, describePools, eligiblePools, poolBlockOf } from './pools.js'
 import { BLOCKS_PREFIX, blockKey, checkSegment, decodeBlock } from './records.js'

@@ -4,7 +4,7 @@
 
 import { type Datastore, type KeyValue } from '../config/index.js'
 import { type IpamConfig, type IpamOptions, DEFAULT_IPAM_CONFIG, IpamError, requestedPools } from './ipam-types.js'
-import { type Cidr, parseCidr } from '../config/ip/index.js'
+import { type Cidr, parseCidr } from '../net/index.js'
 import { type AllocationBlock, type IsReserved, addressOrdinal } from './block.js'
 import { type Pool, type PoolSpec, eligiblePools, poolBlockOf, toPool } from './pools.js'
 import { decodeBlock } from './records.js'

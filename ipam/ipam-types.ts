@@ -1,7 +1,7 @@
 // The IPAM service's request, result, option and error types, and small helpers over results.
 // Pure declarations: no datastore access here.
 
-import { type Cidr, type Family, formatCidr } from '../config/ip/index.js'
+import { type Cidr, type Family, formatCidr } from '../net/index.js'
 import type { AssignedAddress, ReleaseSkip } from './block.js'
 import type { NodeMatcher, PoolSpec, PoolUse } from './pools.js'
 import type { TxnOp } from '../config/index.js'

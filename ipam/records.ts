@@ -1,7 +1,7 @@
 // The IPAM records as stored under /pinto/ipam/ (blocks, affinities, handles): key layout, the affinity
 // state machine, and decoding that names the key and field of anything malformed. Pure: no datastore calls.
 
-import { type Cidr, cidrName, formatCidr, readCidr } from '../config/ip/index.js'
+import { type Cidr, cidrName, formatCidr, readCidr } from '../net/index.js'
 import type { AllocationBlock } from './block.js'
 
 export const IPAM_PREFIX = '/pinto/ipam/'

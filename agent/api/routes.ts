@@ -2,8 +2,8 @@
 // filtered by peer and prefix, served in pages ordered by prefix with an opaque cursor (paginate.ts).
 
 import type { FastifyPluginAsync } from 'fastify'
-import { ipv4Prefix, ipv6Prefix, ipv6ValueBytes, parsePrefix, SortedPrefixes, type Prefix } from '../../bgp/index.js'
-import { AddrError, parseCidr, tryAddr } from '../../config/ip/index.js'
+import { ipv4Prefix, ipv6Prefix, parsePrefix, SortedPrefixes, type Prefix } from '../../bgp/index.js'
+import { AddrError, ipv6ValueBytes, parseCidr, tryAddr } from '../../net/index.js'
 import type { ApiDeps } from './deps.js'
 import { ApiError, errorSchema } from './errors.js'
 import { decodeCursor, prefixPage, prefixWithin, selectPage, type Page } from './paginate.js'

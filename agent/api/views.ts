@@ -4,7 +4,7 @@
 import { attributesToJson, formatPrefix, type Prefix, type BestPath, type Path, type PeerStatus } from '../../bgp/index.js'
 import type { KernelRoute } from '../../felix/index.js'
 import { affinityNode, blockCidr, blockInUse, ordinalAddress, type AllocationBlock, type Pool } from '../../ipam/index.js'
-import { cidrContains, formatCidr } from '../../config/ip/index.js'
+import { cidrContains, formatCidr } from '../../net/index.js'
 import type { AdvertisedRoute } from './deps.js'
 
 /** `refused`: the pool prefixes refused from this peer (see agent/refusals.ts), when the agent keeps them. */

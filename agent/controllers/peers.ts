@@ -4,8 +4,7 @@
 
 import type { Logger } from 'pino'
 import type { BfdSessionSpec, BgpSpeaker, PeerConfig, SpeakerBfd } from '../../bgp/index.js'
-import { deepEqual } from '../../config/index.js'
-import type { Node } from '../../config/index.js'
+import { deepEqual, nodeAddressNames, type Node } from '../../config/index.js'
 import type { LearnedRoute } from '../../felix/index.js'
 import { serviceCidrs } from '../advertisements.js'
 import { parseBfdAnnotation } from '../bfd-annotation.js'
@@ -98,7 +97,7 @@ export class PeersController {
       localAddress6: addresses.v6?.address,
       restartTime: settings.restartTime,
     }
-    const nodeAddresses = new Set(nodes.flatMap((n) => [n.spec.bgp?.ipv4Address, n.spec.bgp?.ipv6Address].filter((a): a is string => a !== undefined).map((a) => a.split('/')[0]!)))
+    const nodeAddresses = nodeAddressNames(nodes)
     const configs: PeerConfig[] = []
     this.secrets.begin()
     for (const p of peers) {

@@ -6,7 +6,7 @@ import { AS_TRANS, BGP_VERSION, ErrorCode, HEADER_LENGTH, OpenSubcode, OptParamT
 import { Reader, Writer } from './buffer.js'
 import { BgpError } from './errors.js'
 import { decodeCapabilities, encodeCapability, type Capability } from './capabilities.js'
-import { formatIpv4, parseIpv4 } from './ip.js'
+import { formatIpv4, parseIpv4 } from '../../net/index.js'
 
 export interface OpenMessage {
   readonly type: 'open'

@@ -7,7 +7,7 @@ import type { PathAttributes } from '../codec/attributes.js'
 import { routeContextOf, transform, type ExportContext, type OutRoute } from './export.js'
 import type { InternedAttributes } from '../codec/intern.js'
 import type { AdjRibOut, FamilyKey, OutBatch, Path, PeerSessionInfo, RibPeer } from './types.js'
-import { IndexSet } from './number-map.js'
+import { IndexSet } from './index-set.js'
 import { BatchBuilder } from './out-batches.js'
 
 /** What an Adj-RIB-Out needs from the RIB that owns it; a destination is the RIB's index for it. */

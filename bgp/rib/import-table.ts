@@ -5,8 +5,7 @@
 import { attributesEqual, type AttributeInterner, type InternedAttributes } from '../codec/intern.js'
 import type { PathAttributes } from '../codec/attributes.js'
 import { ipv4Prefix, type Prefix } from '../codec/nlri.js'
-import { Ipv4Index } from './number-map.js'
-import { grown } from './typed-arrays.js'
+import { grown, Ipv4Index } from '../../net/index.js'
 
 /** What re-running import does to one prefix: the verdict held in the Adj-RIB-In against the new one. */
 export type ReimportOp = 'keep' | 'announce' | 'withdraw' | 'update'

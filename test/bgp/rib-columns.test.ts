@@ -3,12 +3,13 @@
 // counters and the same attribute sets, including prefixes already held, stale paths, policy, refused
 // sections and withdrawals; and a dump that crosses the table's growth and page boundaries.
 import t, { type Test } from 'tap'
-import { IPV4_UNICAST, IPV6_UNICAST, formatPrefix, ipv4Prefix, ipv6Prefix, parseIpv6, type Ipv4Prefixes, type Ipv6Prefixes, type PathAttributes, type Prefix } from '../../bgp/index.js'
+import { IPV4_UNICAST, IPV6_UNICAST, formatPrefix, ipv4Prefix, ipv6Prefix, type Ipv4Prefixes, type Ipv6Prefixes, type PathAttributes, type Prefix } from '../../bgp/index.js'
 import type { LocRibChange, Policy, Rib, RibPeer } from '../../bgp/rib/index.js'
 import { ACCEPT_ALL } from '../../bgp/policy/index.js'
 import { compilePoolGuard, guardPoolPrefixes } from '../../bgp/policy/pool-guard.js'
 import { LOCAL_AS, attrs, peer, rib, session } from './rib-helpers.js'
 import { Rng } from '../harness/random.js'
+import { parseIpv6 } from '../../net/index.js'
 
 function columns(prefixes: readonly Prefix[]): Ipv4Prefixes {
   const addr = new Int32Array(prefixes.length)

@@ -5,7 +5,7 @@
 // a walk that puts learned changes into operations leaves the kernel as the keyed walk does.
 
 import t from 'tap'
-import { formatIpv6, parseIpv6 } from '../../bgp/codec/ip.js'
+import { formatIpv6, parseIpv6 } from '../../net/index.js'
 import { DesiredTable, renderDesired, type HopSource, type KernelRoute, type LearnedNextHop, type LearnedRoute } from '../../felix/index.js'
 import { replaceLine } from '../../felix/kernel-route.js'
 import { LearnedOps } from '../../felix/learned-ops.js'

@@ -1,9 +1,13 @@
-// pinto-node's way to the Kubernetes API beside its datastore, for what it reads of the cluster whatever the datastore
-// (Services and EndpointSlices): the kubernetes datastore's own connection pool, or with etcd or the embedded store a
-// pool of its own from KUBECONFIG or the in-cluster ServiceAccount. Without credentials there is none, and the caller
-// says so once. It opens; it reads nothing.
+// pinto-node's way to the Kubernetes API beside its datastore, for what it reads of the cluster whatever the
+// datastore (Services and EndpointSlices, pods, its own Node's labels): the kubernetes datastore's own connection
+// pool, or with etcd or the embedded store a pool of its own from KUBECONFIG or the in-cluster ServiceAccount (with
+// its token mounted). Without credentials there is none, and the caller says so once. It opens; it reads nothing.
 
+import { existsSync } from 'node:fs'
 import { KubeHttp, kubeSourceOf, type Datastore } from '../config/index.js'
+
+/** Where a pod's ServiceAccount token is mounted. */
+const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token'
 
 export interface KubernetesApi {
   readonly http: KubeHttp
@@ -26,7 +30,9 @@ export async function openKubernetesApi(store: Datastore, env: Readonly<Record<s
   if (own instanceof KubeHttp) return { http: own, from: 'the kubernetes datastore', close: () => undefined }
   try {
     const source = kubeSourceOf(env)
-    if (source === undefined) return undefined
+    // A pod that mounts no ServiceAccount token (automountServiceAccountToken: false) has no credentials: every
+    // request would be refused.
+    if (source === undefined || ('inCluster' in source && !existsSync(SERVICE_ACCOUNT_TOKEN))) return undefined
     const http = await KubeHttp.connect(source, TIMEOUT_MS)
     return { http, from: 'kubeconfig' in source ? `KUBECONFIG=${source.kubeconfig}` : 'the in-cluster ServiceAccount', close: () => http.close() }
   } catch (err) {

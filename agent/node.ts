@@ -1,19 +1,21 @@
 // pinto-node's composition root: it opens the datastore and follows the cluster, detects the node's
 // addresses, builds the speaker, felix and the controllers (registration, IPAM, node clean-up, peers,
-// Services, origination, the dataplane feed) and the REST API, starts them in order and stops them in reverse. On
+// Services, origination, the dataplane feed, the Kubernetes Node's labels off the kubernetes datastore) and the
+// REST API, starts them in order and stops them in reverse. On
 // a graceful stop it leaves kernel routes in place and closes sessions without NOTIFICATION, so peers
 // keep our routes while we restart.
 
 import { createHash } from 'node:crypto'
 import { pino, type Logger } from 'pino'
 import { BgpSpeaker, SpeakerBfd } from '../bgp/index.js'
-import { openDatastore, type Datastore } from '../config/index.js'
+import { Informer, type KubeHttp, openDatastore, parseDatastoreSpec, type Datastore, type Node } from '../config/index.js'
 import { Dataplane, ExecaRunner, RouteSocket, type ProcessRunner } from '../felix/index.js'
 import { FibApplyLog } from './api/index.js'
 import { ClusterState } from './cluster-state.js'
 import { bgpConfig, type AgentContext } from './controllers/context.js'
 import { DataplaneFeed } from './controllers/dataplane-feed.js'
 import { IpamController } from './controllers/ipam.js'
+import { KubeNodeLabels } from './controllers/kube-node-labels.js'
 import { NodeGc } from './controllers/node-gc.js'
 import { OriginationController } from './controllers/origination.js'
 import { PeersController } from './controllers/peers.js'
@@ -50,6 +52,7 @@ export class PintoNode {
   private routeSocket: RouteSocket | undefined
   private feed: DataplaneFeed | undefined
   private api: RestApi | undefined
+  private kubeLabels: KubeNodeLabels | undefined
 
   constructor(
     readonly settings: AgentSettings,
@@ -75,7 +78,9 @@ export class PintoNode {
     const addresses = await detectNodeAddresses(this.runner, { settings: s, cluster, log })
     const ctx: AgentContext = { settings: s, log, store, cluster, addresses, startedAt: this.startedAt }
 
+    const onKubernetes = parseDatastoreSpec(s.datastore).kind === 'kubernetes'
     const registration = (this.registration = new Registration(ctx))
+    if (onKubernetes) await registration.awaitKubernetesNode()
     await registration.register()
     const ipam = (this.ipam = new IpamController(ctx))
     await ipam.start()
@@ -87,9 +92,14 @@ export class PintoNode {
     await speaker.start()
     const bfd = (this.bfd = new SpeakerBfd(speaker, log.child({ component: 'bfd' }), s.bfdPort))
 
-    const gc = (this.gc = new NodeGc(ctx, ipam.ipam))
-    const peers = (this.peers = new PeersController(ctx, speaker, bfd, this.refusals, () => this.feed?.trigger()))
+    const gc = (this.gc = new NodeGc(ctx, ipam.ipam, () => {
+      this.peers?.trigger()
+      this.feed?.trigger()
+    }))
+    const nodes = (): Node[] => gc.nodes()
+    const peers = (this.peers = new PeersController(ctx, speaker, bfd, this.refusals, () => this.feed?.trigger(), nodes))
     const services = (this.services = await this.openServices(ctx, opened))
+    if (!onKubernetes && this.kube !== undefined) this.kubeLabels = newKubeNodeLabels(ctx, this.kube.http, log)
     const origination = (this.origination = new OriginationController(ctx, speaker, {
       restarting: restartingFor > 0,
       tablesIn: () => peers.tablesIn,
@@ -105,6 +115,7 @@ export class PintoNode {
         localBlocks: () => origination.blocks,
         staticRoutes: () => peers.staticRoutes,
         tunnels: () => registration.tunnels,
+        nodes,
       })
     }
     const dataplane = this.dataplane
@@ -125,6 +136,7 @@ export class PintoNode {
     services?.start()
     origination.start()
     feed?.start()
+    this.kubeLabels?.start()
     await registration.start()
     log.info('pinto-node started')
   }
@@ -136,11 +148,11 @@ export class PintoNode {
   private async openServices(ctx: AgentContext, datastore: Datastore): Promise<ServicesController | undefined> {
     const kube = await openKubernetesApi(datastore, process.env)
     if (kube === undefined) {
-      this.log.info('no Kubernetes credentials (KUBECONFIG or the in-cluster ServiceAccount): Service addresses are not advertised, the service ranges are')
+      this.log.info('no Kubernetes credentials (KUBECONFIG or the in-cluster ServiceAccount): Service addresses are not advertised (the service ranges are), and the Node labels are not synced')
       return undefined
     }
     if (kube instanceof Error) {
-      this.log.warn({ err: kube.message }, 'the Kubernetes API cannot be used: Service addresses are not advertised, the service ranges are')
+      this.log.warn({ err: kube.message }, 'the Kubernetes API cannot be used: Service addresses are not advertised (the service ranges are), and the Node labels are not synced')
       return undefined
     }
     this.kube = kube
@@ -178,6 +190,7 @@ export class PintoNode {
     await this.services?.settled()
     await this.origination?.settled()
     await this.feed?.settled()
+    await this.kubeLabels?.settled()
   }
 
   /** Graceful (default): sessions closed without NOTIFICATION, kernel routes left, restart marker kept. */
@@ -185,7 +198,7 @@ export class PintoNode {
     const graceful = opts.graceful ?? true
     // The controllers go quiet first (timers, subscriptions, work in flight), so that nothing reaches
     // felix or the speaker while they close: the kernel keeps its routes.
-    this.registration?.stop()
+    await this.registration?.stop()
     this.cluster?.close()
     const quiet = async (c: { stop(): Promise<void> } | undefined): Promise<void> => c?.stop().catch((err: Error) => this.log.warn({ err: err.message }, 'a controller did not stop cleanly'))
     await quiet(this.gc)
@@ -193,6 +206,7 @@ export class PintoNode {
     await quiet(this.services)
     await quiet(this.origination)
     await quiet(this.feed)
+    await quiet(this.kubeLabels)
     await this.api?.stop()
     await this.bfd?.close()
     await this.speaker?.stop(graceful ? { graceful: true } : { message: 'pinto-node stopped' })
@@ -203,6 +217,15 @@ export class PintoNode {
     await this.store?.close()
     this.log.info({ graceful }, 'pinto-node stopped; kernel routes left in place')
   }
+}
+
+/** The sync of this node's Kubernetes Node labels onto its Node (etcd or the embedded store): one watch of its own Node. */
+function newKubeNodeLabels(ctx: AgentContext, http: KubeHttp, log: Logger): KubeNodeLabels {
+  const name = ctx.settings.nodeName
+  const informer = new Informer(http, { path: '/api/v1/nodes', what: `Kubernetes Node ${name}`, fieldSelector: `metadata.name=${name}` }, (err) =>
+    log.child({ component: 'kube-node-labels' }).warn({ err: err.message }, 'the Kubernetes API does not answer: the Node labels are synced when it does'),
+  )
+  return new KubeNodeLabels(ctx, informer)
 }
 
 /** The speaker as BGPConfiguration and the Node resource say, read once at start as calico-node does. */

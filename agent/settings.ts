@@ -37,6 +37,8 @@ export interface AgentSettings {
   readonly datastore: string
   /** PINTO_ETCD_CA_CERT_FILE / _CERT_FILE / _KEY_FILE, for an https:// datastore; read once when it is opened. */
   readonly etcdTls: EtcdTlsFiles
+  /** How long a deleted Node keeps its IPAM and BGP sessions, in case it comes back; 0 releases at once. */
+  readonly nodeGcGraceSeconds: number
   readonly apiListen: { readonly host: string; readonly port: number }
   readonly apiToken: string | undefined
   readonly socket: string
@@ -76,7 +78,8 @@ export interface AgentSettings {
   readonly secretsDir: string
   /**
    * Kubernetes credentials for reading pods in etcd mode (KUBECONFIG, else the in-cluster ServiceAccount); none:
-   * pods' annotations and the pod GC are off. The kubernetes datastore brings its own.
+   * pods' annotations and the pod GC are off, and this node's Kubernetes Node labels are not synced onto its Node.
+   * The kubernetes datastore brings its own.
    */
   readonly kube: KubeSource | undefined
   /** PINTO_POD_GC_GRACE_SECONDS: how long a pod is gone from the API before its addresses are freed; 0 turns pod GC off. */
@@ -84,6 +87,14 @@ export interface AgentSettings {
 }
 
 type Env = Readonly<Record<string, string | undefined>>
+
+/**
+ * A deleted Node's grace: Kubernetes' own patience with a node that went away (pods tolerate an unreachable or
+ * not-ready node for 300 s before they are evicted), so a Node deleted and registered again within it (a kubelet
+ * re-registering, a machine replaced under its name) keeps its pods' addresses, well inside Calico's 15-minute
+ * leakGracePeriod after which operators expect leaked addresses back.
+ */
+export const DEFAULT_NODE_GC_GRACE_SECONDS = 300
 
 function text(env: Env, name: string, fallback: string): string {
   const v = env[name]
@@ -193,6 +204,7 @@ export function settingsFromEnv(env: Env): AgentSettings {
     asNumber,
     datastore,
     etcdTls,
+    nodeGcGraceSeconds: integer(env, 'PINTO_NODE_GC_GRACE_SECONDS', DEFAULT_NODE_GC_GRACE_SECONDS, 0, 7 * 86400),
     apiListen: hostPort('PINTO_API_LISTEN', text(env, 'PINTO_API_LISTEN', '127.0.0.1:9099')),
     apiToken: env.PINTO_API_TOKEN === undefined || env.PINTO_API_TOKEN === '' ? undefined : env.PINTO_API_TOKEN,
     socket: text(env, 'PINTO_SOCKET', DEFAULT_SOCKET),

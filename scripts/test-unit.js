@@ -31,6 +31,7 @@ export const UNIT_TESTS = [
   'test/agent/bgp-secrets.test.ts',
   'test/agent/cluster-state.test.ts',
   'test/agent/cni-service.test.ts',
+  'test/agent/controllers/kube-node-labels.test.ts',
   'test/agent/datastore-health.test.ts',
   'test/agent/demo/stop-requests.test.ts',
   'test/agent/demo/tables.test.ts',

@@ -24,6 +24,8 @@ export interface DataplaneFeedDeps {
   /** Static routes to peers (reachableBy). */
   staticRoutes(): readonly LearnedRoute[]
   tunnels(): Tunnels
+  /** The cluster's Nodes, with those gone within their grace period (node-gc). */
+  nodes(): readonly Node[]
 }
 
 export class DataplaneFeed {
@@ -118,7 +120,7 @@ export class DataplaneFeed {
       this.synced = true
       this.log.info({ waitedMs: wait.waitedMs, peersSynced: tablesIn }, tablesIn ? 'BGP tables in: programming the kernel' : 'not every peer sent its table in time: programming the kernel anyway')
     }
-    const nodes = cluster.list('Node')
+    const nodes = [...this.deps.nodes()]
     const staticRoutes = this.deps.staticRoutes()
     this.feed.setRules(this.programRules(nodes, staticRoutes))
     const { v4, v6 } = addresses

@@ -4,7 +4,7 @@
 
 import type { Logger } from 'pino'
 import type { BfdSessionSpec, BgpSpeaker, PeerConfig, SpeakerBfd } from '../../bgp/index.js'
-import { deepEqual, nodeAddressNames } from '../../config/index.js'
+import { deepEqual, nodeAddressNames, type Node } from '../../config/index.js'
 import type { LearnedRoute } from '../../felix/index.js'
 import { serviceCidrs } from '../advertisements.js'
 import { parseBfdAnnotation } from '../bfd-annotation.js'
@@ -37,6 +37,8 @@ export class PeersController {
     refusals: AnnouncementRefusals,
     /** Called when the static routes changed. */
     private readonly onStaticRoutes: () => void,
+    /** The cluster's Nodes, with those gone within their grace period (node-gc). */
+    private readonly nodes: () => readonly Node[] = () => ctx.cluster.list('Node'),
   ) {
     this.log = ctx.log
     this.bfdLog = ctx.log.child({ component: 'bfd' })
@@ -64,6 +66,11 @@ export class PeersController {
     this.secretsTimer.unref()
   }
 
+  /** Computes the peers again (the nodes changed without a change of the cluster). */
+  trigger(): void {
+    this.job.trigger()
+  }
+
   async stop(): Promise<void> {
     clearInterval(this.secretsTimer)
     this.unsubscribe?.()
@@ -78,7 +85,7 @@ export class PeersController {
     const { cluster, settings, addresses } = this.ctx
     const config = bgpConfig(this.ctx)
     const meshBfd = this.meshBfd()
-    const nodes = cluster.list('Node')
+    const nodes = [...this.nodes()]
     const { peers, problems } = desiredPeers({ localNode: settings.nodeName, nodes, peers: cluster.list('BGPPeer'), config, ...(meshBfd.params !== undefined ? { meshBfd: meshBfd.params } : {}) })
     if (meshBfd.problem !== undefined) problems.push(meshBfd.problem)
     this.problems = problems.map((p) => `${p.resource}: ${p.message}`)

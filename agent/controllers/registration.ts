@@ -1,6 +1,8 @@
 // This node's own records: its addresses (detected once at start), the Node resource with what only the
-// agent knows (operators' fields kept), the default pools when there are none, the tunnel addresses from
-// IPAM, and the restart marker whose age tells the next run it restarts within the graceful-restart window.
+// agent knows (operators' fields kept, written again when the Node is deleted and comes back), the default pools
+// when there are none, the tunnel addresses from IPAM, and the restart marker whose age tells the next run it
+// restarts within the graceful-restart window. On the kubernetes datastore the Node is the kubelet's: it waits
+// for it and never creates one.
 
 import { createHash } from 'node:crypto'
 import { mkdir, stat, writeFile } from 'node:fs/promises'
@@ -11,7 +13,11 @@ import type { ProcessRunner } from '../../felix/index.js'
 import type { Ipam } from '../../ipam/index.js'
 import { detectAddress } from '../autodetect.js'
 import type { AgentSettings } from '../settings.js'
+import { Coalescer } from './coalescer.js'
 import { bgpConfig, cidrOf, type AgentContext, type NodeAddresses } from './context.js'
+
+/** How often the wait for the kubelet's Node says it is still waiting. */
+const NODE_WAIT_REMINDER_MS = 30_000
 
 /** A stable, locally administered unicast MAC for the node's VTEP. */
 export function vtepMac(nodeName: string): string {
@@ -42,11 +48,39 @@ export class Registration {
   private readonly log: Logger
   private readonly settings: AgentSettings
   private heartbeat: NodeJS.Timeout | undefined
+  private unsubscribe: (() => void) | undefined
+  /** Whether the cluster view holds our Node, as last seen. */
+  private present = true
+  private readonly again: Coalescer
   tunnels: Tunnels = {}
 
   constructor(private readonly ctx: AgentContext) {
     this.log = ctx.log
     this.settings = ctx.settings
+    this.again = new Coalescer(() => this.registerAgain(), (err) => this.log.error({ err: err.message }, 'registering the Node again failed'))
+  }
+
+  /**
+   * The kubernetes datastore's Node is the core v1 Node the kubelet registers (PINTO_NODENAME must be its name):
+   * resolves once the cluster view holds it, saying that and for which name it waits meanwhile.
+   */
+  async awaitKubernetesNode(): Promise<void> {
+    const { cluster } = this.ctx
+    const name = this.settings.nodeName
+    if (cluster.get('Node', name) !== undefined) return
+    const t0 = Date.now()
+    const waiting = `waiting for the Kubernetes Node ${JSON.stringify(name)}: the kubelet registers it, pinto-node does not create one (PINTO_NODENAME must be the kubelet's node name)`
+    this.log.warn({ node: name }, waiting)
+    await new Promise<void>((resolve) => {
+      const reminder = setInterval(() => this.log.warn({ node: name, waitedSeconds: Math.round((Date.now() - t0) / 1000) }, waiting), NODE_WAIT_REMINDER_MS)
+      const off = cluster.onChange((topic) => {
+        if (topic !== 'resources' || cluster.get('Node', name) === undefined) return
+        off()
+        clearInterval(reminder)
+        resolve()
+      })
+    })
+    this.log.info({ node: name, waitedSeconds: Math.round((Date.now() - t0) / 1000) }, `the Kubernetes Node ${JSON.stringify(name)} is registered`)
   }
 
   /** The default pools (only when the cluster has none) and our Node resource. */
@@ -74,16 +108,39 @@ export class Registration {
     return age < this.settings.restartTime ? this.settings.restartTime : 0
   }
 
-  /** Keeps the restart marker fresh while the agent runs. */
+  /** Keeps the restart marker fresh while the agent runs, and registers again a Node that was deleted and came back. */
   async start(): Promise<void> {
     await this.beat()
     this.heartbeat = setInterval(() => void this.beat(), 10_000)
     this.heartbeat.unref()
+    const { cluster } = this.ctx
+    const name = this.settings.nodeName
+    this.present = cluster.get('Node', name) !== undefined
+    this.unsubscribe = cluster.onChange((topic) => {
+      if (topic !== 'resources') return
+      const present = cluster.get('Node', name) !== undefined
+      if (present === this.present) return
+      this.present = present
+      if (!present) {
+        this.log.warn({ node: name }, `this node's Node ${JSON.stringify(name)} was deleted: the other nodes release its IPAM and drop its sessions after the grace period (PINTO_NODE_GC_GRACE_SECONDS) unless it comes back`)
+        return
+      }
+      this.log.info({ node: name }, `this node's Node ${JSON.stringify(name)} is back: registering it again`)
+      this.again.trigger()
+    })
   }
 
   /** The marker stays: a stop is a restart until the marker ages past the restart time. */
-  stop(): void {
+  async stop(): Promise<void> {
     clearInterval(this.heartbeat)
+    this.unsubscribe?.()
+    await this.again.idle()
+  }
+
+  /** Our fields on a Node that came back without them (a kubelet's Node is registered bare). */
+  private async registerAgain(): Promise<void> {
+    await this.register()
+    await this.publishTunnels()
   }
 
   private async ensureDefaultPools(): Promise<void> {
@@ -147,10 +204,6 @@ export class Registration {
       if (address) {
         const mac = vtepMac(node)
         this.tunnels = { ...this.tunnels, vxlan: { address, mac } }
-        await this.updateNode((n) => {
-          n.spec.ipv4VXLANTunnelAddr = address
-          n.spec.vxlanTunnelMACAddr = mac
-        })
         this.log.info({ address, mac }, 'VXLAN tunnel endpoint')
       }
     }
@@ -158,12 +211,23 @@ export class Registration {
       const address = await assign(`ipip-tunnel-addr-${node}`, ipipPool, 'ipipTunnelAddress')
       if (address) {
         this.tunnels = { ...this.tunnels, ipipAddress: address }
-        await this.updateNode((n) => {
-          n.spec.bgp = { ...(n.spec.bgp ?? {}), ipv4IPIPTunnelAddr: address }
-        })
         this.log.info({ address }, 'IPIP tunnel address')
       }
     }
+    await this.publishTunnels()
+  }
+
+  /** The tunnel endpoints on our Node. */
+  private async publishTunnels(): Promise<void> {
+    const { vxlan, ipipAddress } = this.tunnels
+    if (vxlan === undefined && ipipAddress === undefined) return
+    await this.updateNode((n) => {
+      if (vxlan !== undefined) {
+        n.spec.ipv4VXLANTunnelAddr = vxlan.address
+        n.spec.vxlanTunnelMACAddr = vxlan.mac
+      }
+      if (ipipAddress !== undefined) n.spec.bgp = { ...(n.spec.bgp ?? {}), ipv4IPIPTunnelAddr: ipipAddress }
+    })
   }
 
   private markerPath(): string {

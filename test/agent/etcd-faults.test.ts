@@ -12,19 +12,9 @@ import { Ipam } from '../../ipam/ipam.js'
 import { pintoConf } from '../cni/lab.js'
 import { waitFor } from '../harness/wait.js'
 import { etcdLab, startAgent } from './agent-proc.js'
+import { FAULT_ROUNDS, injectFault } from './fault-rounds.js'
 
 const PODS = 20
-/** Longer than the agent's etcd deadline (3.5 s + 0.5 s), so the writes it gave up on are applied after. */
-const FREEZE_MS = 4300
-/** The fault hits once this many host veths exist (ADDs under way). */
-const ROUNDS: { fault: 'freeze' | 'crash' | 'crash-down'; atVeths: number }[] = [
-  { fault: 'freeze', atVeths: 1 },
-  { fault: 'crash-down', atVeths: 5 },
-  { fault: 'freeze', atVeths: 10 },
-  { fault: 'crash', atVeths: 15 },
-]
-
-const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
 
 t.test('etcd frozen or killed mid-burst: after every pod\'s DEL, ipam check is clean and no address was given twice', async (t) => {
   // The agent runs in the lab's host namespace; etcd on this process's loopback is bridged there.
@@ -33,22 +23,12 @@ t.test('etcd frozen or killed mid-burst: after every pod\'s DEL, ipam check is c
   const conf = pintoConf(lab, '1.0.0')
   const netns = await Promise.all(Array.from({ length: PODS }, (_, i) => lab.pod(`e${i}`)))
   let failedTotal = 0
-  for (const [r, round] of ROUNDS.entries()) {
+  for (const [r, round] of FAULT_ROUNDS.entries()) {
     const att = (i: number) => ({ containerId: `etcd${r}x${i}`, netns: netns[i] as string, args: `K8S_POD_NAMESPACE=faults;K8S_POD_NAME=pod-${r}-${i}` })
     const t0 = Date.now()
     const burst = Promise.all(Array.from({ length: PODS }, (_, i) => lab.exec('pinto', 'ADD', conf, att(i))))
     await waitFor(async () => (await lab.links(lab.hostNs)).length - 2 >= round.atVeths, { timeoutMs: 20_000, intervalMs: 2, what: `${round.atVeths} host veths` })
-    if (round.fault === 'freeze') {
-      etcd.freeze()
-      // The fault's length, not a wait for a condition: the agent's requests must time out while it lasts.
-      await pause(FREEZE_MS)
-      etcd.thaw()
-    } else {
-      await etcd.crash()
-      // 'crash-down' stays down past the agent's deadline; 'crash' is back at once (unacknowledged writes may or may not survive).
-      if (round.fault === 'crash-down') await pause(FREEZE_MS)
-      await etcd.restart()
-    }
+    await injectFault(etcd, round.fault)
     const adds = await burst
     const ok = adds.flatMap((a) => (a.code === 0 ? [(a.json as { ips: { address: string }[] }).ips[0]!.address] : []))
     failedTotal += PODS - ok.length

@@ -24,6 +24,8 @@ t.test('defaults as DESIGN.md lists them', async (t) => {
   t.equal(s.ipamClaimAhead, undefined, 'a quarter of a block, worked out per block')
   t.equal(settingsFromEnv({ PINTO_NODENAME: 'n1', PINTO_IPAM_CLAIM_AHEAD: '0' }).ipamClaimAhead, 0)
   t.equal(settingsFromEnv({ PINTO_NODENAME: 'n1', PINTO_IPAM_CLAIM_AHEAD: '12' }).ipamClaimAhead, 12)
+  t.equal(s.nodeGcGraceSeconds, 300, 'a deleted Node keeps its records 300 s')
+  t.equal(settingsFromEnv({ PINTO_NODE_GC_GRACE_SECONDS: '0' }).nodeGcGraceSeconds, 0)
 })
 
 t.test('etcd TLS files are named, not read, by the settings', async (t) => {
@@ -65,6 +67,7 @@ const bad: [Record<string, string>, string, RegExp][] = [
   [{ PINTO_DATASTORE: 'https://e:2379', PINTO_ETCD_CA_CERT_FILE: ' /ca.crt' }, 'PINTO_ETCD_CA_CERT_FILE', /spaces/],
   [{ PINTO_IPAM_CLAIM_AHEAD: '-1' }, 'PINTO_IPAM_CLAIM_AHEAD', /whole number from 0 to 65536/],
   [{ PINTO_IPAM_CLAIM_AHEAD: 'quarter' }, 'PINTO_IPAM_CLAIM_AHEAD', /whole number from 0 to 65536/],
+  [{ PINTO_NODE_GC_GRACE_SECONDS: '5m' }, 'PINTO_NODE_GC_GRACE_SECONDS', /whole number from 0 to 604800/],
 ]
 for (const [env, variable, message] of bad) {
   t.test(`${JSON.stringify(env)} names ${variable}`, async (t) => {

@@ -163,7 +163,7 @@ export async function createLab(t: Teardown, opts: LabOptions = {}): Promise<Lab
  * Execs the plugin `file` inside the lab's host namespace with the CNI variables, `extraEnv` and (when
  * `inherit`) this process's environment; without it, nothing else: no PATH, as under `env -i`.
  */
-export async function execPlugin(lab: Lab, file: string, command: string, conf: unknown, att: Partial<Attachment> = {}, extraEnv: Record<string, string> = {}, inherit = true, inNs = lab.hostNs): Promise<PluginRun> {
+export async function execPlugin(lab: Pick<Lab, 'cniPath' | 'hostNs'>, file: string, command: string, conf: unknown, att: Partial<Attachment> = {}, extraEnv: Record<string, string> = {}, inherit = true, inNs = lab.hostNs): Promise<PluginRun> {
   const env: Record<string, string | undefined> = {
     CNI_COMMAND: command, CNI_CONTAINERID: att.containerId ?? '', CNI_NETNS: att.netns ?? '',
     CNI_IFNAME: att.ifname ?? 'eth0', CNI_ARGS: att.args ?? '', CNI_PATH: lab.cniPath, ...PLUGIN_EXEC_ENV, ...extraEnv,

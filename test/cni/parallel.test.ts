@@ -3,22 +3,11 @@
 
 import t from 'tap'
 import { checkIpam } from '../../ipam/check.js'
+import { pool } from '../harness/pool.js'
 import { createLab, pintoConf } from './lab.js'
 
 const PODS = 100
 const PARALLEL = 16
-
-async function pool<T>(n: number, width: number, fn: (i: number) => Promise<T>): Promise<T[]> {
-  const out: T[] = new Array<T>(n)
-  let next = 0
-  await Promise.all(Array.from({ length: width }, async () => {
-    while (next < n) {
-      const i = next++
-      out[i] = await fn(i)
-    }
-  }))
-  return out
-}
 
 t.test(`${PODS} ADDs in parallel, then ${PODS} DELs`, async (t) => {
   const lab = await createLab(t)

@@ -5,7 +5,7 @@
 
 import { scaleRecords } from './ipam-scale-data.js'
 import { AGENTS_USER, type BenchApiserver, checkPreload, preloadApiserver, startBenchApiserver } from './ipam-scale-kube.js'
-import { KubeletReports, PINTO_RESOURCES, PintoNodeRun, type Window, cpuMsOf } from './ipam-scale-node.js'
+import { KubeletReports, PINTO_RESOURCES, PintoNodeRun, REPAIR_SECONDS, type Window, cpuMsOf } from './ipam-scale-node.js'
 import { type AgentsConfig, type AgentsResult, load, ms, pct, runAgents } from './ipam-scale-agents.js'
 import { type AuditTally, auditMark, bytes, deltaBy, describeKinds, scrape, tallyAudit, total } from './ipam-scale-api-figures.js'
 import type { ScaleWorkerArgs } from './ipam-scale-worker.js'
@@ -36,6 +36,8 @@ export interface KubeRunResult {
   readonly nodeChurnPerMinute: number
   readonly nodeAddP50: number
   readonly nodeAddP99: number
+  /** The agents' requests per ADD or DEL, as the audit log has them. */
+  readonly requestsPerOp: number
 }
 
 const perMinute = (n: number, seconds: number): number => (n * 60) / seconds
@@ -76,14 +78,25 @@ export async function runKubernetes(t: Teardown, cfg: KubeRunConfig): Promise<Ku
   const check = await cfg.ipamCheck({ ...process.env, PINTO_DATASTORE: 'kubernetes', KUBECONFIG: api.kubeconfig })
   console.log(check.line)
 
-  // One real pinto-node, alone with the apiserver: its start-up, its idle minute with the kubelets reporting, its own churn.
-  const { run: node, startup } = await PintoNodeRun.start(t, b)
+  // One real pinto-node, alone with the apiserver, as a node none of the agents is: its start-up, its first
+  // minute (its first IPAM repair pass reads its handles), idle without and with the kubelets reporting, its own churn.
+  const index = cfg.nodes >= 2 * cfg.agents ? Math.floor(cfg.nodes / cfg.agents / 2) : cfg.nodes - 1
+  const { run: node, startup } = await PintoNodeRun.start(t, b, index)
   console.log(`\npinto-node (bin/pinto-node.js as ${node.name}, kubernetes datastore, node-to-node mesh off as at this size, dataplane none) in a namespace of its own:`)
   for (const l of describeWindow('  start-up to "pinto-node started"', startup, node.rssMb, false)) console.log(l)
+  const sleep = (seconds: number): Promise<void> => new Promise((r) => setTimeout(r, Math.max(0, seconds * 1000)))
+  let m = await node.mark()
+  await sleep(REPAIR_SECONDS + 5 - (performance.now() - node.launchedAt) / 1000)
+  const first = await node.since(m)
+  for (const l of describeWindow(`  the rest of its first minute (its first IPAM repair pass at ${REPAIR_SECONDS} s)`, first, node.rssMb)) console.log(l)
+  m = await node.mark()
+  await sleep(cfg.nodeIdle / 2)
+  const quiet = await node.since(m)
+  for (const l of describeWindow('  idle, no Node changing', quiet, node.rssMb)) console.log(l)
   const reports = new KubeletReports(b.admin, cfg.nodes, cfg.kubeletPeriod)
   reports.start()
-  let m = await node.mark()
-  await new Promise((r) => setTimeout(r, cfg.nodeIdle * 1000))
+  m = await node.mark()
+  await sleep(cfg.nodeIdle)
   const idle = await node.since(m)
   for (const l of describeWindow(`  idle, with ${cfg.nodes} kubelets reporting Node status every ${cfg.kubeletPeriod} s (${reports.rate.toFixed(1)} Node writes/s)`, idle, node.rssMb)) console.log(l)
   m = await node.mark()
@@ -136,15 +149,20 @@ export async function runKubernetes(t: Teardown, cfg: KubeRunConfig): Promise<Ku
     if (!received.has(r) && !lists.has(r)) continue
     console.log(`  ${r}: ${received.get(r) ?? 0} events from etcd, ${dispatched.get(r) ?? 0} dispatched to watchers; ${lists.get(r) ?? 0} lists, of which ${consistent.get(r) ?? 0} consistent reads from the cache, ${fallback.get(r) ?? 0} fell back to etcd`)
   }
-  estimate(cfg, startup, idle, during, reports.rate)
+  const handlesPath = [...preload.counts.keys()].find((p) => p.endsWith('/ipamhandles')) ?? ''
+  estimate(cfg, { startup, quiet, idle, during, reportsPerSecond: reports.rate, reportsInIdle: reports.rate * idle.seconds,
+    requestsPerOp: agents !== undefined && agentsAudit !== undefined ? agentsAudit.requests / (agents.adds + agents.dels) : NaN,
+    handles: preload.counts.get(handlesPath) ?? 0, handleBytes: (preload.bytes.get(handlesPath) ?? 0) / (preload.counts.get(handlesPath) ?? 1) })
   const apiCpu = cpuMsOf(apiPid)
   console.log(`apiserver CPU over the whole run ${(apiCpu / 1000).toFixed(0)} s; load ${load()}`)
+  console.log(`pinto-node's warnings, errors and IPAM repairs over the run: ${node.logSummary()}`)
   await node.stop()
   return {
     preloadSeconds, checkSeconds: check.seconds, agents,
     nodeStartSeconds: startup.ms / 1000,
-    nodeIdlePerMinute: perMinute(idle.audit.requests, idle.seconds), nodeChurnPerMinute: perMinute(churn.audit.requests, churn.seconds),
+    nodeIdlePerMinute: perMinute(quiet.audit.requests, quiet.seconds), nodeChurnPerMinute: perMinute(churn.audit.requests, churn.seconds),
     nodeAddP50: pct(own.add, 50), nodeAddP99: pct(own.add, 99),
+    requestsPerOp: agents !== undefined && agentsAudit !== undefined ? agentsAudit.requests / (agents.adds + agents.dels) : NaN,
   }
 }
 
@@ -152,7 +170,23 @@ export async function runKubernetes(t: Teardown, cfg: KubeRunConfig): Promise<Ku
  * The whole cluster's load on the apiserver with one pinto-node per Node, from the one pinto-node's figures:
  * its requests and watches times the nodes, and what a Node or block change costs times the watchers.
  */
-function estimate(cfg: KubeRunConfig, startup: Window, idle: Window, during: Window | undefined, reportsPerSecond: number): void {
+interface EstimateInputs {
+  readonly startup: Window
+  /** Idle with no Node changing, and idle with the kubelets reporting. */
+  readonly quiet: Window
+  readonly idle: Window
+  readonly during: Window | undefined
+  readonly reportsPerSecond: number
+  /** Node reports written while pinto-node idled: the Node events it received. */
+  readonly reportsInIdle: number
+  /** The agents' requests per ADD or DEL (the audit log's). */
+  readonly requestsPerOp: number
+  readonly handles: number
+  readonly handleBytes: number
+}
+
+function estimate(cfg: KubeRunConfig, x: EstimateInputs): void {
+  const { startup, quiet, idle, during } = x
   const n = cfg.nodes
   const eventsPer = (w: Window, resource: string): { events: number; bytes: number } => ({
     events: total(w.after, 'apiserver_watch_events_total', { resource }) - total(w.before, 'apiserver_watch_events_total', { resource }),
@@ -161,19 +195,25 @@ function estimate(cfg: KubeRunConfig, startup: Window, idle: Window, during: Win
   const nodeEvents = eventsPer(idle, 'nodes')
   const nodeEventBytes = nodeEvents.events > 0 ? nodeEvents.bytes / nodeEvents.events : NaN
   const startBytes = total(startup.after, 'apiserver_response_sizes_sum', { verb: 'LIST' }) - total(startup.before, 'apiserver_response_sizes_sum', { verb: 'LIST' })
+  const idlePerMinute = perMinute(quiet.audit.requests, quiet.seconds)
   console.log(`\nESTIMATE (not measured: one pinto-node's measured figures times ${n} agents, one per Node):`)
   console.log(`  watches held: ${startup.audit.watches} per agent -> ${startup.audit.watches * n} watch streams on the apiserver, each served from its watch cache (no etcd watch per agent)`)
-  console.log(`  idle requests: ${perMinute(idle.audit.requests, idle.seconds).toFixed(1)} a minute per agent -> ${((perMinute(idle.audit.requests, idle.seconds) * n) / 60).toFixed(0)} requests/s`)
-  console.log(`  a restart of every agent at once (a DaemonSet rollout restarts a few at a time): ${startup.audit.requests} requests and ${bytes(startBytes)} of lists each -> ${startup.audit.requests * n} requests, ${bytes(startBytes * n)}`)
-  console.log(`  Node status reports: ${n} kubelets every ${cfg.kubeletPeriod} s = ${reportsPerSecond.toFixed(1)} Node changes/s, each sent to every agent (${bytes(nodeEventBytes)} an event) -> ` +
-    `${(reportsPerSecond * n).toFixed(0)} watch events/s, ${bytes(reportsPerSecond * n * nodeEventBytes)}/s from the apiserver; none changes what pinto-node reads of a Node`)
-  if (during !== undefined) {
-    const blocks = eventsPer(during, 'ipamblocks')
-    const perEvent = blocks.events > 0 ? blocks.bytes / blocks.events : NaN
-    for (const podsPerNodeMinute of [1, 10]) {
-      // An ADD and its DEL each write the pod's block once.
-      const writes = (2 * podsPerNodeMinute * n) / 60
-      console.log(`  pods churning at ${podsPerNodeMinute} a minute on every node: ${writes.toFixed(0)} block writes/s, each sent to every agent (${bytes(perEvent)} an event) -> ${(writes * n).toFixed(0)} watch events/s, ${bytes(writes * n * perEvent)}/s from the apiserver`)
-    }
+  console.log(`  idle requests: ${idlePerMinute.toFixed(1)} a minute per agent -> ${((idlePerMinute * n) / 60).toFixed(0)} requests/s`)
+  console.log(`  every agent restarting at once (a DaemonSet rollout restarts a few at a time): ${startup.audit.requests} requests and ${bytes(startBytes)} of lists each -> ${startup.audit.requests * n} requests, ${bytes(startBytes * n)}`)
+  // What the reports added to its idle CPU, per report received.
+  const cpuPerReport = x.reportsInIdle > 0 ? Math.max(0, idle.cpuMs - (quiet.cpuMs * idle.seconds) / quiet.seconds) / x.reportsInIdle : NaN
+  console.log(`  Node status reports: ${n} kubelets every ${cfg.kubeletPeriod} s = ${x.reportsPerSecond.toFixed(1)} Node changes/s, each sent to every agent (${bytes(nodeEventBytes)} an event) -> ` +
+    `${(x.reportsPerSecond * n).toFixed(0)} watch events/s, ${bytes(x.reportsPerSecond * n * nodeEventBytes)}/s from the apiserver; none changes what pinto-node reads of a Node; ` +
+    `each agent ${(cpuPerReport * x.reportsPerSecond / 10).toFixed(2)} % of a core on them (what they added to its idle CPU: ${cpuPerReport.toFixed(2)} ms a report)`)
+  const blocks = during !== undefined ? eventsPer(during, 'ipamblocks') : undefined
+  const perEvent = blocks !== undefined && blocks.events > 0 ? blocks.bytes / blocks.events : NaN
+  for (const podsPerNodeMinute of [1, 10]) {
+    // An ADD and its DEL each write the pod's block once.
+    const ops = (2 * podsPerNodeMinute * n) / 60
+    console.log(`  pods churning at ${podsPerNodeMinute} a minute on every node: ${ops.toFixed(0)} ADDs and DELs/s -> ${(ops * x.requestsPerOp).toFixed(0)} requests/s (${x.requestsPerOp.toFixed(2)} each); ` +
+      `${ops.toFixed(0)} block writes/s, each sent to every agent (${bytes(perEvent)} an event) -> ${(ops * n).toFixed(0)} watch events/s, ${bytes(ops * n * perEvent)}/s from the apiserver`)
   }
+  const pages = Math.ceil(x.handles / 500)
+  console.log(`  the once-a-day check of every handle by each agent: ${(n / 86400).toFixed(3)} checks/s -> ${((n * pages) / 86400).toFixed(1)} list pages/s, ${bytes((n * x.handles * x.handleBytes) / 86400)}/s ` +
+    `(each ${pages} pages, ${bytes(x.handles * x.handleBytes)}; was every agent every minute: ${((n * pages) / 60).toFixed(0)} pages/s, ${bytes((n * x.handles * x.handleBytes) / 60)}/s)`)
 }

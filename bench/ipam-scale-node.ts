@@ -16,6 +16,9 @@ import { type AuditTally, type Scrape, auditMark, describeEtcd, describeServed, 
 import { type BenchApiserver, NODE_USER } from './ipam-scale-kube.js'
 import { nodeAddress, nodeName } from './ipam-scale-data.js'
 
+/** pinto-node's IPAM repair interval (its default), so the bench knows when its first pass is done. */
+export const REPAIR_SECONDS = 60
+
 /** The API resources pinto reads and writes, as the apiserver's metrics name them. */
 export const PINTO_RESOURCES = ['nodes', 'ipamblocks', 'blockaffinities', 'ipamhandles', 'ippools', 'ipamconfigs', 'bgpconfigurations', 'bgppeers', 'bgpfilters', 'keyvalues']
 
@@ -82,18 +85,24 @@ export class PintoNodeRun {
     return rssMb(this.pid)
   }
 
-  /** Starts pinto-node as node-00000 and waits for its "pinto-node started"; the window is its start-up. */
-  static async start(t: Teardown, b: BenchApiserver): Promise<{ run: PintoNodeRun; startup: Window & { readonly ms: number } }> {
+  /** When it was launched (performance.now()). */
+  launchedAt = 0
+
+  /**
+   * Starts pinto-node as the bench's node `index` (its IPAM repair every minute, as by default) and waits for its
+   * "pinto-node started"; the window is its start-up.
+   */
+  static async start(t: Teardown, b: BenchApiserver, index: number): Promise<{ run: PintoNodeRun; startup: Window & { readonly ms: number } }> {
     const topo = await Topology.create(t)
-    const ns = (await topo.addNode({ name: 'kddnode', v4: `${nodeAddress(0)}/24` })).ns
+    const ns = (await topo.addNode({ name: 'kddnode', v4: `${nodeAddress(index)}/24` })).ns
     await bridgeLoopback(t, topo, ns, b.port)
     const before = await scrape(b.admin)
     const etcd0 = await etcdRequests(b.api.etcd.url)
     const mark = auditMark(b.auditLog)
     const t0 = performance.now()
     const agent = startAgent(t, ns, {
-      PINTO_NODENAME: nodeName(0), PINTO_IP: `${nodeAddress(0)}/24`, PINTO_BGP_PORT: '1179', PINTO_DATASTORE: 'kubernetes',
-      KUBECONFIG: b.kubeconfigs[NODE_USER], PINTO_LOG_LEVEL: 'info',
+      PINTO_NODENAME: nodeName(index), PINTO_IP: `${nodeAddress(index)}/24`, PINTO_BGP_PORT: '1179', PINTO_DATASTORE: 'kubernetes',
+      KUBECONFIG: b.kubeconfigs[NODE_USER], PINTO_LOG_LEVEL: 'info', PINTO_IPAM_REPAIR_SECONDS: String(REPAIR_SECONDS),
     })
     await waitFor(() => {
       if (agent.child.exitCode !== null || agent.child.signalCode !== null) throw new Error(`pinto-node exited: ${agent.stdout().slice(-2000)} ${agent.stderr().slice(-2000)}`)
@@ -102,7 +111,8 @@ export class PintoNodeRun {
       throw new Error(`${err.message}\n--- stdout\n${agent.stdout().slice(-3000)}\n--- stderr\n${agent.stderr().slice(-3000)}`)
     })
     const ms = performance.now() - t0
-    const run = new PintoNodeRun(b, agent, nodeName(0))
+    const run = new PintoNodeRun(b, agent, nodeName(index))
+    run.launchedAt = t0
     const after = await scrape(b.admin)
     const startup = { ms, seconds: ms / 1000, audit: tallyAudit(b.auditLog, mark, auditMark(b.auditLog), NODE_USER), served: describeServed(after, before, PINTO_RESOURCES), before, after, cpuMs: cpuMsOf(run.pid), etcd: describeEtcd(await etcdRequests(b.api.etcd.url), etcd0) }
     return { run, startup }
@@ -148,6 +158,22 @@ export class PintoNodeRun {
     }
     for (const h of live) await post(socket, '/v1/release', { handle: h })
     return { add: add.sort((a, b) => a - b), errors }
+  }
+
+  /** Its log's warnings and errors, and its IPAM repairs, counted by message. */
+  logSummary(): string {
+    const counts = new Map<string, number>()
+    for (const line of this.agent.stdout().split('\n')) {
+      if (!line.startsWith('{')) continue
+      let l: { level?: number; msg?: string }
+      try {
+        l = JSON.parse(line) as typeof l
+      } catch {
+        continue
+      }
+      if ((l.level ?? 0) >= 40 || l.msg?.startsWith('IPAM repair') === true) counts.set(l.msg ?? '?', (counts.get(l.msg ?? '?') ?? 0) + 1)
+    }
+    return [...counts].map(([m, n]) => `${n} x ${m.slice(0, 160)}`).join('; ') || 'none'
   }
 
   async stop(): Promise<void> {

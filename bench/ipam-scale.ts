@@ -188,7 +188,8 @@ function sideBySide(etcd: EtcdRunResult | undefined, kube: KubeRunResult | undef
     ['agent start-up reads p50 / max', (r) => (r.agents?.startupMs ? `${ms(r.agents.startupMs.p50)} / ${ms(r.agents.startupMs.max)}` : '-')],
     [`ADD p50 / p99 (${PATHS[0]} path)`, (r) => (r.agents ? `${ms(r.agents.add.p50)} / ${ms(r.agents.add.p99)}` : '-')],
     ['DEL p50 / p99', (r) => (r.agents ? `${ms(r.agents.del.p50)} / ${ms(r.agents.del.p99)}` : '-')],
-    ['round trips / commits per ADD', (r) => (r.agents ? `${r.agents.roundTripsPerAdd.toFixed(2)} / ${r.agents.commitsPerAdd.toFixed(2)}` : '-')],
+    ['datastore round trips / commits per ADD', (r) => (r.agents ? `${r.agents.roundTripsPerAdd.toFixed(2)} / ${r.agents.commitsPerAdd.toFixed(2)}` : '-')],
+    ['apiserver requests per ADD or DEL (its audit log)', (r) => ('requestsPerOp' in r ? r.requestsPerOp.toFixed(2) : '-')],
     ['ADD errors', (r) => (r.agents ? String(r.agents.errors) : '-')],
   ]
   console.log(`\n=== side by side: ${NODES} nodes, ${ALLOCATIONS} allocations, ${AGENTS} agents x ${ADDS} ADDs${CONFIG.rate > 0 ? ` at ${CONFIG.rate}/s each` : ' back to back'}; load ${load()}`)

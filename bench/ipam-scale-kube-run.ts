@@ -207,11 +207,17 @@ function estimate(cfg: KubeRunConfig, x: EstimateInputs): void {
     `each agent ${(cpuPerReport * x.reportsPerSecond / 10).toFixed(2)} % of a core on them (what they added to its idle CPU: ${cpuPerReport.toFixed(2)} ms a report)`)
   const blocks = during !== undefined ? eventsPer(during, 'ipamblocks') : undefined
   const perEvent = blocks !== undefined && blocks.events > 0 ? blocks.bytes / blocks.events : NaN
+  // pinto-node is the only watcher of blocks while the agents churn: every block event is one it received.
+  const cpuPerBlockEvent = during !== undefined && blocks !== undefined && blocks.events > 0 ? Math.max(0, during.cpuMs - (quiet.cpuMs * during.seconds) / quiet.seconds) / blocks.events : NaN
+  if (during !== undefined) {
+    console.log(`  each block event costs an agent ${cpuPerBlockEvent.toFixed(2)} ms of CPU (what the agents' churn added to pinto-node's idle CPU, per event it received)`)
+  }
   for (const podsPerNodeMinute of [1, 10]) {
     // An ADD and its DEL each write the pod's block once.
     const ops = (2 * podsPerNodeMinute * n) / 60
     console.log(`  pods churning at ${podsPerNodeMinute} a minute on every node: ${ops.toFixed(0)} ADDs and DELs/s -> ${(ops * x.requestsPerOp).toFixed(0)} requests/s (${x.requestsPerOp.toFixed(2)} each); ` +
-      `${ops.toFixed(0)} block writes/s, each sent to every agent (${bytes(perEvent)} an event) -> ${(ops * n).toFixed(0)} watch events/s, ${bytes(ops * n * perEvent)}/s from the apiserver`)
+      `${ops.toFixed(0)} block writes/s, each sent to every agent (${bytes(perEvent)} an event) -> ${(ops * n).toFixed(0)} watch events/s, ${bytes(ops * n * perEvent)}/s from the apiserver, ` +
+      `and ${((ops * cpuPerBlockEvent) / 10).toFixed(1)} % of a core in every agent`)
   }
   const pages = Math.ceil(x.handles / 500)
   console.log(`  the once-a-day check of every handle by each agent: ${(n / 86400).toFixed(3)} checks/s -> ${((n * pages) / 86400).toFixed(1)} list pages/s, ${bytes((n * x.handles * x.handleBytes) / 86400)}/s ` +

@@ -68,13 +68,24 @@ const isV6 = (cidr: string): boolean => cidr.includes(':')
  * The allow-list appended after a peer's own export filters (Calico's calico_export_to_bgp_peers):
  * a disableBGPExport pool is rejected first, then service CIDRs and pools are accepted, and anything
  * else is rejected. `toNode`: the peer is a cluster node, which still gets a disableBGPExport pool's
- * blocks, since pinto's nodes route to each other's pods from BGP alone.
+ * blocks, since pinto's nodes route to each other's pods from BGP alone. Toward any other peer, a route
+ * inside a service CIDR learned from a peer (another node's Service address) is not passed on: each node
+ * speaks for its own endpoints, so a router peered with every node of a mesh learns a Local Service's
+ * address only from the nodes that hold its endpoints. The CIDRs themselves every node originates.
  */
 export function exportAllowList(pools: readonly IPPool[], services: readonly string[], toNode: boolean): Pick<BGPFilter, 'metadata' | 'spec'> {
   const rules = (v6: boolean): BGPFilterRule[] => {
     const mine = pools.filter((p) => isV6(p.spec.cidr) === v6)
+    const width = v6 ? 128 : 32
+    const learnedInside = (cidr: string): BGPFilterRule => {
+      const len = Number(cidr.split('/')[1] ?? width)
+      return len < width
+        ? { action: 'Reject', source: 'RemotePeers', matchOperator: 'In', cidr, prefixLength: { min: len + 1 } }
+        : { action: 'Reject', source: 'RemotePeers', matchOperator: 'Equal', cidr }
+    }
     return [
       ...(toNode ? [] : mine.filter((p) => p.spec.disableBGPExport === true).map((p) => ({ action: 'Reject' as const, matchOperator: 'In' as const, cidr: p.spec.cidr }))),
+      ...(toNode ? [] : services.filter((c) => isV6(c) === v6).map(learnedInside)),
       ...services.filter((c) => isV6(c) === v6).map((cidr) => ({ action: 'Accept' as const, matchOperator: 'In' as const, cidr })),
       ...mine.filter((p) => toNode || p.spec.disableBGPExport !== true).map((p) => ({ action: 'Accept' as const, matchOperator: 'In' as const, cidr: p.spec.cidr })),
       { action: 'Reject' as const, matchOperator: 'In' as const, cidr: v6 ? '::/0' : '0.0.0.0/0' },

@@ -5,6 +5,7 @@
 import { globMatcher } from '../bgp/index.js'
 import type { ProcessRunner } from '../felix/index.js'
 import type { AddressMethod } from './settings.js'
+import type { Family } from '../net/index.js'
 
 export interface DetectedAddress {
   readonly address: string
@@ -23,7 +24,7 @@ interface AddrJson {
 /** Interfaces calico-node skips in first-found: container and tunnel devices. */
 const SKIPPED = /^(docker|cbr|dummy|virbr|lxcbr|veth|lo$|cali|tunl|flannel|kube-ipvs|cni|vxlan|pinto|tap|vmnet|nodelocaldns)/
 
-async function addresses(runner: ProcessRunner, family: 4 | 6): Promise<AddrJson[]> {
+async function addresses(runner: ProcessRunner, family: Family): Promise<AddrJson[]> {
   const r = await runner.run('ip', [`-${family}`, '-json', 'addr', 'show'], {})
   if (r.exitCode !== 0) throw new Error(`ip -${family} -json addr show: ${r.stderr.trim()}`)
   return JSON.parse(r.stdout || '[]') as AddrJson[]
@@ -40,7 +41,7 @@ function ignoredBy(globs: readonly string[]): (name: string) => boolean {
 }
 
 /** `ignored`: interface globs (BGPConfiguration ignoredInterfaces) first-found and interface never pick. */
-export async function detectAddress(runner: ProcessRunner, method: AddressMethod, family: 4 | 6, ignored: readonly string[] = []): Promise<DetectedAddress | undefined> {
+export async function detectAddress(runner: ProcessRunner, method: AddressMethod, family: Family, ignored: readonly string[] = []): Promise<DetectedAddress | undefined> {
   const isIgnored = ignoredBy(ignored)
   switch (method.kind) {
     case 'none':

@@ -4,7 +4,7 @@
 // BGPPeers. Pure: resources in, peer descriptions out; the speaker is configured from them elsewhere.
 
 import { type BGPConfigurationSpec, type BGPPeer, type Node, parseDuration, parseSelector, peerEndpoint } from '../config/index.js'
-import { AddrError, readAddr, tryAddr } from '../config/ip/index.js'
+import { AddrError, readAddr, tryAddr } from '../net/index.js'
 import type { PasswordRef } from './bgp-secrets.js'
 import type { BfdParameters } from '../bgp/index.js'
 import { parseBfdAnnotation } from './bfd-annotation.js'

@@ -85,7 +85,7 @@ export class ClusterState {
     const id = parseResourceKey(key)
     if (id === undefined) return undefined
     let byName = this.resources.get(id.kind)
-    if (byName === undefined) this.resources.set(id.kind, (byName = new Map()))
+    if (byName === undefined) this.resources.set(id.kind, (byName = new Map<string, ResourceEntry>()))
     try {
       byName.set(id.name, { resource: decodeResource(value, key), revision })
     } catch (err) {

@@ -135,7 +135,7 @@ export class CniService {
     const owned = vethOwnedBy(e)
     if (owned) {
       await promisify(execFile)('ip', ['link', 'del', e.hostVeth]).catch((err: unknown) => {
-        if (!/Cannot find device/.test(String((err as { stderr?: unknown }).stderr ?? ''))) throw err
+        if (!/Cannot find device/.test((err as { stderr?: string }).stderr ?? '')) throw err
       })
     }
     // The plugin makes both ends in the pod and moves the host end out last: an ADD cut short before the

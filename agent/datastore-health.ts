@@ -66,7 +66,8 @@ export class MonitoredDatastore implements Datastore {
   private readonly now: () => number
 
   constructor(
-    private readonly inner: Datastore,
+    /** The datastore monitored (the kubernetes datastore also carries its apiserver connection). */
+    readonly inner: Datastore,
     private readonly opts: MonitorOptions,
   ) {
     this.now = opts.now ?? Date.now

@@ -3,7 +3,7 @@
 // one in flight, logs and counts what it claimed, and never lets a failure reach an ADD (the next ADD tries again).
 
 import { AsyncResource } from 'node:async_hooks'
-import type { Family } from '../config/ip/index.js'
+import type { Family } from '../net/index.js'
 import type { AheadOutcome, Ipam } from '../ipam/index.js'
 
 /** After a check that could claim nothing (at maxBlocksPerHost, the pools full, the config against it), the next waits this long. */

@@ -12,7 +12,7 @@ import { hostAffinity } from '../ipam/index.js'
 import { type AllocationBlock, type Problem, checkIpam, checkOwnBlocks } from '../ipam/index.js'
 import type { Ipam } from '../ipam/index.js'
 import { BLOCKS_PREFIX, blockKey, decodeBlock, decodeHandle, handleKey } from '../ipam/index.js'
-import { readCidr } from '../config/ip/index.js'
+import { readCidr } from '../net/index.js'
 
 export type RepairKind = 'address-without-handle' | 'handle-without-addresses' | 'handle-count-mismatch'
 

@@ -9,6 +9,9 @@ import { IpamService } from './ipam-service.js'
 import { CniService } from './cni-service.js'
 import { NodeIpamRepair } from './ipam-repair.js'
 import { settingsFromEnv as agentSettings } from './settings.js'
+import { KubePods } from './kube-pods.js'
+import type { KubeSource } from '../config/index.js'
+import { BLOCKS_PREFIX, decodeBlock } from '../ipam/index.js'
 
 export { DEFAULT_SOCKET } from '../cni/index.js'
 
@@ -22,6 +25,9 @@ export interface ServiceSettings {
   readonly ipamRepairSeconds: number
   readonly ipamRepairGraceSeconds: number
   readonly ipamClaimAhead?: number | undefined
+  /** Kubernetes credentials in etcd mode (pods' annotations and the pod GC); none: those are off. */
+  readonly kube?: KubeSource | undefined
+  readonly podGcGraceSeconds?: number
 }
 
 /** The agent's own settings (one line naming a bad variable), narrowed to what the service needs. */
@@ -30,6 +36,7 @@ export function settingsFromEnv(env: Readonly<Record<string, string | undefined>
   return {
     datastore: s.datastore, etcdTls: s.etcdTls, socket: s.socket, node: s.nodeName, mtuFile: s.mtuFile, stateDir: s.stateDir,
     ipamRepairSeconds: s.ipamRepairSeconds, ipamRepairGraceSeconds: s.ipamRepairGraceSeconds, ipamClaimAhead: s.ipamClaimAhead,
+    kube: s.kube, podGcGraceSeconds: s.podGcGraceSeconds,
   }
 }
 
@@ -38,10 +45,13 @@ const log = (msg: string, fields: Record<string, unknown>): void => void process
 export async function startIpamService(s: ServiceSettings): Promise<{ service: IpamService; cni: CniService | undefined; stop: () => Promise<void> }> {
   const store = await openDatastore(s.datastore, s.etcdTls ? { etcdTls: s.etcdTls } : {})
   let repair: NodeIpamRepair | undefined
-  const service = new IpamService({ store, node: s.node, socket: s.socket, mtuFile: s.mtuFile, stateDir: s.stateDir, claimAheadBelow: s.ipamClaimAhead, log, onDatastoreBack: () => void repair?.trigger() })
+  const pods = new KubePods({ node: s.node, store, source: s.kube, gcGraceSeconds: s.podGcGraceSeconds ?? 0, log: (_level, msg, fields) => log(msg, fields) })
+  const service = new IpamService({ store, node: s.node, socket: s.socket, mtuFile: s.mtuFile, stateDir: s.stateDir, claimAheadBelow: s.ipamClaimAhead, pods: pods.ipamHooks, log, onDatastoreBack: () => void repair?.trigger() })
   try {
+    await pods.start()
     await service.listen()
   } catch (err) {
+    await pods.stop()
     await store.close()
     throw err
   }
@@ -57,7 +67,8 @@ export async function startIpamService(s: ServiceSettings): Promise<{ service: I
     repair = new NodeIpamRepair({ ipam: service.ipam, node: s.node, busy: (h) => service.busy(h) || cni?.busy(h) === true, graceMs: s.ipamRepairGraceSeconds * 1000, log })
     repair.start(s.ipamRepairSeconds * 1000)
   }
-  return { service, cni, stop: async () => { await repair?.stop(); await cni?.close(); await service.close(); await store.close() } }
+  pods.startGc({ release: (body) => service.release(body), busy: (h) => service.busy(h) || cni?.busy(h) === true }, async () => (await store.list(BLOCKS_PREFIX)).items.map((kv) => decodeBlock(kv.key, kv.value)))
+  return { service, cni, stop: async () => { await pods.stop(); await repair?.stop(); await cni?.close(); await service.close(); await store.close() } }
 }
 
 async function main(): Promise<void> {

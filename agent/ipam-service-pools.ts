@@ -16,7 +16,10 @@ const decoded = new WeakMap<Datastore, Map<string, { readonly revision: number; 
 
 function decodeOnce<T>(store: Datastore, kv: KeyValue, decode: (kv: KeyValue) => T): T {
   let byKey = decoded.get(store)
-  if (byKey === undefined) decoded.set(store, (byKey = new Map()))
+  if (byKey === undefined) {
+    byKey = new Map()
+    decoded.set(store, byKey)
+  }
   const hit = byKey.get(kv.key)
   if (hit !== undefined && hit.revision === kv.revision) return hit.value as T
   const value = decode(kv)

@@ -12,7 +12,7 @@ import { chmod, mkdir, readFile, rm } from 'node:fs/promises'
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http'
 import { dirname, join } from 'node:path'
 import type { Datastore } from '../config/index.js'
-import { AddrError } from '../config/ip/index.js'
+import { AddrError } from '../net/index.js'
 import { blockCidr, ordinalAddress } from '../ipam/index.js'
 import { type AutoAssignRequest, Ipam, IpamError } from '../ipam/index.js'
 import type { AutoAssignResult, ReleaseResult } from '../ipam/index.js'
@@ -54,6 +54,15 @@ export interface IpamServiceOptions {
    * attachment in its ifalias (cni/wiring-plan.ts aliasNames).
    */
   readonly held?: (handle: string) => Promise<boolean>
+  /**
+   * The pod's side of each request (agent/pod-ipam.ts): the assignment its pod's annotations ask for (read before
+   * the request queues; undefined: an ordinary one), and word of each assign answered and each release by handle.
+   */
+  readonly pods?: {
+    plan(req: AutoAssignRequest): Promise<((ipam: Ipam) => Promise<AutoAssignResult>) | undefined>
+    assigned(req: AutoAssignRequest, result: AutoAssignResult): void
+    released(handle: string): void
+  }
   readonly log?: (msg: string, fields: Record<string, unknown>) => void
 }
 
@@ -308,7 +317,7 @@ export class IpamService {
   }
 
   /** POST /v1/assign's work, for callers in this process too (the CNI channel): errors as errorReply maps them. */
-  assign(body: Record<string, unknown>): Promise<{ node: string } & AutoAssignResult> {
+  async assign(body: Record<string, unknown>): Promise<{ node: string } & AutoAssignResult> {
     let req: AutoAssignRequest = {
       handle: field(body, 'handle', isString, 'a handle id'),
       node: field(body, 'node', isString, 'a node name', this.options.node),
@@ -321,11 +330,13 @@ export class IpamService {
     req = { ...req, attrs: { ...req.attrs, node: req.node } }
     if ((req.num4 ?? 0) + (req.num6 ?? 0) === 0) throw new RequestError(400, 'invalid', 'num4, num6: nothing requested')
     const handle = req.handle
+    const planned = await this.options.pods?.plan(req)
     return this.serialFor(handle, async () => {
       this.pending?.drop(handle)
       try {
-        const r = await this.ipam.autoAssign(req)
+        const r = planned !== undefined ? await planned(this.ipam) : await this.ipam.autoAssign(req)
         if (req.node === this.options.node) this.ahead.note([...(r.ipv4.length > 0 ? [4 as const] : []), ...(r.ipv6.length > 0 ? [6 as const] : [])])
+        this.options.pods?.assigned(req, r)
         return { node: req.node, ipv4: r.ipv4, ipv6: r.ipv6 }
       } catch (err) {
         // Whatever the failure, a write may have landed: the ADD answers failure, so its handle goes.
@@ -354,7 +365,9 @@ export class IpamService {
       return this.serialFor(handle, async () => {
         this.pending?.drop(handle)
         try {
-          return await this.ipam.releaseByHandle(handle)
+          const r = await this.ipam.releaseByHandle(handle)
+          this.options.pods?.released(handle)
+          return r
         } catch (err) {
           if (!(err instanceof IpamRecordError)) this.releaseLater(handle)
           throw err

@@ -4,7 +4,7 @@
 
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client'
 import { blockCidr, affinityNode, type AllocationBlock, type Pool } from '../ipam/index.js'
-import { cidrContains, cidrSize } from '../config/ip/index.js'
+import { cidrContains, cidrSize } from '../net/index.js'
 import type { ApiDeps } from './api/deps.js'
 
 export type MetricsSources = Pick<ApiDeps, 'bgp' | 'ipam' | 'fib' | 'datastore'>

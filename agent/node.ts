@@ -1,13 +1,13 @@
 // pinto-node's composition root: it opens the datastore and follows the cluster, detects the node's
 // addresses, builds the speaker, felix and the controllers (registration, IPAM, node clean-up, peers,
-// origination, the dataplane feed) and the REST API, starts them in order and stops them in reverse. On
+// Services, origination, the dataplane feed) and the REST API, starts them in order and stops them in reverse. On
 // a graceful stop it leaves kernel routes in place and closes sessions without NOTIFICATION, so peers
 // keep our routes while we restart.
 
 import { createHash } from 'node:crypto'
 import { pino, type Logger } from 'pino'
 import { BgpSpeaker, SpeakerBfd } from '../bgp/index.js'
-import { openDatastore } from '../config/index.js'
+import { openDatastore, type Datastore } from '../config/index.js'
 import { Dataplane, ExecaRunner, RouteSocket, type ProcessRunner } from '../felix/index.js'
 import { FibApplyLog } from './api/index.js'
 import { ClusterState } from './cluster-state.js'
@@ -19,7 +19,9 @@ import { OriginationController } from './controllers/origination.js'
 import { PeersController } from './controllers/peers.js'
 import { detectNodeAddresses, Registration } from './controllers/registration.js'
 import { RestApi } from './controllers/rest-api.js'
+import { ServicesController } from './controllers/services.js'
 import { MonitoredDatastore } from './datastore-health.js'
+import { openKubernetesApi, type KubernetesApi } from './kubernetes-api.js'
 import { AnnouncementRefusals } from './refusals.js'
 import type { AgentSettings } from './settings.js'
 
@@ -40,6 +42,8 @@ export class PintoNode {
   private speaker: BgpSpeaker | undefined
   private bfd: SpeakerBfd | undefined
   private gc: NodeGc | undefined
+  private kube: KubernetesApi | undefined
+  private services: ServicesController | undefined
   private peers: PeersController | undefined
   private origination: OriginationController | undefined
   private dataplane: Dataplane | undefined
@@ -64,7 +68,8 @@ export class PintoNode {
     if (s.etcdTls.ca !== undefined || s.etcdTls.cert !== undefined) {
       log.info({ caFile: s.etcdTls.ca, certFile: s.etcdTls.cert, keyFile: s.etcdTls.key }, 'etcd TLS files read once now; restart pinto-node to use renewed ones')
     }
-    const store = (this.store = new MonitoredDatastore(await openDatastore(s.datastore, { etcdTls: s.etcdTls }), { log: log.child({ component: 'datastore' }) }))
+    const opened = await openDatastore(s.datastore, { etcdTls: s.etcdTls })
+    const store = (this.store = new MonitoredDatastore(opened, { log: log.child({ component: 'datastore' }) }))
     const cluster = (this.cluster = new ClusterState(store, log.child({ component: 'datastore' })))
     await cluster.start()
     const addresses = await detectNodeAddresses(this.runner, { settings: s, cluster, log })
@@ -84,7 +89,13 @@ export class PintoNode {
 
     const gc = (this.gc = new NodeGc(ctx, ipam.ipam))
     const peers = (this.peers = new PeersController(ctx, speaker, bfd, this.refusals, () => this.feed?.trigger()))
-    const origination = (this.origination = new OriginationController(ctx, speaker, { restarting: restartingFor > 0, tablesIn: () => peers.tablesIn, onBlocks: () => this.feed?.trigger() }))
+    const services = (this.services = await this.openServices(ctx, opened))
+    const origination = (this.origination = new OriginationController(ctx, speaker, {
+      restarting: restartingFor > 0,
+      tablesIn: () => peers.tablesIn,
+      onBlocks: () => this.feed?.trigger(),
+      ...(services !== undefined ? { services } : {}),
+    }))
     let feed: DataplaneFeed | undefined
     if (s.dataplane === 'kernel') {
       const dataplane = (this.dataplane = await this.openFelix(speaker))
@@ -111,10 +122,30 @@ export class PintoNode {
     // The order the controllers hear of the cluster's changes in, and first run.
     gc.start()
     peers.start()
+    services?.start()
     origination.start()
     feed?.start()
     await registration.start()
     log.info('pinto-node started')
+  }
+
+  /**
+   * The Services controller over the Kubernetes API (the kubernetes datastore's, or KUBECONFIG / the in-cluster
+   * ServiceAccount beside another datastore); without credentials, none, said once.
+   */
+  private async openServices(ctx: AgentContext, datastore: Datastore): Promise<ServicesController | undefined> {
+    const kube = await openKubernetesApi(datastore, process.env)
+    if (kube === undefined) {
+      this.log.info('no Kubernetes credentials (KUBECONFIG or the in-cluster ServiceAccount): Service addresses are not advertised, the service ranges are')
+      return undefined
+    }
+    if (kube instanceof Error) {
+      this.log.warn({ err: kube.message }, 'the Kubernetes API cannot be used: Service addresses are not advertised, the service ranges are')
+      return undefined
+    }
+    this.kube = kube
+    this.log.info({ from: kube.from }, 'Service addresses follow the Kubernetes API')
+    return new ServicesController(ctx, kube.http, () => this.origination?.trigger())
   }
 
   /** felix's dataplane, writing through its own rtnetlink socket when it can. */
@@ -144,6 +175,7 @@ export class PintoNode {
   async settled(): Promise<void> {
     await this.gc?.settled()
     await this.peers?.settled()
+    await this.services?.settled()
     await this.origination?.settled()
     await this.feed?.settled()
   }
@@ -158,6 +190,7 @@ export class PintoNode {
     const quiet = async (c: { stop(): Promise<void> } | undefined): Promise<void> => c?.stop().catch((err: Error) => this.log.warn({ err: err.message }, 'a controller did not stop cleanly'))
     await quiet(this.gc)
     await quiet(this.peers)
+    await quiet(this.services)
     await quiet(this.origination)
     await quiet(this.feed)
     await this.api?.stop()
@@ -166,6 +199,7 @@ export class PintoNode {
     await this.dataplane?.stop()
     this.routeSocket?.close()
     await this.ipam?.stop()
+    this.kube?.close()
     await this.store?.close()
     this.log.info({ graceful }, 'pinto-node stopped; kernel routes left in place')
   }

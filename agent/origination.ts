@@ -3,7 +3,7 @@
 // blocks. Pure: blocks in, prefix texts out.
 
 import { type AllocationBlock, blockCidr, hostAffinity, ordinalAddress } from '../ipam/index.js'
-import { formatCidr } from '../config/ip/index.js'
+import { formatCidr } from '../net/index.js'
 
 export interface Origination {
   /** Blocks this node owns ("198.18.0.0/26"): advertised, and blackholed locally. */

@@ -3,9 +3,10 @@
 
 import { hostname } from 'node:os'
 import { DEFAULT_DATASTORE, parseDatastoreSpec, checkEtcdTlsFiles, DatastoreSettingError, etcdTlsFilesFromEnv, type EtcdTlsFiles, parseASNumber } from '../config/index.js'
-import { AddrError, formatAddr, parseAddr, parseCidr, parseIfAddr, tryAddr } from '../config/ip/index.js'
+import { AddrError, formatAddr, parseAddr, parseCidr, parseIfAddr, tryAddr } from '../net/index.js'
 import { DEFAULT_MTU_FILE, DEFAULT_SOCKET } from '../cni/index.js'
 import { parseListen } from './api/listen.js'
+import { type KubeSource, kubeSourceOf } from '../config/index.js'
 
 export class SettingsError extends Error {
   constructor(
@@ -73,6 +74,13 @@ export interface AgentSettings {
   readonly ipamRepairGraceSeconds: number
   /** Where secretKeyRef {name, key} is read, as `<dir>/<name>/<key>` (a mounted Secret volume). */
   readonly secretsDir: string
+  /**
+   * Kubernetes credentials for reading pods in etcd mode (KUBECONFIG, else the in-cluster ServiceAccount); none:
+   * pods' annotations and the pod GC are off. The kubernetes datastore brings its own.
+   */
+  readonly kube: KubeSource | undefined
+  /** PINTO_POD_GC_GRACE_SECONDS: how long a pod is gone from the API before its addresses are freed; 0 turns pod GC off. */
+  readonly podGcGraceSeconds: number
 }
 
 type Env = Readonly<Record<string, string | undefined>>
@@ -165,6 +173,12 @@ export function settingsFromEnv(env: Env): AgentSettings {
     if (err instanceof DatastoreSettingError) throw new SettingsError(err.variable, err.detail)
     throw err
   }
+  let kube: KubeSource | undefined
+  try {
+    kube = kubeSourceOf(env)
+  } catch (err) {
+    throw new SettingsError('KUBECONFIG', (err as Error).message.replace(/^KUBECONFIG=/, ''))
+  }
   const poolCidr = text(env, 'PINTO_IPV4POOL_CIDR', '192.168.0.0/16')
   const noPool = poolCidr === 'none'
   const pool6 = text(env, 'PINTO_IPV6POOL_CIDR', '')
@@ -209,5 +223,7 @@ export function settingsFromEnv(env: Env): AgentSettings {
     ipamClaimAhead: env.PINTO_IPAM_CLAIM_AHEAD === undefined || env.PINTO_IPAM_CLAIM_AHEAD === '' ? undefined : integer(env, 'PINTO_IPAM_CLAIM_AHEAD', 0, 0, 65536),
     ipamRepairGraceSeconds: integer(env, 'PINTO_IPAM_REPAIR_GRACE_SECONDS', 120, 1, 86400),
     secretsDir: text(env, 'PINTO_SECRETS_DIR', '/etc/pinto/secrets'),
+    kube,
+    podGcGraceSeconds: integer(env, 'PINTO_POD_GC_GRACE_SECONDS', 900, 0, 86400 * 7),
   }
 }

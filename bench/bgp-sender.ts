@@ -4,8 +4,9 @@
 // prints {"event":"established","at":ms} then writes every UPDATE and End-of-RIB as fast as the socket
 // takes them, printing {"event":"sent","at":ms}. Keeps the session up with keepalives until killed.
 
-import { Afi, Safi, codecOptions, encodeMessage, endOfRibUpdate, ipv4Prefix, packUpdates, parseIpv4, type Prefix } from '../bgp/codec/index.js'
+import { Afi, Safi, codecOptions, encodeMessage, endOfRibUpdate, ipv4Prefix, packUpdates, type Prefix } from '../bgp/codec/index.js'
 import { openSenderSession, say, writeAll } from './sender-session.js'
+import { parseIpv4 } from '../net/index.js'
 
 interface Args {
   readonly peer: string

@@ -7,7 +7,7 @@
 
 import { execa, type ResultPromise } from 'execa'
 import { DemoCluster, type DemoNode } from '../agent/demo/cluster.js'
-import { cidrContains, parseAddr, readCidr } from '../config/ip/index.js'
+import { cidrContains, parseAddr, readCidr } from '../net/index.js'
 import { table } from '../agent/demo/tables.js'
 import { numberArg } from './args.js'
 

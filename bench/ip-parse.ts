@@ -1,12 +1,12 @@
-// A part's bench: parsing N prefix texts with ip-num (config/ip's parseCidr, and ip-num's own
-// IPv4CidrRange/IPv6CidrRange.fromCidr), config/ip's numeric readCidr, and the BGP codec's parsePrefix;
-// then the per-address IPAM math (contains, nth address) with ip-num's objects against config/ip's bigint.
+// A part's bench: parsing N prefix texts with ip-num (net/'s parseCidr, and ip-num's own
+// IPv4CidrRange/IPv6CidrRange.fromCidr), net/'s numeric readCidr, and the BGP codec's parsePrefix;
+// then the per-address IPAM math (contains, nth address) with ip-num's objects against net/'s bigint.
 // usage: node dist/bench/ip-parse.js [--prefixes 1000000]
 
 import { IPv4, IPv4CidrRange, IPv6CidrRange } from 'ip-num'
 import { loadavg } from 'node:os'
 import { parsePrefix } from '../bgp/codec/nlri.js'
-import { cidrContains, formatAddr, parseCidr, readCidr } from '../config/ip/index.js'
+import { cidrContains, formatAddr, parseCidr, readCidr } from '../net/index.js'
 import { numberArg } from './args.js'
 
 const N = numberArg('--prefixes', 1_000_000)
@@ -34,10 +34,10 @@ for (const [family, texts] of [['IPv4', v4], ['IPv6', v6]] as const) {
     for (const t of texts) sink += parsePrefix(t).len
   })
   row('codec parsePrefix (numeric, no checks)', codec)
-  row('config/ip readCidr (numeric, canonical)', seconds(() => {
+  row('net readCidr (numeric, canonical)', seconds(() => {
     for (const t of texts) sink += readCidr(t).prefix
   }), codec)
-  row('config/ip parseCidr (ip-num + strict checks)', seconds(() => {
+  row('net parseCidr (ip-num + strict checks)', seconds(() => {
     for (const t of texts) sink += parseCidr(t).prefix
   }), codec)
   row(`ip-num ${family}CidrRange.fromCidr alone`, seconds(() => {
@@ -55,11 +55,11 @@ console.log('IPAM per-address math (IPv4)')
 const contains = seconds(() => {
   for (const v of addrs) sink += cidrContains(pool, 4, v) ? 1 : 0
 })
-row('config/ip cidrContains (bigint)', contains)
+row('net cidrContains (bigint)', contains)
 row('ip-num range.contains(IPv4)', seconds(() => {
   for (const a of ipnumAddrs) sink += range.contains(a) ? 1 : 0
 }))
-row('config/ip nth address as text (formatAddr)', seconds(() => {
+row('net nth address as text (formatAddr)', seconds(() => {
   for (let i = 0; i < N; i++) sink += formatAddr(4, pool.base + BigInt(i)).length
 }))
 row('ip-num IPv4.fromNumber(base + n).toString()', seconds(() => {

@@ -5,7 +5,7 @@
 
 import { encodeResource, resourceKey } from '../config/resources/index.js'
 import type { Resource } from '../config/resources/index.js'
-import { type Cidr, formatCidr } from '../config/ip/index.js'
+import { type Cidr, formatCidr } from '../net/index.js'
 import { blockAutoAssign, hostAffinity, newBlock } from '../ipam/block.js'
 import { HandleClaim } from '../ipam/handle-claim.js'
 import { blockCandidates, toPool } from '../ipam/pools.js'
@@ -35,7 +35,7 @@ function nodeResource(i: number): Resource {
     apiVersion: 'projectcalico.org/v3', kind: 'Node',
     metadata: { name: nodeName(i), labels: nodeLabels(i) },
     spec: { bgp: { ipv4Address: `${nodeAddress(i)}/24` } },
-  } as Resource
+  }
 }
 
 export interface ScaleRecord {
@@ -50,8 +50,8 @@ export interface ScaleRecord {
  */
 export function* scaleRecords(nodes: number, allocations: number): Generator<ScaleRecord> {
   const pool = toPool(POOL)
-  yield { key: resourceKey('BGPConfiguration', 'default'), value: encodeResource({ apiVersion: 'projectcalico.org/v3', kind: 'BGPConfiguration', metadata: { name: 'default' }, spec: { nodeToNodeMeshEnabled: false, asNumber: 64512 } } as Resource) }
-  yield { key: resourceKey('IPPool', POOL.name), value: encodeResource({ apiVersion: 'projectcalico.org/v3', kind: 'IPPool', metadata: { name: POOL.name }, spec: { cidr: POOL.cidr, blockSize: POOL.blockSize, nodeSelector: 'all()' } } as Resource) }
+  yield { key: resourceKey('BGPConfiguration', 'default'), value: encodeResource({ apiVersion: 'projectcalico.org/v3', kind: 'BGPConfiguration', metadata: { name: 'default' }, spec: { nodeToNodeMeshEnabled: false, asNumber: 64512 } }) }
+  yield { key: resourceKey('IPPool', POOL.name), value: encodeResource({ apiVersion: 'projectcalico.org/v3', kind: 'IPPool', metadata: { name: POOL.name }, spec: { cidr: POOL.cidr, blockSize: POOL.blockSize, nodeSelector: 'all()' } }) }
   const claimTime = new Date().toISOString()
   let pod = 0
   for (let n = 0; n < nodes; n++) {

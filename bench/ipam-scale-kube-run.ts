@@ -24,13 +24,15 @@ export interface KubeRunConfig extends AgentsConfig {
   /** The kubelets' Node status report period, seconds (their nodeStatusReportFrequency). */
   readonly kubeletPeriod: number
   /** Runs `pintoctl ipam check` over the store; returns its line. */
-  readonly ipamCheck: (env: NodeJS.ProcessEnv) => Promise<{ line: string; seconds: number }>
+  readonly ipamCheck: (env: NodeJS.ProcessEnv) => Promise<{ line: string; seconds: number; ok: boolean }>
 }
 
 export interface KubeRunResult {
   readonly preloadSeconds: number
   readonly checkSeconds: number
   readonly agents: AgentsResult | undefined
+  /** Every path's ADD figures, in the order run. */
+  readonly paths: readonly { readonly path: ScaleWorkerArgs['path']; readonly result: AgentsResult }[]
   readonly nodeStartSeconds: number
   readonly nodeIdlePerMinute: number
   readonly nodeChurnPerMinute: number
@@ -108,6 +110,7 @@ export async function runKubernetes(t: Teardown, cfg: KubeRunConfig): Promise<Ku
 
   // The agents, as on etcd, with pinto-node left running: it holds every watch an agent holds, blocks included.
   let agents: AgentsResult | undefined
+  const paths: { path: ScaleWorkerArgs['path']; result: AgentsResult }[] = []
   let during: Window | undefined
   let agentsAudit: AuditTally | undefined
   let phaseSeconds = 0
@@ -129,6 +132,7 @@ export async function runKubernetes(t: Teardown, cfg: KubeRunConfig): Promise<Ku
       },
     })
     if (i === 0) agents = result
+    paths.push({ path, result })
   }
   if (agents !== undefined && agentsAudit !== undefined && during !== undefined) {
     const ops = agents.adds + agents.dels
@@ -158,7 +162,7 @@ export async function runKubernetes(t: Teardown, cfg: KubeRunConfig): Promise<Ku
   console.log(`pinto-node's warnings, errors and IPAM repairs over the run: ${node.logSummary()}`)
   await node.stop()
   return {
-    preloadSeconds, checkSeconds: check.seconds, agents,
+    preloadSeconds, checkSeconds: check.ok ? check.seconds : NaN, agents, paths,
     nodeStartSeconds: startup.ms / 1000,
     nodeIdlePerMinute: perMinute(quiet.audit.requests, quiet.seconds), nodeChurnPerMinute: perMinute(churn.audit.requests, churn.seconds),
     nodeAddP50: pct(own.add, 50), nodeAddP99: pct(own.add, 99),

@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url'
 import { Etcd3 } from 'etcd3'
 import { type KubeApiserver, startKubeApiserver } from '../test/harness/kube-apiserver.js'
 import { openKubernetesDatastore } from '../config/datastore-kubernetes.js'
-import { type Family, familyOf } from '../config/kubernetes/layout.js'
+import { type KeyFamily, keyFamilyOf } from '../config/kubernetes/layout.js'
 import type { KubeObject } from '../config/kubernetes/objects.js'
 import { nodeWithValue } from '../config/kubernetes/node-object.js'
 import { KubeHttp } from '../config/kubernetes/kube-http.js'
@@ -124,7 +124,7 @@ export function kubeletNode(i: number, now: Date): KubeObject {
 }
 
 /** Where the apiserver keeps an object of `family` named `name` in etcd (its default --etcd-prefix /registry). */
-export function storageKey(family: Family, name: string): string {
+export function storageKey(family: KeyFamily, name: string): string {
   if (family.path === '/api/v1/nodes') return `/registry/minions/${name}`
   const m = /^\/apis\/([^/]+)\/[^/]+\/([^/]+)$/.exec(family.path)
   if (m === null) throw new Error(`no storage layout known for ${family.path}`)
@@ -136,8 +136,8 @@ export function storageKey(family: Family, name: string): string {
  * (toObject; for a Node, the kubelet's Node with pinto's annotations from nodeWithValue), with the metadata
  * the apiserver adds on a create (uid, creationTimestamp, generation).
  */
-export function storedObject(r: ScaleRecord, now: Date): { family: Family; storageKey: string; object: KubeObject } {
-  const family = familyOf(r.key)
+export function storedObject(r: ScaleRecord, now: Date): { family: KeyFamily; storageKey: string; object: KubeObject } {
+  const family = keyFamilyOf(r.key)
   let object: KubeObject
   if (family.node) {
     const name = family.objectName(r.key)
@@ -226,7 +226,7 @@ export async function checkPreload(b: BenchApiserver, preload: KubePreload): Pro
       const want = JSON.parse(r.value) as Record<string, unknown>
       const got = JSON.parse(kv.value) as Record<string, unknown>
       // A Node reads as its projection of the core Node, which adds the Node's addresses and orchRefs.
-      const same = familyOf(r.key).node ? isDeepStrictEqual((got.spec as { bgp?: unknown }).bgp, (want.spec as { bgp?: unknown }).bgp) && isDeepStrictEqual((got.metadata as { labels?: unknown }).labels, (want.metadata as { labels?: unknown }).labels) : isDeepStrictEqual(got, want)
+      const same = keyFamilyOf(r.key).node ? isDeepStrictEqual((got.spec as { bgp?: unknown }).bgp, (want.spec as { bgp?: unknown }).bgp) && isDeepStrictEqual((got.metadata as { labels?: unknown }).labels, (want.metadata as { labels?: unknown }).labels) : isDeepStrictEqual(got, want)
       if (!same) throw new Error(`preload check: ${r.key} reads back through pinto as ${kv.value.slice(0, 300)}, written ${r.value.slice(0, 300)}`)
     }
     const affs = await store.list(affinityPrefix(nodeName(0)))

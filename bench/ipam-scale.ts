@@ -6,7 +6,9 @@
 // churning) and an estimate of the whole cluster's; then both datastores side by side.
 // Run: npx tsc -p . && node dist/bench/ipam-scale.js [--datastore etcd,kubernetes] [--nodes 5000] [--allocations 150000]
 //      [--agents 20] [--adds 200] [--rate ADDS_PER_S_PER_AGENT] [--path service|ipam] [--ahead on|off] [--cpu-prof DIR]
-//      [--node-idle 60] [--node-churn 60] [--node-rate 1] [--kubelet-period 300]
+//      [--node-idle 60] [--node-churn 60] [--node-rate 1] [--kubelet-period 300] [--json FILE]
+// --json FILE also writes the check's time, ADD p50/p99 per path and etcd's own floor there (bench/json-figures),
+// the kubernetes run's named "kubernetes: ...".
 // Per ADD it keeps what the ADD's own datastore calls were (a block claim, round trips, commits, time in etcd),
 // and etcd's WAL fsync and backend commit latencies over each phase, so the tail can be told pinto's or the disk's.
 import { spawn } from 'node:child_process'
@@ -21,6 +23,7 @@ import { POOL, nodeName, scaleRecords } from './ipam-scale-data.js'
 import { type AgentsConfig, type AgentsResult, children, load, ms, pct, runAgents } from './ipam-scale-agents.js'
 import { type KubeRunResult, runKubernetes } from './ipam-scale-kube-run.js'
 import { numberArg } from './args.js'
+import { type Figure, figure, jsonPathArg, writeFigures } from './json-figures.js'
 
 const PINTOCTL = fileURLToPath(new URL('../../bin/pintoctl.js', import.meta.url))
 const NODES = numberArg('--nodes', 5000)
@@ -43,6 +46,7 @@ const CONFIG: AgentsConfig = {
   profileDir: stringArg('--cpu-prof'),
 }
 const TXN_OPS = 128 // etcd's default --max-txn-ops
+const JSON_OUT = jsonPathArg()
 
 /**
  * Writes the bench's records (ipam-scale-data.ts) into etcd as pinto's etcd datastore keeps them, in transactions
@@ -124,11 +128,11 @@ function run(cmd: string, args: readonly string[], env: NodeJS.ProcessEnv): Prom
 }
 
 /** `pintoctl ipam check` over every node, timed. */
-async function ipamCheck(env: NodeJS.ProcessEnv): Promise<{ line: string; seconds: number }> {
+async function ipamCheck(env: NodeJS.ProcessEnv): Promise<{ line: string; seconds: number; ok: boolean }> {
   const nodes = Array.from({ length: NODES }, (_, i) => nodeName(i)).join(',')
   const check = await run(process.execPath, [PINTOCTL, 'ipam', 'check', `--nodes=${nodes}`], env)
   const summary = check.out.split('\n').filter((l) => /Found|IPAM handles|Allocated IPs|complete|Error|error/.test(l)).map((l) => l.trim()).join('; ')
-  return { line: `pintoctl ipam check --nodes=<all ${NODES}>: ${(check.ms / 1000).toFixed(1)} s (target < 30 s), exit ${check.code}: ${summary.slice(0, 400)}`, seconds: check.ms / 1000 }
+  return { line: `pintoctl ipam check --nodes=<all ${NODES}>: ${(check.ms / 1000).toFixed(1)} s (target < 30 s), exit ${check.code}: ${summary.slice(0, 400)}`, seconds: check.ms / 1000, ok: check.code === 0 }
 }
 
 /** What teardown() undoes, last first: the stores and the namespaces, even when the bench fails or is interrupted. */
@@ -149,6 +153,8 @@ interface EtcdRunResult {
   readonly preloadSeconds: number
   readonly checkSeconds: number
   readonly agents: AgentsResult | undefined
+  /** The check, etcd's floor and each path's ADD p50/p99, for --json. */
+  readonly figures: readonly Figure[]
 }
 
 async function runEtcd(bin: string): Promise<EtcdRunResult> {
@@ -157,27 +163,31 @@ async function runEtcd(bin: string): Promise<EtcdRunResult> {
   teardown.teardown(() => etcd.stop())
   console.log(`\n=== etcd datastore (private etcd ${etcd.endpoint}): ${NODES} nodes, ${ALLOCATIONS} allocations in pool ${POOL.cidr} /${POOL.blockSize} blocks; load ${load()}`)
   console.log(`etcd: ${bin}, one member, its default limits (none of ${TEST_LIMIT_ARGS.filter((a) => a.startsWith('--')).join(', ')}) and durability (every commit fsynced to its WAL; no --unsafe-no-fsync), data in ${etcd.dataDir}`)
-  let t0 = performance.now()
+  const t0 = performance.now()
   const keys = await preloadEtcd(etcd.endpoint)
   const preloadSeconds = (performance.now() - t0) / 1000
   console.log(`preload: ${keys} keys (Node resources, affinities, blocks, handles as ipam/ writes them) in ${preloadSeconds.toFixed(1)} s, written directly in etcd transactions`)
-  t0 = performance.now()
   const check = await ipamCheck({ ...process.env, PINTO_DATASTORE: `etcd://${etcd.endpoint}` })
   console.log(check.line)
+  const figures: Figure[] = [figure('pintoctl ipam check', check.ok ? check.seconds : NaN, 's')]
   for (const oneTxn of [false, true]) {
     for (const n of [...new Set([1, AGENTS])]) {
       const f = await etcdFloor(etcd.endpoint, n, Math.max(50, Math.ceil(ADDS / 2)), oneTxn)
       const how = oneTxn ? 'in one transaction (one commit)' : 'back to back (two commits)'
       console.log(`etcd alone, an ADD's two writes ${how} (create the handle, CAS a block-sized value), ${n} client${n === 1 ? '' : 's'} at once: p50 ${ms(pct(f, 50))}  p99 ${ms(pct(f, 99))}, load ${load()}`)
+      if (oneTxn && n === AGENTS) figures.push(figure(`etcd alone: an ADD's writes in one transaction, ${n} clients, p50`, pct(f, 50), 'ms', true), figure(`etcd alone: an ADD's writes in one transaction, ${n} clients, p99`, pct(f, 99), 'ms', true))
     }
   }
   let agents: AgentsResult | undefined
   for (const [i, path] of PATHS.entries()) {
     const r = await runAgents(CONFIG, { store: `etcd://${etcd.endpoint}`, path, startup: i === 0, etcdUrl: etcd.url, servers: [{ name: 'etcd', pid: etcd.pid }] })
     if (i === 0) agents = r
+    figures.push(...addFigures('', path, r))
   }
-  return { preloadSeconds, checkSeconds: check.seconds, agents }
+  return { preloadSeconds, checkSeconds: check.seconds, agents, figures }
 }
+
+const addFigures = (prefix: string, path: string, r: AgentsResult): Figure[] => [figure(`${prefix}${path} path: ADD p50`, r.add.p50, 'ms'), figure(`${prefix}${path} path: ADD p99`, r.add.p99, 'ms')]
 
 /** The figures both runs have, one row each, the datastores side by side. */
 function sideBySide(etcd: EtcdRunResult | undefined, kube: KubeRunResult | undefined): void {
@@ -225,6 +235,10 @@ async function main(): Promise<void> {
       })
     }
     sideBySide(etcd, kube)
+    writeFigures(JSON_OUT, 'ipam-scale', [
+      ...(etcd?.figures ?? []),
+      ...(kube !== undefined ? [figure('kubernetes: pintoctl ipam check', kube.checkSeconds, 's'), figure('kubernetes: pinto-node start-up', kube.nodeStartSeconds, 's'), ...kube.paths.flatMap((p) => addFigures('kubernetes: ', p.path, p.result))] : []),
+    ])
   } finally {
     await cleanUp()
   }

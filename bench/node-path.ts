@@ -9,14 +9,16 @@
 // a table arriving at a running node, as from a top-of-rack router that comes back or a new peer.
 // Run (root): npx tsc -p . && node dist/bench/node-path.js [--sizes 10000,100000,1000000] [--churn 1000]
 //   [--churn-seconds 60] [--ipv4 on|off] [--ipv6 on|off] [--ipv6-size 100000] [--bird on|off]
-//   [--node-args '--cpu-prof --cpu-prof-dir=/tmp/prof']
+//   [--node-args '--cpu-prof --cpu-prof-dir=/tmp/prof'] [--json FILE]
 // --churn-seconds bounds each receiver's churn; a receiver slower than that reports the changes it made.
 // --node-args adds V8/Node flags to pinto-node's own (split on spaces); --bird off runs pinto-node alone
-// (no ratios), for profiling one receiver.
+// (no ratios), for profiling one receiver. --json FILE also writes each receiver's table time, VmHWM and
+// churn p50/p99 there (bench/json-figures).
 
 import { loadavg } from 'node:os'
 import { table } from '../agent/demo/tables.js'
 import { numberArg } from './args.js'
+import { type Figure, figure, jsonPathArg, writeFigures } from './json-figures.js'
 import { runReceiver, type RunResult, type RunSpec } from './node-path-run.js'
 import type { MixFamily } from './route-mix.js'
 
@@ -47,6 +49,7 @@ const NODE_ARGS = (() => {
   return i < 0 ? [] : (process.argv[i + 1] ?? '').split(' ').filter((a) => a !== '')
 })()
 const IPV6_SIZE = numberArg('--ipv6-size', 100_000)
+const JSON_OUT = jsonPathArg()
 const TARGET_TIME = 1.0
 const TARGET_HWM = 2.0
 const TARGET_CHURN_MS = 10
@@ -138,8 +141,28 @@ function report(pairs: readonly FullPair[]): void {
   process.stdout.write(`Machine: 2 cores shared with other work; load average ${loadavg().map((x) => x.toFixed(1)).join(' ')}.\n`)
 }
 
+/** Per table and receiver: the table's time to the kernel, VmHWM, churn p50 and p99 (BIRD's as the anchor). */
+function figures(pairs: readonly Pair[]): Figure[] {
+  const out: Figure[] = []
+  for (const p of pairs) {
+    for (const [label, r] of [['pinto-node', p.pinto], ['BIRD 2', p.bird]] as const) {
+      if (r === undefined) continue
+      const name = `${p.family} ${p.count} ${label}:`
+      const anchor = r === p.bird
+      out.push(
+        figure(`${name} table in`, r.seconds, 's', anchor),
+        figure(`${name} VmHWM`, r.hwmKb / 1024, 'MB', anchor),
+        figure(`${name} churn p50`, pct(r.latencies, 50), 'ms', anchor),
+        figure(`${name} churn p99`, pct(r.latencies, 99), 'ms', anchor),
+      )
+    }
+  }
+  return out
+}
+
 const pairs: Pair[] = []
 if (IPV4) for (const n of SIZES) pairs.push(await pair('ipv4', n))
 if (IPV6) pairs.push(await pair('ipv6', IPV6_SIZE))
 if (BIRD) report(pairs as FullPair[])
 else process.stdout.write(`Machine: 2 cores shared with other work; load average ${loadavg().map((x) => x.toFixed(1)).join(' ')}.\n`)
+writeFigures(JSON_OUT, 'node-path', figures(pairs))

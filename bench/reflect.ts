@@ -6,6 +6,7 @@
 // Prints, per reflector kind: cold start until every client holds every route, one block change to every
 // client (p50/p99), each reflector's VmHWM and CPU seconds, UPDATE bytes the clients received per change.
 // Run (root): node dist/bench/reflect.js [--clients 500] [--changes 50] [--processes P] [--only pinto|bird] [--node 0|1]
+//   [--json FILE]: also writes per kind the cold start, one change's p50/p99 and the larger VmHWM there (bench/json-figures).
 
 import { readFileSync } from 'node:fs'
 import { writeFile } from 'node:fs/promises'
@@ -23,6 +24,7 @@ import { encodeResource, resourceKey } from '../config/resources/index.js'
 import { AGENT_NODE_FLAGS } from '../agent/node-flags.js'
 import { table } from '../agent/demo/tables.js'
 import { numberArg } from './args.js'
+import { type Figure, figure, jsonPathArg, writeFigures } from './json-figures.js'
 import { makePlan, NODES_CIDR, spareOwner, type Plan } from './reflect-plan.js'
 import { birdConfig, clusterResources, REFLECTORS } from './reflect-cluster.js'
 
@@ -47,6 +49,7 @@ const HZ = 100
 /** --prof DIR: the pinto reflectors write V8 CPU profiles there when they stop. */
 const profAt = process.argv.indexOf('--prof')
 const PROF = profAt >= 0 ? [`--cpu-prof`, `--cpu-prof-dir=${process.argv[profAt + 1]}`] : []
+const JSON_OUT = jsonPathArg()
 
 function procStat(pid: number): { cpu: number; hwmMb: number; rssMb: number } {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
@@ -223,7 +226,14 @@ async function runClients(topo: Topology, ns: string, pids: readonly number[], a
   }
 }
 
-async function pintoPhase(topo: Topology, rr: NetNode, clientNs: NetNode | undefined): Promise<{ result: PhaseResult; node?: string[][] }> {
+/** The client pinto-node's figures (--node 1): printed rows, and its VmHWM and idle CPU for the JSON. */
+interface NodeFigures {
+  readonly rows: string[][]
+  readonly hwmMb: number
+  readonly idlePercent: number
+}
+
+async function pintoPhase(topo: Topology, rr: NetNode, clientNs: NetNode | undefined): Promise<{ result: PhaseResult; node?: NodeFigures }> {
   const dir = await topo.tempDir('store')
   const store = await openDatastore(join(dir, 'store'))
   const t = Date.now()
@@ -259,7 +269,7 @@ async function pintoPhase(topo: Topology, rr: NetNode, clientNs: NetNode | undef
   const configured = await Promise.all(agents.map((a) => getJson(a.api, '/v1/status').then((s) => (s['peers'] as { configured: number }).configured)))
   process.stdout.write(`pinto reflectors up with ${configured.join(' and ')} peers configured, ${startedIn.toFixed(1)} s from the first start\n`)
   if (clientNs) agents.push(await start(CLIENT_NODE.name, clientNs.ns, CLIENT_NODE.address, 'kernel'))
-  let node: string[][] | undefined
+  let node: NodeFigures | undefined
   const nodeAgent = agents[REFLECTORS.length]
   const result = await runClients(topo, rr.ns, agents.slice(0, REFLECTORS.length).map((a) => a.pid), nodeAgent && clientNs ? async () => void (node = await nodeFigures(nodeAgent.pid, clientNs)) : undefined)
   for (const a of agents) a.child.kill('SIGTERM')
@@ -272,7 +282,7 @@ async function kernelRoutes(ns: string): Promise<number> {
   return out === '' ? 0 : out.split('\n').filter((l) => !/^\s/.test(l)).length
 }
 
-async function nodeFigures(pid: number, clientNs: NetNode): Promise<string[][]> {
+async function nodeFigures(pid: number, clientNs: NetNode): Promise<NodeFigures> {
   const want = plan.routes
   const t0 = Date.now()
   const routes = await waitFor(async () => {
@@ -287,11 +297,13 @@ async function nodeFigures(pid: number, clientNs: NetNode): Promise<string[][]> 
   await new Promise((r) => setTimeout(r, IDLE * 1000))
   const b = procStat(pid)
   const secs = Number(process.hrtime.bigint() - w0) / 1e9
-  return [
+  const idlePercent = ((b.cpu - a.cpu) / secs) * 100
+  const rows = [
     ['kernel routes (proto 87)', String(await kernelRoutes(clientNs.ns)), `${routes} after ${waited.toFixed(1)} s more`],
     ['VmRSS / VmHWM', `${b.rssMb.toFixed(1)} / ${b.hwmMb.toFixed(1)} MB`, ''],
-    [`idle CPU over ${secs.toFixed(0)} s (utime+stime)`, `${(b.cpu - a.cpu).toFixed(2)} s = ${(((b.cpu - a.cpu) / secs) * 100).toFixed(2)} %`, ''],
+    [`idle CPU over ${secs.toFixed(0)} s (utime+stime)`, `${(b.cpu - a.cpu).toFixed(2)} s = ${idlePercent.toFixed(2)} %`, ''],
   ]
+  return { rows, hwmMb: b.hwmMb, idlePercent }
 }
 
 async function birdPhase(topo: Topology, rr: NetNode): Promise<PhaseResult> {
@@ -332,6 +344,17 @@ function rows(label: string, r: PhaseResult): string[][] {
   ]
 }
 
+/** One kind's summary for --json: the later reflector's cold start, one change's p50/p99, the larger VmHWM. */
+function phaseFigures(label: string, r: PhaseResult, anchor: boolean): Figure[] {
+  const name = `${label}:`
+  return [
+    figure(`${name} cold start, every client holds every route`, r.unfinished === undefined ? Math.max(...r.coldSeconds) : NaN, 's', anchor),
+    figure(`${name} one change at every client p50`, r.changeMs.length > 0 ? pct(r.changeMs, 50) : NaN, 'ms', anchor),
+    figure(`${name} one change at every client p99`, r.changeMs.length > 0 ? pct(r.changeMs, 99) : NaN, 'ms', anchor),
+    figure(`${name} reflector VmHWM (the larger)`, Math.max(...r.reflectors.map((x) => x.hwmMb)), 'MB', anchor),
+  ]
+}
+
 async function main(): Promise<void> {
   const topo = await Topology.create()
   const stop = (): void => void topo.destroy().then(() => process.exit(130))
@@ -348,19 +371,25 @@ async function main(): Promise<void> {
     if (clientNs) await execa('ip', ['-n', clientNs.ns, 'route', 'add', NODES_CIDR, 'dev', 'eth0'])
     process.stdout.write(`reflect: ${N} simulated nodes (${plan.blocks} /26 blocks, ${plan.borrowed.length} borrowed /32s) in ${PROCESSES} processes, 2 reflectors; load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}\n`)
     const out: string[][] = []
+    const json: Figure[] = []
     if (ONLY !== 'bird') {
       const p = await pintoPhase(topo, rr, clientNs)
-      const mine = [...rows('pinto', p.result), ...(p.node ?? []).map(([a, b, c]) => [`client pinto-node with dataplane: ${a}`, `${b} ${c}`.trim()])]
+      json.push(...phaseFigures('pinto', p.result, false))
+      if (p.node !== undefined) json.push(figure('client pinto-node: VmHWM', p.node.hwmMb, 'MB'), figure('client pinto-node: idle CPU', p.node.idlePercent, '%'))
+      const mine = [...rows('pinto', p.result), ...(p.node?.rows ?? []).map(([a, b, c]) => [`client pinto-node with dataplane: ${a}`, `${b} ${c}`.trim()])]
       process.stdout.write(table(['measure', 'value'], mine) + `load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}\n`)
       out.push(...mine)
     }
     if (ONLY !== 'pinto') {
-      const bird = rows('BIRD 2', await birdPhase(topo, rr))
+      const phase = await birdPhase(topo, rr)
+      json.push(...phaseFigures('BIRD 2', phase, true))
+      const bird = rows('BIRD 2', phase)
       process.stdout.write(table(['measure', 'value'], bird) + `load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}\n`)
       out.push(...bird)
     }
     if (ONLY === undefined) process.stdout.write(table(['measure', 'value'], out))
     process.stdout.write(`load average at the end ${loadavg().map((l) => l.toFixed(2)).join(' ')} (2 cores shared)\n`)
+    writeFigures(JSON_OUT, 'reflect', json)
   } finally {
     await topo.destroy()
     process.off('SIGINT', stop)

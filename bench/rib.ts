@@ -77,14 +77,14 @@ rib.subscribe((c) => (changes += c.length))
 // Measured from before the input exists: the decoded prefix objects stay in the RIB, as they would
 // from a real session; only the section arrays are dropped.
 const base = heap()
-let inputA = sections(65001, '192.0.2.1')
+const inputA = sections(65001, '192.0.2.1')
 const secA = feed(rib, a, inputA)
-inputA = []
+inputA.length = 0
 const oneBytes = (heap() - base) / N
 const mid = heap()
-let inputB = sections(65002, '192.0.2.2')
+const inputB = sections(65002, '192.0.2.2')
 const secB = feed(rib, b, inputB)
-inputB = []
+inputB.length = 0
 const twoBytes = (heap() - mid) / N + oneBytes
 
 const fmt = (n: number): string => Math.round(n).toLocaleString('en-US')

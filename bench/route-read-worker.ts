@@ -47,7 +47,7 @@ async function main(): Promise<void> {
   const coldMs = performance.now() - t0
   const hwmAfterKB = vmHwmKB()
   const n = routes.length
-  routes = []
+  routes.length = 0
   t0 = performance.now()
   routes = await read()
   const warmMs = performance.now() - t0

@@ -2,10 +2,11 @@
 // node:net (see parseHttpReply for why). It maps transport failures to CNI errors; it decides nothing else.
 
 import { CniError, ERR } from './spec.js'
+import type { Family } from '../net/index.js'
 
 export interface ServiceAddress {
   readonly address: string
-  readonly family: 4 | 6
+  readonly family: Family
   /** The block the address came from, e.g. 198.18.0.0/26. */
   readonly block: string
   readonly sequenceNumber: number

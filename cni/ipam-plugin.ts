@@ -3,7 +3,7 @@
 // puts on its host veth and routes the block through; it wires nothing itself. Under ptp an IPv4 address
 // gets a default route too (see ptpDefault).
 
-import { parseIpv4 } from '../bgp/codec/ip.js'
+import { parseIpv4 } from '../net/ip.js'
 import { validHandles } from './config.js'
 import { ERR_CHECK, assign, checkHeld, clientFor, collect, release, status } from './ipam-core.js'
 import type { Invocation } from './pinto-plugin.js'

@@ -57,7 +57,7 @@ function omitIpServername(): void {
       args[i] = rest
     }
     return connect(...args)
-  }) as typeof tls.connect
+  })
 }
 
 const toKv = (kv: IKeyValue): KeyValue => ({ key: kv.key.toString('utf8'), value: kv.value.toString('utf8'), revision: Number(kv.mod_revision) })

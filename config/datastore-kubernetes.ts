@@ -13,7 +13,7 @@
 //    and a change of it that leaves pinto's projection as it was is no event.
 
 import { DatastoreError, type Datastore, type KeyValue, type ListResult, type TxnOp, type Watch, type WatchEvent, checkTxnOps } from './datastore.js'
-import { type Family, familiesUnder, familyOf } from './kubernetes/layout.js'
+import { type KeyFamily, keyFamiliesUnder, keyFamilyOf } from './kubernetes/layout.js'
 import { type KubeObject, isObject, parseRevision } from './kubernetes/objects.js'
 import { nodeWithValue } from './kubernetes/node-object.js'
 import { KubeHttp, type KubeResponse, type KubeSource, type KubeStream } from './kubernetes/kube-http.js'
@@ -32,7 +32,7 @@ interface Status {
   readonly details?: { readonly name?: string; readonly causes?: readonly { readonly reason?: string; readonly message?: string }[] }
 }
 
-const statusOf = (r: KubeResponse): Status | undefined => (isObject(r.body) && r.body.kind === 'Status' ? (r.body as Status) : undefined)
+const statusOf = (r: KubeResponse): Status | undefined => (isObject(r.body) && r.body.kind === 'Status' ? r.body : undefined)
 
 function checkKey(key: unknown): asserts key is string {
   if (typeof key !== 'string' || key.length === 0) throw new DatastoreError('invalid', `key must be a non-empty string, got ${JSON.stringify(key)}`)
@@ -65,7 +65,7 @@ export class KubernetesDatastore implements Datastore {
     const http = await KubeHttp.connect(source, options.timeoutMs ?? 3500)
     const store = new KubernetesDatastore(http, options)
     try {
-      const probe = familyOf('/pinto/.probe')
+      const probe = keyFamilyOf('/pinto/.probe')
       store.expect(await http.request('GET', probe.path, { limit: 1 }), `list ${probe.what}`, probe, [200])
     } catch (err) {
       await store.close()
@@ -88,7 +88,7 @@ export class KubernetesDatastore implements Datastore {
    * 'unavailable' for a missing kind (its CRD not installed), refused credentials or a failing apiserver,
    * 'invalid' for an object the apiserver would not take (its message names the field).
    */
-  private expect(r: KubeResponse, what: string, family: Family, ok: readonly number[], key?: string): KubeResponse {
+  private expect(r: KubeResponse, what: string, family: KeyFamily, ok: readonly number[], key?: string): KubeResponse {
     if (ok.includes(r.status)) return r
     const s = statusOf(r)
     const msg = s?.message ?? r.text.trim().slice(0, 300)
@@ -112,14 +112,14 @@ export class KubernetesDatastore implements Datastore {
     return o as KubeObject
   }
 
-  private kv(family: Family, obj: KubeObject, what: string): KeyValue | undefined {
+  private kv(family: KeyFamily, obj: KubeObject, what: string): KeyValue | undefined {
     const rec = family.toRecord(obj)
     if (rec?.value === undefined) return undefined
     return { key: rec.key, value: rec.value, revision: parseRevision(obj.metadata.resourceVersion, `${what}: ${family.what} ${obj.metadata.name}`) }
   }
 
   /** The object holding `key` as it is now, or undefined. */
-  private async read(key: string, family: Family): Promise<KubeObject | undefined> {
+  private async read(key: string, family: KeyFamily): Promise<KubeObject | undefined> {
     const name = family.objectName(key)
     const r = await this.http.request('GET', `${family.path}/${name}`)
     const s = statusOf(r)
@@ -129,7 +129,7 @@ export class KubernetesDatastore implements Datastore {
 
   async get(key: string): Promise<KeyValue | undefined> {
     checkKey(key)
-    const family = familyOf(key)
+    const family = keyFamilyOf(key)
     const obj = await this.read(key, family)
     const kv = obj && this.kv(family, obj, `get ${key}`)
     // Another key whose object name is the same (a handle id differing only in case) is not this one.
@@ -137,7 +137,7 @@ export class KubernetesDatastore implements Datastore {
   }
 
   /** Every object of a family, read at `revision` exactly when given, else at the latest; and the list's revision. */
-  private async listFamily(family: Family, revision: number | undefined): Promise<{ objects: KubeObject[]; revision: number }> {
+  private async listFamily(family: KeyFamily, revision: number | undefined): Promise<{ objects: KubeObject[]; revision: number }> {
     const objects: KubeObject[] = []
     let cont: string | undefined
     let listRevision: number | undefined
@@ -155,12 +155,12 @@ export class KubernetesDatastore implements Datastore {
 
   async list(prefix: string): Promise<ListResult> {
     if (typeof prefix !== 'string') throw new DatastoreError('invalid', 'list prefix must be a string')
-    const [first, ...rest] = familiesUnder(prefix)
-    const head = await this.listFamily(first as Family, undefined)
+    const [first, ...rest] = keyFamiliesUnder(prefix)
+    const head = await this.listFamily(first as KeyFamily, undefined)
     const others = await Promise.all(rest.map((f) => this.listFamily(f, head.revision)))
     const items: KeyValue[] = []
     ;[head, ...others].forEach((l, i) => {
-      const family = (i === 0 ? first : rest[i - 1]) as Family
+      const family = (i === 0 ? first : rest[i - 1]) as KeyFamily
       for (const obj of l.objects) {
         const kv = this.kv(family, obj, `list ${prefix}`)
         if (kv !== undefined && kv.key.startsWith(prefix)) items.push(kv)
@@ -173,7 +173,7 @@ export class KubernetesDatastore implements Datastore {
   async create(key: string, value: string): Promise<KeyValue> {
     checkKey(key)
     checkValue(key, value)
-    const family = familyOf(key)
+    const family = keyFamilyOf(key)
     if (family.node) {
       const current = await this.read(key, family)
       if (current === undefined) throw new DatastoreError('not-found', `${key}: there is no Kubernetes Node ${family.objectName(key)}; the kubelet registers Nodes, pinto only annotates them`, key)
@@ -189,7 +189,7 @@ export class KubernetesDatastore implements Datastore {
   }
 
   /** An object Calico marked deleted but did not remove yet holds the name: removed (compare-and-delete) so a create can go on. */
-  private async removeSoftDeleted(key: string, family: Family): Promise<boolean> {
+  private async removeSoftDeleted(key: string, family: KeyFamily): Promise<boolean> {
     const obj = await this.read(key, family)
     if (obj === undefined) return true
     if (family.toRecord(obj)?.value !== undefined) return false
@@ -200,7 +200,7 @@ export class KubernetesDatastore implements Datastore {
   async update(key: string, value: string, revision: number): Promise<KeyValue> {
     checkKey(key)
     checkValue(key, value)
-    const family = familyOf(key)
+    const family = keyFamilyOf(key)
     let obj: KubeObject
     let path: string
     if (family.node) {
@@ -231,7 +231,7 @@ export class KubernetesDatastore implements Datastore {
   /** DELETE with the revision as a precondition (Kubernetes' compare-and-delete); the answer's revision. */
   private async remove(key: string, revision: number | undefined): Promise<number> {
     checkKey(key)
-    const family = familyOf(key)
+    const family = keyFamilyOf(key)
     if (family.node) throw new DatastoreError('invalid', `${key}: a Node goes with its Kubernetes Node (kubectl delete node); pinto does not delete it`, key)
     const name = family.objectName(key)
     const body = revision === undefined ? undefined : { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { resourceVersion: String(revision) } }
@@ -274,7 +274,7 @@ export class KubernetesDatastore implements Datastore {
       onError?.(err)
     }
     this.watches.add(handle)
-    for (const family of familiesUnder(prefix)) {
+    for (const family of keyFamiliesUnder(prefix)) {
       streams.push(new FamilyWatch(this.http, family, prefix, fromRevision, (e) => !failed && onEvent(e), fail))
     }
     return handle
@@ -306,7 +306,7 @@ class FamilyWatch {
 
   constructor(
     private readonly http: KubeHttp,
-    private readonly family: Family,
+    private readonly family: KeyFamily,
     private readonly prefix: string,
     private readonly fromRevision: number,
     private readonly emit: (e: WatchEvent) => void,
@@ -367,7 +367,7 @@ class FamilyWatch {
   private onEnd(end: { status?: number; body?: unknown; error?: Error }): void {
     this.stream = undefined
     if (this.closed) return
-    if (end.status === 410) return this.onStatus({ code: 410, ...(isObject(end.body) ? (end.body as Status) : {}) })
+    if (end.status === 410) return this.onStatus({ code: 410, ...(isObject(end.body) ? end.body : {}) })
     if (end.status === 401 || end.status === 403 || end.status === 404) {
       const msg = isObject(end.body) && typeof end.body.message === 'string' ? end.body.message : `status ${end.status}`
       return this.stop(new DatastoreError('unavailable', `kubernetes watch of ${this.family.what} at ${this.http.server}: ${msg}`))

@@ -63,7 +63,7 @@ export function checkFailure(key: string, wanted: number, current: number | unde
 export function checkTxnOps(ops: readonly TxnOp[]): void {
   if (!Array.isArray(ops) || ops.length === 0 || ops.length > 128) throw new DatastoreError('invalid', `txn: expected 1..128 ops, got ${Array.isArray(ops) ? ops.length : typeof ops}`)
   const seen = new Set<string>()
-  ops.forEach((o, i) => {
+  ops.forEach((o: TxnOp, i) => {
     if (typeof o?.key !== 'string' || o.key.length === 0) throw new DatastoreError('invalid', `txn ops[${i}].key must be a non-empty string`)
     if (!['create', 'update', 'delete', 'check'].includes(o.op)) throw new DatastoreError('invalid', `txn ops[${i}].op: ${JSON.stringify(o.op)} is not create, update, delete or check`, o.key)
     if (o.op === 'check' && (!Number.isInteger(o.revision) || o.revision < 0)) throw new DatastoreError('invalid', `txn ops[${i}].revision for check of ${o.key} must be an integer >= 0`, o.key)
@@ -71,7 +71,7 @@ export function checkTxnOps(ops: readonly TxnOp[]): void {
     if (seen.has(o.key)) throw new DatastoreError('invalid', `txn ops[${i}]: key ${o.key} appears twice`, o.key)
     seen.add(o.key)
   })
-  if (ops.every((o) => o.op === 'check')) throw new DatastoreError('invalid', 'txn: only checks, no write')
+  if (ops.every((o: TxnOp) => o.op === 'check')) throw new DatastoreError('invalid', 'txn: only checks, no write')
 }
 
 export interface Datastore {

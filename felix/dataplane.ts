@@ -3,7 +3,7 @@
 // reconciler brought to it. The learned routes reach the same desired table through learned-feed.ts.
 
 import type { Logger } from 'pino'
-import { deepEqual, type IPPool, type Node } from '../config/index.js'
+import { deepEqual, nodeAddressNames, type IPPool, type Node } from '../config/index.js'
 import type { NextHopTable } from '../bgp/index.js'
 import { DesiredTable, type HopSource } from './desired-table.js'
 import type { LearnedNextHop, LearnedRoute, RemoteVtep } from './desired-state.js'
@@ -46,10 +46,7 @@ export function remoteVteps(nodes: readonly Node[], me: string): RemoteVtep[] {
 
 /** Next-hop ids of the Loc-RIB's table as felix's learned next hops, with the node each address is. */
 function hopSource(nextHops: NextHopTable, nodes: readonly Node[]): HopSource {
-  const byAddress = new Map<string, string>()
-  for (const n of nodes) {
-    for (const a of [n.spec.bgp?.ipv4Address, n.spec.bgp?.ipv6Address]) if (a) byAddress.set(a.split('/')[0]!, n.metadata.name)
-  }
+  const byAddress = nodeAddressNames(nodes)
   const made: (LearnedNextHop | undefined)[] = []
   return {
     hop(id) {

@@ -2,10 +2,11 @@
 // by routeKey is one) and, from felix's incremental desired table, the changes since the last write and a
 // streaming read's matching. Interfaces only; desired-table.ts is the implementation.
 
-import type { Family, KernelRoute } from './kernel-route.js'
+import type { KernelRoute } from './kernel-route.js'
 import type { LearnedOps } from './learned-ops.js'
 import type { KeyChange, KeyedRoutes } from './route-diff.js'
 import type { DumpedRoute } from './rtnl-routes.js'
+import type { Family } from '../net/index.js'
 
 /** A keyed table of routes that can say whether it holds a key and be walked. */
 export interface OwnRoutes extends KeyedRoutes {
@@ -71,5 +72,5 @@ export interface LearnedSink {
   /** How many operations make a batch (see ChangeList.walk). */
   readonly limit: number
   /** Whether no route of another protocol is at the prefix in the kernel (at any tos or metric). */
-  free(family: 4 | 6, addr4: number, addr6: Uint8Array | undefined, len: number): boolean
+  free(family: Family, addr4: number, addr6: Uint8Array | undefined, len: number): boolean
 }

@@ -4,9 +4,9 @@
 // noted, a learned one as its prefix and the combo it held (numbers, no key), so the reconciler writes
 // only those (takeChanges); a change of context re-renders everything and is followed by a full resync. Pure.
 
-import { formatIpv4, formatIpv6, parseIpv4, parseIpv6 } from '../bgp/codec/ip.js'
+import { formatIpv4, formatIpv6, parseIpv4, parseIpv6, V4PrefixMap, V6PrefixMap, type Family } from '../net/index.js'
 import type { DesiredState } from './desired-state.js'
-import { defaultMetric, routeKey, sameHops, type Family, type KernelRoute } from './kernel-route.js'
+import { defaultMetric, routeKey, sameHops, type KernelRoute } from './kernel-route.js'
 import { LearnedRenderer, type HopSource } from './learned-render.js'
 import { LearnedRoutes, type LearnedEntry } from './learned-routes.js'
 import { NOT_PENDING, parseKey, PendingLearned, type KeyPrefix } from './pending-learned.js'
@@ -15,8 +15,6 @@ import type { ChangeList, DesiredRoutes, LearnedSink, OwnRoutes } from './desire
 import type { LearnedOps } from './learned-ops.js'
 import type { KeyChange } from './route-diff.js'
 import type { DumpedRoute } from './rtnl-routes.js'
-import { V4PrefixMap } from './v4-prefix-map.js'
-import { V6PrefixMap } from './v6-prefix-map.js'
 
 export type { ChangeList, DesiredRoutes, LearnedSink, OwnRoutes } from './desired-routes.js'
 export type { HopSource } from './learned-render.js'
@@ -160,7 +158,7 @@ export class DesiredTable implements DesiredRoutes {
   }
 
   /** The learned route of a prefix: next-hop ids (see HopSource) and the metric (undefined: the kernel's). */
-  set(family: 4 | 6, addr4: number, addr6: Uint8Array | undefined, len: number, hops: readonly number[], metric: number | undefined): void {
+  set(family: Family, addr4: number, addr6: Uint8Array | undefined, len: number, hops: readonly number[], metric: number | undefined): void {
     addr6 = this.own6(addr6)
     const combo = this.learned.intern(hops, metric)
     // One probe: the combo it held comes back from the write, with the prefix's reference on it, which the
@@ -170,7 +168,7 @@ export class DesiredTable implements DesiredRoutes {
     else this.pending.note(family, addr4, addr6, len, before, true)
   }
 
-  delete(family: 4 | 6, addr4: number, addr6: Uint8Array | undefined, len: number): void {
+  delete(family: Family, addr4: number, addr6: Uint8Array | undefined, len: number): void {
     addr6 = this.own6(addr6)
     const before = this.learned.get(family, addr4, addr6, len)
     if (before < 0) return
@@ -339,6 +337,7 @@ export class DesiredTable implements DesiredRoutes {
   }
 
   asWritten(): OwnRoutes {
+    // eslint-disable-next-line @typescript-eslint/no-this-alias -- the iterator below is a generator method, with a this of its own
     const self = this
     const get = (key: string): KernelRoute | undefined => self.writtenGet(key)
     return {
@@ -367,7 +366,7 @@ export class DesiredTable implements DesiredRoutes {
   }
 
   /** A pending prefix's rendering at the take, when the table no longer holds the prefix. */
-  private *withdrawnSince(family: 4 | 6, addr4: number, addr6: Uint8Array | undefined, len: number, before: number): Generator<readonly [string, KernelRoute]> {
+  private *withdrawnSince(family: Family, addr4: number, addr6: Uint8Array | undefined, len: number, before: number): Generator<readonly [string, KernelRoute]> {
     if (before < 0 || this.learned.get(family, addr4, addr6, len) >= 0) return
     const r = this.render(family, addr4, addr6, len, before)
     if (r === undefined) return
@@ -435,7 +434,7 @@ export class DesiredTable implements DesiredRoutes {
   }
 
   /** A learned route as the kernel route felix wants for it in the current context; undefined: none usable. */
-  private render(family: 4 | 6, addr4: number, addr6: Uint8Array | undefined, len: number, combo: number): KernelRoute | undefined {
+  private render(family: Family, addr4: number, addr6: Uint8Array | undefined, len: number, combo: number): KernelRoute | undefined {
     return this.renderer.render(family, addr4, addr6, len, combo)
   }
 }

@@ -1,7 +1,7 @@
 // A kernel route as felix sees it, keyed the way the kernel keys routes (table, dst, tos, metric), and its
 // rendering as `ip -batch` lines. Pure values and string formatting only; nothing here runs `ip`.
 
-export type Family = 4 | 6
+import type { Family } from '../net/index.js'
 
 export type RouteType = 'unicast' | 'blackhole' | 'unreachable' | 'prohibit' | 'local' | 'broadcast' | 'throw' | 'other'
 
@@ -132,8 +132,4 @@ export function deleteLine(r: KernelRoute): string {
   const [only] = r.nexthops
   const dev = r.nexthops.length === 1 && only?.dev !== undefined && only.gateway === undefined ? ` dev ${only.dev}` : ''
   return `route delete ${TYPE_WORD[r.type] ?? ''}${r.dst}${dev}${keyArgs(r)}`
-}
-
-export function familyOfPrefix(dst: string): Family {
-  return dst.includes(':') ? 6 : 4
 }

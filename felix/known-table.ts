@@ -2,10 +2,8 @@
 // apart so that after a write that succeeded felix's own are simply the desired routes it wrote (the same
 // map, not a copy: a million routes are not set one by one again). Pure: it reads nothing from the kernel.
 
-import { parseIpv4, parseIpv6 } from '../bgp/codec/ip.js'
+import { parseIpv4, parseIpv6, V4PrefixMap, V6PrefixMap, type Family } from '../net/index.js'
 import { routeKey, type KernelRoute } from './kernel-route.js'
-import { V4PrefixMap } from './v4-prefix-map.js'
-import { V6PrefixMap } from './v6-prefix-map.js'
 import type { RouteConflict, RouteOp } from './route-diff.js'
 import type { OwnRoutes } from './desired-routes.js'
 
@@ -31,7 +29,7 @@ export class KnownTable implements Iterable<readonly [string, KernelRoute]> {
   private otherPrefixes: { readonly v4: V4PrefixMap; readonly v6: V6PrefixMap; readonly unreadable: boolean } | undefined
 
   /** Whether no other protocol's route is at the prefix (at any tos or metric). */
-  noOther(family: 4 | 6, addr4: number, addr6: Uint8Array | undefined, len: number): boolean {
+  noOther(family: Family, addr4: number, addr6: Uint8Array | undefined, len: number): boolean {
     if (this.otherRoutes.size === 0) return true
     const o = (this.otherPrefixes ??= KnownTable.prefixes(this.otherRoutes.values()))
     if (o.unreadable) return false

@@ -6,7 +6,6 @@
 import {
   DELTA_LOCAL,
   DELTA_WITHDRAWN,
-  formatIpv4,
   formatPrefix,
   ipv6Prefix,
   kernelMetricOf,
@@ -21,8 +20,7 @@ import { deepEqual } from '../config/index.js'
 import { preferAffineNodes, type AffinityConflict, type NextHop } from './block-owners.js'
 import type { DesiredTable } from './desired-table.js'
 import type { LearnedRoute } from './desired-state.js'
-import { V4PrefixMap } from './v4-prefix-map.js'
-import { ipv6Within, V6PrefixMap } from './v6-prefix-map.js'
+import { formatIpv4, ipv4Within, ipv6Within, V4PrefixMap, V6PrefixMap, type Family } from '../net/index.js'
 
 /** What the feed reads of the speaker's Loc-RIB besides its deltas (BgpSpeaker is one). */
 export interface LocRibSource {
@@ -160,7 +158,7 @@ export class LearnedFeed {
   }
 
   /** Whether a route is one felix leaves to others (a service range) or routes statically (a fixed prefix). */
-  private excluded(family: 4 | 6, addr4: number, net6: Uint8Array | undefined, len: number): boolean {
+  private excluded(family: Family, addr4: number, net6: Uint8Array | undefined, len: number): boolean {
     if (family === 6) {
       if (this.fixed6.size > 0 && this.fixed6.has(net6!, len)) return true
       const services = this.services6
@@ -172,7 +170,7 @@ export class LearnedFeed {
     const services = this.services4
     for (let i = 0; i < services.length; i++) {
       const s = services[i]!
-      if (len >= s.len && (s.len === 0 || addr4 >>> (32 - s.len) === s.net >>> (32 - s.len))) return true
+      if (len >= s.len && ipv4Within(s.net, s.len, addr4)) return true
     }
     return false
   }

@@ -4,8 +4,8 @@
 // one reused route value; an operation becomes a RouteOp of its own only where one is reported or handed
 // to `ip`. Pure storage.
 
-import { formatIpv4, formatIpv6 } from '../bgp/codec/ip.js'
-import { routeKey, type Family, type KernelRoute, type NextHop, type RouteType } from './kernel-route.js'
+import { formatIpv4, formatIpv6, type Family } from '../net/index.js'
+import { routeKey, type KernelRoute, type NextHop, type RouteType } from './kernel-route.js'
 import type { RouteOp } from './route-diff.js'
 
 /** The operations a write takes: RouteOps, or learned routes' as columns (LearnedOps). */
@@ -56,7 +56,7 @@ interface RouteView {
 
 /** `to` holding `from`'s values first. */
 function grown<T extends Uint8Array | Uint32Array | Float64Array>(from: T, to: T): T {
-  to.set(from as ArrayLike<number>)
+  to.set(from)
   return to
 }
 
@@ -133,7 +133,7 @@ export class LearnedOps implements WriteOps {
     v.metric = this.metrics[i] as number
     v.nexthops = this.hops[i] as readonly NextHop[]
     if (family === 4) {
-      v.dst4 = this.addr4s[i] as number
+      v.dst4 = this.addr4s[i]
       v.dst6 = undefined
     } else {
       v.dst4 = undefined

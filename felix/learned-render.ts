@@ -3,9 +3,9 @@
 // each combo's kernel hops worked out once per pool and shared by every route through them, and the next
 // hops' problems kept (a bounded few). Pure; it renders, it stores no route.
 
-import { formatIpv4, formatIpv6 } from '../bgp/codec/ip.js'
+import { formatIpv4, formatIpv6, type Family } from '../net/index.js'
 import type { LearnedNextHop } from './desired-state.js'
-import { compareNextHops, defaultMetric, type Family, type KernelRoute, type NextHop } from './kernel-route.js'
+import { compareNextHops, defaultMetric, type KernelRoute, type NextHop } from './kernel-route.js'
 import type { LearnedRoutes } from './learned-routes.js'
 import type { PoolMatch, RenderContext, RenderProblem } from './render-context.js'
 
@@ -36,7 +36,7 @@ export class LearnedRenderer {
   }
 
   /** A learned route as the kernel route felix wants for it; undefined: none usable. */
-  render(family: 4 | 6, addr4: number, addr6: Uint8Array | undefined, len: number, combo: number): KernelRoute | undefined {
+  render(family: Family, addr4: number, addr6: Uint8Array | undefined, len: number, combo: number): KernelRoute | undefined {
     const pool = family === 4 ? this.ctx.poolForIpv4(addr4, len) : this.ctx.poolForIpv6(addr6!, len)
     const dst = family === 4 ? `${formatIpv4(addr4)}/${len}` : `${formatIpv6(addr6!)}/${len}`
     const hops = this.hopsFor(combo, pool, family, () => dst)

@@ -2,8 +2,7 @@
 // (next-hop ids, metric) pair in a typed-array hash table slot, so a million routes through a few nodes cost
 // no object or string. Next hops are ids the caller gives (see DesiredTable's HopSource). Pure storage, no rendering.
 
-import { V4PrefixMap } from './v4-prefix-map.js'
-import { V6PrefixMap } from './v6-prefix-map.js'
+import { V4PrefixMap, V6PrefixMap, type Family } from '../net/index.js'
 
 /**
  * Set beside a route's combo while a streaming read of the kernel has seen it there exactly as desired (see
@@ -14,7 +13,7 @@ const COMBO = SEEN - 1
 
 /** One learned route as iteration hands it over (the object is reused from one route to the next). */
 export interface LearnedEntry {
-  family: 4 | 6
+  family: Family
   /** IPv4 network address, unsigned (0 for IPv6). */
   addr4: number
   addr6: Uint8Array | undefined
@@ -57,7 +56,7 @@ export class LearnedRoutes {
   }
 
   /** The combo of a prefix, or -1 when none is held. */
-  get(family: 4 | 6, addr4: number, addr6: Uint8Array | undefined, len: number): number {
+  get(family: Family, addr4: number, addr6: Uint8Array | undefined, len: number): number {
     if (family === 4) {
       const v = this.v4.get(addr4, len)
       return v < 0 ? -1 : v & COMBO
@@ -120,8 +119,8 @@ export class LearnedRoutes {
    * Sets a prefix's combo (from intern()); returns the one it had, or -1. With `handBack`, the reference the
    * prefix held on that combo passes to the caller, who release()s it when done.
    */
-  set(family: 4 | 6, addr4: number, addr6: Uint8Array | undefined, len: number, combo: number, handBack = false): number {
-    let before = -1
+  set(family: Family, addr4: number, addr6: Uint8Array | undefined, len: number, combo: number, handBack = false): number {
+    let before: number
     if (family === 4) {
       const v = this.v4.set(addr4, len, combo)
       before = v < 0 ? -1 : v & COMBO
@@ -139,7 +138,7 @@ export class LearnedRoutes {
   }
 
   /** Removes a prefix; returns the combo it had, or -1. */
-  delete(family: 4 | 6, addr4: number, addr6: Uint8Array | undefined, len: number): number {
+  delete(family: Family, addr4: number, addr6: Uint8Array | undefined, len: number): number {
     let before = -1
     if (family === 4) {
       const s = this.v4.find(addr4, len)

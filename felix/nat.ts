@@ -2,7 +2,7 @@
 // anywhere outside all pools. The ruleset text is rendered purely and loaded atomically with `nft -f -`;
 // no other table is ever read or touched.
 
-import { formatCidr, parseIfAddr } from '../config/ip/index.js'
+import { formatCidr, parseIfAddr, type Family } from '../net/index.js'
 import type { IPPool } from '../config/index.js'
 import { runChecked, type ProcessRunner } from './runner.js'
 
@@ -19,8 +19,8 @@ function setDecl(name: string, type: string, cidrs: readonly string[]): string {
  * pool the table is simply removed.
  */
 export function renderNatRuleset(pools: readonly IPPool[], table = NAT_TABLE): string {
-  const all: Record<4 | 6, string[]> = { 4: [], 6: [] }
-  const masq: Record<4 | 6, string[]> = { 4: [], 6: [] }
+  const all: Record<Family, string[]> = { 4: [], 6: [] }
+  const masq: Record<Family, string[]> = { 4: [], 6: [] }
   pools.forEach((p, i) => {
     const c = parseIfAddr(p.spec.cidr, `pools[${i}].spec.cidr`).cidr
     all[c.family].push(formatCidr(c))

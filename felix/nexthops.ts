@@ -3,8 +3,9 @@
 // kernel its per-route gateway check, which is much of a large table's time. Pure: it keeps the
 // id <-> hop mapping and plans `ip -batch` lines; the reconciler runs them and reads the kernel's objects.
 
-import { hopArgs, hopText, type Family, type KernelRoute, type NextHop } from './kernel-route.js'
+import { hopArgs, hopText, type KernelRoute, type NextHop } from './kernel-route.js'
 import { RouteParseError } from './route-parse.js'
+import { familyOfText, type Family } from '../net/index.js'
 
 export interface NexthopObject {
   readonly id: number
@@ -55,7 +56,7 @@ export function parseNexthopMonitorLine(line: string): { deleted: boolean; id: n
   if (group !== undefined) key = groupKey(group.split('/').map((x) => Number(x.split(',')[0])))
   else {
     const gateway = at('via')
-    if (gateway !== undefined) key = hopKey(gateway.includes(':') ? 6 : 4, { gateway, ...(at('dev') !== undefined ? { dev: at('dev') as string } : {}), onlink: rest.includes('onlink') })
+    if (gateway !== undefined) key = hopKey(familyOfText(gateway), { gateway, ...(at('dev') !== undefined ? { dev: at('dev') } : {}), onlink: rest.includes('onlink') })
   }
   return { deleted: m[1] !== undefined, id: Number(m[2]), key }
 }
@@ -111,7 +112,7 @@ export class NexthopRegistry {
     for (const o of objects) {
       this.taken.add(o.id)
       if (o.protocol !== this.protocol) continue
-      const key = o.group !== undefined ? groupKey(o.group) : o.hop?.gateway !== undefined ? hopKey(o.hop.gateway.includes(':') ? 6 : 4, o.hop) : undefined
+      const key = o.group !== undefined ? groupKey(o.group) : o.hop?.gateway !== undefined ? hopKey(familyOfText(o.hop.gateway), o.hop) : undefined
       if (key === undefined || this.byKey.has(key)) {
         // Not one felix would make, or a duplicate: kept only until the unused sweep removes it.
         this.ours.set(o.id, `?${o.id}`)

@@ -2,11 +2,8 @@
 // at that take (-1: none), in typed-array hash tables, so a million changed routes cost no object or key;
 // and the parsing of a route key back into the prefix a learned route would have. Pure storage.
 
-import { parseIpv4, parseIpv6 } from '../bgp/codec/ip.js'
+import { MIN_SLOTS, parseIpv4, parseIpv6, V4PrefixMap, V6PrefixMap, type Family } from '../net/index.js'
 import type { LearnedRoutes } from './learned-routes.js'
-import { MIN_SLOTS } from './prefix-slots.js'
-import { V4PrefixMap } from './v4-prefix-map.js'
-import { V6PrefixMap } from './v6-prefix-map.js'
 
 /** Not in a pending map: no change since the last take. */
 export const NOT_PENDING = -2
@@ -27,7 +24,7 @@ export class PendingLearned {
 
   constructor(private readonly learned: LearnedRoutes) {}
 
-  before(family: 4 | 6, addr4: number, addr6: Uint8Array | undefined, len: number): number {
+  before(family: Family, addr4: number, addr6: Uint8Array | undefined, len: number): number {
     if (family === 4) return this.v4.get(addr4, len, NOT_PENDING)
     return this.v6.get(addr6!, len, NOT_PENDING)
   }
@@ -36,7 +33,7 @@ export class PendingLearned {
    * Notes the prefix with the combo it holds now, unless it is noted already (the first change keeps its).
    * `retained`: the caller holds a reference on the combo for the list, which takes it (or releases it).
    */
-  note(family: 4 | 6, addr4: number, addr6: Uint8Array | undefined, len: number, combo: number, retained = false): void {
+  note(family: Family, addr4: number, addr6: Uint8Array | undefined, len: number, combo: number, retained = false): void {
     const held = family === 4 ? this.v4.add(addr4, len, combo, NOT_PENDING) : this.v6.add(addr6!, len, combo, NOT_PENDING)
     if (held !== NOT_PENDING) {
       if (retained) this.walked(combo)
@@ -67,7 +64,7 @@ export class PendingLearned {
    * it): a change noted before no longer differs from what the kernel holds, so it is dropped, and the
    * list of a table arriving while it is written stays as small as what is not yet written.
    */
-  written(family: 4 | 6, addr4: number, addr6: Uint8Array | undefined, len: number): void {
+  written(family: Family, addr4: number, addr6: Uint8Array | undefined, len: number): void {
     const map = family === 4 ? this.v4 : this.v6
     const s = family === 4 ? this.v4.find(addr4, len) : this.v6.find(addr6!, len)
     if (s < 0) return
@@ -80,7 +77,7 @@ export class PendingLearned {
 
 /** A learned route's prefix as a key names it, when the key is one a learned route can have in `table`. */
 export interface KeyPrefix {
-  family: 4 | 6
+  family: Family
   addr4: number
   addr6: Uint8Array | undefined
   len: number

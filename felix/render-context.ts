@@ -3,11 +3,10 @@
 // Built once per pool/encapsulation/node change and shared by the full render and the incremental
 // desired table. Pure; bad input becomes a problem naming its field, never an exception.
 
-import { AddrError, cidrContains, formatAddr, formatCidr, parseIfAddr, readAddr, tryAddr, type Addr, type Cidr } from '../config/ip/index.js'
+import { AddrError, cidrContains, formatAddr, formatCidr, ipv4Within, ipv6Within, parseIfAddr, readAddr, tryAddr, type Addr, type Cidr, type Family } from '../net/index.js'
 import type { IPPool } from '../config/index.js'
 import type { DesiredState, LearnedNextHop, RemoteVtep } from './desired-state.js'
-import { DEFAULT_ROUTE_PROTOCOL, MAIN_TABLE, type Family, type NextHop } from './kernel-route.js'
-import { ipv6Within } from './v6-prefix-map.js'
+import { DEFAULT_ROUTE_PROTOCOL, MAIN_TABLE, type NextHop } from './kernel-route.js'
 
 export const TUNL_DEVICE = 'tunl0'
 export const VXLAN_DEVICE = 'vxlan.pinto'
@@ -99,7 +98,7 @@ function subnetOf(addr: string | undefined, field: string, problems: RenderProbl
   return c
 }
 
-/** The address, or undefined when config/ip refuses the text. */
+/** The address, or undefined when net/ refuses the text. */
 export function addrOf(text: string): Addr | undefined {
   const a = tryAddr(() => readAddr(text))
   return a instanceof AddrError ? undefined : a
@@ -178,9 +177,7 @@ export class RenderContext {
     const pools = this.v4Pools
     for (let i = 0; i < pools.length; i++) {
       const v = pools[i]!
-      if (v.len > len) continue
-      const shift = 32 - v.len
-      if (v.len !== 0 && addr >>> shift !== v.net >>> shift) continue
+      if (v.len > len || !ipv4Within(v.net, v.len, addr)) continue
       if (best === undefined || v.len > best.len) best = v
     }
     return best?.match ?? NO_POOL

@@ -2,10 +2,9 @@
 // per pool mode (no-encap, IPIP, VXLAN, CrossSubnet), with ECMP and local blackholes. Bad input never throws:
 // the offending route is skipped and a problem naming its field path is returned, so the rest still renders.
 
-import { AddrError, formatAddr, formatCidr, readCidr, tryAddr } from '../config/ip/index.js'
+import { AddrError, formatAddr, formatCidr, readCidr, readIpv4Prefix, tryAddr, type Family } from '../net/index.js'
 import type { DesiredState } from './desired-state.js'
-import { compareNextHops, defaultMetric, routeKey, type Family, type KernelRoute, type NextHop } from './kernel-route.js'
-import { formatIpv4, parseIpv4 as parseIpv4Number } from '../bgp/codec/ip.js'
+import { compareNextHops, defaultMetric, routeKey, type KernelRoute, type NextHop } from './kernel-route.js'
 import { RenderContext, addrOf, type FdbEntry, type NeighbourEntry, type PoolMatch, type RenderOptions, type RenderProblem } from './render-context.js'
 
 export { TUNL_DEVICE, VXLAN_DEVICE, type RenderOptions, type NeighbourEntry, type FdbEntry, type RenderProblem } from './render-context.js'
@@ -16,25 +15,6 @@ export interface RenderedState {
   readonly neighbours: NeighbourEntry[]
   readonly fdb: FdbEntry[]
   readonly problems: RenderProblem[]
-}
-
-/**
- * A canonical IPv4 prefix ("a.b.c.d/len", no leading zeros, host bits clear) as numbers; undefined for
- * anything else, which then takes the general parser and its error messages.
- */
-function fastIpv4Prefix(text: string): { addr: number; len: number } | undefined {
-  const slash = text.indexOf('/')
-  if (slash < 0) return undefined
-  const addrText = text.slice(0, slash)
-  const addr = parseIpv4Number(addrText)
-  if (addr === undefined || formatIpv4(addr) !== addrText) return undefined
-  const lenText = text.slice(slash + 1)
-  if (addr === undefined || lenText.length === 0 || lenText.length > 2 || (lenText.length === 2 && lenText[0] === '0')) return undefined
-  const len = Number(lenText)
-  if (!Number.isInteger(len) || len > 32) return undefined
-  const mask = len === 0 ? 0 : (0xffffffff << (32 - len)) >>> 0
-  if (((addr & mask) >>> 0) !== addr) return undefined
-  return { addr, len }
 }
 
 export function renderDesired(state: DesiredState, opts: RenderOptions = {}): RenderedState {
@@ -49,7 +29,7 @@ export function renderDesired(state: DesiredState, opts: RenderOptions = {}): Re
     let version: Family
     let dst: string
     let pool: PoolMatch
-    const fast = fastIpv4Prefix(r.prefix)
+    const fast = readIpv4Prefix(r.prefix)
     if (fast !== undefined) {
       version = 4
       dst = r.prefix

@@ -3,7 +3,7 @@
 // monitor` child the monitor reads. It decides nothing to write (route-reconciler.ts) and judges no line (route-monitor-watch.ts).
 
 import type { Logger } from 'pino'
-import { MAIN_TABLE, type Family, type KernelRoute, type NextHop } from './kernel-route.js'
+import { MAIN_TABLE, type KernelRoute, type NextHop } from './kernel-route.js'
 import type { KnownTable } from './known-table.js'
 import { BatchDealer, type BatchPlan, type BatchWriter } from './batch-dealer.js'
 import type { RouteSocket } from './route-socket.js'
@@ -14,6 +14,7 @@ import { CommandError, type ProcessRunner, type RunResult, type WatchHandle } fr
 import { NexthopRegistry, parseNexthopJson } from './nexthops.js'
 import type { DesiredRoutes } from './desired-routes.js'
 import { RouteOpList, type WriteOps } from './learned-ops.js'
+import type { Family } from '../net/index.js'
 
 export interface KernelRouteIoOptions {
   readonly runner: ProcessRunner
@@ -218,7 +219,7 @@ export class KernelRouteIo {
     const plan = reg !== undefined ? nexthopPlan(reg, ops) : undefined
     if (plan !== undefined && plan.head.length > 0) {
       const r = await this.runner.run('ip', ['-force', '-batch', '-'], { input: plan.head.join('\n') + '\n', ...this.nsOpt() })
-      for (const [i, m] of parseBatchErrors(r.stderr)) if (plan.head[i] !== undefined) this.forgetNexthop(plan.head[i] as string, m)
+      for (const [i, m] of parseBatchErrors(r.stderr)) if (plan.head[i] !== undefined) this.forgetNexthop(plan.head[i], m)
     }
     // Devices by index, for the routes that name one and go through no object.
     const devices = new Set<string>()

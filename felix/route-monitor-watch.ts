@@ -11,6 +11,7 @@ import type { WatchHandle } from './runner.js'
 import { type NexthopRegistry, parseNexthopMonitorLine } from './nexthops.js'
 import { PendingEchoes } from './pending-echoes.js'
 import type { KernelRouteIo } from './route-kernel-io.js'
+import { familyOfText } from '../net/index.js'
 
 /** What the monitor asks of the reconciler that owns it. */
 export interface MonitorOwner {
@@ -174,7 +175,7 @@ export class RouteMonitor {
     if (ev === undefined || ev.table !== this.opts.table) return
     const ours = ev.protocol === this.opts.protocol || (ev.dev?.startsWith(this.opts.vethPrefix) === true && this.owner.knowsPods())
     // A route of another protocol appearing on a key we want is a conflict worth re-checking too.
-    const metric = ev.metric ?? defaultMetric(ev.dst.includes(':') ? 6 : 4)
+    const metric = ev.metric ?? defaultMetric(familyOfText(ev.dst))
     const key = routeKey({ table: ev.table, dst: ev.dst, tos: 0, metric })
     const wanted = this.owner.wants(key)
     if (!ours && !wanted) return

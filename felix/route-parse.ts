@@ -2,7 +2,8 @@
 // type and table) and the text lines of `ip monitor route`. Pure; bad input raises RouteParseError naming
 // the element and field (`[12].nexthops[0].gateway`).
 
-import { familyOfPrefix, type Family, type KernelRoute, type NextHop, type RouteType } from './kernel-route.js'
+import { type KernelRoute, type NextHop, type RouteType } from './kernel-route.js'
+import { familyOfText, type Family } from '../net/index.js'
 
 export class RouteParseError extends Error {
   constructor(
@@ -208,5 +209,5 @@ export function parseMonitorLine(line: string): MonitorEvent | undefined {
     else continue
     i++
   }
-  return { deleted, dst: canonicalDst(rawDst, familyOfPrefix(rawDst)), table, protocol, metric, dev, type, gateway }
+  return { deleted, dst: canonicalDst(rawDst, familyOfText(rawDst)), table, protocol, metric, dev, type, gateway }
 }

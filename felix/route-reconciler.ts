@@ -5,7 +5,7 @@
 // KernelRouteIo it owns (route-kernel-io.ts).
 
 import pino, { type Logger } from 'pino'
-import { DEFAULT_ROUTE_PROTOCOL, MAIN_TABLE, routeKey, type Family, type KernelRoute } from './kernel-route.js'
+import { DEFAULT_ROUTE_PROTOCOL, MAIN_TABLE, routeKey, type KernelRoute } from './kernel-route.js'
 import { KnownTable } from './known-table.js'
 import type { DumpedRoute } from './rtnl-routes.js'
 import { RouteDeltaTracker, type DiffResult, type KeyChange, type RouteConflict, type RouteOp } from './route-diff.js'
@@ -15,6 +15,7 @@ import type { ProcessRunner } from './runner.js'
 import type { RouteSocket } from './route-socket.js'
 import { KernelRouteIo } from './route-kernel-io.js'
 import { RouteMonitor } from './route-monitor-watch.js'
+import type { Family } from '../net/index.js'
 
 export interface RouteReconcilerOptions {
   readonly runner: ProcessRunner
@@ -372,14 +373,14 @@ export class RouteReconciler {
       }
       return m
     }
-    let readMs = 0
+    let readMs: number
     let writeMs = 0
     const conflicts: RouteConflict[] = []
     const counts = { replace: 0, delete: 0 }
     let failed = 0
     let known = start
     let full = first !== undefined
-    let quiet = false
+    let quiet: boolean
     try {
       // The first batch is diffed at once, with the fixed routes' changes as of the take.
       let batch: KeyChange[] = first !== undefined ? [] : take()

@@ -6,9 +6,10 @@
 // others are answered only when they fail.
 
 import { getSystemErrorMap } from 'node:util'
-import type { Family, KernelRoute } from './kernel-route.js'
+import type { KernelRoute } from './kernel-route.js'
 import { NLMSG_ERROR, RTM_NEWLINK, RtnlWriter, readReplies, type Reply } from './rtnl.js'
 import { linkDumpReader, linkDumpRequest, routeDumpReader, routeDumpRequest, type DumpFilter, type DumpReader } from './rtnl-routes.js'
+import type { Family } from '../net/index.js'
 
 interface RawSocket {
   send(msg: Uint8Array, options?: { port?: number }, callback?: (error?: Error) => void): void

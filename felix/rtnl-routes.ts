@@ -3,8 +3,8 @@
 // route show table T`. Pure bytes in, values out; the socket is route-socket.ts. Malformed input raises an
 // error naming the datagram and byte offset.
 
-import { formatIpv4, formatIpv6 } from '../bgp/codec/ip.js'
-import type { Family, KernelRoute, NextHop, RouteType } from './kernel-route.js'
+import { formatIpv4, formatIpv6, type Family } from '../net/index.js'
+import type { KernelRoute, NextHop, RouteType } from './kernel-route.js'
 import { AF_INET, AF_INET6, align4, IFINFOMSG_LEN, IFLA_IFNAME, NLM_F_REQUEST, NLMSG_ERROR, NLMSG_HDRLEN, RTA_DST, RTA_GATEWAY, RTA_NH_ID, RTA_OIF, RTA_PRIORITY, RTA_TABLE, RTM_GETLINK, RTM_NEWLINK, RTM_NEWROUTE, RTNH_F_ONLINK } from './rtnl.js'
 
 export const RTM_GETROUTE = 26
@@ -332,7 +332,7 @@ class RouteMessages {
   private hop(gateway: string | undefined, oif: number, onlink: boolean): NextHop {
     const slot = oif * 2 + (onlink ? 1 : 0)
     let byGateway = this.hops.get(slot)
-    if (byGateway === undefined) this.hops.set(slot, (byGateway = new Map()))
+    if (byGateway === undefined) this.hops.set(slot, (byGateway = new Map<string, NextHop>()))
     let h = byGateway.get(gateway ?? '')
     if (h === undefined) {
       let dev = oif === 0 ? undefined : this.links.get(oif)

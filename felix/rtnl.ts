@@ -3,7 +3,7 @@
 // route-socket.ts); field layouts from linux/netlink.h and linux/rtnetlink.h. Messages are written one
 // after another into one reusable buffer: a write of 100k routes makes no object per route.
 
-import { parseIpv4, parseIpv6 } from '../bgp/codec/ip.js'
+import { parseIpv4, parseIpv6, type Family } from '../net/index.js'
 import { defaultMetric, type KernelRoute, type RouteType } from './kernel-route.js'
 
 export const RTM_NEWLINK = 16
@@ -58,7 +58,7 @@ export class RtnlWriter {
    * of a table through a few gateways parses each once, not once per route.
    */
   private gatewayText: string | undefined
-  private gatewayFamily: 4 | 6 = 4
+  private gatewayFamily: Family = 4
   private readonly gatewayBytes = new Uint8Array(16)
 
   /** `size`: the bytes to start with (64 KB holds a chunk of 200 route messages with room to spare). */
@@ -147,7 +147,7 @@ export class RtnlWriter {
    * An address attribute from text (`198.18.0.5`, or the address part of `198.18.0.0/26` up to `end`);
    * false when the text is not an address of the family.
    */
-  private attrAddress(type: number, text: string, end: number, family: 4 | 6): boolean {
+  private attrAddress(type: number, text: string, end: number, family: Family): boolean {
     const at = this.length
     if (family === 6) {
       const bytes = parseIpv6(text.slice(0, end))
@@ -168,7 +168,7 @@ export class RtnlWriter {
   }
 
   /** RTA_GATEWAY: the bytes of the last gateway again when the text is the same, else parsed (and kept). */
-  private attrGateway(text: string, family: 4 | 6): boolean {
+  private attrGateway(text: string, family: Family): boolean {
     const size = family === 4 ? 4 : 16
     if (text !== this.gatewayText || family !== this.gatewayFamily) {
       const at = this.length
@@ -206,7 +206,7 @@ export class RtnlWriter {
   }
 
   /** The prefix length of a canonical `addr/len`, or -1; `slash` is where the `/` is. */
-  private static prefixLength(dst: string, slash: number, family: 4 | 6): number {
+  private static prefixLength(dst: string, slash: number, family: Family): number {
     const len = slash < 0 ? (family === 4 ? 32 : 128) : Number(dst.slice(slash + 1))
     return Number.isInteger(len) && len >= 0 && len <= (family === 4 ? 32 : 128) ? len : -1
   }

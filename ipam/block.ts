@@ -2,7 +2,7 @@
 // attributes and per-address sequence numbers (Calico's AllocationBlock). Pure: functions mutate the
 // record they are given (always a freshly decoded copy) and never touch the datastore or a clock.
 
-import { type Cidr, type Family, cidrContains, cidrSize, formatAddr, formatCidr, readCidr } from '../config/ip/index.js'
+import { type Cidr, type Family, cidrContains, cidrSize, formatAddr, formatCidr, readCidr } from '../net/index.js'
 
 export interface AllocationAttribute {
   readonly handleId: string | null

@@ -3,7 +3,7 @@
 // hold for them; repair fixes them through the Ipam's CAS paths. Check only reads. Repair re-validates
 // through sequence numbers and revisions, so a stale report never frees a reused address.
 
-import { cidrContains, formatCidr, parseAddr, readCidr } from '../config/ip/index.js'
+import { cidrContains, formatCidr, parseAddr, readCidr } from '../net/index.js'
 import { type AllocationBlock, addressOrdinal, affinityNode, blockCidr, blockProblems, ordinalAddress } from './block.js'
 import { type Ipam, sameCounts } from './ipam.js'
 import { poolBlockOf } from './pools.js'

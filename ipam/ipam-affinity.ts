@@ -3,7 +3,7 @@
 // and releases no address (ipam-assign.ts and ipam-release.ts do).
 
 import { type KeyValue, DatastoreError } from '../config/index.js'
-import { type Cidr, type Family, formatCidr, readCidr } from '../config/ip/index.js'
+import { type Cidr, type Family, formatCidr, readCidr } from '../net/index.js'
 import { blockIsEmpty, hostAffinity, newBlock } from './block.js'
 import { type Pool, blockCandidates } from './pools.js'
 import { type AffinityRecord, BLOCKS_PREFIX, affinityKey, affinityPrefix, affinityRecord, blockKey, checkSegment, decodeAffinity } from './records.js'

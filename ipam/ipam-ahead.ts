@@ -4,7 +4,7 @@
 // early: the same two-phase claim, limits and config; it allocates no address.
 
 import type { KeyValue } from '../config/index.js'
-import { type Cidr, type Family, cidrSize, formatCidr, readCidr } from '../config/ip/index.js'
+import { type Cidr, type Family, cidrSize, formatCidr, readCidr } from '../net/index.js'
 import { type AllocationBlock, blockFree, hostAffinity } from './block.js'
 import { eligiblePools, poolBlockOf } from './pools.js'
 import { blockKey, decodeBlock, handleKey } from './records.js'

@@ -3,8 +3,8 @@
 // (through ipam-release.ts) and claims blocks only through ipam-affinity.ts.
 
 import { type KeyValue, DatastoreError } from '../config/index.js'
-import { type AutoAssignRequest, type AutoAssignResult, type IpamAddress, IpamError, toIpamAddress } from './ipam-types.js'
-import { type Cidr, type Family, formatCidr, parseAddr, readCidr } from '../config/ip/index.js'
+import { type AutoAssignRequest, type AutoAssignResult, type IpamAddress, IpamError, requestedPools, toIpamAddress } from './ipam-types.js'
+import { type Cidr, type Family, formatCidr, parseAddr, readCidr } from '../net/index.js'
 import { addressOrdinal, blockAssign, blockAutoAssign, blockCidr, hostAffinity } from './block.js'
 import { type NodeMatcher, type Pool, describePools, eligiblePools, poolBlockOf } from './pools.js'
 import { BLOCKS_PREFIX, blockKey, checkSegment, decodeBlock } from './records.js'
@@ -87,11 +87,12 @@ export class Assignments {
 
   /** Allocates `num` addresses of one family, pushing onto `sink` as blocks are written so a failure can roll back. */
   private async assignFamily(family: Family, num: number, req: AutoAssignRequest, pools: readonly Pool[], matcher: NodeMatcher | undefined, sink: IpamAddress[], claim: HandleClaim): Promise<void> {
-    const eligible = eligiblePools(pools, family, req.node, req.use ?? 'Workload', req.pools, matcher)
+    const requested = requestedPools(req, family)
+    const eligible = eligiblePools(pools, family, req.node, req.use ?? 'Workload', requested, matcher)
     if (eligible.length === 0) {
-      const manual = req.pools === undefined ? pools.filter((p) => p.cidr.family === family && p.spec.assignmentMode === 'Manual').map((p) => p.spec.name) : []
+      const manual = requested === undefined ? pools.filter((p) => p.cidr.family === family && p.spec.assignmentMode === 'Manual').map((p) => p.spec.name) : []
       const hint = manual.length > 0 ? ` (pools with assignmentMode Manual serve only requests that name them: ${manual.join(', ')})` : ''
-      throw new IpamError('no-pool', `no enabled IPv${family} pool${req.pools ? ` among ${req.pools.join(',')}` : ''} serves node ${req.node}${hint}`)
+      throw new IpamError('no-pool', `no enabled IPv${family} pool${requested ? ` among ${requested.join(',')}` : ''} serves node ${req.node}${hint}`)
     }
     const got: IpamAddress[] = []
     const take = async (cidr: Cidr, owner: string | undefined, cached?: KeyValue): Promise<void> => {

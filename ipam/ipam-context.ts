@@ -3,8 +3,8 @@
 // bounded compare-and-swap retry and block reads. It writes no record itself and reads no resource, file or socket.
 
 import { type Datastore, type KeyValue } from '../config/index.js'
-import { type IpamConfig, type IpamOptions, DEFAULT_IPAM_CONFIG, IpamError } from './ipam-types.js'
-import { type Cidr, parseCidr } from '../config/ip/index.js'
+import { type IpamConfig, type IpamOptions, DEFAULT_IPAM_CONFIG, IpamError, requestedPools } from './ipam-types.js'
+import { type Cidr, parseCidr } from '../net/index.js'
 import { type AllocationBlock, type IsReserved, addressOrdinal } from './block.js'
 import { type Pool, type PoolSpec, eligiblePools, poolBlockOf, toPool } from './pools.js'
 import { decodeBlock } from './records.js'
@@ -67,7 +67,7 @@ export class IpamContext {
     const matcher = view?.nodeMatches ?? this.options.nodeMatches
     return {
       fresh: view?.fresh ?? true, pools, matcher,
-      eligible: (req, family, cidr) => eligiblePools(pools, family, req.node, req.use ?? 'Workload', req.pools, matcher).some((p) => poolBlockOf(p, family, cidr.base) !== undefined),
+      eligible: (req, family, cidr) => eligiblePools(pools, family, req.node, req.use ?? 'Workload', requestedPools(req, family), matcher).some((p) => poolBlockOf(p, family, cidr.base) !== undefined),
       guards: (cidrs) => view?.guards(node, pools.filter((p) => cidrs.some((c) => poolBlockOf(p, c.family, c.base) !== undefined)).map((p) => p.spec)) ?? [],
     }
   }

@@ -4,7 +4,7 @@
 
 import { type KeyValue } from '../config/index.js'
 import { type IpamAddress } from './ipam-types.js'
-import { readCidr } from '../config/ip/index.js'
+import { readCidr } from '../net/index.js'
 import { blockOrdinalsOf, ordinalAddress } from './block.js'
 import { type HandleRecord, blockKey, decodeHandle, handleKey } from './records.js'
 import { type HandleWriter } from './handle-claim.js'

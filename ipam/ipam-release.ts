@@ -4,7 +4,7 @@
 
 import { DatastoreError } from '../config/index.js'
 import { type AddressRelease, type ReleaseResult } from './ipam-types.js'
-import { type Cidr, type Family, formatCidr, parseAddr, readCidr } from '../config/ip/index.js'
+import { type Cidr, type Family, formatCidr, parseAddr, readCidr } from '../net/index.js'
 import {
   type AllocationBlock, type ReleaseRequest, type ReleaseSkip,
   addressOrdinal, blockCidr, blockIsEmpty, blockRelease, blockReleaseByHandle, ordinalAddress,

@@ -1,7 +1,7 @@
 // The IPAM service's request, result, option and error types, and small helpers over results.
 // Pure declarations: no datastore access here.
 
-import { type Cidr, type Family, formatCidr } from '../config/ip/index.js'
+import { type Cidr, type Family, formatCidr } from '../net/index.js'
 import type { AssignedAddress, ReleaseSkip } from './block.js'
 import type { NodeMatcher, PoolSpec, PoolUse } from './pools.js'
 import type { TxnOp } from '../config/index.js'
@@ -78,7 +78,17 @@ export interface AutoAssignRequest {
   readonly attrs?: Readonly<Record<string, string>>
   /** Restrict to these pools (names or CIDRs). */
   readonly pools?: readonly string[]
+  /**
+   * Per family, in place of `pools` (Calico's IPv4Pools and IPv6Pools): a family given no list here may take
+   * from any pool that serves the node.
+   */
+  readonly familyPools?: { readonly 4?: readonly string[]; readonly 6?: readonly string[] }
   readonly use?: PoolUse
+}
+
+/** The pools (names or CIDRs) a request restricts `family` to; undefined: none. */
+export function requestedPools(req: Pick<AutoAssignRequest, 'pools' | 'familyPools'>, family: Family): readonly string[] | undefined {
+  return req.familyPools !== undefined ? req.familyPools[family] : req.pools
 }
 
 export interface AutoAssignResult {

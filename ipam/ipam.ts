@@ -5,7 +5,7 @@
 
 import { type Datastore, type KeyValue } from '../config/index.js'
 import type { AddressRelease, AutoAssignRequest, AutoAssignResult, IpamAddress, IpamConfig, IpamOptions, ReleaseResult } from './ipam-types.js'
-import type { Cidr, Family } from '../config/ip/index.js'
+import type { Cidr, Family } from '../net/index.js'
 import type { Pool } from './pools.js'
 import type { AffinityRecord } from './records.js'
 import { OneTxnPaths } from './one-txn.js'

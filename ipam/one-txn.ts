@@ -4,7 +4,7 @@
 // and every case to it on a datastore without transactions (Kubernetes).
 
 import { type Datastore, type KeyValue, type TxnOp, DatastoreError } from '../config/index.js'
-import { type Cidr, type Family, formatCidr, readCidr } from '../config/ip/index.js'
+import { type Cidr, type Family, formatCidr, readCidr } from '../net/index.js'
 import { type AllocationBlock, type IsReserved, blockAutoAssign, blockIsEmpty, blockReleaseByHandle, hostAffinity, ordinalAddress } from './block.js'
 import { HandleClaim } from './handle-claim.js'
 import { conflictBackoff, isLostRace } from './conflict.js'

@@ -1,7 +1,7 @@
 // The narrow view of IP pools the allocator needs (not the IPPool resource itself), which pools may serve
 // a node, and the order in which a node walks a pool's block CIDRs. Pure.
 
-import { type Cidr, type Family, AddrError, cidrContains, cidrSize, familyBits, formatCidr, maskCidr, parseCidr } from '../config/ip/index.js'
+import { type Cidr, type Family, AddrError, cidrContains, cidrSize, familyBits, formatCidr, maskCidr, parseCidr } from '../net/index.js'
 
 export type PoolUse = 'Workload' | 'Tunnel' | 'LoadBalancer'
 

@@ -1,7 +1,7 @@
 // The IPAM records as stored under /pinto/ipam/ (blocks, affinities, handles): key layout, the affinity
 // state machine, and decoding that names the key and field of anything malformed. Pure: no datastore calls.
 
-import { type Cidr, cidrName, formatCidr, readCidr } from '../config/ip/index.js'
+import { type Cidr, cidrName, formatCidr, readCidr } from '../net/index.js'
 import type { AllocationBlock } from './block.js'
 
 export const IPAM_PREFIX = '/pinto/ipam/'
@@ -78,7 +78,7 @@ function need<T>(key: string, obj: Record<string, unknown>, field: string, ok: (
 
 const isInt = (v: unknown): boolean => Number.isSafeInteger(v)
 const isStr = (v: unknown): boolean => typeof v === 'string'
-const isObj = (v: unknown): boolean => typeof v === 'object' && v !== null && !Array.isArray(v)
+const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
 
 export function decodeBlock(key: string, text: string): AllocationBlock {
   const o = parseJson(key, text)

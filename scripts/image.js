@@ -22,7 +22,7 @@ const rootfs = join(work, 'rootfs')
 const APP = '/opt/pinto'
 
 /** The compiled directories the agent and pintoctl load (dist/test and dist/bench stay out). */
-const DIST_DIRS = ['agent', 'bgp', 'cni', 'config', 'felix', 'ipam', 'bundle', 'sea']
+const DIST_DIRS = ['net', 'agent', 'bgp', 'cni', 'config', 'felix', 'ipam', 'bundle', 'sea']
 /**
  * Programs pinto runs: host path -> image path. /bin/sh (agent/warm-runner.ts) is dash, not busybox's
  * shell, which runs its own `ip` and `nsenter` applets in place of iproute2's and util-linux's.

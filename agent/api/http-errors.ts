@@ -47,7 +47,7 @@ export function answerClientError(err: Error, socket: Duplex): void {
     socket.destroy()
     return
   }
-  answerRaw(socket, fromParser(err as NodeJS.ErrnoException))
+  answerRaw(socket, fromParser(err))
 }
 
 /**

@@ -7,6 +7,7 @@
 // means a route present on both sides of a page boundary is served exactly once, whatever else changed.
 
 import { comparePrefixes, type Prefix, type PrefixPage } from '../../bgp/index.js'
+import { ipv4Within, ipv6Within } from '../../net/index.js'
 import { ApiError } from './errors.js'
 
 /**
@@ -112,19 +113,8 @@ export function selectPage<T>(rows: Iterable<T>, keyOf: (row: T) => RowKey, limi
 /** Whether `p` lies inside `within` (equal or more specific). */
 export function prefixWithin(p: Prefix, within: Prefix): boolean {
   if (p.afi !== within.afi || p.len < within.len) return false
-  if (p.afi === 1 && within.afi === 1) {
-    if (within.len === 0) return true
-    const shift = 32 - within.len
-    return p.addr >>> shift === within.addr >>> shift
-  }
-  const a = p.addr as Uint8Array
-  const b = within.addr as Uint8Array
-  const whole = within.len >> 3
-  for (let i = 0; i < whole; i++) if (a[i] !== b[i]) return false
-  const rest = within.len & 7
-  if (rest === 0) return true
-  const mask = (0xff << (8 - rest)) & 0xff
-  return ((a[whole] ?? 0) & mask) === ((b[whole] ?? 0) & mask)
+  if (p.afi === 1 && within.afi === 1) return ipv4Within(within.addr, within.len, p.addr)
+  return ipv6Within(within.addr as Uint8Array, within.len, p.addr as Uint8Array)
 }
 
 /** A page of prefixes with the cursor that follows its last one. */

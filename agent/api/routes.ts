@@ -2,11 +2,11 @@
 // filtered by peer and prefix, served in pages ordered by prefix with an opaque cursor (paginate.ts).
 
 import type { FastifyPluginAsync } from 'fastify'
-import { ipv4Prefix, ipv6Prefix, ipv6ValueBytes, parsePrefix, SortedPrefixes, type Prefix } from '../../bgp/index.js'
-import { AddrError, parseCidr, tryAddr } from '../../config/ip/index.js'
+import { ipv4Prefix, ipv6Prefix, parsePrefix, SortedPrefixes, type Prefix } from '../../bgp/index.js'
+import { AddrError, ipv6ValueBytes, parseCidr, tryAddr } from '../../net/index.js'
 import type { ApiDeps } from './deps.js'
 import { ApiError, errorSchema } from './errors.js'
-import { decodeCursor, prefixPage, prefixWithin, selectPage, type Page, type RowKey } from './paginate.js'
+import { decodeCursor, prefixPage, prefixWithin, selectPage, type Page } from './paginate.js'
 import { adjRibInView, advertisedView, kernelRouteView, locRibView, routeSchema } from './views.js'
 
 export const TABLES = ['loc-rib', 'adj-rib-in', 'adj-rib-out', 'fib'] as const
@@ -92,7 +92,7 @@ function page(deps: ApiDeps, q: RoutesQuery, cache: { snapshot?: Snapshot }): Pa
     case 'fib': {
       if (q.peer !== undefined) throw new ApiError('invalid-parameter', 'query parameter peer: the fib table has no peers', 'peer')
       if (deps.fib === undefined) throw new ApiError('no-dataplane', 'this agent runs without a dataplane (PINTO_DATAPLANE=none): there is no FIB')
-      const keyed = [...deps.fib.routes()].map((r) => ({ r, key: { ...parsePrefix(r.dst), tie: [r.table, r.tos, r.metric] } as RowKey }))
+      const keyed = [...deps.fib.routes()].map((r) => ({ r, key: { ...parsePrefix(r.dst), tie: [r.table, r.tos, r.metric] } }))
       return render(selectPage(keyed, (k) => k.key, q.limit, after, within && ((k) => inside(k.key))), (k) => kernelRouteView(k.r))
     }
   }

@@ -1,10 +1,10 @@
 // JSON views of pinto's objects for the API: peers, RIB and kernel routes, IPAM blocks and allocations.
 // Pure conversions with their JSON schemas beside them; no reads, no fastify.
 
-import { attributesToJson, formatPrefix, type PathAttributes, type Prefix, type BestPath, type Path, type PeerStatus } from '../../bgp/index.js'
+import { attributesToJson, formatPrefix, type Prefix, type BestPath, type Path, type PeerStatus } from '../../bgp/index.js'
 import type { KernelRoute } from '../../felix/index.js'
 import { affinityNode, blockCidr, blockInUse, ordinalAddress, type AllocationBlock, type Pool } from '../../ipam/index.js'
-import { cidrContains, formatCidr } from '../../config/ip/index.js'
+import { cidrContains, formatCidr } from '../../net/index.js'
 import type { AdvertisedRoute } from './deps.js'
 
 /** `refused`: the pool prefixes refused from this peer (see agent/refusals.ts), when the agent keeps them. */
@@ -68,7 +68,7 @@ export function adjRibInView(path: Path): Record<string, unknown> {
 }
 
 export function advertisedView(r: AdvertisedRoute): Record<string, unknown> {
-  return { prefix: formatPrefix(r.prefix), nextHop: r.nextHop, attributes: attributesToJson(r.attributes as PathAttributes) }
+  return { prefix: formatPrefix(r.prefix), nextHop: r.nextHop, attributes: attributesToJson(r.attributes) }
 }
 
 export function kernelRouteView(r: KernelRoute): Record<string, unknown> {

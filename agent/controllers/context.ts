@@ -42,3 +42,12 @@ export function tablesWait(ctx: AgentContext, tablesIn: boolean): { readonly don
   const waitedMs = Date.now() - ctx.startedAt
   return { done: tablesIn || waitedMs >= ctx.settings.syncDeadlineSeconds * 1000, waitedMs }
 }
+
+/** Runs `job` now and after every change of the cluster's resources (not of IPAM blocks); returns the unsubscribe. */
+export function followResources(ctx: Pick<AgentContext, 'cluster'>, job: { trigger(): void }): () => void {
+  const off = ctx.cluster.onChange((topic) => {
+    if (topic === 'resources') job.trigger()
+  })
+  job.trigger()
+  return off
+}

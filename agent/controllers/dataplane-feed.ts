@@ -6,7 +6,7 @@
 import type { Logger } from 'pino'
 import type { BgpSpeaker } from '../../bgp/index.js'
 import { parsePrefix, formatPrefix } from '../../bgp/index.js'
-import type { Node } from '../../config/index.js'
+import { nodeAddressNames, type Node } from '../../config/index.js'
 import { LearnedFeed, type Dataplane, type LearnedRoute, type ProgramRules } from '../../felix/index.js'
 import { blockCidr, ordinalAddress, type AllocationBlock } from '../../ipam/index.js'
 import { serviceCidrs } from '../advertisements.js'
@@ -166,10 +166,7 @@ export class DataplaneFeed {
    * reachableBy route wins over anything learned for the same /32.
    */
   private programRules(nodes: readonly Node[], staticRoutes: readonly LearnedRoute[]): ProgramRules {
-    const nodeOfAddress = new Map<string, string>()
-    for (const n of nodes) {
-      for (const a of [n.spec.bgp?.ipv4Address, n.spec.bgp?.ipv6Address]) if (a !== undefined) nodeOfAddress.set(a.split('/')[0]!, n.metadata.name)
-    }
+    const nodeOfAddress = nodeAddressNames(nodes)
     const owners = new Map<string, string>()
     for (const b of this.ctx.cluster.blocks()) {
       if (b.affinity?.startsWith('host:')) owners.set(formatPrefix(parsePrefix(b.cidr)), b.affinity.slice(5))

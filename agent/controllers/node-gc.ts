@@ -5,7 +5,7 @@
 import type { Logger } from 'pino'
 import type { Ipam } from '../../ipam/index.js'
 import { Coalescer } from './coalescer.js'
-import type { AgentContext } from './context.js'
+import { followResources, type AgentContext } from './context.js'
 
 export class NodeGc {
   private readonly log: Logger
@@ -21,10 +21,7 @@ export class NodeGc {
   }
 
   start(): void {
-    this.unsubscribe = this.ctx.cluster.onChange((topic) => {
-      if (topic === 'resources') this.job.trigger()
-    })
-    this.job.trigger()
+    this.unsubscribe = followResources(this.ctx, this.job)
   }
 
   async stop(): Promise<void> {

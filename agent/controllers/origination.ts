@@ -1,12 +1,13 @@
 // The origination controller: what this node announces, from IPAM (the blocks it owns, the addresses it
-// borrowed in other nodes' blocks) and BGPConfiguration (service ranges, communities), handed to the
-// speaker as one change; and when End-of-RIB may follow our table after a restart.
+// borrowed in other nodes' blocks), BGPConfiguration (service ranges, communities) and the Services controller
+// (Service addresses), handed to the speaker as one change; and when End-of-RIB may follow our table after a restart.
 
 import type { Logger } from 'pino'
 import { parsePrefix, type BgpSpeaker, type OwnRoute, type PathAttributes, type Prefix } from '../../bgp/index.js'
 import { deepEqual } from '../../config/index.js'
-import { communitiesFor, compileCommunityRules, serviceCidrs, type CommunityRule } from '../advertisements.js'
+import { communitiesFor, compileCommunityRules, type CommunityRule } from '../advertisements.js'
 import { originationFor } from '../origination.js'
+import { originatedServiceRanges, serviceNode } from '../service-routes.js'
 import { Coalescer } from './coalescer.js'
 import { bgpConfig, tablesWait, type AgentContext } from './context.js'
 
@@ -17,6 +18,8 @@ export interface OriginationDeps {
   tablesIn(): boolean
   /** Our blocks changed (each is a blackhole route for felix). */
   onBlocks(): void
+  /** The Service addresses this node advertises, when the Kubernetes API is read (the Services controller). */
+  readonly services?: { prefixes(): Iterable<string>; readonly synced: boolean }
 }
 
 export class OriginationController {
@@ -57,6 +60,11 @@ export class OriginationController {
     return this.job.idle()
   }
 
+  /** Something we originate changed outside the cluster state (the Service addresses). */
+  trigger(): void {
+    this.job.trigger()
+  }
+
   private async sync(): Promise<void> {
     const before = this.blocks
     const now = originationFor(this.ctx.settings.nodeName, this.ctx.cluster.blocks())
@@ -70,7 +78,15 @@ export class OriginationController {
     } catch (err) {
       this.log.warn({ err: (err as Error).message }, 'BGPConfiguration prefixAdvertisements not usable: routes originated without communities')
     }
-    const want = new Set([...now.blocks, ...now.borrowed, ...serviceCidrs(config)])
+    // The service ranges every node originates whole, and this node's Service addresses (a /32 or /128 each).
+    const me = this.ctx.cluster.get('Node', this.ctx.settings.nodeName)
+    let ranges: string[] = []
+    try {
+      ranges = originatedServiceRanges(config, serviceNode(this.ctx.settings.nodeName, me?.metadata.labels), this.deps.services !== undefined)
+    } catch (err) {
+      this.log.warn({ err: (err as Error).message }, 'BGPConfiguration service ranges not usable: none originated')
+    }
+    const want = new Set([...now.blocks, ...now.borrowed, ...ranges, ...(this.deps.services?.prefixes() ?? [])])
     const originate: OwnRoute[] = []
     for (const text of want) {
       const prefix = parsePrefix(text)
@@ -105,7 +121,9 @@ export class OriginationController {
     this.eorTimer = undefined
     if (this.endOfRibReleased) return
     const synced = this.deps.tablesIn()
-    const wait = tablesWait(this.ctx, synced)
+    // A Local Service's address is ours to announce only once the Services are listed.
+    const servicesIn = this.deps.services?.synced ?? true
+    const wait = tablesWait(this.ctx, synced && servicesIn)
     if (this.deps.restarting && !wait.done) {
       this.eorTimer = setTimeout(() => this.releaseEndOfRibWhenSynced(), 100)
       return
@@ -114,7 +132,7 @@ export class OriginationController {
     this.speaker.releaseEndOfRib()
     if (this.deps.restarting) {
       this.log.info(
-        { waitedMs: wait.waitedMs, peersSynced: synced },
+        { waitedMs: wait.waitedMs, peersSynced: synced, servicesListed: servicesIn },
         synced ? "every peer's table in: End-of-RIB follows ours" : 'not every peer sent its table in time: End-of-RIB follows ours anyway',
       )
     }

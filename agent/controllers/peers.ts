@@ -4,7 +4,7 @@
 
 import type { Logger } from 'pino'
 import type { BfdSessionSpec, BgpSpeaker, PeerConfig, SpeakerBfd } from '../../bgp/index.js'
-import { deepEqual } from '../../config/index.js'
+import { deepEqual, nodeAddressNames } from '../../config/index.js'
 import type { LearnedRoute } from '../../felix/index.js'
 import { serviceCidrs } from '../advertisements.js'
 import { parseBfdAnnotation } from '../bfd-annotation.js'
@@ -12,7 +12,7 @@ import { desiredPeers, type DesiredPeer, type PeerProblem } from '../bgp-peers.j
 import { BgpSecrets } from '../bgp-secrets.js'
 import type { AnnouncementRefusals } from '../refusals.js'
 import { Coalescer } from './coalescer.js'
-import { bgpConfig, type AgentContext } from './context.js'
+import { bgpConfig, followResources, type AgentContext } from './context.js'
 import { PeerPolicies } from './peer-policies.js'
 
 export class PeersController {
@@ -51,10 +51,7 @@ export class PeersController {
   }
 
   start(): void {
-    this.unsubscribe = this.ctx.cluster.onChange((topic) => {
-      if (topic === 'resources') this.job.trigger()
-    })
-    this.job.trigger()
+    this.unsubscribe = followResources(this.ctx, this.job)
     // A Secret volume is updated in place (kubelet swaps its ..data link): a changed key re-keys the
     // listener and resets the session through the next peer update.
     this.secretsTimer = setInterval(() => {
@@ -93,7 +90,7 @@ export class PeersController {
       localAddress6: addresses.v6?.address,
       restartTime: settings.restartTime,
     }
-    const nodeAddresses = new Set(nodes.flatMap((n) => [n.spec.bgp?.ipv4Address, n.spec.bgp?.ipv6Address].filter((a): a is string => a !== undefined).map((a) => a.split('/')[0]!)))
+    const nodeAddresses = nodeAddressNames(nodes)
     const configs: PeerConfig[] = []
     this.secrets.begin()
     for (const p of peers) {

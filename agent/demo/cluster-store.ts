@@ -2,7 +2,7 @@
 // listed, straight in the embedded store (a directory), or through pintoctl and etcd's own client on
 // etcd's fabric host, since the machine's own namespace cannot reach etcd.
 
-import { encodeResource, openDatastore, resourceKey, type Resource } from '../../config/index.js'
+import { encodeResource, openDatastore, resourceKey, type Datastore, type Resource } from '../../config/index.js'
 import type { DemoEtcd } from './etcd.js'
 
 /** What of the cluster the store is reached through. */
@@ -21,14 +21,19 @@ export async function writeResources(c: StoreAccess, resources: readonly Resourc
   }
   const store = await openDatastore(c.store)
   try {
-    for (const r of resources) {
-      const key = resourceKey(r.kind, r.metadata.name)
-      const old = await store.get(key)
-      if (old) await store.update(key, encodeResource(r), old.revision)
-      else await store.create(key, encodeResource(r))
-    }
+    await putResources(store, resources)
   } finally {
     await store.close()
+  }
+}
+
+/** Creates each resource in an open datastore, or overwrites what is there. */
+export async function putResources(store: Datastore, resources: readonly Resource[]): Promise<void> {
+  for (const r of resources) {
+    const key = resourceKey(r.kind, r.metadata.name)
+    const old = await store.get(key)
+    if (old) await store.update(key, encodeResource(r), old.revision)
+    else await store.create(key, encodeResource(r))
   }
 }
 

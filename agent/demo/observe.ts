@@ -3,7 +3,7 @@
 // pod-to-pod ping matrix. Reads only; it changes nothing in the cluster.
 
 import { execa } from 'execa'
-import { cidrContains, parseAddr, readCidr } from '../../config/ip/index.js'
+import { cidrContains, parseAddr, readCidr } from '../../net/index.js'
 import { API_PORT, type DemoCluster, type DemoNode, type DemoPod } from './cluster.js'
 
 export const ROUTE_PROTOCOL = 87

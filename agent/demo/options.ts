@@ -86,7 +86,7 @@ export function parseDemoOptions(args: readonly string[]): DemoOptions {
         break
       case '--image': {
         const v = value()
-        if (v === undefined || !/^[a-z0-9][a-z0-9._\/:@-]*$/.test(v)) throw new OptionError(`--image: ${v === undefined ? 'needs a value' : `${JSON.stringify(v)} is not an image reference`}`)
+        if (v === undefined || !/^[a-z0-9][a-z0-9._/:@-]*$/.test(v)) throw new OptionError(`--image: ${v === undefined ? 'needs a value' : `${JSON.stringify(v)} is not an image reference`}`)
         o.image = v
         break
       }

@@ -54,7 +54,7 @@ export async function startTor(ns: string, dir: string, neighbors: readonly TorN
   const start = await execa('ip', ['netns', 'exec', ns, 'bird', '-c', conf, '-s', socket, '-P', pidFile], { reject: false })
   if (start.exitCode !== 0) throw new Error(`BIRD did not start: ${String(start.stderr).trim()}`)
   const birdc = async (...args: string[]): Promise<string> => String((await execa('birdc', ['-s', socket, ...args])).stdout)
-  let pid = 0
+  let pid: number
   const deadline = Date.now() + 5000
   for (;;) {
     pid = Number((await readFile(pidFile, 'utf8').catch(() => '')).trim())

@@ -137,7 +137,7 @@ export async function demoCommand(args: readonly string[]): Promise<number> {
     err(`pintoctl demo: ${e instanceof DemoError || process.env['PINTO_DEBUG'] === undefined ? (e as Error).message : (e as Error).stack ?? String(e)}\n`)
     return 1
   } finally {
-    await Promise.all(pages.map((p) => p?.close()))
+    await Promise.all(pages.filter((p) => p !== undefined).map((p) => p.close()))
     await cluster.destroy()
     out('removed the demo cluster: namespaces, processes and temporary files\n')
     unlisten()

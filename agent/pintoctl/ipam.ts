@@ -3,7 +3,7 @@
 
 import { readFileSync, writeFileSync } from 'node:fs'
 import { type Datastore, openDatastoreFromEnv } from '../../config/index.js'
-import { cidrContains, cidrSize, formatCidr, parseAddr } from '../../config/ip/index.js'
+import { cidrContains, cidrSize, formatCidr, parseAddr } from '../../net/index.js'
 import { type AllocationBlock, affinityNode, blockCidr, blockInUse, ordinalAddress, checkIpam, describeProblem, repairIpam, Ipam, BLOCKS_PREFIX, decodeBlock } from '../../ipam/index.js'
 import { loadPoolSpecs } from '../ipam-service-pools.js'
 import { liveAddresses } from '../live-interfaces.js'

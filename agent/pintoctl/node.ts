@@ -4,6 +4,7 @@
 import { apiGet, apiTarget, ApiAnswerError, ApiUnreachable, type ApiTarget } from '../api/client.js'
 import { parseFlags, renderTable } from './ipam.js'
 import { NODE_USAGE as USAGE } from './usage.js'
+import type { Family } from '../../net/index.js'
 
 
 interface PeerRow {
@@ -47,7 +48,7 @@ function uptimeText(s: number): string {
 }
 
 /** The peers table of one family, or calicoctl's "No IPv4 peers found." */
-export function peersTable(peers: readonly PeerRow[], family: 4 | 6, now = new Date()): string {
+export function peersTable(peers: readonly PeerRow[], family: Family, now = new Date()): string {
   const mine = peers.filter((p) => p.address.includes(':') === (family === 6))
   if (mine.length === 0) return `No IPv${family} peers found.\n`
   const rows = mine.map((p) => [

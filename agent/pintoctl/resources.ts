@@ -67,7 +67,7 @@ function kindArg(text: string | undefined): ResourceKind {
 /** Columns of the default and wide listings, calicoctl-style (plain, aligned, upper-case headings). */
 function columns(r: Resource, wide: boolean): [string, string][] {
   const name: [string, string] = ['NAME', r.metadata.name]
-  const s = (v: unknown): string => (v === undefined ? '' : String(v))
+  const s = (v: string | number | boolean | undefined): string => (v === undefined ? '' : String(v))
   switch (r.kind) {
     case 'IPPool':
       return [name, ['CIDR', r.spec.cidr], ['SELECTOR', s(r.spec.nodeSelector ?? 'all()')], ...(wide ? ([['BLOCKSIZE', s(r.spec.blockSize)], ['NAT', s(r.spec.natOutgoing ?? false)], ['IPIPMODE', s(r.spec.ipipMode ?? 'Never')], ['VXLANMODE', s(r.spec.vxlanMode ?? 'Never')], ['DISABLED', s(r.spec.disabled ?? false)]] as [string, string][]) : [])]

@@ -18,6 +18,7 @@ interface RoutesPage {
   routes: Row[]
 }
 
+// eslint-disable-next-line @typescript-eslint/no-base-to-string -- a cell from one of a row's JSON scalars
 const text = (v: unknown): string => (v === undefined || v === null ? '' : String(v))
 const asPath = (a: Record<string, unknown> | undefined): string =>
   ((a?.['asPath'] as { type: string; asns: number[] }[] | undefined) ?? []).map((s) => (s.type === 'set' ? `{${s.asns.join(' ')}}` : s.asns.join(' '))).join(' ')
@@ -43,8 +44,8 @@ export function routesTable(table: string, rows: readonly Row[]): string {
 async function fetchAll(target: ApiTarget, query: URLSearchParams, max: number): Promise<{ table: string; total: number; routes: Row[] }> {
   const routes: Row[] = []
   let cursor: string | null = null
-  let table = query.get('table') ?? 'loc-rib'
-  let total = 0
+  let table: string
+  let total: number
   do {
     const q = new URLSearchParams(query)
     q.set('limit', String(Math.min(PAGE, max - routes.length)))

@@ -3,7 +3,7 @@
 // when each datagram arrived. GTSM (RFC 5881 §5) is a kernel socket filter passing TTL/hop limit 255 only.
 // It decodes nothing and knows no session.
 
-import { ipv4Bytes, parseIpv6 } from '../codec/ip.js'
+import { ipv4Bytes, parseIpv6 } from '../../net/index.js'
 import { DatagramBatch } from '../session/datagram-batch.js'
 import { attachSocketFilter, closeFd, openPolledUdp, ttlFilter } from '../session/socket-options.js'
 

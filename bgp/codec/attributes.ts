@@ -6,7 +6,7 @@
 import { AttrCode, AttrFlag, ErrorCode, UpdateSubcode, type OriginValue, type SegmentTypeValue } from './constants.js'
 import { BgpError, ErrorAction, strongest, type ErrorActionValue } from './errors.js'
 import { Writer } from './buffer.js'
-import { formatIpv4, parseIpv4 } from './ip.js'
+import { formatIpv4, parseIpv4 } from '../../net/index.js'
 
 export interface AsPathSegment {
   readonly type: SegmentTypeValue

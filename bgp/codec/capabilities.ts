@@ -1,16 +1,11 @@
 // Capabilities (RFC 5492), one descriptor per capability code: decode from a bounded reader,
 // encode to a writer. Unknown capabilities are kept with their bytes and reported, never dropped.
 
-import { CapCode, ErrorCode, OpenSubcode } from './constants.js'
+import { CapCode, ErrorCode, OpenSubcode, type AfiSafi } from './constants.js'
 import { Reader, Writer } from './buffer.js'
 import { BgpError } from './errors.js'
 
-export interface FamilyRef {
-  readonly afi: number
-  readonly safi: number
-}
-
-export interface GracefulRestartFamily extends FamilyRef {
+export interface GracefulRestartFamily extends AfiSafi {
   /** RFC 4724 §3 F bit: forwarding state was preserved across the restart. */
   readonly forwardingPreserved: boolean
 }
@@ -18,7 +13,7 @@ export interface GracefulRestartFamily extends FamilyRef {
 /** RFC 7911 §4 Send/Receive: 1 receive, 2 send, 3 both. */
 export type AddPathMode = 1 | 2 | 3
 
-export interface AddPathFamily extends FamilyRef {
+export interface AddPathFamily extends AfiSafi {
   readonly mode: AddPathMode
 }
 

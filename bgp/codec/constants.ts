@@ -32,7 +32,13 @@ export const Afi = { IPV4: 1, IPV6: 2 } as const
 export const Safi = { UNICAST: 1 } as const
 export type AfiNumber = 1 | 2
 
-/** A family as one small integer, `afi << 8 | safi`, for sets and map keys. */
+/** An AFI/SAFI pair (RFC 4760 §5), what BGP negotiates and the wire calls a family: IPv4 unicast is 1/1. */
+export interface AfiSafi {
+  readonly afi: number
+  readonly safi: number
+}
+
+/** An AFI/SAFI pair as one small integer, `afi << 8 | safi`, for sets and map keys. */
 export function familyKey(afi: number, safi: number): number {
   return (afi << 8) | safi
 }

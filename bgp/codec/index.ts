@@ -3,7 +3,6 @@
 export * from './constants.js'
 export * from './errors.js'
 export * from './options.js'
-export * from './ip.js'
 export * from './nlri.js'
 export * from './capabilities.js'
 export * from './attributes.js'

@@ -8,7 +8,7 @@
 import { Writer } from './buffer.js'
 import { encodeAttributes, type AsPathSegment, type PathAttributes, type UnknownAttribute } from './attributes.js'
 import { AttrFlag } from './constants.js'
-import { parseIpv4 } from './ip.js'
+import { parseIpv4 } from '../../net/index.js'
 
 const CANONICAL = { as4: true } as const
 const scratch = new Writer(4096)

@@ -5,7 +5,7 @@
 import { Afi, AttrCode, ErrorCode, Safi, UpdateSubcode, familyKey } from './constants.js'
 import { BgpError, ErrorAction, type ErrorActionValue } from './errors.js'
 import { Writer } from './buffer.js'
-import { formatIpv4, formatIpv6, parseIpv4, parseIpv6 } from './ip.js'
+import { formatIpv4, formatIpv6, parseIpv4, parseIpv6 } from '../../net/index.js'
 import { decodeIpv6Prefixes, decodeNlri, nlriSize, writeNlri, type Ipv6Prefixes, type Prefix } from './nlri.js'
 
 export interface MpReach {

@@ -4,7 +4,7 @@
 
 import { Afi, UpdateSubcode, ErrorCode } from './constants.js'
 import { BgpError, ErrorAction, type ErrorActionValue } from './errors.js'
-import { formatIpv4, formatIpv6, parseIpv4, parseIpv6 } from './ip.js'
+import { formatIpv4, formatIpv6, parseIpv4, parseIpv6 } from '../../net/index.js'
 
 export interface Ipv4Prefix {
   readonly afi: 1

@@ -6,7 +6,7 @@ import { AS_TRANS, BGP_VERSION, ErrorCode, HEADER_LENGTH, OpenSubcode, OptParamT
 import { Reader, Writer } from './buffer.js'
 import { BgpError } from './errors.js'
 import { decodeCapabilities, encodeCapability, type Capability } from './capabilities.js'
-import { formatIpv4, parseIpv4 } from './ip.js'
+import { formatIpv4, parseIpv4 } from '../../net/index.js'
 
 export interface OpenMessage {
   readonly type: 'open'
@@ -94,10 +94,10 @@ export function encodeOpen(w: Writer, msg: OpenMessage): void {
   const grouping = msg.paramGrouping ?? (msg.capabilities.length > 0 ? [msg.capabilities.length] : [])
   let i = 0
   for (const n of grouping) {
-    groups.push(msg.capabilities.slice(i, i + n) as Capability[])
+    groups.push(msg.capabilities.slice(i, i + n))
     i += n
   }
-  if (i < msg.capabilities.length) groups.push(msg.capabilities.slice(i) as Capability[])
+  if (i < msg.capabilities.length) groups.push(msg.capabilities.slice(i))
   const params = new Writer(256)
   for (const group of groups) {
     params.u8(OptParamType.CAPABILITIES)

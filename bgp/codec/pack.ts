@@ -82,7 +82,7 @@ function writeRun(buf: Buffer, pos: number, prefixes: readonly Prefix[], from: n
  * each is then its own allocation, not a slice of the shared pool that would hold a whole slab alive.
  */
 export function packUpdates(batch: UpdateBatch, opts: CodecOptions, kept = false): Buffer[] {
-  const alloc = kept ? Buffer.allocUnsafeSlow : Buffer.allocUnsafe
+  const alloc = kept ? (size: number) => Buffer.allocUnsafeSlow(size) : (size: number) => Buffer.allocUnsafe(size)
   const afi = batch.afi
   const safi = batch.safi ?? Safi.UNICAST
   const addPath = opts.addPath.has(familyKey(afi, safi))

@@ -2,18 +2,13 @@
 // session reset are thrown; every lesser one is returned on the message as `error` (the
 // strongest), with the message still decoded so the caller can withdraw or discard as told.
 
-import { Afi, AttrCode, ErrorCode, HEADER_LENGTH, IPV4_UNICAST, Safi, UpdateSubcode, familyKey } from './constants.js'
+import { Afi, AttrCode, ErrorCode, HEADER_LENGTH, IPV4_UNICAST, Safi, UpdateSubcode, familyKey, type AfiSafi } from './constants.js'
 import { BgpError, ErrorAction, strongest } from './errors.js'
 import { Writer } from './buffer.js'
 import { decodeAttributes, encodeAttributes, type AttrLayout, type PathAttributes } from './attributes.js'
 import { decodeMpReach, decodeMpUnreach, encodeMpReachValue, encodeMpUnreachValue, writePrefixes, type MpReach, type MpUnreach } from './mp.js'
 import { decodeIpv4Prefixes, decodeNlri, type Ipv4Prefixes, type Prefix } from './nlri.js'
 import type { CodecOptions } from './options.js'
-
-export interface Family {
-  readonly afi: number
-  readonly safi: number
-}
 
 export interface UpdateMessage {
   readonly type: 'update'
@@ -27,7 +22,7 @@ export interface UpdateMessage {
   readonly mpReach?: MpReach
   readonly mpUnreach?: MpUnreach
   /** Set when this UPDATE is an End-of-RIB marker (RFC 4724 §2). */
-  readonly endOfRib?: Family
+  readonly endOfRib?: AfiSafi
   /** The strongest RFC 7606 problem short of a session reset, whatever it applies to (for reports). */
   readonly error?: BgpError
   /**
@@ -134,7 +129,7 @@ export function decodeUpdate(frame: Uint8Array, opts: CodecOptions, columns = fa
   }
   let error = routesError
   for (const e of familyErrors ?? []) error = strongest(error, e)
-  let endOfRib: Family | undefined
+  let endOfRib: AfiSafi | undefined
   if (withdrawnLen === 0 && attrLen === 0 && !announced) endOfRib = { afi: Afi.IPV4, safi: Safi.UNICAST }
   else if (
     withdrawnLen === 0 &&

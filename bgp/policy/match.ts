@@ -5,6 +5,7 @@
 import { SegmentType } from '../codec/constants.js'
 import { parsePrefix, type Prefix } from '../codec/nlri.js'
 import type { LargeCommunity, PathAttributes } from '../codec/attributes.js'
+import { ipv4Within, ipv6Within } from '../../net/index.js'
 
 /** Calico (v3.32+) carries a route's priority (kernel metric) as LOCAL_PREF = 2^31 - 1 - priority. */
 export const PRIORITY_BASE = 2147483647
@@ -36,19 +37,8 @@ const PLAIN_LOCAL_PREF = 100
 export type MatchOperator = 'Equal' | 'NotEqual' | 'In' | 'NotIn'
 
 function networkEquals(a: Prefix, b: Prefix, bits: number): boolean {
-  if (a.afi === 1 && b.afi === 1) {
-    if (bits === 0) return true
-    const mask = (0xffffffff << (32 - bits)) >>> 0
-    return ((a.addr & mask) >>> 0) === ((b.addr & mask) >>> 0)
-  }
-  if (a.afi === 2 && b.afi === 2) {
-    const whole = bits >> 3
-    for (let i = 0; i < whole; i++) if (a.addr[i] !== b.addr[i]) return false
-    const rest = bits & 7
-    if (rest === 0) return true
-    const mask = (0xff << (8 - rest)) & 0xff
-    return (a.addr[whole]! & mask) === (b.addr[whole]! & mask)
-  }
+  if (a.afi === 1 && b.afi === 1) return ipv4Within(b.addr, bits, a.addr)
+  if (a.afi === 2 && b.afi === 2) return ipv6Within(b.addr, bits, a.addr)
   return false
 }
 

@@ -5,6 +5,7 @@
 import type { BGPFilter, BGPFilterRule } from '../../config/index.js'
 import type { PathAttributes } from '../codec/attributes.js'
 import { parsePrefix, type Ipv6Prefix, type Prefix } from '../codec/nlri.js'
+import { ipv6Within } from '../../net/index.js'
 import type { Policy, RibPeer, RouteContext } from '../rib/types.js'
 import { compileBgpFilters } from './bgp-filter.js'
 import { prefixMatcher } from './match.js'
@@ -23,15 +24,6 @@ export interface PoolGuard {
 const REJECT_REST: BGPFilterRule = { action: 'Reject' }
 
 /** Whether the address at addr[at, at + 16) lies in the network `net`/`len`. */
-function within6(net: Uint8Array, len: number, addr: Uint8Array, at: number): boolean {
-  const whole = len >> 3
-  for (let b = 0; b < whole; b++) if (addr[at + b] !== net[b]) return false
-  const bits = len & 7
-  if (bits === 0) return true
-  const mask = (0xff << (8 - bits)) & 0xff
-  return ((addr[at + whole]! ^ net[whole]!) & mask) === 0
-}
-
 /**
  * The guard for these pool CIDRs and the peer's import filters. Each explicit Accept rule is compiled
  * alone, followed by a catch-all Reject, so it answers "did this very rule match" with every condition
@@ -67,7 +59,7 @@ export function compilePoolGuard(poolCidrs: readonly string[], filters: readonly
       return true
     },
     outsideIpv6(addr, at, len) {
-      for (const pool of v6) if (len >= pool.len && within6(pool.addr, pool.len, addr, at)) return false
+      for (const pool of v6) if (len >= pool.len && ipv6Within(pool.addr, pool.len, addr, at)) return false
       return true
     },
   }

@@ -7,7 +7,7 @@ import type { PathAttributes } from '../codec/attributes.js'
 import { routeContextOf, transform, type ExportContext, type OutRoute } from './export.js'
 import type { InternedAttributes } from '../codec/intern.js'
 import type { AdjRibOut, FamilyKey, OutBatch, Path, PeerSessionInfo, RibPeer } from './types.js'
-import { IndexSet } from './number-map.js'
+import { IndexSet } from './index-set.js'
 import { BatchBuilder } from './out-batches.js'
 
 /** What an Adj-RIB-Out needs from the RIB that owns it; a destination is the RIB's index for it. */
@@ -136,7 +136,7 @@ export class PeerRibOut implements AdjRibOut {
     // The policy left the set as it was: the result depends only on the set, the source session and the family.
     const byAttrs = this.cache[prefix.afi - 1]!
     let bySession = byAttrs.get(interned)
-    if (bySession === undefined) byAttrs.set(interned, (bySession = new Map()))
+    if (bySession === undefined) byAttrs.set(interned, (bySession = new Map<object | null, OutRoute | null>()))
     const key = rib.bestSession(d) ?? null
     let out = bySession.get(key)
     if (out === undefined) {

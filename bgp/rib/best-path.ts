@@ -3,7 +3,7 @@
 // reads paths and returns the winner, the reason and the multipath set; it never changes a path.
 
 import { SegmentType } from '../codec/constants.js'
-import { parseIpv4, parseIpv6 } from '../codec/ip.js'
+import { parseIpv4, parseIpv6 } from '../../net/index.js'
 import { pathLength } from '../codec/as4.js'
 import type { Path } from './types.js'
 

@@ -5,9 +5,7 @@
 import { ipv4Prefix, ipv6Prefix, type Prefix } from '../codec/nlri.js'
 import type { InternedAttributes } from '../codec/intern.js'
 import type { Path, PeerSessionInfo, RibPeer } from './types.js'
-import { Ipv4Index } from './number-map.js'
-import { grown } from './typed-arrays.js'
-import { Ipv6Column, Ipv6Index } from './ipv6-index.js'
+import { grown, Ipv4Index, Ipv6Column, Ipv6Index } from '../../net/index.js'
 
 // bits[d]: the best path's reason (low byte), DIRTY, UNSETTLED, COMPACT, STALE, then the AFI (2 bits), the
 // prefix length (8 bits), MULTIPATH and LIVE.
@@ -184,7 +182,7 @@ export class DestinationColumns {
   private end = 0
   private readonly free: number[] = []
   private count = 0
-  private readonly v4: (Ipv4Index | undefined)[] = new Array(33).fill(undefined)
+  private readonly v4 = new Array<Ipv4Index | undefined>(33).fill(undefined)
   private readonly v6 = new Ipv6Index(this)
 
   /** `interner`: where the attribute sets of compact paths are read back by id. */

@@ -408,7 +408,7 @@ export class Destinations {
     }
     if (multipath !== undefined) {
       this.multipaths.set(d, multipath)
-      t.bits[d]! |= MULTIPATH
+      t.bits[d] |= MULTIPATH
     } else if (hadMultipath) this.multipaths.delete(d)
   }
 

@@ -5,8 +5,7 @@
 import { attributesEqual, type AttributeInterner, type InternedAttributes } from '../codec/intern.js'
 import type { PathAttributes } from '../codec/attributes.js'
 import { ipv4Prefix, type Prefix } from '../codec/nlri.js'
-import { Ipv4Index } from './number-map.js'
-import { grown } from './typed-arrays.js'
+import { grown, Ipv4Index } from '../../net/index.js'
 
 /** What re-running import does to one prefix: the verdict held in the Adj-RIB-In against the new one. */
 export type ReimportOp = 'keep' | 'announce' | 'withdraw' | 'update'
@@ -37,7 +36,7 @@ export class ImportTable {
   private ids = new Int32Array(1024)
   private end = 0
   private readonly free: number[] = []
-  private readonly v4: (Ipv4Index | undefined)[] = new Array(33).fill(undefined)
+  private readonly v4 = new Array<Ipv4Index | undefined>(33).fill(undefined)
   private readonly others = new Map<string, { readonly prefix: Prefix; attrs: InternedAttributes }>()
   private count = 0
 

@@ -2,9 +2,8 @@
 // length, next hops (ids into an interned next-hop table), LOCAL_PREF and flags, filled by the flush and the
 // streaming walk. No Path objects, no prefix text; it knows no policy and no kernel.
 
-import { parseIpv4, parseIpv6 } from '../codec/ip.js'
+import { grown, parseIpv4, parseIpv6, type Family } from '../../net/index.js'
 import type { InternedAttributes } from '../codec/intern.js'
-import { grown } from './typed-arrays.js'
 
 /** No best path now: the destination left the Loc-RIB. */
 export const DELTA_WITHDRAWN = 1
@@ -21,7 +20,7 @@ export const DELTA_HAS_LOCAL_PREF = 8
  */
 export class NextHopTable {
   private readonly byText = new Map<string, number>()
-  private readonly families: (4 | 6)[] = []
+  private readonly families: Family[] = []
   private readonly v4: number[] = []
   private readonly v6: (Uint8Array | undefined)[] = []
   private readonly texts: string[] = []
@@ -42,7 +41,7 @@ export class NextHopTable {
     return id
   }
 
-  family(id: number): 4 | 6 {
+  family(id: number): Family {
     return this.families[id]!
   }
 
@@ -102,8 +101,8 @@ export class LocRibDeltas {
     return this.flag[i]!
   }
 
-  family(i: number): 4 | 6 {
-    return this.fam[i] as 4 | 6
+  family(i: number): Family {
+    return this.fam[i] as Family
   }
 
   len(i: number): number {
@@ -147,7 +146,7 @@ export class LocRibDeltas {
   }
 
   /** Starts entry `count`: a destination whose best path is `best` (undefined: withdrawn). */
-  private begin(family: 4 | 6, addr4: number, addr6: Uint8Array | undefined, len: number, flags: number, best: InternedAttributes | undefined): number {
+  private begin(family: Family, addr4: number, addr6: Uint8Array | undefined, len: number, flags: number, best: InternedAttributes | undefined): number {
     const i = this.count++
     if (i >= this.flag.length) this.grow(i + 1)
     const lp = best?.attrs.localPref
@@ -172,13 +171,13 @@ export class LocRibDeltas {
   }
 
   /** A destination with one path (or none: `best` undefined), the common case, with no object in hand. */
-  addOne(family: 4 | 6, addr4: number, addr6: Uint8Array | undefined, len: number, flags: number, best: InternedAttributes | undefined): void {
+  addOne(family: Family, addr4: number, addr6: Uint8Array | undefined, len: number, flags: number, best: InternedAttributes | undefined): void {
     const i = this.begin(family, addr4, addr6, len, flags, best)
     if (best !== undefined) this.addHop(i, this.hopOf(best))
   }
 
   /** A destination whose best path is `best`, with the equal-cost set `multipath` (the best among them). */
-  addMany(family: 4 | 6, addr4: number, addr6: Uint8Array | undefined, len: number, flags: number, best: InternedAttributes, multipath: readonly { readonly attrs: InternedAttributes }[]): void {
+  addMany(family: Family, addr4: number, addr6: Uint8Array | undefined, len: number, flags: number, best: InternedAttributes, multipath: readonly { readonly attrs: InternedAttributes }[]): void {
     const i = this.begin(family, addr4, addr6, len, flags, best)
     if (multipath.length === 0) this.addHop(i, this.hopOf(best))
     for (const p of multipath) this.addHop(i, this.hopOf(p.attrs))

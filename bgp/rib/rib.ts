@@ -3,7 +3,7 @@
 // synchronous: no sockets, no clocks; how paths are stored is destinations.ts's and never read here.
 
 import { AttributeInterner } from '../codec/intern.js'
-import { parseIpv4 } from '../codec/ip.js'
+import { parseIpv4 } from '../../net/index.js'
 import type { PathAttributes } from '../codec/attributes.js'
 import type { Ipv4Prefixes, Ipv6Prefixes, Prefix } from '../codec/nlri.js'
 import { DEFAULT_LOCAL_PREF } from './best-path.js'

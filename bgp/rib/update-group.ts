@@ -8,7 +8,7 @@ import { exportKey, PeerRibOut, type RibView } from './adj-rib-out.js'
 import type { OutRoute } from './export.js'
 import { BatchBuilder } from './out-batches.js'
 import { GroupDump } from './group-dump.js'
-import { grown, touchedArray } from './typed-arrays.js'
+import { grown, touchedArray } from '../../net/index.js'
 import type { GroupMember } from './group-member.js'
 import { ribPeerWith, type OutBatch, type Policy, type RibPeer } from './types.js'
 
@@ -234,8 +234,8 @@ export class UpdateGroup {
         round.prev.push(prev)
         round.src.push(src)
         const i = round.ds.length - 1
-        if (members.has(src)) involve((involved ??= new Map()), src, i)
-        if (prev !== src && members.has(prev)) involve((involved ??= new Map()), prev, i)
+        if (members.has(src)) involve((involved ??= new Map<number, number[]>()), src, i)
+        if (prev !== src && members.has(prev)) involve((involved ??= new Map<number, number[]>()), prev, i)
       },
       true,
     )

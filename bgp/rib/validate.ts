@@ -4,7 +4,7 @@
 
 import { SegmentType } from '../codec/constants.js'
 import { reconcileAs4 } from '../codec/as4.js'
-import { parseIpv4, parseIpv6 } from '../codec/ip.js'
+import { parseIpv4, parseIpv6 } from '../../net/index.js'
 import type { MutablePathAttributes, PathAttributes } from '../codec/attributes.js'
 import type { RibPeer } from './types.js'
 

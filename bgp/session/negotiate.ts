@@ -15,7 +15,7 @@ import {
   type OpenMessage,
 } from '../codec/index.js'
 import { BgpError } from '../codec/errors.js'
-import { parseIpv4 } from '../codec/ip.js'
+import { parseIpv4 } from '../../net/index.js'
 
 export interface PeerExpectation {
   /** The peer's AS as configured; undefined accepts any (dynamic peers), 'external' any but ours. */

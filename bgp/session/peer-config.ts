@@ -6,7 +6,8 @@ import type { NextHopMode, Policy, RibPeer } from '../rib/types.js'
 import type { FsmConfig } from './fsm.js'
 import type { Negotiated } from './negotiate.js'
 
-export type Family = 'ipv4' | 'ipv6'
+/** A unicast AFI/SAFI a session carries, by name as peers are configured: 'ipv4' is IPv4 unicast, 'ipv6' IPv6 unicast. */
+export type AfiSafiName = 'ipv4' | 'ipv6'
 export type AddPathConfig = 'off' | 'receive' | 'send' | 'both'
 
 export interface PeerConfig {
@@ -30,7 +31,7 @@ export interface PeerConfig {
   readonly connectRetryTime?: number
   /** RFC 4271 DelayOpen, seconds; 0 is off. */
   readonly delayOpenTime?: number
-  readonly families?: readonly Family[]
+  readonly families?: readonly AfiSafiName[]
   readonly rrClient?: boolean
   readonly nextHopMode?: NextHopMode
   readonly allowLocalAs?: number
@@ -95,7 +96,7 @@ export function resolvePeerConfig(c: PeerConfig, localAsn: number): ResolvedPeer
   }
 }
 
-export function familyOf(f: Family): number {
+export function afiSafiKeyOf(f: AfiSafiName): number {
   return f === 'ipv4' ? familyKey(Afi.IPV4, Safi.UNICAST) : familyKey(Afi.IPV6, Safi.UNICAST)
 }
 

@@ -17,7 +17,7 @@ import {
   type CodecOptions,
   type OpenMessage,
 } from '../codec/index.js'
-import { parseIpv4 } from '../codec/ip.js'
+import { parseIpv4 } from '../../net/index.js'
 import type { Clock } from './clock.js'
 import type { FsmStateName } from './fsm.js'
 import type { ResolvedPeerConfig } from './peer-config.js'

@@ -20,7 +20,8 @@ export class Refusals {
 
   /** Counts one refused UPDATE section; returns the line to log when this one starts a burst. */
   record(kind: RefusalKind, reason: string, now: number): RefusalLine | undefined {
-    const byKind = (this.byKind ??= new Map())
+    this.byKind ??= new Map()
+    const byKind = this.byKind
     const last = byKind.get(kind)
     if (last === undefined) {
       byKind.set(kind, { count: 1, at: now, unlogged: 0 })

@@ -4,7 +4,7 @@
 
 import { createRequire } from 'node:module'
 import { Socket } from 'node:net'
-import { ipv4Bytes, parseIpv6 } from '../codec/ip.js'
+import { ipv4Bytes, parseIpv6, type Family } from '../../net/index.js'
 
 /** Linux's option levels and names (include/uapi/linux/{in,in6,tcp,socket}.h, asm-generic/socket.h). */
 export const SOL = { socket: 1, ip: 0, ipv6: 41, tcp: 6 } as const
@@ -144,7 +144,7 @@ const AF_INET6 = 10
 const MD5SIG_SIZE = 216
 
 /** An address as its family and bytes; a clear error when it is neither IPv4 nor IPv6 text. */
-function addressBytes(address: string): { family: 4 | 6; bytes: Uint8Array } {
+function addressBytes(address: string): { family: Family; bytes: Uint8Array } {
   const v4 = ipv4Bytes(address)
   if (v4) return { family: 4, bytes: v4 }
   const v6 = parseIpv6(address)
@@ -157,7 +157,7 @@ function addressBytes(address: string): { family: 4 | 6; bytes: Uint8Array } {
  * `socketFamily`: an IPv4 address on an IPv6 socket is written v4-mapped (::ffff:a.b.c.d), as the
  * kernel sees such a peer.
  */
-export function encodeSockaddr(address: string, port: number, socketFamily: 4 | 6): Buffer {
+export function encodeSockaddr(address: string, port: number, socketFamily: Family): Buffer {
   const a = addressBytes(address)
   if (socketFamily === 4) {
     if (a.family !== 4) throw new RangeError(`${address}: an IPv6 address on an IPv4 socket`)
@@ -179,7 +179,7 @@ export function encodeSockaddr(address: string, port: number, socketFamily: 4 | 
 }
 
 /** struct tcp_md5sig keying `peer` on a socket of `socketFamily`; an empty key deletes the peer's key. */
-export function encodeTcpMd5Sig(peer: string, key: Uint8Array, socketFamily: 4 | 6): Buffer {
+export function encodeTcpMd5Sig(peer: string, key: Uint8Array, socketFamily: Family): Buffer {
   if (key.length > TCP_MD5_MAX_KEY) throw new RangeError(`a TCP-MD5 key is at most ${TCP_MD5_MAX_KEY} bytes, this one has ${key.length}`)
   const out = Buffer.alloc(MD5SIG_SIZE)
   encodeSockaddr(peer, 0, socketFamily).copy(out, 0)
@@ -190,7 +190,7 @@ export function encodeTcpMd5Sig(peer: string, key: Uint8Array, socketFamily: 4 |
 }
 
 /** Keys (or with no key, unkeys) segments to and from `peer` on `fd`, a socket of `socketFamily`. */
-export function setTcpMd5Key(fd: number, socketFamily: 4 | 6, peer: string, key: Uint8Array | undefined): void {
+export function setTcpMd5Key(fd: number, socketFamily: Family, peer: string, key: Uint8Array | undefined): void {
   setSocketOption(fd, SOL.tcp, OPT.tcpMd5Sig, encodeTcpMd5Sig(peer, key ?? new Uint8Array(0), socketFamily), `TCP_MD5SIG for ${peer}`)
 }
 
@@ -213,7 +213,7 @@ export function setTtlSecurity(fd: number, peer: string, hops: number): void {
  * TTL (and hop limit) 255 on a listener: its SYN-ACKs carry the listener's TTL, and a GTSM peer that
  * connects to us drops a SYN-ACK with less. IPv4 as well on an IPv6 socket, for v4-mapped peers.
  */
-export function setListenerTtl(fd: number, socketFamily: 4 | 6): void {
+export function setListenerTtl(fd: number, socketFamily: Family): void {
   setIntOption(fd, SOL.ip, OPT.ipTtl, 255, 'IP_TTL')
   if (socketFamily === 6) setIntOption(fd, SOL.ipv6, OPT.ipv6UnicastHops, 255, 'IPV6_UNICAST_HOPS')
 }
@@ -315,7 +315,7 @@ export const EADDRINUSE = 98
  * when a datagram arrives, the owner reads the queue with receiveMessages when it chooses. An IPv6
  * socket is IPv6-only.
  */
-export function openPolledUdp(family: 4 | 6, address: string, port: number, what: string): number {
+export function openPolledUdp(family: Family, address: string, port: number, what: string): number {
   const c = load()
   const fd = c.socket(family === 4 ? AF_INET : AF_INET6, SOCK_DGRAM_NONBLOCK_CLOEXEC, 0)
   if (fd < 0) {
@@ -360,7 +360,7 @@ export function bufferAddress(buf: Buffer): bigint {
 }
 
 /** TTL (hop limit) 255 on what `fd` sends and `fd` connected to `address`:`port`. */
-export function connectUdp(fd: number, family: 4 | 6, address: string, port: number, what: string): void {
+export function connectUdp(fd: number, family: Family, address: string, port: number, what: string): void {
   if (family === 4) setIntOption(fd, SOL.ip, OPT.ipTtl, 255, `${what}: IP_TTL`)
   else setIntOption(fd, SOL.ipv6, OPT.ipv6UnicastHops, 255, `${what}: IPV6_UNICAST_HOPS`)
   const c = load()

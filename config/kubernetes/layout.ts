@@ -11,7 +11,8 @@ import { type ObjectRecord, affinityKeyParts, affinityObject, affinityObjectName
 import { CALICO_RESOURCE_PLURALS, type CalicoResourceKind, KEYVALUE_API_VERSION, keyValueName, keyValueObject, keyValueRecord, resourceObject, resourceValue } from './resource-objects.js'
 import { nodeValue } from './node-object.js'
 
-export interface Family {
+/** One collection of the layout: the datastore keys under one prefix and how they map to Kubernetes objects. */
+export interface KeyFamily {
   /** The kind and its CRD (or the core resource), as messages name it. */
   readonly what: string
   /** The keys it holds start with this; '' for the KeyValue family, which holds every key no other family does. */
@@ -39,7 +40,7 @@ function segmentName(prefix: string, what: string): (key: string) => string {
   }
 }
 
-const resourceFamily = (kind: CalicoResourceKind): Family => {
+const resourceFamily = (kind: CalicoResourceKind): KeyFamily => {
   const plural = CALICO_RESOURCE_PLURALS[kind]
   const prefix = `${RESOURCE_KEY_PREFIX}${plural}/`
   const objectName = segmentName(prefix, kind)
@@ -56,7 +57,7 @@ const resourceFamily = (kind: CalicoResourceKind): Family => {
 
 const NODE_PREFIX = `${RESOURCE_KEY_PREFIX}nodes/`
 
-export const FAMILIES: readonly Family[] = [
+export const KEY_FAMILIES: readonly KeyFamily[] = [
   ...(Object.keys(CALICO_RESOURCE_PLURALS) as CalicoResourceKind[]).map(resourceFamily),
   {
     what: 'Node (core v1 nodes)',
@@ -103,7 +104,7 @@ export const FAMILIES: readonly Family[] = [
   },
 ]
 
-export const KEYVALUE_FAMILY: Family = {
+export const KEYVALUE_FAMILY: KeyFamily = {
   what: 'KeyValue (keyvalues.datastore.pinto.dev)',
   prefix: '',
   path: `/apis/${KEYVALUE_API_VERSION}/keyvalues`,
@@ -114,13 +115,13 @@ export const KEYVALUE_FAMILY: Family = {
 }
 
 /** The family that holds `key`. */
-export function familyOf(key: string): Family {
-  return FAMILIES.find((f) => key.startsWith(f.prefix)) ?? KEYVALUE_FAMILY
+export function keyFamilyOf(key: string): KeyFamily {
+  return KEY_FAMILIES.find((f) => key.startsWith(f.prefix)) ?? KEYVALUE_FAMILY
 }
 
 /** The families holding keys under `prefix`: those whose prefix it reaches, and KeyValue unless it lies inside another. */
-export function familiesUnder(prefix: string): Family[] {
-  const inside = FAMILIES.find((f) => prefix.startsWith(f.prefix))
+export function keyFamiliesUnder(prefix: string): KeyFamily[] {
+  const inside = KEY_FAMILIES.find((f) => prefix.startsWith(f.prefix))
   if (inside !== undefined) return [inside]
-  return [...FAMILIES.filter((f) => f.prefix.startsWith(prefix)), KEYVALUE_FAMILY]
+  return [...KEY_FAMILIES.filter((f) => f.prefix.startsWith(prefix)), KEYVALUE_FAMILY]
 }

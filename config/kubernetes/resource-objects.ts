@@ -44,7 +44,7 @@ export function resourceObject(key: string, kind: CalicoResourceKind, name: stri
       ...(labels !== undefined && Object.keys(labels).length > 0 ? { labels: labels as Record<string, string> } : {}),
       ...(Object.keys(stash).length > 0 ? { annotations: { [METADATA_ANNOTATION]: JSON.stringify(stash) } } : {}),
     },
-    spec: { ...REQUIRED_DEFAULTS[kind], ...((r.spec as Record<string, unknown> | undefined) ?? {}) },
+    spec: { ...REQUIRED_DEFAULTS[kind], ...(r.spec ?? {}) },
   }
 }
 

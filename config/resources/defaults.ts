@@ -2,7 +2,7 @@
 // and readers call withDefaults() (or the effective-config helpers) to see the values in force.
 // Pure: returns new objects, never mutates its argument.
 
-import { parseIfAddr } from '../ip/index.js'
+import { parseIfAddr } from '../../net/index.js'
 import { parsePeerIP } from './scalars.js'
 import type { BGPConfiguration, BGPConfigurationSpec, BGPPeer, IPAMConfig, IPPool, Resource } from './types.js'
 import { API_VERSION } from './types.js'

@@ -5,6 +5,7 @@
 //   withDefaults(resource)                        Calico's defaults filled in (stored resources stay as written)
 //   effectiveBGPConfiguration(global, perNode), defaultIPAMConfig(), peerEndpoint(peer, listenPort), poolBlockSize(pool)
 //   checkPoolOverlap(pool, existingPools) -> ResourceError[]
+//   nodeAddressNames(nodes) -> Map               each node's BGP address (no length) to its name
 //   resourceKey(kind, name), resourceKindPrefix(kind), parseResourceKey(key), encodeResource(r), decodeResource(value, key?, kind?)
 //   resolveKind(cliText)                          `ippools` / `bgppeer` / ... -> kind
 //   parseSelector(text).matches(labels)           Calico selectors (re-exported from ../selector.js)
@@ -27,6 +28,7 @@ export {
   DEFAULT_MAX_BLOCKS_PER_HOST,
 } from './defaults.js'
 export { checkPoolOverlap } from './pools.js'
+export { nodeAddressNames } from './nodes.js'
 export { BLOCK_SIZE_RANGE, DEFAULT_ONLY_BGP_FIELDS } from './validate.js'
 export {
   RESOURCE_KEY_PREFIX,

@@ -4,7 +4,7 @@
 
 import { LineCounter, parseAllDocuments, type Document } from 'yaml'
 import { Problems, ResourceError, ResourceErrors, formatPath, type PathSegment } from './errors.js'
-import { cidrsOverlap, parseIfAddr, type Cidr } from '../ip/index.js'
+import { cidrsOverlap, parseIfAddr, type Cidr } from '../../net/index.js'
 import { isPlainObject, readField, suggest } from './schema.js'
 import { METADATA, SPEC_SCHEMAS, STATUS_SCHEMAS } from './schema-kinds.js'
 import { describeValue, parsedOrUndefined } from './scalars.js'

@@ -2,7 +2,7 @@
 // Pure: callers (pintoctl apply, the IPAM) pass the current pools in; nothing is read from a store here.
 
 import { ResourceError, Problems, formatPath } from './errors.js'
-import { AddrError, cidrsOverlap, parseIfAddr, tryAddr, type Cidr } from '../ip/index.js'
+import { AddrError, cidrsOverlap, parseIfAddr, tryAddr, type Cidr } from '../../net/index.js'
 import { parsedOrUndefined } from './scalars.js'
 import type { IPPool } from './types.js'
 

@@ -2,7 +2,7 @@
 // label keys and values, peer "ip:port", MAC and interface names. Each check returns a reason string
 // (the caller adds the field path) or undefined; nothing here knows which field uses which format.
 
-import { AddrError, parseAddr, tryAddr, type Addr, type Family } from '../ip/index.js'
+import { AddrError, parseAddr, tryAddr, type Addr, type Family } from '../../net/index.js'
 
 export const MAX_AS_NUMBER = 4294967295
 
@@ -109,13 +109,13 @@ export function parsePeerIP(text: string): PeerAddress | string {
   return { ip, ipText, port }
 }
 
-/** The reason config/ip gave for refusing a value, or undefined when `parse` took it; the caller adds the path. */
+/** The reason net/ gave for refusing a value, or undefined when `parse` took it; the caller adds the path. */
 export function addrReason(parse: () => unknown): string | undefined {
   const r = tryAddr(parse)
   return r instanceof AddrError ? r.reason : undefined
 }
 
-/** `parse()`'s value, or undefined when config/ip refused it (the field's own check reports why). */
+/** `parse()`'s value, or undefined when net/ refused it (the field's own check reports why). */
 export function parsedOrUndefined<T>(parse: () => T): T | undefined {
   const r = tryAddr(parse)
   return r instanceof AddrError ? undefined : r
@@ -142,5 +142,6 @@ export function describeValue(value: unknown): string {
   if (Array.isArray(value)) return 'a list'
   if (typeof value === 'object') return 'a mapping'
   if (typeof value === 'string') return JSON.stringify(value)
+  // eslint-disable-next-line @typescript-eslint/no-base-to-string -- only primitives are left here
   return `${typeof value} ${String(value)}`
 }

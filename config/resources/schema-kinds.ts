@@ -4,7 +4,7 @@
 
 import { parseDuration, DurationError } from '../duration.js'
 import { parseSelector, SelectorError } from '../selector.js'
-import { parseCidr, parseIfAddr } from '../ip/index.js'
+import { parseCidr, parseIfAddr, type Family } from '../../net/index.js'
 import { addrReason, checkCommunity, checkIP, checkInterfaceGlob, checkMAC, checkName, parsePeerIP } from './scalars.js'
 import type { Field, ObjectField } from './schema.js'
 import type { ResourceKind } from './types.js'
@@ -38,12 +38,12 @@ export function checkDuration(text: string): string | undefined {
 }
 
 /** A network written as Calico's `net` validator wants it: strictly masked, or a bare address. */
-function network(family?: 4 | 6): (v: string) => string | undefined {
+function network(family?: Family): (v: string) => string | undefined {
   return (v) => addrReason(() => parseCidr(v, 'value', { bare: true, ...(family !== undefined ? { family } : {}) }))
 }
 
 /** An address with its subnet length, "addr/len" (host bits expected), or a bare address. */
-function addressWithPrefix(family: 4 | 6): (v: string) => string | undefined {
+function addressWithPrefix(family: Family): (v: string) => string | undefined {
   return (v) => addrReason(() => parseIfAddr(v, 'value', { bare: true, family }))
 }
 
@@ -83,9 +83,10 @@ const BGP_CONFIGURATION = obj(
     nodeMeshMaxRestartTime: duration,
     bindMode: oneOf('None', 'NodeIP'),
     ignoredInterfaces: list(str((v) => (v === '*' ? '"*" would ignore every interface' : checkInterfaceGlob(v)))),
+    serviceLoadBalancerAggregation: oneOf('Enabled', 'Disabled'),
   },
   [],
-  ['serviceLoadBalancerAggregation', 'localWorkloadPeeringIPV4', 'localWorkloadPeeringIPV6', 'programClusterRoutes', 'ipv4NormalRoutePriority', 'ipv6NormalRoutePriority'],
+  ['localWorkloadPeeringIPV4', 'localWorkloadPeeringIPV6', 'programClusterRoutes', 'ipv4NormalRoutePriority', 'ipv6NormalRoutePriority'],
 )
 
 const BGP_PEER = obj(
@@ -115,7 +116,7 @@ const BGP_PEER = obj(
   ['localWorkloadSelector'],
 )
 
-function filterRule(version: 4 | 6): ObjectField {
+function filterRule(version: Family): ObjectField {
   const maxLen = version === 4 ? 32 : 128
   return obj(
     {

@@ -54,6 +54,8 @@ export interface BGPConfigurationSpec {
   nodeMeshMaxRestartTime?: string
   bindMode?: 'None' | 'NodeIP'
   ignoredInterfaces?: string[]
+  /** Enabled (the default): a Cluster Service's LoadBalancer address is covered by its range alone; Disabled: per Service. */
+  serviceLoadBalancerAggregation?: 'Enabled' | 'Disabled'
 }
 
 export interface BGPConfiguration {

@@ -2,24 +2,28 @@
 // validator.go struct rules, its calicoctl client rules (default-only BGPConfiguration fields) and the
 // IPAM config rules of ipam.go. Pure: takes a resource, records problems at field paths.
 
-import { AddrError, cidrsOverlap, parseAddr, parseCidr, parseIfAddr, tryAddr, type Cidr } from '../ip/index.js'
+import { AddrError, cidrsOverlap, parseAddr, parseCidr, parseIfAddr, tryAddr, type Cidr, type Family } from '../../net/index.js'
 import type { PathSegment, Problems } from './errors.js'
 import { checkCommunity, checkName, parsedOrUndefined, parsePeerIP } from './scalars.js'
 import type { BGPConfiguration, BGPFilter, BGPFilterRule, BGPPeer, IPAMConfig, IPPool, Node, Resource } from './types.js'
 
 type Path = readonly PathSegment[]
 
-const LINK_LOCAL: Readonly<Record<4 | 6, Cidr>> = { 4: parseCidr('169.254.0.0/16'), 6: parseCidr('fe80::/10') }
+const LINK_LOCAL: Readonly<Record<Family, Cidr>> = { 4: parseCidr('169.254.0.0/16'), 6: parseCidr('fe80::/10') }
 
-export const BLOCK_SIZE_RANGE: Readonly<Record<4 | 6, readonly [number, number]>> = { 4: [20, 32], 6: [116, 128] }
+export const BLOCK_SIZE_RANGE: Readonly<Record<Family, readonly [number, number]>> = { 4: [20, 32], 6: [116, 128] }
 
-/** Fields Calico's client refuses on a per-node (`node.<name>`) BGPConfiguration. */
+/**
+ * Fields Calico's client refuses on a per-node (`node.<name>`) BGPConfiguration, and serviceLoadBalancerAggregation,
+ * which Calico reads from `default` only (a per-node value would do nothing).
+ */
 export const DEFAULT_ONLY_BGP_FIELDS = [
   'nodeToNodeMeshEnabled',
   'asNumber',
   'serviceLoadBalancerIPs',
   'serviceExternalIPs',
   'serviceClusterIPs',
+  'serviceLoadBalancerAggregation',
   'nodeMeshPassword',
   'nodeMeshMaxRestartTime',
 ] as const

@@ -82,3 +82,27 @@ t.test('export allow-list: pools, services, and disableBGPExport toward nodes an
     t.equal(toNode.apply(parsePrefix(prefix), attrs(), target) !== undefined, node, `${prefix} to a node`)
   }
 })
+
+t.test("export allow-list: another node's Service address is not passed on to an external peer", async (t) => {
+  const services = ['203.0.113.0/24', '203.0.113.250/32', '2001:db8:5::/112']
+  const pools = [pool('open', '198.18.0.0/16')]
+  const external = compileBgpFilters([exportAllowList(pools, services, false)], 'export')
+  const toNode = compileBgpFilters([exportAllowList(pools, services, true)], 'export')
+  const target = peer({ address: '192.0.2.9' })
+  const ours = { fromPeer: false }
+  const learned = { fromPeer: true }
+  const rows: [string, boolean, boolean, boolean][] = [
+    // prefix, ours to an external peer, learned to an external peer, learned to a node (a reflector passes it on)
+    ['203.0.113.7/32', true, false, true],
+    ['203.0.113.250/32', true, false, true],
+    ['2001:db8:5::7/128', true, false, true],
+    ['203.0.113.0/24', true, true, true],
+    ['2001:db8:5::/112', true, true, true],
+    ['198.18.3.0/26', true, true, true],
+  ]
+  for (const [prefix, own, ext, node] of rows) {
+    t.equal(external.apply(parsePrefix(prefix), attrs(), target, ours) !== undefined, own, `${prefix}, ours, to an external peer`)
+    t.equal(external.apply(parsePrefix(prefix), attrs(), target, learned) !== undefined, ext, `${prefix}, learned, to an external peer`)
+    t.equal(toNode.apply(parsePrefix(prefix), attrs(), target, learned) !== undefined, node, `${prefix}, learned, to a node`)
+  }
+})

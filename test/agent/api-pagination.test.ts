@@ -59,7 +59,7 @@ t.test('every route exactly once, in prefix order, IPv4 before IPv6', async (t) 
   do {
     const r = await app.inject({ url: `/v1/routes?limit=5000${cursor !== null ? `&cursor=${cursor}` : ''}` })
     t.equal(r.statusCode, 200)
-    const body = r.json() as PageBody
+    const body: PageBody = r.json()
     if (body.total !== names.size) t.equal(body.total, names.size, 'total counts every route on every page')
     seen.push(...body.routes.map((x) => x.prefix))
     cursor = body.nextCursor
@@ -79,7 +79,7 @@ t.test('every route exactly once, in prefix order, IPv4 before IPv6', async (t) 
 t.test('a cursor survives routes coming and going between pages', async (t) => {
   const { app, speaker, names } = await setup(t)
   const limit = 1000
-  const first = (await app.inject({ url: `/v1/routes?limit=${limit}&prefix=198.18.0.0/16` })).json() as PageBody
+  const first = (await app.inject({ url: `/v1/routes?limit=${limit}&prefix=198.18.0.0/16` })).json<PageBody>()
   const served = first.routes.map((r) => r.prefix)
   const boundary = served[served.length - 1]!
   // Withdraw some already served and some not yet; add some before the cursor and some after it.
@@ -93,7 +93,7 @@ t.test('a cursor survives routes coming and going between pages', async (t) => {
   let cursor = first.nextCursor
   t.ok(cursor, 'more pages')
   while (cursor !== null) {
-    const body = (await app.inject({ url: `/v1/routes?limit=${limit}&prefix=198.18.0.0/16&cursor=${cursor}` })).json() as PageBody
+    const body = (await app.inject({ url: `/v1/routes?limit=${limit}&prefix=198.18.0.0/16&cursor=${cursor}` })).json<PageBody>()
     served.push(...body.routes.map((r) => r.prefix))
     cursor = body.nextCursor
   }

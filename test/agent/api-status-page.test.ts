@@ -19,7 +19,7 @@ t.test('GET /v1/events: the session coming up, then going down with its reason',
   const events = async (q = ''): Promise<EventRow[]> => {
     const r = await app.inject(`/v1/events${q}`)
     t.equal(r.statusCode, 200, r.body)
-    return (r.json() as { events: EventRow[] }).events
+    return r.json<{ events: EventRow[] }>().events
   }
   const up = await events()
   t.equal(up[0]?.to, 'Established', 'the newest is the session reaching Established')
@@ -66,7 +66,7 @@ t.test('the status page: HTML shell and built assets with types, revalidation an
   }
   const js = (await app.inject('/ui/app.js')).body
   t.notMatch(js, /https?:\/\/(?!www\.w3\.org\/2000\/svg)/, 'the page names no other host')
-  const doc = (await app.inject('/docs/json')).json() as { paths: Record<string, unknown> }
+  const doc = (await app.inject('/docs/json')).json<{ paths: Record<string, unknown> }>()
   t.notOk('/' in doc.paths || '/ui/app.js' in doc.paths, 'the page is hidden from the OpenAPI document')
   t.ok('/v1/events' in doc.paths, '/v1/events is documented')
   const post = await app.inject({ method: 'POST', url: '/' })

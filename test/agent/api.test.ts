@@ -19,7 +19,7 @@ t.test('API over a live speaker, IPAM and FIB', async (t) => {
   t.teardown(() => app.close())
   const get = async (url: string, headers: Record<string, string> = {}) => {
     const r = await app.inject({ method: 'GET', url, headers })
-    return { status: r.statusCode, body: r.headers['content-type']?.toString().startsWith('application/json') ? (r.json() as Json) : ({ text: r.body } as Json), headers: r.headers }
+    return { status: r.statusCode, body: r.headers['content-type']?.toString().startsWith('application/json') ? r.json<Json>() : ({ text: r.body } as Json), headers: r.headers }
   }
 
   t.test('status counts', async (t) => {

@@ -10,7 +10,7 @@ import type { Datastore } from '../../config/datastore.js'
 import { Ipam } from '../../ipam/ipam.js'
 import { HANDLES_PREFIX, BLOCKS_PREFIX, blockKey, decodeBlock, handleKey } from '../../ipam/records.js'
 import type { AllocationBlock } from '../../ipam/block.js'
-import { readCidr } from '../../config/ip/index.js'
+import { readCidr } from '../../net/index.js'
 import { embeddedStore, withoutTransactions } from '../ipam/stores.js'
 
 const POOLS = [{ name: 'v4', cidr: '198.18.0.0/24', blockSize: 28 }]

@@ -9,7 +9,7 @@ import { IpamService } from '../../agent/ipam-service.js'
 import type { Datastore } from '../../config/datastore.js'
 import { CountingDatastore, diffCounts, roundTrips } from '../../config/datastore-counting.js'
 import { openEtcdDatastore } from '../../config/datastore-etcd.js'
-import { cidrContains, parseAddr, parseCidr } from '../../config/ip/index.js'
+import { cidrContains, parseAddr, parseCidr } from '../../net/index.js'
 import { encodeResource, resourceKey } from '../../config/resources/index.js'
 import { startEtcd } from '../harness/etcd.js'
 import { embeddedStore, relayWatches } from '../ipam/stores.js'
@@ -69,7 +69,7 @@ async function run(t: Test, inner: Datastore): Promise<void> {
   n = await store.update(nodeKey, nodeText('b'), n.revision)
   await t.rejects(svc.assign({ handle: 'h4', num4: 1 }), { code: 'no-pool' }, 'the node relabelled out of the selector gets none')
   t.same(cluster.get('Node', 'n1')?.metadata.labels, { rack: 'a' }, 'while the view still holds the old label')
-  n = await store.update(nodeKey, nodeText('a'), n.revision)
+  await store.update(nodeKey, nodeText('a'), n.revision)
 
   await store.delete(poolKey, p.revision)
   await store.create(resourceKey('IPPool', 'q'), poolText('q', '198.18.1.0/24'))

@@ -52,7 +52,7 @@ t.test('a changed pool, Node label or IPAMConfig is honoured by the next assign 
   t.equal((await svc.assign({ handle: 'h1', num4: 1 })).ipv4.length, 1)
   p = await store.update(poolKey, pool(true), p.revision)
   await t.rejects(svc.assign({ handle: 'h2', num4: 1 }), { code: 'no-pool' }, 'the pool disabled since the last assign serves no more')
-  p = await store.update(poolKey, pool(false), p.revision)
+  await store.update(poolKey, pool(false), p.revision)
   t.equal((await svc.assign({ handle: 'h3', num4: 1 })).ipv4.length, 1, 'enabled again')
   n = await store.update(nodeKey, node('b'), n.revision)
   await t.rejects(svc.assign({ handle: 'h4', num4: 1 }), { code: 'no-pool' }, 'the node relabelled out of the selector gets none')

@@ -13,7 +13,7 @@ export interface Run {
 
 export function runPintoctl(args: readonly string[], opts: { env?: Record<string, string | undefined>; input?: string } = {}): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [pintoctl, ...args], { env: { ...process.env, PINTO_API: undefined, PINTO_DATASTORE: undefined, ...opts.env } as NodeJS.ProcessEnv })
+    const child = spawn(process.execPath, [pintoctl, ...args], { env: { ...process.env, PINTO_API: undefined, PINTO_DATASTORE: undefined, ...opts.env } })
     let stdout = ''
     let stderr = ''
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString()))

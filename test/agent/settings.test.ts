@@ -89,7 +89,7 @@ t.test('origination: own blocks as prefixes, borrowed addresses as /32s, own pod
     affinityClaimTime: null,
     allocations: allocs.map((n, i) => (n === null ? null : i)),
     unallocated: [],
-    attributes: allocs.map((n) => ({ handleId: n ? `h-${n}` : null, secondary: n ? { node: n } : ({} as Record<string, string>) })),
+    attributes: allocs.map((n): AllocationBlock['attributes'][number] => ({ handleId: n ? `h-${n}` : null, secondary: n ? { node: n } : {} })),
     sequenceNumber: 1,
     sequenceNumberForAllocation: {},
   })
@@ -104,4 +104,15 @@ t.test('the VTEP MAC is stable, unicast and locally administered', async (t) => 
   const first = parseInt(mac.slice(0, 2), 16)
   t.equal(first & 1, 0)
   t.equal(first & 2, 2)
+})
+
+t.test('pods: PINTO_POD_GC_GRACE_SECONDS, and Kubernetes credentials in any datastore mode', async (t) => {
+  const s = settingsFromEnv({ PINTO_NODENAME: 'n1' })
+  t.equal(s.podGcGraceSeconds, 900, "Calico's leakGracePeriod")
+  t.equal(s.kube, undefined, 'no credentials: pod annotations and GC off')
+  t.equal(settingsFromEnv({ PINTO_POD_GC_GRACE_SECONDS: '0' }).podGcGraceSeconds, 0, '0 turns it off')
+  t.throws(() => settingsFromEnv({ PINTO_POD_GC_GRACE_SECONDS: '15m' }), { message: /^PINTO_POD_GC_GRACE_SECONDS: "15m" is not a whole number/ })
+  t.same(settingsFromEnv({ KUBECONFIG: '/etc/k/config', PINTO_DATASTORE: 'etcd://127.0.0.1:2379' }).kube, { kubeconfig: '/etc/k/config' })
+  t.same(settingsFromEnv({ KUBERNETES_SERVICE_HOST: '10.96.0.1' }).kube, { inCluster: true })
+  t.throws(() => settingsFromEnv({ KUBECONFIG: '/a:/b' }), { message: /^KUBECONFIG: "\/a:\/b": pinto reads one kubeconfig file, not a list/ })
 })

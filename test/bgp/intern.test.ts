@@ -34,7 +34,7 @@ function draw(rnd: () => number): PathAttributes {
     const v = values[Math.floor(rnd() * values.length)]
     if (v !== undefined) out[k] = v
   }
-  return out as PathAttributes
+  return out
 }
 
 t.test('equal by fields exactly when equal by canonical encoding; equal sets hash equal', async (t) => {

@@ -4,7 +4,7 @@
 // The peer's status counts it and names the family. A session reset for an MP attribute sends 3/9 with it.
 import t, { type Test } from 'tap'
 import { Afi, Safi, packUpdates, parsePrefix, type Capability, type Prefix } from '../../bgp/index.js'
-import type { Family } from '../../bgp/session/peer-config.js'
+import type { AfiSafiName } from '../../bgp/session/peer-config.js'
 import { waitFor } from '../harness/wait.js'
 import { BARE_OPTS, establish, speakerWithBarePeer, taken, type BarePeer, type Harness } from './bare-peer.js'
 import { BAD_IPV4_MP, BAD_IPV6_MP } from './bad-mp.js'
@@ -28,7 +28,7 @@ const held = (h: Harness, p: Prefix): boolean => h.speaker.rib.best(p) !== undef
 const until = (what: string, probe: () => boolean): Promise<true> => waitFor(() => probe() || undefined, { timeoutMs: 5000, intervalMs: 2, what })
 
 /** A session of `families` (the bare side offers IPv4, and IPv6 when asked) holding V4, and V6 when IPv6 is negotiated. */
-async function sessionWithRoutes(t: Test, families: readonly Family[]): Promise<{ h: Harness; bare: BarePeer }> {
+async function sessionWithRoutes(t: Test, families: readonly AfiSafiName[]): Promise<{ h: Harness; bare: BarePeer }> {
   const h = await speakerWithBarePeer(t, { families })
   const bare = await establish(h, 0, [IPV6_CAP])
   announce4(bare, ...V4)
@@ -41,10 +41,10 @@ async function sessionWithRoutes(t: Test, families: readonly Family[]): Promise<
  * After `disabled` went: a later announcement of it is ignored, one of the other family is taken (sent after
  * it, so the barrier), and the session stays up.
  */
-async function laterIgnored(t: Test, h: Harness, bare: BarePeer, disabled: Family): Promise<void> {
+async function laterIgnored(t: Test, h: Harness, bare: BarePeer, disabled: AfiSafiName): Promise<void> {
   const later = { ipv4: parsePrefix('198.19.4.0/24'), ipv6: parsePrefix('2001:db8:f3::/48') }
   const send = { ipv4: announce4, ipv6: announce6 }
-  const other: Family = disabled === 'ipv4' ? 'ipv6' : 'ipv4'
+  const other: AfiSafiName = disabled === 'ipv4' ? 'ipv6' : 'ipv4'
   send[disabled](bare, later[disabled])
   send[other](bare, later[other])
   await until(`the later ${other} route`, () => held(h, later[other]))

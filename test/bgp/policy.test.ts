@@ -132,7 +132,7 @@ t.test('bad rules are errors naming the filter and the field', async (t) => {
     { rule: { asPathPrefix: [] }, error: /asPathPrefix: empty/ },
   ]
   for (const r of rows) {
-    const spec: BGPFilterSpec = { importV4: [{ action: 'Accept', ...r.rule } as BGPFilterRule] }
+    const spec: BGPFilterSpec = { importV4: [{ action: 'Accept', ...r.rule }] }
     t.throws(() => compileBgpFilters([filter('bad', spec)], 'import'), r.error, String(r.error))
   }
 })

@@ -3,12 +3,13 @@
 // counters and the same attribute sets, including prefixes already held, stale paths, policy, refused
 // sections and withdrawals; and a dump that crosses the table's growth and page boundaries.
 import t, { type Test } from 'tap'
-import { IPV4_UNICAST, IPV6_UNICAST, formatPrefix, ipv4Prefix, ipv6Prefix, parseIpv6, type Ipv4Prefixes, type Ipv6Prefixes, type PathAttributes, type Prefix } from '../../bgp/index.js'
+import { IPV4_UNICAST, IPV6_UNICAST, formatPrefix, ipv4Prefix, ipv6Prefix, type Ipv4Prefixes, type Ipv6Prefixes, type PathAttributes, type Prefix } from '../../bgp/index.js'
 import type { LocRibChange, Policy, Rib, RibPeer } from '../../bgp/rib/index.js'
 import { ACCEPT_ALL } from '../../bgp/policy/index.js'
 import { compilePoolGuard, guardPoolPrefixes } from '../../bgp/policy/pool-guard.js'
 import { LOCAL_AS, attrs, peer, rib, session } from './rib-helpers.js'
 import { Rng } from '../harness/random.js'
+import { parseIpv6 } from '../../net/index.js'
 
 function columns(prefixes: readonly Prefix[]): Ipv4Prefixes {
   const addr = new Int32Array(prefixes.length)
@@ -57,7 +58,8 @@ const halfPolicy: Policy = {
 
 /** One family's differential run: the peers, the prefixes sections are picked from, and how each side receives. */
 interface Differential {
-  readonly family: typeof IPV4_UNICAST | typeof IPV6_UNICAST
+  /** IPV4_UNICAST or IPV6_UNICAST. */
+  readonly family: number
   readonly seeds: readonly number[]
   readonly peers: () => RibPeer[]
   readonly pool: readonly Prefix[]

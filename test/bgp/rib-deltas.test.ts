@@ -4,7 +4,7 @@
 // ours, new, next hops, LOCAL_PREF. The streaming walk names every best path as locRib() does.
 
 import t from 'tap'
-import { formatIpv4, formatIpv6 } from '../../bgp/codec/ip.js'
+import { formatIpv4, formatIpv6 } from '../../net/index.js'
 import { IPV4_UNICAST, formatPrefix, ipv4Prefix, type Prefix } from '../../bgp/index.js'
 import { DELTA_LOCAL, DELTA_NEW, DELTA_WITHDRAWN, type BestPath, type LocRibChange, type LocRibDeltas, type Rib } from '../../bgp/rib/index.js'
 import { attrs, peer, px, rib, session } from './rib-helpers.js'

@@ -11,7 +11,7 @@ import { formatPrefix, ipv4Prefix, parsePrefix, type Prefix } from '../../bgp/in
 import { decide, REASONS, type DecisionContext } from '../../bgp/rib/best-path.js'
 import { Destinations, PATH_ADDED, PATH_REMOVED, PATH_WAS_STALE, type PathSource } from '../../bgp/rib/destinations.js'
 import { PreviousBest } from '../../bgp/rib/settle.js'
-import type { Path, PeerSessionInfo, RibPeer } from '../../bgp/rib/index.js'
+import type { PeerSessionInfo, RibPeer } from '../../bgp/rib/index.js'
 import { LOCAL_AS, attrs, peer } from './rib-helpers.js'
 import { Rng } from '../harness/random.js'
 
@@ -80,7 +80,7 @@ t.test('the destination table against a Map of prefix to paths, operation by ope
     pool.push(parsePrefix('2001:db8:1::/64'), parsePrefix('2001:db8:2::/48'))
     const withId = (p: Prefix, pathId: number): Prefix => (pathId === 0 ? p : { ...p, pathId })
 
-    const bestOf = (paths: readonly ModelPath[]): ReturnType<typeof decide> | undefined => (paths.length === 0 ? undefined : decide(paths as Path[], CTX, multipath))
+    const bestOf = (paths: readonly ModelPath[]): ReturnType<typeof decide> | undefined => (paths.length === 0 ? undefined : decide(paths, CTX, multipath))
     const bestText = (paths: readonly ModelPath[]): string => {
       const r = bestOf(paths)
       if (r === undefined) return 'none'
@@ -213,7 +213,14 @@ t.test('the destination table against a Map of prefix to paths, operation by ope
       } else if (x < 70) {
         const afi = 1 + rng.int(2)
         let marked = 0
-        for (const paths of model.values()) for (const p of paths) if (p.peer?.id === who.id && p.prefix.afi === afi && !p.stale) ((p.stale = true), marked++)
+        for (const paths of model.values()) {
+          for (const p of paths) {
+            if (p.peer?.id === who.id && p.prefix.afi === afi && !p.stale) {
+              p.stale = true
+              marked++
+            }
+          }
+        }
         same(table.markStale(who.id, afi), marked, `${where(step)}: markStale count`)
       } else if (x < 75) {
         const afi = 1 + rng.int(2)

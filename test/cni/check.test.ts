@@ -11,8 +11,8 @@ t.test('CHECK verifies what prevResult says of this attachment', async (t) => {
   const lab = await createLab(t)
   const conf = pintoConf(lab, '1.1.0')
   const [podA, podB] = await Promise.all([lab.pod('ca'), lab.pod('cb')])
-  const a = { containerId: 'chka', netns: podA!, args: 'K8S_POD_NAMESPACE=ns1;K8S_POD_NAME=a' }
-  const b = { containerId: 'chkb', netns: podB!, args: 'K8S_POD_NAMESPACE=ns1;K8S_POD_NAME=b' }
+  const a = { containerId: 'chka', netns: podA, args: 'K8S_POD_NAMESPACE=ns1;K8S_POD_NAME=a' }
+  const b = { containerId: 'chkb', netns: podB, args: 'K8S_POD_NAMESPACE=ns1;K8S_POD_NAME=b' }
   const addA = await lab.exec('pinto', 'ADD', conf, a)
   const addB = await lab.exec('pinto', 'ADD', conf, b)
   t.equal(addA.code + addB.code, 0, addA.stdout + addB.stdout)

@@ -58,7 +58,7 @@ t.test('ADD, CHECK, DEL under every version, IPv4 and dual-stack', async (t) => 
           t.match(v6, /^2001:db8:18:[0-9a-f:]+\/128$/)
           t.match(pod.addrs, `inet6 ${v6} `)
           t.match(pod.routes6, 'default via fe80::ecee:eeff:feee:eeee dev eth0')
-          t.match(await lab.ip(lab.hostNs, ['-6', 'route', 'show', 'dev', hostVeth]), v6.split('/')[0] as string)
+          t.match(await lab.ip(lab.hostNs, ['-6', 'route', 'show', 'dev', hostVeth]), v6.split('/')[0])
           const ll = await lab.ip(lab.hostNs, ['-6', 'addr', 'show', 'dev', hostVeth])
           t.match(ll, 'fe80::ecee:eeff:feee:eeee', 'host link-local is the EUI-64 the pod routes to')
         }
@@ -75,8 +75,8 @@ t.test('ADD, CHECK, DEL under every version, IPv4 and dual-stack', async (t) => 
         // by then both ends and the host routes must already be gone.
         t.same(await lab.links(lab.hostNs), ['lo', 'eth0'], 'host veth gone')
         t.same(await lab.links(netns.replace('/run/netns/', '')), ['lo'], 'pod eth0 gone')
-        t.notMatch(await lab.ip(lab.hostNs, ['route', 'show']), v4.split('/')[0] as string, 'host route to the pod gone')
-        if (dual) t.notMatch(await lab.ip(lab.hostNs, ['-6', 'route', 'show']), (r.ips[1]?.address ?? '').split('/')[0] as string, 'IPv6 host route gone')
+        t.notMatch(await lab.ip(lab.hostNs, ['route', 'show']), v4.split('/')[0], 'host route to the pod gone')
+        if (dual) t.notMatch(await lab.ip(lab.hostNs, ['-6', 'route', 'show']), (r.ips[1]?.address ?? '').split('/')[0], 'IPv6 host route gone')
         t.same(await lab.service?.allocations(''), [], 'addresses released')
         const again = await lab.exec('pinto', 'DEL', conf, att)
         t.equal(again.code, 0, 'a second DEL succeeds')

@@ -179,7 +179,7 @@ t.test(`repeated ADDs of live pods under faults, ${SECONDS} s (seed ${SEED})`, a
   t.equal(new Set(pods.map((p) => p.address)).size, pods.length, 'no two live pods share an address')
   // Not spawnSync: the bridge to etcd runs in this process.
   const check = await lab.topo.exec(lab.hostNs, process.execPath, [PINTOCTL, 'ipam', 'check'], { env: { PINTO_DATASTORE: spec }, reject: false })
-  t.match(check.stdout, /Check complete; found 0 problems\./, `pintoctl ipam check on the node is clean: ${check.stdout}${check.stderr}`)
+  t.match(check.stdout, /Check complete; found 0 problems\./, `pintoctl ipam check on the node is clean: ${String(check.stdout)}${String(check.stderr)}`)
   t.match(check.stdout, `Addresses of pod interfaces on this host: ${pods.length}`)
 
   const failed = Object.entries(counts.failed).map(([k, n]) => `${k} ${n}`).join(', ') || 'none'

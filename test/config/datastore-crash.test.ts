@@ -56,7 +56,7 @@ t.test(`${ROUNDS} rounds of ${WRITERS} writers killed with SIGKILL at random mom
     const writers = Array.from({ length: WRITERS }, (_, i) => startWriter(dir, `r${round}w${i}`, created, counters))
     writers.forEach((w) => live.add(w))
     // Each writer must make progress first (so a broken lock or store shows up as a timeout, not a pass).
-    await waitFor(() => writers.every((w) => w.acks >= 20), `round ${round}: every writer to acknowledge 20 writes (${writers.map((w) => w.acks)}; ${writers.map((w) => w.stderr).join('')})`, 15_000)
+    await waitFor(() => writers.every((w) => w.acks >= 20), `round ${round}: every writer to acknowledge 20 writes (${writers.map((w) => w.acks).join(',')}; ${writers.map((w) => w.stderr).join('')})`, 15_000)
     // Then kill each at its own random moment in the next ~100 ms.
     await Promise.all(
       writers.map(

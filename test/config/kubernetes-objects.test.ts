@@ -4,7 +4,7 @@
 import t from 'tap'
 import { DatastoreError } from '../../config/datastore.js'
 import { affinityObject, affinityObjectName, affinityRecord, blockObject, blockRecord, cidrObjectName, handleObject, handleRecord } from '../../config/kubernetes/ipam-objects.js'
-import { familiesUnder, familyOf } from '../../config/kubernetes/layout.js'
+import { keyFamiliesUnder, keyFamilyOf } from '../../config/kubernetes/layout.js'
 import { nodeValue, nodeWithValue } from '../../config/kubernetes/node-object.js'
 import { type KubeObject, parseRevision } from '../../config/kubernetes/objects.js'
 import { keyValueName, keyValueObject, keyValueRecord, resourceObject, resourceValue } from '../../config/kubernetes/resource-objects.js'
@@ -208,13 +208,13 @@ t.test('keys find their family; a prefix reaches the families under it', async (
     ['/pinto/restart/n', 'KeyValue'],
     ['/contract/x', 'KeyValue'],
   ]
-  for (const [key, kind] of cases) t.equal(familyOf(key).what.split(' ')[0], kind, key)
-  const under = (p: string): string[] => familiesUnder(p).map((f) => f.what.split(' ')[0] as string)
+  for (const [key, kind] of cases) t.equal(keyFamilyOf(key).what.split(' ')[0], kind, key)
+  const under = (p: string): string[] => keyFamiliesUnder(p).map((f) => f.what.split(' ')[0] as string)
   t.same(under('/pinto/ipam/affinities/n/'), ['BlockAffinity'])
   t.same(under('/pinto/ipam/'), ['IPAMBlock', 'BlockAffinity', 'IPAMHandle', 'KeyValue'])
   t.same(under('/pinto/resources/'), ['BGPConfiguration', 'BGPPeer', 'BGPFilter', 'IPPool', 'IPAMConfig', 'Node', 'KeyValue'])
   t.same(under('/contract/'), ['KeyValue'])
-  t.match(codeOf(() => familyOf('/pinto/ipam/blocks/Bad_Name').objectName('/pinto/ipam/blocks/Bad_Name')), /^invalid: .*not a block name/)
+  t.match(codeOf(() => keyFamilyOf('/pinto/ipam/blocks/Bad_Name').objectName('/pinto/ipam/blocks/Bad_Name')), /^invalid: .*not a block name/)
   t.equal(cidrObjectName('2001:db8::/122'), '2001-db8---122')
 })
 

@@ -78,6 +78,8 @@ const cases: Case[] = [
   ['prefixAdvertisement uses an undefined name', 'BGPConfiguration', 'default', { prefixAdvertisements: [{ cidr: '198.18.0.0/16', communities: ['nope'] }] }, ['spec.prefixAdvertisements[0].communities[0]']],
   ['ignoredInterfaces *', 'BGPConfiguration', 'default', { ignoredInterfaces: ['*'] }, ['spec.ignoredInterfaces[0]']],
   ['unsupported programClusterRoutes', 'BGPConfiguration', 'default', { programClusterRoutes: 'Enabled' }, ['spec.programClusterRoutes'], /does not support/],
+  ['bad serviceLoadBalancerAggregation', 'BGPConfiguration', 'default', { serviceLoadBalancerAggregation: 'disabled' }, ['spec.serviceLoadBalancerAggregation']],
+  ['serviceLoadBalancerAggregation on a per-node config', 'BGPConfiguration', 'node.n1', { serviceLoadBalancerAggregation: 'Disabled' }, ['spec.serviceLoadBalancerAggregation'], /only be set on the "default"/],
   // BGPFilter
   ['rule without action', 'BGPFilter', 'f', { exportV4: [{ cidr: '198.18.0.0/16', matchOperator: 'In' }] }, ['spec.exportV4[0].action'], /required/],
   ['bad action', 'BGPFilter', 'f', { exportV4: [{ action: 'Deny' }] }, ['spec.exportV4[0].action'], /Accept, Reject/],
@@ -149,6 +151,7 @@ const valid: [string, Kind, string, Record<string, unknown>][] = [
   ['global peer (no node, no nodeSelector)', 'BGPPeer', 'p', { peerIP: '192.0.2.1', asNumber: 65000, keepaliveTime: '1m30s', maxRestartTime: '500ms' }],
   ['selector peer with global()', 'BGPPeer', 'p', { nodeSelector: 'global()', peerSelector: "route-reflector == 'true'" }],
   ['per-node config with allowed fields', 'BGPConfiguration', 'node.rack1-host1', { logSeverityScreen: 'Debug', listenPort: 1790, bindMode: 'NodeIP', ignoredInterfaces: ['eth*'] }],
+  ['serviceLoadBalancerAggregation Disabled', 'BGPConfiguration', 'default', { serviceLoadBalancerIPs: [{ cidr: '203.0.113.0/24' }], serviceLoadBalancerAggregation: 'Disabled' }],
   ['mesh password with mesh on', 'BGPConfiguration', 'default', { nodeToNodeMeshEnabled: true, nodeMeshPassword: { secretKeyRef: { name: 's', key: 'k' } } }],
   ['filter with prefixLength', 'BGPFilter', 'f', { exportV6: [{ action: 'Accept', cidr: '2001:db8::/32', matchOperator: 'In', prefixLength: { min: 48, max: 128 } }] }],
   ['filter with bare address as cidr', 'BGPFilter', 'f', { exportV4: [{ action: 'Reject', cidr: '198.18.0.1', matchOperator: 'Equal' }] }],

@@ -56,7 +56,7 @@ t.test('podman kube play runs the pod template on a node', async (t) => {
   writeFileSync(podFile, stringify(pod))
   await podman.run(['kube', 'play', podFile], { netns: node.ns })
 
-  const conflist = JSON.parse(readFileSync(join(root, 'etc/cni/net.d/10-pinto.conflist'), 'utf8')) as Loose
+  const conflist = JSON.parse(readFileSync(join(root, 'etc/cni/net.d/10-pinto.conflist'), 'utf8'))
   t.equal(conflist.plugins[0].mtu, 1400, 'install-cni wrote the conflist with veth_mtu from pinto-config')
   for (const plugin of ['pinto', 'pinto-ipam']) t.equal(statSync(join(root, 'opt/cni/bin', plugin)).mode & 0o111, 0o111, `install-cni wrote ${plugin} into the node's /opt/cni/bin`)
 

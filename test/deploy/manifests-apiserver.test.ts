@@ -2,8 +2,8 @@
 // rendered pinto.yaml and the kustomization alike), `kubectl kustomize` renders what render-manifests.js wrote,
 // and with the kubernetes-datastore variant's RBAC alone — pinto-node's ServiceAccount token, no more — pinto
 // does what pinto-node does: writes its Node's annotations, makes a pool, assigns and releases addresses, reads
-// the pods on its node, patches a pod's annotations, lists Services and EndpointSlices. What it never does
-// stays refused.
+// the pods on its node, patches a pod's annotations (through pods/status), lists Services and EndpointSlices.
+// What it never does stays refused.
 import t from 'tap'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -89,7 +89,7 @@ else {
     await store.update(nodeKey, JSON.stringify(written), node!.revision)
     t.equal(await api.kubectl('get', 'node', 'rbac-node', '-o', 'jsonpath={.metadata.annotations.projectcalico\\.org/IPv4Address}'), '192.0.2.10/24', 'writes its BGP address through nodes/status')
 
-    const pool: IPPool = { apiVersion: 'projectcalico.org/v3', kind: 'IPPool', metadata: { name: 'rbac-pool' }, spec: { cidr: '198.18.8.0/24', blockSize: 26 } } as IPPool
+    const pool: IPPool = { apiVersion: 'projectcalico.org/v3', kind: 'IPPool', metadata: { name: 'rbac-pool' }, spec: { cidr: '198.18.8.0/24', blockSize: 26 } }
     await store.create(resourceKey('IPPool', 'rbac-pool'), encodeResource(pool))
     const ipam = new Ipam(store, { pools: [{ name: 'rbac-pool', cidr: '198.18.8.0/24', blockSize: 26 }] })
     const got = await ipam.autoAssign({ handle: 'k8s-pod-network.rbac', node: 'rbac-node', num4: 2, attrs: { namespace: 'rbac', pod: 'p', node: 'rbac-node' } })
@@ -110,8 +110,8 @@ else {
       await informer.start()
       t.pass(`lists and watches ${what}`)
     }
-    const patch = await http.request('PATCH', '/api/v1/namespaces/rbac/pods/p', undefined, { metadata: { annotations: { 'cni.projectcalico.org/podIP': '198.18.8.1/32' } } }, 'application/merge-patch+json')
-    t.equal(patch.status, 200, `patches a pod's annotations: ${patch.text.slice(0, 200)}`)
+    const patch = await http.request('PATCH', '/api/v1/namespaces/rbac/pods/p/status', undefined, { metadata: { annotations: { 'cni.projectcalico.org/podIP': '198.18.8.1/32' } } }, 'application/merge-patch+json')
+    t.equal(patch.status, 200, `patches a pod's annotations through pods/status: ${patch.text.slice(0, 200)}`)
     t.equal((await http.request('GET', '/api/v1/namespaces/rbac')).status, 200, 'reads a namespace')
 
     // What pinto-node never does.
@@ -122,6 +122,7 @@ else {
       ['get', 'secrets'],
       ['delete', 'pods'],
       ['create', 'pods'],
+      ['patch', 'pods'],
       ['delete', 'ippools.crd.projectcalico.org'],
       ['update', 'bgppeers.crd.projectcalico.org'],
       ['create', 'customresourcedefinitions.apiextensions.k8s.io'],

@@ -92,7 +92,7 @@ t.test('the DaemonSet on three nodes under podman, and a rolling update to a reb
   t.teardown(async () => {
     for (const tag of [image2, image1]) await podman(['rmi', tag]).catch(() => undefined)
   })
-  const { buildImage } = (await import(pathToFileURL(join(ROOT, 'scripts', 'image.js')).href)) as { buildImage(o: { tag: string }): { size: number } }
+  const { buildImage } = (await import(pathToFileURL(join(ROOT, 'scripts', 'image.js')).href)) as { buildImage: (o: { tag: string }) => { size: number } }
   const built = buildImage({ tag: image1 })
   // The rebuilt image: the same root with one more label, so its id differs as a new release's would.
   const ctx = mkdtempSync(join(tmpdir(), 'pinto-e2e-image-'))
@@ -134,7 +134,7 @@ t.test('the DaemonSet on three nodes under podman, and a rolling update to a reb
   const updateStart = Date.now()
   const perNode: string[] = []
   const adds: { node: string; execs: AddRecord[]; pods: DemoPod[]; install: { started: number; finished: number; events: number } }[] = []
-  let results: { p: (typeof pings)[number]; replies: number[]; sent: number }[] = []
+  let results: { p: (typeof pings)[number]; replies: number[]; sent: number }[]
   try {
     for (const n of c.nodes) {
       const t0 = Date.now()

@@ -55,15 +55,15 @@ function startDemo(t: Test): Run {
   const child = spawn(process.execPath, [PINTOCTL_BIN, 'demo', '--nodes', '2', '--pods', '1'], { detached: true, stdio: ['ignore', 'pipe', 'pipe'] })
   const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })))
   const run: Run = { child, lines: [], exit, prefix: undefined, id: undefined }
-  createInterface({ input: child.stdout! }).on('line', (line) => {
+  createInterface({ input: child.stdout }).on('line', (line) => {
     run.lines.push(line)
     const m = /namespaces (pdm\d+-([0-9a-f]{6}))-\*/.exec(line)
     if (m !== null) [run.prefix, run.id] = [m[1], m[2]]
   })
-  child.stderr!.on('data', (b: Buffer) => run.lines.push(`stderr: ${b.toString().trimEnd()}`))
+  child.stderr.on('data', (b: Buffer) => run.lines.push(`stderr: ${b.toString().trimEnd()}`))
   // A destroyed pipe's read end may still see an error from the other side; nobody reads it any more.
-  child.stdout!.on('error', () => undefined)
-  child.stderr!.on('error', () => undefined)
+  child.stdout.on('error', () => undefined)
+  child.stderr.on('error', () => undefined)
   t.teardown(async () => {
     if (child.exitCode === null && child.signalCode === null) killQuietly(-child.pid!, 'SIGKILL')
     await exit

@@ -13,7 +13,7 @@ const route = (i: number): KernelRoute => ({
 const ops = (n: number): RouteOp[] =>
   Array.from({ length: n }, (_, i) => {
     const r = route(i)
-    return { op: i % 3 === 2 ? 'delete' : 'replace', route: r, key: routeKey(r), reason: 'missing' } as RouteOp
+    return { op: i % 3 === 2 ? 'delete' : 'replace', route: r, key: routeKey(r), reason: 'missing' }
   })
 
 t.test('one writer: whole lines, in op order, a chunk at a time', async (t) => {

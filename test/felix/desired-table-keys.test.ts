@@ -5,7 +5,7 @@
 // a walk that puts learned changes into operations leaves the kernel as the keyed walk does.
 
 import t from 'tap'
-import { formatIpv6, parseIpv6 } from '../../bgp/codec/ip.js'
+import { formatIpv6, parseIpv6 } from '../../net/index.js'
 import { DesiredTable, renderDesired, type HopSource, type KernelRoute, type LearnedNextHop, type LearnedRoute } from '../../felix/index.js'
 import { replaceLine } from '../../felix/kernel-route.js'
 import { LearnedOps } from '../../felix/learned-ops.js'
@@ -87,7 +87,7 @@ t.test("a streaming read's IPv6 match marks exactly the desired routes, by the d
     d.set(6, 0, p.addr, p.len, [2 + r.int(2)], r.int(5) === 0 ? 200 : undefined)
   }
   d.setFixed(renderDesired({ pools: [], routes: [], localBlocks: ['2001:db8:1::/122'], vteps: [], localNode }, { protocol: 87 }).routes)
-  d.set(6, 0, parseIpv6('2001:db8:1::')!, 122, [2], undefined)
+  d.set(6, 0, parseIpv6('2001:db8:1::'), 122, [2], undefined)
   for (const [k, x] of d) routes.set(k, x)
   d.takeChanges().drop()
   // Each desired route dumped as the kernel would hold it, half of them altered (metric, hop, protocol).
@@ -135,7 +135,6 @@ t.test('a walk into learned operations leaves the kernel as the keyed walk does,
     const kernel = new Map<string, string>()
     // Prefixes another protocol's route is at in the kernel: their changes must come by key.
     const others = new Set<string>()
-    let localBlocks: string[] = []
     let wrong = 0
     const fail = (m: string): void => {
       if (wrong++ < 5) t.fail(`seed ${seed}: ${m}`)
@@ -189,7 +188,7 @@ t.test('a walk into learned operations leaves the kernel as the keyed walk does,
         if (v6) d.delete(6, 0, p.addr, p.len)
         else d.delete(4, addr4, undefined, len4)
       } else if (choice < 21) {
-        localBlocks = r.int(2) === 0 ? [] : [v6 ? p.text : `198.18.${(addr4 >>> 8) & 255}.${addr4 & 255}/${len4}`]
+        const localBlocks = r.int(2) === 0 ? [] : [v6 ? p.text : `198.18.${(addr4 >>> 8) & 255}.${addr4 & 255}/${len4}`]
         d.setFixed(renderDesired({ pools: [], routes: [], localBlocks, vteps: [], localNode }, { protocol: 87 }).routes)
       } else if (choice < 22 && others.size < 20) others.add(v6 ? p.text : `${addr4}/${len4}`)
       if (r.int(60) === 0) take()

@@ -7,7 +7,7 @@ import t from 'tap'
 import type { IPPool } from '../../config/resources/index.js'
 import { DesiredTable, RenderContext, renderDesired, type DesiredState, type HopSource, type KernelRoute, type LearnedNextHop, type LearnedRoute } from '../../felix/index.js'
 import { replaceLine } from '../../felix/kernel-route.js'
-import { formatIpv4, formatIpv6, parseIpv6 } from '../../bgp/codec/ip.js'
+import { formatIpv4, formatIpv6, parseIpv6 } from '../../net/index.js'
 import { Rng } from '../harness/random.js'
 import { pool, pools, vteps, localNode } from './render-fixtures.js'
 

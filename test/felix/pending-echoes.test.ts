@@ -13,7 +13,7 @@ const del = (): RouteOp => ({ op: 'delete', route: route('192.0.2.2'), key: KEY,
 const shows = (gw: string | undefined) => (r: KernelRoute | undefined): boolean => (gw === undefined ? r === undefined : r?.nexthops[0]?.gateway === gw)
 
 t.test('a replace then a delete: both lines are echoes, in order', async (t) => {
-  let now = 0
+  const now = 0
   const p = new PendingEchoes(5_000, () => now)
   p.note([replace('192.0.2.2')])
   p.note([del()])

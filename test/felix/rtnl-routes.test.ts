@@ -3,7 +3,7 @@
 // leaves out, multi-part dumps, interrupted and refused dumps, and malformed bytes named by offset.
 import t from 'tap'
 import type { KernelRoute } from '../../felix/kernel-route.js'
-import { parseIpv6 } from '../../bgp/codec/ip.js'
+import { parseIpv6 } from '../../net/index.js'
 import { linkDumpReader, linkDumpRequest, NLM_F_DUMP_INTR, NLMSG_DONE, routeDumpReader, routeDumpRequest, RTM_GETROUTE } from '../../felix/rtnl-routes.js'
 import { NLMSG_ERROR, RTM_NEWLINK, RTM_NEWROUTE } from '../../felix/rtnl.js'
 

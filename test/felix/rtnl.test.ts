@@ -2,7 +2,7 @@
 // kernel's answers read back.
 import t from 'tap'
 import type { KernelRoute } from '../../felix/kernel-route.js'
-import { parseIpv6 } from '../../bgp/codec/ip.js'
+import { parseIpv6 } from '../../net/index.js'
 import { NLMSG_ERROR, RTM_DELROUTE, RTM_NEWLINK, RTM_NEWROUTE, RtnlWriter, readReplies } from '../../felix/rtnl.js'
 
 const route = (over: Partial<KernelRoute>): KernelRoute => ({ family: 4, table: 254, dst: '198.18.0.0/26', tos: 0, metric: 0, type: 'unicast', protocol: 87, nexthops: [{ gateway: '192.0.2.2', dev: 'eth0', onlink: false }], ...over })

@@ -1,4 +1,5 @@
-// The repository contract: the bin entries exist and programs that have not landed refuse to fake output.
+// The repository contract: the bin entries exist, npm test lints, and programs that have not landed refuse to
+// fake output.
 import t from 'tap'
 import { readFileSync } from 'node:fs'
 import { spawnSync } from 'node:child_process'
@@ -6,12 +7,19 @@ import { fileURLToPath } from 'node:url'
 import { join } from 'node:path'
 
 const root = fileURLToPath(new URL('../../../', import.meta.url))
-const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { name: string; type: string; bin: Record<string, string> }
+const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { name: string; type: string; bin: Record<string, string>; scripts: Record<string, string> }
 
 t.test('package.json names pinto, is ESM and has the four programs', async (t) => {
   t.equal(pkg.name, 'pinto')
   t.equal(pkg.type, 'module')
   t.same(Object.keys(pkg.bin).sort(), ['pinto', 'pinto-ipam', 'pinto-node', 'pintoctl'])
+})
+
+t.test('npm test lints, allowing no warning, before it runs the suite', async (t) => {
+  t.equal(pkg.scripts['lint'], 'eslint . --max-warnings 0')
+  const steps = (pkg.scripts['test'] ?? '').split(' && ')
+  t.ok(steps.includes('npm run lint'), `npm test runs npm run lint: ${pkg.scripts['test']}`)
+  t.ok(steps.indexOf('npm run lint') < steps.indexOf('node scripts/run-tests.js'), 'before the suite')
 })
 
 t.test('pintoctl with an unknown command exits non-zero and says so', async (t) => {

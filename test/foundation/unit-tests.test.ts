@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url'
 import { join } from 'node:path'
 
 const root = fileURLToPath(new URL('../../../', import.meta.url))
-const { UNIT_TESTS, compiledPath } = (await import(join(root, 'scripts', 'test-unit.js'))) as { UNIT_TESTS: string[]; compiledPath(source: string): string }
+const { UNIT_TESTS, compiledPath } = (await import(join(root, 'scripts', 'test-unit.js'))) as { UNIT_TESTS: string[]; compiledPath: (source: string) => string }
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }
 
 /** Imports a unit test may not have, and why. */

@@ -134,7 +134,7 @@ export function parseGobgpRoutes(json: string): RibRoute[] {
     for (const p of paths) {
       const attrs = p.attrs ?? []
       const byType = (t: number): GobgpAttr | undefined => attrs.find((a) => a.type === t)
-      const mpReach = byType(14) as { nexthop?: string } | undefined
+      const mpReach = byType(14)
       const large = byType(32)?.value
       const peer = p['neighbor-ip']
       out.push({

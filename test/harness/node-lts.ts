@@ -10,6 +10,6 @@ export function nodeLts(): { path: string } | { reason: string } {
   try {
     return { path: execFileSync(process.execPath, [SCRIPT], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim() }
   } catch (err) {
-    return { reason: `scripts/node-lts.js failed: ${String((err as { stderr?: unknown }).stderr ?? (err as Error).message).trim()}` }
+    return { reason: `scripts/node-lts.js failed: ${String((err as { stderr?: string }).stderr ?? (err as Error).message).trim()}` }
   }
 }

@@ -19,11 +19,11 @@ export interface PeerJson { name: string; address: string; state: string; since:
 
 export interface BfdPinto {
   readonly agent: AgentProcess
-  bfd(): Promise<BfdJson | undefined>
-  peer(): Promise<PeerJson | undefined>
-  hasRoute(): Promise<boolean>
+  readonly bfd: () => Promise<BfdJson | undefined>
+  readonly peer: () => Promise<PeerJson | undefined>
+  readonly hasRoute: () => Promise<boolean>
   /** BFD Up, BGP Established and the router's route in the kernel. */
-  upAgain(what: string): Promise<void>
+  readonly upAgain: (what: string) => Promise<void>
 }
 
 /** A test's two nodes on one link, pinto and a router, each with an IPv4 and an IPv6 address. */

@@ -74,7 +74,7 @@ function waitLocRib(count: number, timeoutMs: number, atMost: boolean): Promise<
 async function handle(c: Command): Promise<Record<string, unknown>> {
   switch (c.cmd) {
     case 'originate':
-      speaker.originate(toPrefix(c['prefix'], 'prefix'), toAttributes((c['attrs'] ?? {}) as Record<string, never>, 'attrs'))
+      speaker.originate(toPrefix(c['prefix'], 'prefix'), toAttributes(c['attrs'] ?? {}, 'attrs'))
       return {}
     case 'withdraw':
       speaker.withdraw(toPrefix(c['prefix'], 'prefix'))

@@ -1,12 +1,13 @@
 // The JSON the pinto runner takes (one file per speaker process) and its translation into BgpSpeaker
 // options, PeerConfigs and originated routes. Pure: no files or sockets; bad input names the field path.
 
-import { parseIpv4, parsePrefix, type LargeCommunity, type PathAttributes, type Prefix } from '../../bgp/codec/index.js'
+import { parsePrefix, type LargeCommunity, type PathAttributes, type Prefix } from '../../bgp/codec/index.js'
 import { ACCEPT_ALL, compileBgpFilters, parseCommunity, type Community } from '../../bgp/policy/index.js'
 import type { Policy } from '../../bgp/rib/types.js'
 import type { PeerConfig } from '../../bgp/session/peer-config.js'
 import type { SpeakerOptions } from '../../bgp/speaker.js'
 import type { BGPFilterSpec } from '../../config/resources/types.js'
+import { parseIpv4 } from '../../net/index.js'
 
 /** Attributes of an originated route, in the notations operators type. */
 export interface RouteAttrsJson {

@@ -1,6 +1,6 @@
 // The pure block allocator: FIFO reuse, reservations, attributes, sequence numbers and stale releases.
 import t from 'tap'
-import { parseAddr, parseCidr } from '../../config/ip/index.js'
+import { parseAddr, parseCidr } from '../../net/index.js'
 import {
   type AllocationBlock, blockAssign, blockAutoAssign, blockFree, blockInUse, blockIsEmpty, blockOrdinalsOf, blockProblems,
   blockRelease, blockReleaseByHandle, newBlock,

@@ -1,6 +1,6 @@
 // Leak check and repair on a real embedded store: each kind of damage is made for real, found, and fixed.
 import t from 'tap'
-import { parseCidr } from '../../config/ip/index.js'
+import { parseCidr } from '../../net/index.js'
 import { checkIpam, describeProblem, repairIpam } from '../../ipam/check.js'
 import { Ipam } from '../../ipam/ipam.js'
 import { BLOCKS_PREFIX, affinityKey, handleKey } from '../../ipam/records.js'

@@ -2,7 +2,7 @@
 // rollback, idempotent handles, stale releases, node removal and the bounded retry loop.
 import t from 'tap'
 import { DatastoreError, type Datastore, type TxnOp } from '../../config/datastore.js'
-import { parseCidr } from '../../config/ip/index.js'
+import { parseCidr } from '../../net/index.js'
 import { checkIpam } from '../../ipam/check.js'
 import { Ipam, type IpamOptions } from '../../ipam/ipam.js'
 import type { PoolSpec } from '../../ipam/pools.js'

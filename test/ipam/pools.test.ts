@@ -1,8 +1,7 @@
 // Pool views: validation of block sizes, eligibility (disabled, selectors, uses, narrowing) and block walking.
 import t from 'tap'
-import { formatCidr } from '../../config/ip/index.js'
+import { formatCidr, parseAddr } from '../../net/index.js'
 import { blockCandidates, eligiblePools, poolBlockCount, poolBlockOf, toPool } from '../../ipam/pools.js'
-import { parseAddr } from '../../config/ip/index.js'
 
 t.test('block sizes are bounded per family and must fit the pool', async (t) => {
   const cases: [string, number, RegExp | null][] = [

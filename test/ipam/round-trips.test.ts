@@ -4,7 +4,7 @@
 // The counts are the contract at scale: neither may grow with the number of blocks, handles or nodes.
 import t from 'tap'
 import { CountingDatastore, diffCounts, roundTrips } from '../../config/datastore-counting.js'
-import { formatCidr } from '../../config/ip/index.js'
+import { formatCidr } from '../../net/index.js'
 import { Ipam } from '../../ipam/ipam.js'
 import { checkIpam } from '../../ipam/check.js'
 import { blockCandidates, toPool } from '../../ipam/pools.js'

@@ -24,7 +24,7 @@ export function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Attrs = 
 const SVG_NS = 'http://www.w3.org/2000/svg'
 
 export function s<K extends keyof SVGElementTagNameMap>(tag: K, attrs: Attrs = {}, ...children: Child[]): SVGElementTagNameMap[K] {
-  const el = document.createElementNS(SVG_NS, tag) as SVGElementTagNameMap[K]
+  const el = document.createElementNS<K>(SVG_NS, tag)
   fill(el, attrs, children)
   return el
 }

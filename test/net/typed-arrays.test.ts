@@ -2,7 +2,7 @@
 // back at once where the runtime can detach a buffer; a view that shares its buffer, or a small column,
 // is left alone.
 import t from 'tap'
-import { discard, grown, touchedArray } from '../../bgp/rib/typed-arrays.js'
+import { discard, grown, touchedArray } from '../../net/index.js'
 
 const detachable = typeof (new ArrayBuffer(8) as ArrayBuffer & { transfer?: unknown }).transfer === 'function'
 const noTransfer = detachable ? false : `Node ${process.version} has no ArrayBuffer.prototype.transfer: discard() leaves columns to the collector`

@@ -1,13 +1,13 @@
-// The slot bookkeeping felix's prefix hash tables share (v4-prefix-map.ts, v6-prefix-map.ts): open
-// addressing with linear probing over typed arrays, a tag and a value per slot, deletion by tombstone, the
-// walk by slot, growth and clearing. Each table keeps its own key columns, hash and probe. Pure storage.
+// The slot bookkeeping the prefix maps share (V4PrefixMap, V6PrefixMap in prefix-map.ts): open addressing
+// with linear probing over typed arrays, a tag and a value per slot, deletion by tombstone, the walk by
+// slot, growth and clearing. Each table keeps its own key columns, hash and probe. Pure storage.
 //
 // A table has any multiple of 16 slots, not only a power of two: a hash is scaled onto the slots (home())
 // rather than masked, so a table grows to twice what it holds, at most half full, and from 3/4 full grows
 // again: a million prefixes take 1.47M slots where powers of two would take 2.1M. A table made with an
 // implicit value stores no values until one differs from it (a list of prefixes that held nothing, say).
 
-import { discard } from '../bgp/rib/typed-arrays.js'
+import { discard } from './typed-arrays.js'
 
 /** A slot's tag: EMPTY, GONE, or the prefix length + 1. */
 export const EMPTY = 0

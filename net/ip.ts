@@ -84,7 +84,7 @@ export function formatIpv6(bytes: Uint8Array, offset = 0): string {
   return out
 }
 
-/** The 16 bytes of an IPv6 address held as a 128-bit bigint (config/ip's form). */
+/** The 16 bytes of an IPv6 address held as a 128-bit bigint (the form of prefix.ts). */
 export function ipv6ValueBytes(value: bigint): Uint8Array {
   const bytes = new Uint8Array(16)
   for (let i = 15, v = value; i >= 0; i--, v >>= 8n) bytes[i] = Number(v & 0xffn)

@@ -1,11 +1,9 @@
-// felix's IPv6 prefix map (typed arrays, open addressing) against a Map keyed by the prefix's text over
+// The IPv6 prefix map (typed arrays, open addressing) against a Map keyed by the prefix's text over
 // random prefixes: sets, deletes, lookups at an offset, growth and reuse of deleted slots, a walk that
-// deletes as it goes; and ipv6Within against config/ip's CIDR containment.
+// deletes as it goes; and ipv6Within against the CIDR containment on bigint.
 
 import t from 'tap'
-import { formatIpv6, parseIpv6 } from '../../bgp/codec/ip.js'
-import { cidrContains } from '../../config/ip/index.js'
-import { ipv6Within, V6PrefixMap } from '../../felix/index.js'
+import { cidrContains, formatIpv6, ipv6Within, parseIpv6, V6PrefixMap } from '../../net/index.js'
 import { Rng } from '../harness/random.js'
 
 /** A random network: a few shared leading bytes (so prefixes collide in their first words), host bits clear. */
@@ -118,7 +116,7 @@ t.test('a walk may delete what it has passed; slots move only on growth or clear
   t.equal(m.next(-1), -1, 'cleared')
 })
 
-t.test('ipv6Within agrees with the CIDR containment of config/ip', async (t) => {
+t.test('ipv6Within agrees with the CIDR containment on bigint', async (t) => {
   const r = new Rng(0x77)
   let bad = 0
   for (let n = 0; n < 20_000; n++) {

@@ -1,8 +1,7 @@
-// The open-addressing index under the IPv4 tables, checked against a JS Map through random inserts,
-// overwrites and deletes (deletion shifts entries back, so lookups after it are the risky part); and the
-// bit set the Adj-RIB-Outs keep their destinations in, against a JS Set.
+// The open-addressing index under the RIB's IPv4 tables, checked against a JS Map through random inserts,
+// overwrites and deletes (deletion shifts entries back, so lookups after it are the risky part).
 import t from 'tap'
-import { homeSlot, IndexSet, Ipv4Index } from '../../bgp/rib/number-map.js'
+import { homeSlot, Ipv4Index } from '../../net/prefix-index.js'
 import { Rng } from '../harness/random.js'
 
 /** A stand-in for the table's address column: value v's network address at addr4[v], grown as needed. */
@@ -118,33 +117,4 @@ t.test('eight neighbouring keys keep their order inside one bucket', async (t) =
   t.equal(home % 8, 0)
   for (let i = 1; i < 8; i++) t.equal(homeSlot(0x0a400008 + i, 32 - 20), home + i)
   t.not(homeSlot(0x0a400010, 32 - 20), home + 8, 'the next eight go to a bucket of their own')
-})
-
-t.test('IndexSet agrees with a Set over random adds and deletes, and iterates in increasing order', async (t) => {
-  const s = new IndexSet()
-  const ref = new Set<number>()
-  const rng = new Rng(7)
-  const rnd = (n: number): number => rng.int(n)
-  for (let i = 0; i < 100_000; i++) {
-    // Mostly small indices, some far out (a table that grew), so words are added as it goes.
-    const k = rnd(10) === 0 ? rnd(2_000_000) : rnd(5000)
-    if (rnd(3) === 0) {
-      if (s.delete(k) !== ref.delete(k)) t.fail(`delete ${k}`)
-    }
-    else {
-      const had = ref.has(k)
-      ref.add(k)
-      if (s.add(k) === had) t.fail(`add ${k}`)
-    }
-    if (s.size !== ref.size) t.fail(`size after op ${i}`)
-  }
-  t.equal(s.size, ref.size)
-  for (let k = 0; k < 6000; k++) if (s.has(k) !== ref.has(k)) t.fail(`has ${k}`)
-  t.notOk(s.has(5_000_000), 'beyond every word')
-  t.same([...s], [...ref].sort((a, b) => a - b))
-  s.clear()
-  t.equal(s.size, 0)
-  t.same([...s], [])
-  t.ok(s.add(31) && s.add(32) && s.add(0) && !s.add(32))
-  t.same([...s], [0, 31, 32], 'word edges')
 })

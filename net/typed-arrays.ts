@@ -1,4 +1,4 @@
-// Typed-array columns for the RIB's tables and felix's prefix maps: made, grown and given back. A table
+// Typed-array columns for the prefix tables and the RIB's columns: made, grown and given back. A table
 // that moves into larger columns gives the old ones back at once instead of leaving them to the collector,
 // which a node holding a full table and otherwise idle may not run for a long time. Pure.
 

@@ -1,11 +1,10 @@
-// felix's IPv4 prefix map (typed arrays, open addressing) against a Map keyed by the prefix's text over
+// The IPv4 prefix map (typed arrays, open addressing) against a Map keyed by the prefix's text over
 // random prefixes: sets, adds, deletes, lookups, growth and reuse of deleted slots, a walk that deletes as
 // it goes; and LearnedRoutes' walk over it while routes come and go.
 
 import t from 'tap'
-import { formatIpv4 } from '../../bgp/codec/ip.js'
 import { LearnedRoutes } from '../../felix/index.js'
-import { V4PrefixMap } from '../../felix/v4-prefix-map.js'
+import { formatIpv4, V4PrefixMap } from '../../net/index.js'
 import { Rng } from '../harness/random.js'
 
 interface Prefix {

@@ -1,10 +1,13 @@
-// Parsing and validating IP addresses and CIDRs given by people and other programs (resources, API
-// queries, agent settings, IPAM requests), on ip-num. Strict like Go's net package: no leading zeros
-// in IPv4 octets, no zone index, host bits refused where a network is asked for. Every error is an
-// AddrError naming the caller's field. Text pinto wrote itself is read back by read.ts.
+// Address and CIDR text into values: what people and other programs give us (resources, API queries,
+// agent settings, IPAM requests) on ip-num, strict like Go's net package: no leading zeros in IPv4 octets,
+// no zone index, host bits refused where a network is asked for, every error an AddrError naming the
+// caller's field. Text pinto wrote itself is read back (readAddr, readCidr) by the numeric scanners of ip.ts
+// where it is canonical, with exactly parseAddr's and parseCidr's results and errors.
 
 import { IPv4, IPv6 } from 'ip-num'
-import { type Addr, type Cidr, type Family, type IfAddr, familyBits, formatCidr, maskCidr } from './arith.js'
+import { type Family, familyBits } from './family.js'
+import { formatIpv4, formatIpv6, ipv6BytesValue, parseIpv4, parseIpv6 } from './ip.js'
+import { type Addr, type Cidr, type IfAddr, formatCidr, hostMask, maskCidr } from './prefix.js'
 
 /** A bad address or CIDR: `field` is the path the caller gave (e.g. `spec.cidr`), `reason` says what is wrong. */
 export class AddrError extends Error {
@@ -34,7 +37,7 @@ export interface ParseOptions {
   readonly bare?: boolean
 }
 
-export const PREFIX_LENGTH = /^(0|[1-9][0-9]{0,2})$/
+const PREFIX_LENGTH = /^(0|[1-9][0-9]{0,2})$/
 
 /** Why `part` (the address in `whole`) is not an address, or its value. ip-num decides the grammar. */
 function addrOrReason(part: string, whole: string, want: Family | undefined): Addr | string {
@@ -98,4 +101,51 @@ export function parseCidr(text: string, field = 'cidr', opts: ParseOptions = {})
 export function parseIfAddr(text: string, field = 'address', opts: ParseOptions = {}): IfAddr {
   const { addr, prefix } = splitCidr(text, field, opts, 'address')
   return { addr, cidr: maskCidr(addr.family, addr.value, prefix) }
+}
+
+/** The value of canonical address text (what formatAddr writes), or undefined for any other text. */
+function canonicalAddr(text: string, end: number): Addr | undefined {
+  const addrText = end === text.length ? text : text.slice(0, end)
+  if (addrText.includes(':')) {
+    const bytes = parseIpv6(addrText)
+    return bytes !== undefined && formatIpv6(bytes) === addrText ? { family: 6, value: ipv6BytesValue(bytes) } : undefined
+  }
+  const n = parseIpv4(addrText)
+  return n !== undefined && formatIpv4(n) === addrText ? { family: 4, value: BigInt(n) } : undefined
+}
+
+/** parseAddr's result, faster for canonical text (IPAM records, routes from the RIB: text pinto wrote). */
+export function readAddr(text: string, field = 'address'): Addr {
+  return canonicalAddr(text, text.length) ?? parseAddr(text, field)
+}
+
+/** parseCidr's result (host bits refused), faster for canonical text. */
+export function readCidr(text: string, field = 'cidr'): Cidr {
+  const slash = text.indexOf('/')
+  const a = slash > 0 ? canonicalAddr(text, slash) : undefined
+  if (a !== undefined) {
+    const lenText = text.slice(slash + 1)
+    const len = Number(lenText)
+    if (PREFIX_LENGTH.test(lenText) && len <= familyBits(a.family) && (a.value & hostMask(a.family, len)) === 0n) return { family: a.family, base: a.value, prefix: len }
+  }
+  return parseCidr(text, field)
+}
+
+/**
+ * A canonical IPv4 prefix ("a.b.c.d/len", no leading zeros, host bits clear) as numbers, for a loop over
+ * text pinto wrote; undefined for anything else, which then takes readCidr and its error messages.
+ */
+export function readIpv4Prefix(text: string): { addr: number; len: number } | undefined {
+  const slash = text.indexOf('/')
+  if (slash < 0) return undefined
+  const addrText = text.slice(0, slash)
+  const addr = parseIpv4(addrText)
+  if (addr === undefined || formatIpv4(addr) !== addrText) return undefined
+  const lenText = text.slice(slash + 1)
+  if (addr === undefined || lenText.length === 0 || lenText.length > 2 || (lenText.length === 2 && lenText[0] === '0')) return undefined
+  const len = Number(lenText)
+  if (!Number.isInteger(len) || len > 32) return undefined
+  const mask = len === 0 ? 0 : (0xffffffff << (32 - len)) >>> 0
+  if (((addr & mask) >>> 0) !== addr) return undefined
+  return { addr, len }
 }

@@ -1,11 +1,10 @@
 // IP address and CIDR values and the arithmetic on them: masks, containment, overlap, the block an
-// address falls in, the nth address, order, and canonical text (RFC 5952 for IPv6). Numeric on bigint:
-// these run per address in IPAM and per route in felix, where ip-num's objects would cost many times as much.
-// No parsing here (parse.ts, read.ts) and no I/O.
+// address falls in, the nth address, order, and canonical text (RFC 5952 for IPv6), on bigint where ip-num's
+// objects would cost many times as much; containment also on the numeric forms felix and the RIB keep per
+// route. No parsing here (parse.ts) and no I/O.
 
-import { formatIpv6Value } from '../../bgp/codec/ip.js'
-
-export type Family = 4 | 6
+import { type Family, familyBits } from './family.js'
+import { formatIpv6Value } from './ip.js'
 
 export interface Addr {
   readonly family: Family
@@ -23,10 +22,6 @@ export interface Cidr {
 export interface IfAddr {
   readonly addr: Addr
   readonly cidr: Cidr
-}
-
-export function familyBits(family: Family): number {
-  return family === 4 ? 32 : 128
 }
 
 export function hostMask(family: Family, prefix: number): bigint {
@@ -68,9 +63,30 @@ export function addrOrdinal(c: Cidr, family: Family, value: bigint): bigint | un
   return cidrContains(c, family, value) ? value - c.base : undefined
 }
 
+/**
+ * Containment, one helper per form a prefix travels in: `cidrContains` and `cidrCovers` on bigint values
+ * (IPAM, the API, config), `ipv4Within` on a 32-bit network and `ipv6Within` on 16 network-order bytes
+ * (per route in felix and the API's filters, where a bigint would cost).
+ */
 export function cidrContains(c: Cidr, family: Family, value: bigint): boolean {
   return family === c.family && (value & ~hostMask(c.family, c.prefix)) === c.base
 }
+
+/** Whether the first `bits` bits of the IPv4 addresses `net` and `addr` agree (either signed or unsigned). */
+export function ipv4Within(net: number, bits: number, addr: number): boolean {
+  return bits === 0 || addr >>> (32 - bits) === net >>> (32 - bits)
+}
+
+/** Whether the first `bits` bits of `net` (from 0) and `addr` (from `at`) agree. */
+export function ipv6Within(net: Uint8Array, bits: number, addr: Uint8Array, at = 0): boolean {
+  const whole = bits >> 3
+  for (let i = 0; i < whole; i++) if (net[i] !== addr[at + i]) return false
+  const rest = bits & 7
+  if (rest === 0) return true
+  const mask = (0xff << (8 - rest)) & 0xff
+  return ((net[whole]! ^ addr[at + whole]!) & mask) === 0
+}
+
 
 /** True when `inner` lies wholly inside `outer` (or is it). */
 export function cidrCovers(outer: Cidr, inner: Cidr): boolean {

@@ -22,7 +22,9 @@ import {
   parseIfAddr,
   readAddr,
   readCidr,
-} from '../../config/ip/index.js'
+  readIpv4Prefix,
+  type Cidr,
+} from '../../net/index.js'
 
 const thrown = (fn: () => unknown): AddrError => {
   try {
@@ -211,4 +213,17 @@ t.test('readCidr and readAddr agree with parseCidr and parseAddr', async (t) => 
     if (outcome(() => formatAddr(parseAddr(addrText, 'f').family, parseAddr(addrText, 'f').value)) !== outcome(() => formatAddr(readAddr(addrText, 'f').family, readAddr(addrText, 'f').value))) mismatches++
   }
   t.equal(mismatches, 0, `${fixed.length + random.length} texts, parse and read agree`)
+  // readIpv4Prefix takes exactly the canonical IPv4 networks, with parseCidr's values.
+  let ipv4 = 0
+  for (const text of [...fixed, ...random]) {
+    const fast = readIpv4Prefix(text)
+    const c = outcome(() => parseCidr(text, 'f')) as Cidr | string
+    const canonical = typeof c !== 'string' && c.family === 4 && formatCidr(c) === text
+    if (canonical) ipv4++
+    if (canonical ? fast?.addr !== Number(c.base) || fast.len !== c.prefix : fast !== undefined) {
+      if (mismatches++ < 5) t.fail(`${JSON.stringify(text)}: readIpv4Prefix ${JSON.stringify(fast)}, parseCidr ${typeof c === 'string' ? c : formatCidr(c)}`)
+    }
+  }
+  t.ok(ipv4 > 100, `${ipv4} canonical IPv4 networks among them`)
+  t.equal(mismatches, 0, 'readIpv4Prefix takes the canonical IPv4 networks only')
 })

@@ -88,7 +88,8 @@ export async function runKubernetes(t: Teardown, cfg: KubeRunConfig): Promise<Ku
   for (const l of describeWindow('  start-up to "pinto-node started"', startup, node.rssMb, false)) console.log(l)
   const sleep = (seconds: number): Promise<void> => new Promise((r) => setTimeout(r, Math.max(0, seconds * 1000)))
   let m = await node.mark()
-  await sleep(REPAIR_SECONDS + 5 - (performance.now() - node.launchedAt) / 1000)
+  // Its repair starts before "pinto-node started": its first pass is done a minute after that at the latest.
+  await sleep(startup.ms / 1000 + REPAIR_SECONDS + 3 - (performance.now() - node.launchedAt) / 1000)
   const first = await node.since(m)
   for (const l of describeWindow(`  the rest of its first minute (its first IPAM repair pass at ${REPAIR_SECONDS} s)`, first, node.rssMb)) console.log(l)
   m = await node.mark()
@@ -155,7 +156,8 @@ export async function runKubernetes(t: Teardown, cfg: KubeRunConfig): Promise<Ku
   }
   const handlesPath = [...preload.counts.keys()].find((p) => p.endsWith('/ipamhandles')) ?? ''
   estimate(cfg, { startup, quiet, idle, during, reportsPerSecond: reports.rate, reportsInIdle: reports.rate * idle.seconds,
-    requestsPerOp: agents !== undefined && agentsAudit !== undefined ? agentsAudit.requests / (agents.adds + agents.dels) : NaN,
+    // pinto-node's own: the product's path through its socket (the pod's and namespace's annotations read too).
+    requestsPerOp: churn.audit.requests / (2 * (own.add.length + own.errors.length)),
     handles: preload.counts.get(handlesPath) ?? 0, handleBytes: (preload.bytes.get(handlesPath) ?? 0) / (preload.counts.get(handlesPath) ?? 1) })
   const apiCpu = cpuMsOf(apiPid)
   console.log(`apiserver CPU over the whole run ${(apiCpu / 1000).toFixed(0)} s; load ${load()}`)
@@ -183,7 +185,7 @@ interface EstimateInputs {
   readonly reportsPerSecond: number
   /** Node reports written while pinto-node idled: the Node events it received. */
   readonly reportsInIdle: number
-  /** The agents' requests per ADD or DEL (the audit log's). */
+  /** pinto-node's requests per ADD or DEL of its own pods (the audit log's). */
   readonly requestsPerOp: number
   readonly handles: number
   readonly handleBytes: number

@@ -7,6 +7,7 @@ import { createInterface } from 'node:readline'
 import { PerformanceObserver, monitorEventLoopDelay } from 'node:perf_hooks'
 import pino from 'pino'
 import { openDatastore } from '../config/datastore-open.js'
+import { KubernetesDatastore } from '../config/datastore-kubernetes.js'
 import { CountingDatastore, type DatastoreCounts, diffCounts, zeroCounts } from '../config/datastore-counting.js'
 import { ClusterState } from '../agent/cluster-state.js'
 import { IpamService } from '../agent/ipam-service.js'
@@ -16,7 +17,10 @@ import { startProfile } from './cpu-profile.js'
 import { type AddTrace, TracingDatastore } from './ipam-scale-trace.js'
 
 export interface ScaleWorkerArgs {
+  /** A PINTO_DATASTORE value: etcd://host:port or kubernetes. */
   readonly store: string
+  /** The kubeconfig the kubernetes datastore uses. */
+  readonly kubeconfig?: string
   readonly node: string
   readonly id: string
   /** ADDs to make; a DEL of the oldest follows each ADD once `window` pods are held. */
@@ -39,8 +43,14 @@ export interface ScaleWorkerArgs {
   readonly profile?: string
 }
 
+/** Requests sent to the Kubernetes apiserver and watch streams opened (the kubernetes datastore's own count). */
+export interface ApiCounts {
+  readonly requests: number
+  readonly streams: number
+}
+
 export type ScaleWorkerLine =
-  | { readonly op: 'startup'; readonly ms: number; readonly resources: number; readonly blocks: number; readonly affinities: number; readonly counts: DatastoreCounts }
+  | { readonly op: 'startup'; readonly ms: number; readonly resources: number; readonly blocks: number; readonly affinities: number; readonly counts: DatastoreCounts; readonly api?: ApiCounts }
   | {
     readonly op: 'done'; readonly add: readonly number[]; readonly del: readonly number[]; readonly addCounts: DatastoreCounts; readonly delCounts: DatastoreCounts
     /** Per ADD in the order made (failed ones left out): what its own datastore calls were. */
@@ -51,6 +61,8 @@ export type ScaleWorkerLine =
     readonly phaseCounts: DatastoreCounts; readonly errors: readonly string[]; readonly cpuMs: number; readonly wallMs: number
     /** How late this process's event loop ran its timers over the phase (GC pauses, no CPU to be had), and its GC pauses. */
     readonly loopDelayMs: { readonly p99: number; readonly max: number }; readonly gc: { readonly count: number; readonly totalMs: number; readonly maxMs: number }
+    /** On the kubernetes datastore: what the ADD/DEL phase sent the apiserver. */
+    readonly api?: ApiCounts
   }
 
 const out = (l: ScaleWorkerLine): void => void process.stdout.write(JSON.stringify(l) + '\n')
@@ -62,7 +74,10 @@ function add(into: DatastoreCounts, d: DatastoreCounts): void {
 async function main(): Promise<void> {
   const args = JSON.parse(process.argv[2] ?? '{}') as ScaleWorkerArgs
   const t0 = performance.now()
-  const counting = new CountingDatastore(await openDatastore(args.store))
+  const opened = await openDatastore(args.store, args.kubeconfig !== undefined ? { kubeEnv: { KUBECONFIG: args.kubeconfig } } : {})
+  const http = opened instanceof KubernetesDatastore ? opened.api : undefined
+  const apiCounts = (): ApiCounts | undefined => (http === undefined ? undefined : { ...http.counts })
+  const counting = new CountingDatastore(opened)
   const store = new TracingDatastore(counting)
   // The resources the service decides an ADD with, watched as pinto-node watches them (blocks left out: see
   // below), started after the start-up reads are timed.
@@ -74,7 +89,7 @@ async function main(): Promise<void> {
     const affinities = (await service.ipam.affinities(args.node)).length
     let blocks = 0
     for (const _ of cluster.blocks()) blocks++
-    out({ op: 'startup', ms: performance.now() - t0, resources: cluster.list('Node').length + cluster.list('IPPool').length, blocks, affinities, counts: counting.counts() })
+    out({ op: 'startup', ms: performance.now() - t0, resources: cluster.list('Node').length + cluster.list('IPPool').length, blocks, affinities, counts: counting.counts(), ...(http ? { api: apiCounts() } : {}) })
     // Twenty agents' block watches decoding every other agent's writes would share this machine's two cores; in
     // a cluster each runs on its own node, so the ADD phase runs without them.
     cluster.close()
@@ -123,6 +138,7 @@ async function main(): Promise<void> {
   const phaseStart = performance.now()
   // Counts are taken around each call; with ADDs overlapping (a rate) they are summed over the phase instead.
   const phase0 = counting.counts()
+  const api0 = apiCounts()
   const del = async (handle: string): Promise<void> => {
     const before = counting.counts()
     const s = performance.now()
@@ -164,7 +180,8 @@ async function main(): Promise<void> {
   await profile?.stop(args.profile as string)
   await service.ahead.settled()
   out({ op: 'done', add: addMs, del: delMs, addCounts, delCounts, addTraces, prepareMs, phaseCounts: diffCounts(counting.counts(), phase0), errors: errors.slice(0, 5), cpuMs: (cpu.user + cpu.system) / 1000, wallMs,
-    loopDelayMs: { p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 }, gc })
+    loopDelayMs: { p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 }, gc,
+    ...(http !== undefined && api0 !== undefined ? { api: { requests: http.counts.requests - api0.requests, streams: http.counts.streams - api0.streams } } : {}) })
   resources.close()
   await service.close()
   await store.close()

@@ -148,6 +148,57 @@ export async function checkIpam(ipam: Ipam, input: CheckInput = {}): Promise<Che
 }
 
 /**
+ * The leak check of one node's own blocks, reading only the handle records their allocations name (none of the
+ * other nodes' records): addresses whose handle record is gone, and handles whose counts for these blocks
+ * disagree with the blocks. `verified` holds, per handle, its allocations in these blocks as last found in
+ * agreement with its record; a handle whose allocations are unchanged since is not read again, so a quiet node
+ * reads nothing. It cannot see a handle record that names these blocks but holds none of their addresses: that
+ * takes checkIpam, which reads every handle in the cluster.
+ */
+export async function checkOwnBlocks(ipam: Ipam, blocks: Iterable<AllocationBlock>, verified: Map<string, string>): Promise<Problem[]> {
+  const problems: Problem[] = []
+  const own = new Set<string>()
+  /** Per handle: its allocations in these blocks, its count per block, and the problem each is if the record is gone. */
+  const byHandle = new Map<string, { readonly allocations: string[]; readonly counts: Record<string, number>; readonly orphans: (() => Problem)[] }>()
+  for (const b of blocks) {
+    own.add(b.cidr)
+    const cidr = blockCidr(b)
+    b.allocations.forEach((attr, ord) => {
+      if (attr === null) return
+      const handle = b.attributes[attr]?.handleId ?? null
+      const seq = b.sequenceNumberForAllocation[String(ord)] ?? 0
+      // Formatting an address costs more than the rest: only a reported one is formatted.
+      const orphan = (): Problem => ({ kind: 'address-without-handle', address: ordinalAddress(cidr, ord), handle, block: b.cidr, sequenceNumber: seq })
+      if (handle === null) return void problems.push(orphan())
+      let h = byHandle.get(handle)
+      if (h === undefined) byHandle.set(handle, (h = { allocations: [], counts: {}, orphans: [] }))
+      h.allocations.push(`${b.cidr}#${ord}@${seq}`)
+      h.counts[b.cidr] = (h.counts[b.cidr] ?? 0) + 1
+      h.orphans.push(orphan)
+    })
+  }
+  for (const handle of verified.keys()) if (!byHandle.has(handle)) verified.delete(handle)
+  for (const [handle, h] of byHandle) {
+    const fingerprint = h.allocations.join(',')
+    if (verified.get(handle) === fingerprint) continue
+    verified.delete(handle)
+    const kv = await ipam.store.get(handleKey(handle))
+    if (kv === undefined) {
+      problems.push(...h.orphans.map((f) => f()))
+      continue
+    }
+    const recorded = decodeHandle(kv.key, kv.value).blocks
+    // What the handle should record: these blocks' counts as they hold them, the other blocks' as recorded.
+    const actual: Record<string, number> = {}
+    for (const [cidr, n] of Object.entries(recorded)) if (!own.has(cidr)) actual[cidr] = n
+    Object.assign(actual, h.counts)
+    if (sameCounts(actual, recorded)) verified.set(handle, fingerprint)
+    else problems.push({ kind: 'handle-count-mismatch', handle, recorded, actual })
+  }
+  return problems
+}
+
+/**
  * The live addresses IPAM does not hold for their interfaces: in a block but free, or in a pool with no
  * block (unallocated); allocated to another handle than the interface records (elsewhere). An address in no
  * pool is none of IPAM's.

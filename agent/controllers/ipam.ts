@@ -48,7 +48,8 @@ export class IpamController {
     }
     if (s.ipamRepairSeconds > 0) {
       const service = this.service
-      this.repair = new NodeIpamRepair({ ipam: service.ipam, node: s.nodeName, busy: (h) => service.busy(h) || this.cni?.busy(h) === true, graceMs: s.ipamRepairGraceSeconds * 1000, log: this.log })
+      const cluster = this.ctx.cluster
+      this.repair = new NodeIpamRepair({ ipam: service.ipam, node: s.nodeName, busy: (h) => service.busy(h) || this.cni?.busy(h) === true, graceMs: s.ipamRepairGraceSeconds * 1000, log: this.log, blocks: () => cluster.blocks() })
       this.repair.start(s.ipamRepairSeconds * 1000)
     }
     // The watched blocks: no read of the datastore per scan.

@@ -2,13 +2,13 @@
 // affine to this node (and handles naming them), and repairs one only when it is certainly orphaned: seen
 // unchanged on two runs at least the grace period apart, and its handle not in a request now. It repairs
 // nothing of other nodes and no block or affinity (those stay for `pintoctl ipam check --repair`).
+// The periodic pass reads only this node's blocks and the handles they name, so its cost does not grow with
+// the cluster; the pass that reads every handle (the only way to find a handle record that holds no address,
+// which leaks no address) runs once a day per node, at a time of its own.
 
-import { readAliases } from '../../cni/index.js'
-import { aliasNames } from '../../cni/index.js'
-import { hostAffinity } from '../../ipam/index.js'
-import { type Problem, checkIpam } from '../../ipam/index.js'
-import type { Ipam } from '../../ipam/index.js'
-import { BLOCKS_PREFIX, decodeBlock, decodeHandle, handleKey } from '../../ipam/index.js'
+import { aliasNames, readAliases } from '../../cni/index.js'
+import { type AllocationBlock, type Ipam, type Problem, BLOCKS_PREFIX, blockKey, checkIpam, checkOwnBlocks, decodeBlock, decodeHandle, handleKey, hostAffinity } from '../../ipam/index.js'
+import { readCidr } from '../../net/index.js'
 
 export type RepairKind = 'address-without-handle' | 'handle-without-addresses' | 'handle-count-mismatch'
 
@@ -25,7 +25,17 @@ export interface NodeRepairOptions {
    */
   readonly liveAliases?: () => Promise<Iterable<string>>
   readonly log?: (msg: string, fields: Record<string, unknown>) => void
+  /**
+   * The blocks as the agent's watched view holds them, so the periodic pass reads no block; without it the pass
+   * reads this node's affinities and their blocks.
+   */
+  readonly blocks?: () => Iterable<AllocationBlock>
+  /** How often the pass that reads every handle of the cluster runs (default a day), its first at a random point within it. */
+  readonly fullEveryMs?: number
 }
+
+/** A day: a handle record holding no address costs only its own record, so finding it may wait. */
+const FULL_EVERY_MS = 24 * 3600_000
 
 interface Sighting {
   readonly fingerprint: string
@@ -42,17 +52,30 @@ export class NodeIpamRepair {
   private running: Promise<void> | undefined
   private again = false
   private stopped = false
+  /** Per handle, its allocations in this node's blocks as last found in agreement with its record (checkOwnBlocks). */
+  private readonly verified = new Map<string, string>()
+  private nextFull: number
+  /** Passes run, by kind, since start. */
+  readonly passes = { own: 0, full: 0 }
 
   constructor(private readonly options: NodeRepairOptions) {
     this.now = options.now ?? Date.now
+    this.nextFull = this.now() + Math.random() * (options.fullEveryMs ?? FULL_EVERY_MS)
   }
 
-  /** Runs every `intervalMs`, and sooner (after 2 s) while the datastore does not answer. */
+  /**
+   * Runs every `intervalMs` (this node's records only; the pass over every handle when its time has come), and
+   * sooner (after 2 s) while the datastore does not answer.
+   */
   start(intervalMs: number): void {
     const loop = (ms: number): void => {
       if (this.stopped) return
       this.timer = setTimeout(() => {
-        void this.trigger().then((ok) => loop(ok ? intervalMs : Math.min(intervalMs, 2000)))
+        const full = this.now() >= this.nextFull
+        void this.trigger(full).then((ok) => {
+          if (ok && full) this.nextFull = this.now() + (this.options.fullEveryMs ?? FULL_EVERY_MS)
+          loop(ok ? intervalMs : Math.min(intervalMs, 2000))
+        })
       }, ms)
       this.timer.unref()
     }
@@ -65,8 +88,11 @@ export class NodeIpamRepair {
     await this.running
   }
 
-  /** A run now (the datastore came back, say); calls during a run coalesce into one more. True when it completed. */
-  async trigger(): Promise<boolean> {
+  /**
+   * A run now (the datastore came back, say), of this node's records only unless `full`; calls during a run
+   * coalesce into one more. True when it completed.
+   */
+  async trigger(full = false): Promise<boolean> {
     if (this.running !== undefined) {
       this.again = true
       await this.running
@@ -77,7 +103,7 @@ export class NodeIpamRepair {
       do {
         this.again = false
         try {
-          await this.run()
+          await this.run({ full })
         } catch (err) {
           ok = false
           this.options.log?.('IPAM repair of this node failed', { err: (err as Error).message })
@@ -90,18 +116,46 @@ export class NodeIpamRepair {
     return ok
   }
 
-  /** One pass: the check, then the repairs now due. Returns what it repaired. */
-  async run(): Promise<{ kind: RepairKind; key: string }[]> {
+  /** This node's blocks: from the watched view when there is one, else read through its affinities. */
+  private async ownBlocks(): Promise<AllocationBlock[]> {
+    const { ipam, node, blocks } = this.options
+    const mine = (b: AllocationBlock): boolean => b.affinity === hostAffinity(node)
+    if (blocks !== undefined) return [...blocks()].filter(mine)
+    const out: AllocationBlock[] = []
+    for (const a of await ipam.affinities(node)) {
+      const kv = await ipam.store.get(blockKey(readCidr(a.cidr, 'affinity.cidr')))
+      const b = kv === undefined ? undefined : decodeBlock(kv.key, kv.value)
+      if (b !== undefined && mine(b)) out.push(b)
+    }
+    return out
+  }
+
+  /**
+   * One pass: the check, then the repairs now due. Returns what it repaired. `full` (the default) checks every
+   * record of the cluster; without it, only this node's blocks and the handles they name, which cannot find a
+   * handle record with no address.
+   */
+  async run(opts: { readonly full?: boolean } = {}): Promise<{ kind: RepairKind; key: string }[]> {
     const { ipam, node } = this.options
+    const full = opts.full ?? true
     const now = this.now()
     const own = new Set<string>()
-    for (const kv of (await ipam.store.list(BLOCKS_PREFIX)).items) {
-      const b = decodeBlock(kv.key, kv.value)
-      if (b.affinity === hostAffinity(node)) own.add(b.cidr)
+    let problems: readonly Problem[]
+    if (full) {
+      for (const kv of (await ipam.store.list(BLOCKS_PREFIX)).items) {
+        const b = decodeBlock(kv.key, kv.value)
+        if (b.affinity === hostAffinity(node)) own.add(b.cidr)
+      }
+      problems = (await checkIpam(ipam)).problems
+      this.passes.full++
+    } else {
+      const blocks = await this.ownBlocks()
+      for (const b of blocks) own.add(b.cidr)
+      problems = await checkOwnBlocks(ipam, blocks, this.verified)
+      this.passes.own++
     }
-    const report = await checkIpam(ipam)
     const candidates: { key: string; fingerprint: string; handle: string | null; problem: Problem }[] = []
-    for (const p of report.problems) {
+    for (const p of problems) {
       if (p.kind === 'address-without-handle' && own.has(p.block)) {
         candidates.push({ key: `addr ${p.address}`, fingerprint: `${p.handle ?? ''} ${p.sequenceNumber}`, handle: p.handle, problem: p })
       } else if (p.kind === 'handle-without-addresses') {
@@ -114,7 +168,8 @@ export class NodeIpamRepair {
       }
     }
     const current = new Set(candidates.map((c) => c.key))
-    for (const k of this.seen.keys()) if (!current.has(k)) this.seen.delete(k)
+    // A pass of this node's records cannot see a handle with no address: one seen by the last full pass stays.
+    for (const k of this.seen.keys()) if (!current.has(k) && (full || !k.startsWith('handle '))) this.seen.delete(k)
     const done: { kind: RepairKind; key: string }[] = []
     for (const c of candidates) {
       const prev = this.seen.get(c.key)

@@ -23,6 +23,8 @@ export interface KubeApiserverOptions {
   readonly extraArgs?: readonly string[]
   /** How long to wait for /readyz on start and restart; default 120 s (a cold start on a busy 2-core machine). */
   readonly readyTimeoutMs?: number
+  /** etcd with its own default limits rather than the tests' small ones (see EtcdStartOptions.defaults), for benches. */
+  readonly etcdDefaults?: boolean
 }
 
 export interface KubeApiserver {
@@ -109,7 +111,7 @@ export async function startKubeApiserver(t: Teardown, options: KubeApiserverOpti
   }
   t.teardown(stop)
 
-  etcd = await startEtcd(undefined, { bin: join(binDir, 'etcd'), parentDir: dir })
+  etcd = await startEtcd(undefined, { bin: join(binDir, 'etcd'), parentDir: dir, ...(options.etcdDefaults === true ? { defaults: true } : {}) })
   const serviceCidr = options.serviceCidr ?? '198.51.100.0/24'
   const certs = certDir(undefined, dir)
   const ca = await certs.authority('kube-ca')

@@ -3,13 +3,13 @@
 // It composes; the service and the datastore own their logic.
 
 import { pathToFileURL } from 'node:url'
-import { openDatastore } from '../config/index.js'
+import { openDatastore, parseDatastoreSpec } from '../config/index.js'
 import type { EtcdTlsFiles } from '../config/index.js'
 import { IpamService } from './ipam-service.js'
 import { CniService } from './cni-service.js'
 import { NodeIpamRepair } from './recovery/index.js'
 import { settingsFromEnv as agentSettings } from './settings.js'
-import { KubePods } from './kube-pods.js'
+import { KubePods, NO_CREDENTIALS_PODS } from './kube-pods.js'
 import type { KubeSource } from '../config/index.js'
 import { BLOCKS_PREFIX, decodeBlock } from '../ipam/index.js'
 
@@ -47,6 +47,7 @@ export async function startIpamService(s: ServiceSettings): Promise<{ service: I
   let repair: NodeIpamRepair | undefined
   const pods = new KubePods({ node: s.node, store, source: s.kube, gcGraceSeconds: s.podGcGraceSeconds ?? 0, log: (_level, msg, fields) => log(msg, fields) })
   const service = new IpamService({ store, node: s.node, socket: s.socket, mtuFile: s.mtuFile, stateDir: s.stateDir, claimAheadBelow: s.ipamClaimAhead, pods: pods.ipamHooks, log, onDatastoreBack: () => void repair?.trigger() })
+  if (s.kube === undefined && parseDatastoreSpec(s.datastore).kind !== 'kubernetes') log(`no Kubernetes credentials (KUBECONFIG or the in-cluster ServiceAccount): ${NO_CREDENTIALS_PODS}`, {})
   try {
     await pods.start()
     await service.listen()

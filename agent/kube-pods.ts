@@ -1,6 +1,6 @@
 // pinto-node's view of the pods on its node, in either datastore mode: the apiserver connection (the kubernetes
 // datastore's own, else one from KUBECONFIG or the in-cluster ServiceAccount; with neither, these features are off
-// and the log says so once), a watched cache of this node's pods, the IPAM service's pod hooks (pod-ipam.ts), the
+// and the composition root says so once, with NO_CREDENTIALS_PODS), a watched cache of this node's pods, the IPAM service's pod hooks (pod-ipam.ts), the
 // podIP annotation writer and the pod GC. The IPAM controller and ipam-service-main compose it around their service.
 
 import type { Datastore } from '../config/index.js'
@@ -15,6 +15,9 @@ import { type PodApi, PodIpam } from './pod-ipam.js'
 
 /** Requests of our own connection (etcd mode) are answered within this, or fail. */
 const REQUEST_TIMEOUT_MS = 5000
+
+/** What is off without Kubernetes credentials, for the one line the composition root logs. */
+export const NO_CREDENTIALS_PODS = 'pods\' cni.projectcalico.org annotations are not read or written, and pods gone without a CNI DEL keep their addresses'
 
 export type KubeLog = (level: 'info' | 'warn', msg: string, fields: Record<string, unknown>) => void
 
@@ -81,10 +84,7 @@ export class KubePods implements PodApi {
     const own = apiOf(this.o.store)
     if (own !== undefined) this.connection = { http: own, own: false }
     else if (this.o.source !== undefined) this.connection = { http: await KubeHttp.connect(this.o.source, REQUEST_TIMEOUT_MS), own: true }
-    else {
-      this.o.log('info', 'no Kubernetes credentials (KUBECONFIG or the in-cluster ServiceAccount): pods\' cni.projectcalico.org annotations are not read or written, and pods gone without a CNI DEL keep their addresses', {})
-      return
-    }
+    else return // the composition root says once what is off without credentials (NO_CREDENTIALS_PODS)
     const http = this.connection.http
     this.writer = new PodIpAnnotations(http, this.o.log)
     const informer = (this.informer = new Informer(http, { path: '/api/v1/pods', what: `pods on node ${this.o.node}`, fieldSelector: `spec.nodeName=${this.o.node}` }, (err) => this.o.log('warn', 'watching this node\'s pods failed; retrying', { err: err.message })))

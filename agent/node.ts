@@ -23,6 +23,7 @@ import { detectNodeAddresses, Registration } from './controllers/registration.js
 import { RestApi } from './controllers/rest-api.js'
 import { ServicesController } from './controllers/services.js'
 import { MonitoredDatastore } from './datastore-health.js'
+import { NO_CREDENTIALS_PODS } from './kube-pods.js'
 import { openKubernetesApi, type KubernetesApi } from './kubernetes-api.js'
 import { AnnouncementRefusals } from './refusals.js'
 import type { AgentSettings } from './settings.js'
@@ -148,7 +149,7 @@ export class PintoNode {
   private async openServices(ctx: AgentContext, datastore: Datastore): Promise<ServicesController | undefined> {
     const kube = await openKubernetesApi(datastore, process.env)
     if (kube === undefined) {
-      this.log.info('no Kubernetes credentials (KUBECONFIG or the in-cluster ServiceAccount): Service addresses are not advertised (the service ranges are), and the Node labels are not synced')
+      this.log.info(`no Kubernetes credentials (KUBECONFIG or the in-cluster ServiceAccount): Service addresses are not advertised (the service ranges are), the Node labels are not synced, ${NO_CREDENTIALS_PODS}`)
       return undefined
     }
     if (kube instanceof Error) {

@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { POD_ANNOTATIONS as A, checkFixedAddresses, familyPools, namespaceMatters, readPodIpamAsk, resolveAnnotatedPools } from '../../agent/pod-annotations.js'
-import { KubePods } from '../../agent/kube-pods.js'
+import { KubePods, NO_CREDENTIALS_PODS } from '../../agent/kube-pods.js'
 import { openEmbeddedDatastore } from '../../config/datastore-embedded.js'
 import type { PoolSpec } from '../../ipam/index.js'
 
@@ -69,7 +69,7 @@ t.test('per-family pools: the annotation for its family, the network config for 
   t.same(familyPools(['gold'], { 4: [] }, POOLS), {}, 'an empty list: any pool, as Calico takes it')
 })
 
-t.test('without Kubernetes credentials: said once, and the ADDs are ordinary', async (t) => {
+t.test('without Kubernetes credentials: the pods part is silent (the agent says it once) and the ADDs are ordinary', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'pinto-pods-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const store = await openEmbeddedDatastore(dir)
@@ -78,8 +78,8 @@ t.test('without Kubernetes credentials: said once, and the ADDs are ordinary', a
   const pods = new KubePods({ node: 'n1', store, source: undefined, gcGraceSeconds: 900, log: (_l, msg) => lines.push(msg) })
   await pods.start()
   pods.startGc({ release: async () => undefined, busy: () => false }, async () => [])
-  t.equal(lines.length, 1, 'one line')
-  t.match(lines[0], /no Kubernetes credentials .*annotations are not read.*keep their addresses/)
+  t.same(lines, [], 'no line of its own')
+  t.match(NO_CREDENTIALS_PODS, /annotations are not read.*keep their addresses/, 'what the agent says is off')
   t.equal(await pods.ipamHooks.plan({ handle: 'net.c1', node: 'n1', num4: 1, attrs: { namespace: 'team', pod: 'web-0' } }), undefined)
   t.equal(pods.gc, undefined, 'no pod GC')
   await pods.stop()

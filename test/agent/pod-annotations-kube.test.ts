@@ -2,12 +2,14 @@
 // real kube-apiserver: ipv4pools on the pod and on its namespace (the pod's wins), ipAddrs as a fixed address (and
 // refused while another pod holds it), bad annotations refused naming the annotation and the pod with nothing
 // left behind, podIP / podIPs / containerID written after the ADD and cleared by the DEL of that container only,
-// written by a restarted agent when the write was refused until the last one was killed, and the pod GC on this
-// datastore: a force-deleted pod's address freed after the grace period. Writes are refused with a ValidatingAdmissionPolicy (no webhook), lifted when the test is done.
+// written by a restarted agent when the write was refused until the last one was killed, cleared by a release the
+// recovery queue makes late as by a DEL, and the pod GC on this datastore: a force-deleted pod's address freed after
+// the grace period. Writes are refused with a ValidatingAdmissionPolicy (no webhook), lifted when the test is done.
 import t from 'tap'
+import { IpamClient } from '../../cni/ipam-client.js'
 import type { KubeApiserver } from '../harness/kube-apiserver.js'
 import { waitFor } from '../harness/wait.js'
-import { addressOf, kubePodLab } from './kube-pods-lab.js'
+import { NETWORK, addressOf, kubePodLab } from './kube-pods-lab.js'
 
 const A = 'cni.projectcalico.org'
 const L = await kubePodLab(t, 'kubernetes', [
@@ -157,6 +159,28 @@ else {
     t.equal(a[`${A}/podIPs`], `${addressOf(r)}/32`)
     t.equal(a[`${A}/containerID`], '1057a001')
     t.match(L.agent.log(), /podIP annotations an earlier run left unwritten/)
+  })
+
+  t.test('a release the recovery queue makes after a failed DEL clears podIP as the DEL would', async (t) => {
+    await L.pod('plain', 'late')
+    const ipam = new IpamClient(L.lab.socket)
+    const handle = `${NETWORK}.1a7e0001`
+    const got = await ipam.assign({ handle, num4: 1, num6: 0, attrs: { namespace: 'plain', pod: 'late', containerID: '1a7e0001', ifname: 'eth0' } })
+    const ip = got.ipv4[0]?.address
+    await waitFor(async () => (await L.annotations('plain', 'late'))?.[`${A}/podIP`] === `${ip}/32`, { timeoutMs: 20_000, what: 'the podIP annotation' })
+    const block = (await L.api.kubectl('get', 'ipamblocks.crd.projectcalico.org', '-o', 'jsonpath={.items[0].metadata.name}')).trim()
+    const probe = ['patch', 'ipamblocks.crd.projectcalico.org', block, '--type=merge', '-p', '{"metadata":{"annotations":{"probe":"1"}}}']
+    const lift = await refuseWrites(t, L.api, 'pinto-test-refuse-blocks', { apiGroup: 'crd.projectcalico.org', resource: 'ipamblocks' }, 'true', probe)
+    await t.rejects(ipam.releaseByHandle(handle), 'the DEL\'s release fails while the blocks cannot be written')
+    t.equal((await L.annotations('plain', 'late'))?.[`${A}/podIP`], `${ip}/32`, 'nothing cleared yet')
+    await lift()
+    await waitFor(async () => (await L.held('1a7e0001')).length === 0, { timeoutMs: 30_000, intervalMs: 250, what: 'the queued release made' })
+    const a = await waitFor(async () => {
+      const now = await L.annotations('plain', 'late')
+      return now?.[`${A}/podIP`] === '' ? now : undefined
+    }, { timeoutMs: 20_000, what: 'the podIP annotation cleared after the late release' })
+    t.equal(a[`${A}/podIPs`], '')
+    t.equal(a[`${A}/containerID`], '1a7e0001', 'containerID kept, as a DEL keeps it')
   })
 
   t.test('pod GC on the kubernetes datastore: a force-deleted pod\'s address is freed, the others\' kept', async (t) => {

@@ -37,6 +37,8 @@ export interface KubePodsOptions {
 export interface PodGcIpam {
   release(body: { handle: string }): Promise<unknown>
   busy(handle: string): boolean
+  /** Whether the handle waits in the recovery's release queue: its release will clear the pod's annotations. */
+  releasing(handle: string): boolean
 }
 
 /** The apiserver connection a datastore carries (the kubernetes datastore's `api`), if any. */
@@ -143,7 +145,7 @@ export class KubePods implements PodApi {
     this.restoring = (async () => {
       for (let delay = 1000; !this.stopped; delay = Math.min(30_000, delay * 2)) {
         try {
-          const r = this.ipamHooks.restore(this.o.node, await ipam.blocks(), (h) => ipam.service.busy(h))
+          const r = this.ipamHooks.restore(this.o.node, await ipam.blocks(), (h) => ipam.service.busy(h) || ipam.service.releasing(h))
           if (r.written + r.cleared > 0) this.o.log('info', 'podIP annotations an earlier run left unwritten, from this node\'s allocations', { node: this.o.node, pods: r.written, cleared: r.cleared })
           return
         } catch (err) {

@@ -68,7 +68,7 @@ export async function startIpamService(s: ServiceSettings): Promise<{ service: I
     repair = new NodeIpamRepair({ ipam: service.ipam, node: s.node, busy: (h) => service.busy(h) || cni?.busy(h) === true, graceMs: s.ipamRepairGraceSeconds * 1000, log })
     repair.start(s.ipamRepairSeconds * 1000)
   }
-  pods.startGc({ release: (body) => service.release(body), busy: (h) => service.busy(h) || cni?.busy(h) === true }, async () => (await store.list(BLOCKS_PREFIX)).items.map((kv) => decodeBlock(kv.key, kv.value)))
+  pods.attachIpam({ release: (body) => service.release(body), busy: (h) => service.busy(h) || cni?.busy(h) === true, releasing: (h) => service.recovery.releaseWanted(h) }, async () => (await store.list(BLOCKS_PREFIX)).items.map((kv) => decodeBlock(kv.key, kv.value)))
   return { service, cni, stop: async () => { await pods.stop(); await repair?.stop(); await cni?.close(); await service.close(); await store.close() } }
 }
 

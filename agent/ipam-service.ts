@@ -92,8 +92,13 @@ export class IpamService {
       stateDir: options.stateDir,
       socket: options.socket,
       held: options.held,
-      // A new ADD of the same handle took it over meanwhile: its addresses are not ours to free.
-      release: (handle) => this.serial(async () => void (this.recovery.releaseWanted(handle) && (await this.ipam.releaseByHandle(handle)))),
+      // A new ADD of the same handle took it over meanwhile: its addresses are not ours to free. A release made
+      // here is a DEL's, late: the pod's podIP annotations are cleared as the DEL's would be.
+      release: (handle) => this.serial(async () => {
+        if (!this.recovery.releaseWanted(handle)) return
+        await this.ipam.releaseByHandle(handle)
+        this.options.pods?.released(handle)
+      }),
       onDatastoreBack: options.onDatastoreBack,
       log: options.log,
     })

@@ -1,7 +1,8 @@
 // pinto-node's view of the pods on its node, in either datastore mode: the apiserver connection (the kubernetes
 // datastore's own, else one from KUBECONFIG or the in-cluster ServiceAccount; with neither, these features are off
 // and the composition root says so once, with NO_CREDENTIALS_PODS), a watched cache of this node's pods, the IPAM service's pod hooks (pod-ipam.ts), the
-// podIP annotation writer and the pod GC. The IPAM controller and ipam-service-main compose it around their service.
+// podIP annotation writer (with its restore from IPAM once the pods are listed) and the pod GC. The IPAM controller
+// and ipam-service-main compose it around their service.
 
 import type { Datastore } from '../config/index.js'
 import { Informer, type InformerEvent, KubeHttp, type KubeObject, type KubeSource } from '../config/index.js'
@@ -32,10 +33,12 @@ export interface KubePodsOptions {
   readonly log: KubeLog
 }
 
-/** What the pod GC needs of the IPAM service beside it. */
+/** What the pod GC and the annotations' restore need of the IPAM service beside it. */
 export interface PodGcIpam {
   release(body: { handle: string }): Promise<unknown>
   busy(handle: string): boolean
+  /** Whether the handle waits in the recovery's release queue: its release will clear the pod's annotations. */
+  releasing(handle: string): boolean
 }
 
 /** The apiserver connection a datastore carries (the kubernetes datastore's `api`), if any. */
@@ -51,7 +54,11 @@ export class KubePods implements PodApi {
   private informer: Informer | undefined
   private writer: PodIpAnnotations | undefined
   private podGc: PodGc | undefined
-  private synced = false
+  private isSynced = false
+  /** The IPAM service's side, once attachIpam() has it: the restore waits for both it and the pods' list. */
+  private ipam: { readonly service: PodGcIpam; readonly blocks: () => Promise<Iterable<AllocationBlock>> } | undefined
+  private restoring: Promise<void> | undefined
+  private stopped = false
 
   constructor(private readonly o: KubePodsOptions) {
     this.ipamHooks = new PodIpam({
@@ -92,21 +99,28 @@ export class KubePods implements PodApi {
       if (e.type === 'deleted') this.podGc?.trigger()
     })
     void informer.start().then(() => {
-      this.synced = true
+      this.isSynced = true
       this.o.log('info', 'this node\'s pods listed from the Kubernetes API', { node: this.o.node, pods: informer.size })
       this.podGc?.trigger()
+      this.startRestore()
     })
     this.o.log('info', 'reading pods from the Kubernetes API: cni.projectcalico.org annotations honoured', { server: http.server, podGcGraceSeconds: this.o.gcGraceSeconds })
   }
 
-  /** Starts the pod GC over the IPAM service (unless it is off, or there is no connection). */
-  startGc(ipam: PodGcIpam, blocks: () => Promise<Iterable<AllocationBlock>>): void {
-    if (this.connection === undefined || this.o.gcGraceSeconds === 0) return
+  /**
+   * Takes the IPAM service beside it: once this node's pods are listed, their podIP annotations are restored from
+   * its allocations; and the pod GC starts (unless it is off). Without a connection, nothing.
+   */
+  attachIpam(ipam: PodGcIpam, blocks: () => Promise<Iterable<AllocationBlock>>): void {
+    if (this.connection === undefined) return
+    this.ipam = { service: ipam, blocks }
+    this.startRestore()
+    if (this.o.gcGraceSeconds === 0) return
     const dp = new Dataplane()
     this.podGc = new PodGc({
       node: this.o.node,
       graceMs: this.o.gcGraceSeconds * 1000,
-      pods: { synced: () => this.synced, has: (key) => this.informer?.get(key) !== undefined },
+      pods: { synced: () => this.isSynced, has: (key) => this.informer?.get(key) !== undefined },
       http: this.connection.http,
       blocks,
       release: (handle) => ipam.release({ handle }),
@@ -121,6 +135,35 @@ export class KubePods implements PodApi {
     this.podGc.start()
   }
 
+  /**
+   * The annotations' restore (PodIpam.restore), once, when the pods are listed and the IPAM service attached; a
+   * failure to read the blocks is tried again until it reads or the agent stops.
+   */
+  private startRestore(): void {
+    const ipam = this.ipam
+    if (!this.isSynced || ipam === undefined || this.restoring !== undefined) return
+    this.restoring = (async () => {
+      for (let delay = 1000; !this.stopped; delay = Math.min(30_000, delay * 2)) {
+        try {
+          const r = this.ipamHooks.restore(this.o.node, await ipam.blocks(), (h) => ipam.service.busy(h) || ipam.service.releasing(h))
+          if (r.written + r.cleared > 0) this.o.log('info', 'podIP annotations an earlier run left unwritten, from this node\'s allocations', { node: this.o.node, pods: r.written, cleared: r.cleared })
+          return
+        } catch (err) {
+          this.o.log('warn', 'reading the IPAM blocks to restore pods\' podIP annotations failed; retrying', { err: (err as Error).message, retryMs: delay })
+          await new Promise((resolve) => setTimeout(resolve, delay).unref())
+        }
+      }
+    })()
+  }
+
+  synced(): boolean {
+    return this.isSynced
+  }
+
+  pod(key: string): KubeObject | undefined {
+    return this.informer?.get(key)
+  }
+
   podOfContainer(containerId: string): { namespace: string; name: string } | undefined {
     for (const p of this.informer?.list() ?? []) {
       const namespace = p.metadata['namespace']
@@ -130,6 +173,7 @@ export class KubePods implements PodApi {
   }
 
   async stop(): Promise<void> {
+    this.stopped = true
     await this.podGc?.stop()
     this.informer?.close()
     await this.writer?.close()

@@ -3,19 +3,24 @@
 // after an assign or a release by handle, the pod's podIP annotations are written or cleared (pod-ip-annotations.ts).
 // With no apiserver connection it changes nothing. It decides no allocation: ipam/ assigns.
 
-import { DatastoreError, type KubeHttp, isJsonObject } from '../config/index.js'
+import { DatastoreError, type KubeHttp, type KubeObject, isJsonObject } from '../config/index.js'
 import type { Family } from '../net/index.js'
-import { type AutoAssignRequest, type AutoAssignResult, type IpamAddress, type Ipam, IpamError, type PoolSpec } from '../ipam/index.js'
+import { type AllocationBlock, type AutoAssignRequest, type AutoAssignResult, type IpamAddress, type Ipam, IpamError, type PoolSpec } from '../ipam/index.js'
 import { PRIMARY_IFNAME } from '../cni/index.js'
 import { type AnnotatedObject, type PodIpamAsk, checkFixedAddresses, familyPools, namespaceMatters, readPodIpamAsk, refuse, resolveAnnotatedPools } from './pod-annotations.js'
 import type { PodIpAnnotations } from './pod-ip-annotations.js'
+import { heldByPods, podIpsToWrite } from './pod-ip-restore.js'
 
 /** What the hooks need of the apiserver side (kube-pods.ts), present once it is connected. */
 export interface PodApi {
   readonly http: KubeHttp
   readonly annotations: PodIpAnnotations
+  /** Whether the watched cache of this node's pods has had its first list. */
+  synced(): boolean
   /** The pod on this node whose containerID annotation names `containerId`, from the watched cache. */
   podOfContainer(containerId: string): { readonly namespace: string; readonly name: string } | undefined
+  /** The pod `namespace/name` on this node, from the watched cache. */
+  pod(key: string): KubeObject | undefined
 }
 
 /** How one ADD assigns, when the pod's annotations decide it. */
@@ -43,6 +48,10 @@ function annotationsOf(o: unknown): Record<string, string> {
 export class PodIpam {
   /** Handles assigned in this run, and whose pod they are: what a release clears. */
   private readonly byHandle = new Map<string, PodRef>()
+  /** Until restore() has run: handles released in this run (their allocations may linger in a watched copy)... */
+  private releasedHere: Set<string> | undefined = new Set()
+  /** ...and the containers whose clear waited for the pods' first list, to find their pod by. */
+  private readonly clearsUnsynced = new Set<string>()
 
   constructor(
     private readonly options: {
@@ -148,17 +157,52 @@ export class PodIpam {
     const ips = [...r.ipv4.map((x) => `${x.address}/32`), ...r.ipv6.map((x) => `${x.address}/128`)]
     if (ips.length === 0) return
     this.byHandle.set(req.handle, { namespace, name, containerId })
+    this.releasedHere?.delete(req.handle)
+    this.clearsUnsynced.delete(containerId)
     api.annotations.want(namespace, name, { kind: 'set', containerId, ips })
   }
 
-  /** A handle released (a DEL, or the pod GC): its pod's podIP and podIPs are cleared while they are its container's. */
+  /**
+   * A handle released (a DEL, the pod GC, or a release of the recovery queue): its pod's podIP and podIPs are
+   * cleared while they are its container's. Before the pods' first list, the pod is looked for once it is in.
+   */
   released(handle: string): void {
     const api = this.options.api()
     const known = this.byHandle.get(handle)
     this.byHandle.delete(handle)
+    this.releasedHere?.add(handle)
     const containerId = known?.containerId ?? containerOfHandle(handle)
     if (api === undefined || containerId === undefined) return
+    if (known === undefined && !api.synced()) return void this.clearsUnsynced.add(containerId)
     const pod = known ?? api.podOfContainer(containerId)
     if (pod !== undefined) api.annotations.want(pod.namespace, pod.name, { kind: 'clear', containerId })
+  }
+
+  /**
+   * Once, when this node's pods are listed: the clears that waited for the list, then podIP, podIPs and
+   * containerID written on each pod whose allocation (from `blocks`) they do not match: an earlier run's wish lost
+   * with it. Handles assigned or released in this run, or `busy` now, are their request's to annotate. Returns
+   * how many pods were asked to change.
+   */
+  restore(node: string, blocks: Iterable<AllocationBlock>, busy: (handle: string) => boolean): { written: number; cleared: number } {
+    const api = this.options.api()
+    const skipped = this.releasedHere ?? new Set<string>()
+    this.releasedHere = undefined
+    if (api === undefined) return { written: 0, cleared: 0 }
+    let cleared = 0
+    for (const containerId of this.clearsUnsynced) {
+      const pod = api.podOfContainer(containerId)
+      if (pod === undefined) continue
+      api.annotations.want(pod.namespace, pod.name, { kind: 'clear', containerId })
+      cleared++
+    }
+    this.clearsUnsynced.clear()
+    const held = heldByPods(node, blocks, (h) => this.byHandle.has(h) || skipped.has(h) || busy(h))
+    const writes = podIpsToWrite(held, (key) => api.pod(key))
+    for (const w of writes) {
+      this.byHandle.set(w.handle, { namespace: w.namespace, name: w.name, containerId: w.containerId })
+      api.annotations.want(w.namespace, w.name, { kind: 'set', containerId: w.containerId, ips: w.ips })
+    }
+    return { written: writes.length, cleared }
   }
 }

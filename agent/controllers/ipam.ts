@@ -53,7 +53,7 @@ export class IpamController {
       this.repair.start(s.ipamRepairSeconds * 1000)
     }
     // The watched blocks: no read of the datastore per scan.
-    this.pods.startGc({ release: (body) => this.service.release(body), busy: (h) => this.service.busy(h) || this.cni?.busy(h) === true }, async () => this.ctx.cluster.blocks())
+    this.pods.attachIpam({ release: (body) => this.service.release(body), busy: (h) => this.service.busy(h) || this.cni?.busy(h) === true, releasing: (h) => this.service.recovery.releaseWanted(h) }, async () => this.ctx.cluster.blocks())
   }
 
   async stop(): Promise<void> {

@@ -28,7 +28,10 @@ export interface PoolDef {
 export interface PodLab {
   readonly api: KubeApiserver
   readonly lab: Lab
+  /** The agent now running (restartAgent() replaces it). */
   readonly agent: AgentProcess
+  /** kill -9 of the agent, then one started again with the same settings and state dir. */
+  restartAgent(): Promise<void>
   readonly store: Datastore
   /** Reads allocations from the datastore (the agent's service is in its own process). */
   readonly reader: IpamService
@@ -64,7 +67,8 @@ export async function kubePodLab(t: Test, mode: 'kubernetes' | 'etcd', pools: re
   const store = await openDatastore(spec, { kubeEnv: { KUBECONFIG: api.kubeconfig } })
   t.teardown(() => store.close())
   for (const p of pools) await store.create(resourceKey('IPPool', p.name), pool(p))
-  const agent = await startAgent(t, lab, { PINTO_DATASTORE: spec, KUBECONFIG: api.kubeconfig, PINTO_NODENAME: NODE, PINTO_IPAM_REPAIR_SECONDS: '0', ...env })
+  const agentEnv = { PINTO_DATASTORE: spec, KUBECONFIG: api.kubeconfig, PINTO_NODENAME: NODE, PINTO_IPAM_REPAIR_SECONDS: '0', ...env }
+  let agent = await startAgent(t, lab, agentEnv)
   const reader = new IpamService({ store, node: NODE, socket: `${lab.dir}/reader.sock` })
   const conf = pintoConf(lab, '1.0.0')
   const netns = new Map<string, string>()
@@ -73,7 +77,14 @@ export async function kubePodLab(t: Test, mode: 'kubernetes' | 'etcd', pools: re
     return (await reader.allocations(handle)).filter((a) => a.handle === handle).map((a) => a.address)
   }
   return {
-    api, lab, agent, store, reader,
+    api, lab, store, reader,
+    get agent() {
+      return agent
+    },
+    async restartAgent() {
+      await agent.kill('SIGKILL')
+      agent = await startAgent(t, lab, agentEnv)
+    },
     async namespace(name, annotations = {}) {
       await api.kubectlWithInput(JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name, annotations } }), 'create', '-f', '-')
       await api.kubectl('-n', name, 'create', 'serviceaccount', 'default').catch((err: Error) => {

@@ -2,10 +2,14 @@
 // real kube-apiserver: ipv4pools on the pod and on its namespace (the pod's wins), ipAddrs as a fixed address (and
 // refused while another pod holds it), bad annotations refused naming the annotation and the pod with nothing
 // left behind, podIP / podIPs / containerID written after the ADD and cleared by the DEL of that container only,
-// and the pod GC on this datastore: a force-deleted pod's address freed after the grace period.
+// written by a restarted agent when the write was refused until the last one was killed, cleared by a release the
+// recovery queue makes late as by a DEL, and the pod GC on this datastore: a force-deleted pod's address freed after
+// the grace period. Writes are refused with a ValidatingAdmissionPolicy (no webhook), lifted when the test is done.
 import t from 'tap'
+import { IpamClient } from '../../cni/ipam-client.js'
+import type { KubeApiserver } from '../harness/kube-apiserver.js'
 import { waitFor } from '../harness/wait.js'
-import { addressOf, kubePodLab } from './kube-pods-lab.js'
+import { NETWORK, addressOf, kubePodLab } from './kube-pods-lab.js'
 
 const A = 'cni.projectcalico.org'
 const L = await kubePodLab(t, 'kubernetes', [
@@ -14,6 +18,37 @@ const L = await kubePodLab(t, 'kubernetes', [
   { name: 'silver', cidr: '198.18.2.0/24' },
   { name: 'off', cidr: '198.18.3.0/24', disabled: true },
 ], { PINTO_POD_GC_GRACE_SECONDS: '3' })
+/**
+ * Refuses (403) UPDATEs and PATCHes of `resource` whose object matches `deny` (CEL), through a ValidatingAdmissionPolicy;
+ * resolves once the apiserver applies it (a server-side dry run of `probe` is refused) to a function lifting it
+ * (resolving once `probe` passes again), also run at t's teardown.
+ */
+async function refuseWrites(t: { teardown(fn: () => unknown): void }, api: KubeApiserver, name: string, rule: { apiGroup: string; resource: string }, deny: string, probe: string[]): Promise<() => Promise<void>> {
+  const [apiGroup, apiVersion] = rule.apiGroup === '' ? ['', 'v1'] : [rule.apiGroup, 'v1']
+  const policy = {
+    apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicy', metadata: { name },
+    spec: {
+      failurePolicy: 'Fail',
+      matchConstraints: { resourceRules: [{ apiGroups: [apiGroup], apiVersions: [apiVersion], operations: ['UPDATE'], resources: [rule.resource] }] },
+      validations: [{ expression: `!(${deny})`, reason: 'Forbidden', message: `refused by the test's policy ${name}` }],
+    },
+  }
+  const binding = { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicyBinding', metadata: { name }, spec: { policyName: name, validationActions: ['Deny'] } }
+  await api.kubectlWithInput(JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [policy, binding] }), 'apply', '-f', '-')
+  const refused = async (): Promise<boolean> => api.kubectl(...probe, '--dry-run=server').then(() => false, (err: Error) => new RegExp(name).test(err.message))
+  await waitFor(refused, { timeoutMs: 60_000, intervalMs: 250, what: `policy ${name} applied` })
+  let lifted = false
+  const lift = async (): Promise<void> => {
+    if (lifted) return
+    lifted = true
+    await api.kubectl('delete', 'validatingadmissionpolicybinding', name, '--ignore-not-found')
+    await api.kubectl('delete', 'validatingadmissionpolicy', name, '--ignore-not-found')
+    await waitFor(async () => !(await refused()), { timeoutMs: 60_000, intervalMs: 250, what: `policy ${name} lifted` })
+  }
+  t.teardown(lift)
+  return lift
+}
+
 if ('skip' in L) t.comment(`skipped: ${L.skip}`)
 else {
   await L.namespace('plain')
@@ -105,6 +140,47 @@ else {
     t.equal((await L.cni('ADD', 'plain', 'marker', 'ma4ke401')).code, 0)
     await waitFor(async () => (await L.annotations('plain', 'marker'))?.[`${A}/podIP`] !== undefined, { timeoutMs: 20_000, what: 'a later pod\'s annotations (the DEL before it has been dealt with)' })
     t.equal((await L.annotations('plain', 'annotated'))?.[`${A}/podIP`], `${addressOf(again)}/32`, 'not cleared by the old sandbox\'s DEL')
+  })
+
+  t.test('podIP annotations the last run could not write are written by the next one, from IPAM', async (t) => {
+    await L.pod('plain', 'lost')
+    const probe = ['-n', 'plain', 'patch', 'pod', 'lost', '--subresource=status', '--type=merge', '-p', '{"metadata":{"annotations":{"probe":"1"}}}']
+    const lift = await refuseWrites(t, L.api, 'pinto-test-refuse-pod-status', { apiGroup: '', resource: 'pods/status' }, 'object.metadata.name == "lost"', probe)
+    const r = await L.cni('ADD', 'plain', 'lost', '1057a001')
+    t.equal(r.code, 0, `the ADD succeeds while its pod's annotations cannot be written: ${r.stdout}`)
+    await waitFor(() => /writing the pod's cni\.projectcalico\.org annotations failed/.test(L.agent.log()), { timeoutMs: 20_000, what: 'the refused patch' })
+    await L.restartAgent()
+    await lift()
+    const a = await waitFor(async () => {
+      const got = await L.annotations('plain', 'lost')
+      return got?.[`${A}/podIP`] !== undefined ? got : undefined
+    }, { timeoutMs: 30_000, what: 'the podIP annotation written by the restarted agent' })
+    t.equal(a[`${A}/podIP`], `${addressOf(r)}/32`)
+    t.equal(a[`${A}/podIPs`], `${addressOf(r)}/32`)
+    t.equal(a[`${A}/containerID`], '1057a001')
+    t.match(L.agent.log(), /podIP annotations an earlier run left unwritten/)
+  })
+
+  t.test('a release the recovery queue makes after a failed DEL clears podIP as the DEL would', async (t) => {
+    await L.pod('plain', 'late')
+    const ipam = new IpamClient(L.lab.socket)
+    const handle = `${NETWORK}.1a7e0001`
+    const got = await ipam.assign({ handle, num4: 1, num6: 0, attrs: { namespace: 'plain', pod: 'late', containerID: '1a7e0001', ifname: 'eth0' } })
+    const ip = got.ipv4[0]?.address
+    await waitFor(async () => (await L.annotations('plain', 'late'))?.[`${A}/podIP`] === `${ip}/32`, { timeoutMs: 20_000, what: 'the podIP annotation' })
+    const block = (await L.api.kubectl('get', 'ipamblocks.crd.projectcalico.org', '-o', 'jsonpath={.items[0].metadata.name}')).trim()
+    const probe = ['patch', 'ipamblocks.crd.projectcalico.org', block, '--type=merge', '-p', '{"metadata":{"annotations":{"probe":"1"}}}']
+    const lift = await refuseWrites(t, L.api, 'pinto-test-refuse-blocks', { apiGroup: 'crd.projectcalico.org', resource: 'ipamblocks' }, 'true', probe)
+    await t.rejects(ipam.releaseByHandle(handle), 'the DEL\'s release fails while the blocks cannot be written')
+    t.equal((await L.annotations('plain', 'late'))?.[`${A}/podIP`], `${ip}/32`, 'nothing cleared yet')
+    await lift()
+    await waitFor(async () => (await L.held('1a7e0001')).length === 0, { timeoutMs: 30_000, intervalMs: 250, what: 'the queued release made' })
+    const a = await waitFor(async () => {
+      const now = await L.annotations('plain', 'late')
+      return now?.[`${A}/podIP`] === '' ? now : undefined
+    }, { timeoutMs: 20_000, what: 'the podIP annotation cleared after the late release' })
+    t.equal(a[`${A}/podIPs`], '')
+    t.equal(a[`${A}/containerID`], '1a7e0001', 'containerID kept, as a DEL keeps it')
   })
 
   t.test('pod GC on the kubernetes datastore: a force-deleted pod\'s address is freed, the others\' kept', async (t) => {

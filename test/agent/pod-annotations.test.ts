@@ -77,7 +77,7 @@ t.test('without Kubernetes credentials: the pods part is silent (the agent says 
   const lines: string[] = []
   const pods = new KubePods({ node: 'n1', store, source: undefined, gcGraceSeconds: 900, log: (_l, msg) => lines.push(msg) })
   await pods.start()
-  pods.startGc({ release: async () => undefined, busy: () => false }, async () => [])
+  pods.attachIpam({ release: async () => undefined, busy: () => false, releasing: () => false }, async () => [])
   t.same(lines, [], 'no line of its own')
   t.match(NO_CREDENTIALS_PODS, /annotations are not read.*keep their addresses/, 'what the agent says is off')
   t.equal(await pods.ipamHooks.plan({ handle: 'net.c1', node: 'n1', num4: 1, attrs: { namespace: 'team', pod: 'web-0' } }), undefined)

@@ -113,6 +113,7 @@ export const UNIT_TESTS = [
   'test/felix/rtnl.test.ts',
   'test/foundation/install-deps.test.ts',
   'test/foundation/package.test.ts',
+  'test/foundation/test-layout.test.ts',
   'test/foundation/unit-tests.test.ts',
   'test/harness/fixtures.test.ts',
   'test/harness/host-paths.test.ts',

@@ -110,7 +110,9 @@ export class DemoCluster {
     else if (spec.plugins === 'sea') installCni({ binDir: this.cniPath, confDir: undefined })
     else installCni({ binDir: this.cniPath, confDir: undefined, node: process.execPath, bundleDir: BUNDLE })
 
-    this.say(`building ${spec.nodes} nodes (namespaces ${this.netns.prefix}-*)${datastore === 'etcd' || datastore === 'etcd-tls' ? '' : `, datastore in ${this.store}`}`)
+    // Two lines: with a 7-digit pid and the temp dir's path, one would pass the demo's 100 columns.
+    this.say(`building ${spec.nodes} nodes (namespaces ${this.netns.prefix}-*)`)
+    if (datastore !== 'etcd' && datastore !== 'etcd-tls') this.say(`datastore in ${this.store}`)
     await this.netns.fabric()
     if (datastore === 'etcd' || datastore === 'etcd-tls') {
       const ns = await this.netns.host('etcd', `${ETCD_ADDRESS}/24`)

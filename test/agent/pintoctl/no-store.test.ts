@@ -1,11 +1,12 @@
 // pintoctl's commands that read (or mend) a datastore, run against an embedded store path that does not
 // exist: each says so, naming the path and PINTO_DATASTORE, exits non-zero, and creates nothing there.
-// apply, which may start a store, still does.
+// With PINTO_DATASTORE unset, the default path the same. apply, which may start a store, still does.
 import t from 'tap'
+import { spawnSync } from 'node:child_process'
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { runPintoctl } from './run.js'
+import { PINTOCTL, runPintoctl } from './run.js'
 
 const dir = mkdtempSync(join(tmpdir(), 'pinto-nostore-'))
 t.teardown(() => rmSync(dir, { recursive: true, force: true }))
@@ -37,6 +38,19 @@ for (const [i, args] of COMMANDS.entries()) {
     t.notOk(existsSync(join(dir, `c${i}`)), 'nothing created on the way')
   })
 }
+
+t.test('PINTO_DATASTORE unset: ipam show names the default path and makes nothing there', async (t) => {
+  // In a mount namespace of its own over an empty /var/lib, so the machine's /var/lib/pinto is never touched;
+  // the listing of /var/lib after the command is the last line of stdout.
+  const script = 'mount -t tmpfs pinto-test /var/lib || exit 99; "$0" "$1" ipam show; s=$?; echo "/var/lib: [$(ls -A /var/lib)]"; exit $s'
+  const r = spawnSync('unshare', ['-m', '--propagation', 'private', 'sh', '-c', script, process.execPath, PINTOCTL], {
+    encoding: 'utf8',
+    env: { ...process.env, PINTO_DATASTORE: undefined, PINTO_API: undefined },
+  })
+  t.equal(r.status, 1, `exit 1 (${r.stderr.trim()})`)
+  t.match(r.stderr, 'the datastore /var/lib/pinto/store does not exist (PINTO_DATASTORE is not set; /var/lib/pinto/store is its default)')
+  t.equal(r.stdout.trim().split('\n').at(-1), '/var/lib: []', 'nothing made under /var/lib')
+})
 
 t.test('apply still starts a store where there is none', async (t) => {
   const store = join(dir, 'new', 'store')

@@ -3,7 +3,7 @@
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 
-const pintoctl = fileURLToPath(new URL('../../../../bin/pintoctl.js', import.meta.url))
+export const PINTOCTL = fileURLToPath(new URL('../../../../bin/pintoctl.js', import.meta.url))
 
 export interface Run {
   status: number | null
@@ -13,7 +13,7 @@ export interface Run {
 
 export function runPintoctl(args: readonly string[], opts: { env?: Record<string, string | undefined>; input?: string } = {}): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [pintoctl, ...args], { env: { ...process.env, PINTO_API: undefined, PINTO_DATASTORE: undefined, ...opts.env } })
+    const child = spawn(process.execPath, [PINTOCTL, ...args], { env: { ...process.env, PINTO_API: undefined, PINTO_DATASTORE: undefined, ...opts.env } })
     let stdout = ''
     let stderr = ''
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString()))

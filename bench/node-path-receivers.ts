@@ -13,7 +13,7 @@ import type { NetNode, Topology } from '../test/harness/netns.js'
 import { stopPid, waitPidFile } from '../test/harness/pid.js'
 import { waitFor } from '../test/harness/wait.js'
 import { unixGet } from '../test/agent/agent-process.js'
-import { runPintoctl } from '../test/agent/pintoctl-run.js'
+import { runPintoctl } from '../test/agent/pintoctl/run.js'
 import { AGENT_NODE_FLAGS } from '../agent/node-flags.js'
 
 export const RECEIVER_AS = 64512

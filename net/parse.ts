@@ -141,10 +141,11 @@ export function readIpv4Prefix(text: string): { addr: number; len: number } | un
   const addrText = text.slice(0, slash)
   const addr = parseIpv4(addrText)
   if (addr === undefined || formatIpv4(addr) !== addrText) return undefined
+  // Digits only, as parseCidr takes them: Number() alone would read "+8", " 8", "8." and "-0" as lengths.
   const lenText = text.slice(slash + 1)
-  if (addr === undefined || lenText.length === 0 || lenText.length > 2 || (lenText.length === 2 && lenText[0] === '0')) return undefined
+  if (!PREFIX_LENGTH.test(lenText)) return undefined
   const len = Number(lenText)
-  if (!Number.isInteger(len) || len > 32) return undefined
+  if (len > 32) return undefined
   const mask = len === 0 ? 0 : (0xffffffff << (32 - len)) >>> 0
   if (((addr & mask) >>> 0) !== addr) return undefined
   return { addr, len }

@@ -1,8 +1,8 @@
 // A local pinto cluster made of network namespaces, for the demo, the end-to-end tests and the benches:
 // the fabric, node namespaces running real pinto-node processes (or the DaemonSet's pods under podman,
-// podman-nodes.ts) on one store, pods wired by the real CNI plugin, and an optional BIRD top-of-rack. It
-// owns every process, pod, namespace and directory it makes and removes them all in destroy(); what it
-// observes lives in observe.ts.
+// podman-nodes.ts) on one store, pods (cluster-pods.ts) wired by the real CNI plugin, and an optional BIRD
+// top-of-rack. It owns every process, pod, namespace and directory it makes and removes them all in
+// destroy(); what it observes lives in observe.ts.
 
 import { existsSync } from 'node:fs'
 import { mkdir, mkdtemp, rm } from 'node:fs/promises'
@@ -17,27 +17,31 @@ import { installCni } from '../install-cni.js'
 import { readManifest } from './kube-manifest.js'
 import { CLUSTER_AS, clusterResources, POOL_CIDR, RR_CLUSTER_ID } from './cluster-resources.js'
 import { filledManifest, NODE_IMAGE, PodmanNodes, sweepStalePods } from './podman-nodes.js'
-import { AddFailed, API_PORT, BUNDLE, DemoError, ETCD_ADDRESS, PINTOCTL_BIN, PODMAN_MTU, ROOT, type ClusterSpec, type DemoNode, type DemoPod } from './cluster-spec.js'
-import { execPinto, nodeAgentPid, startNodeAgent, stopNodeAgent } from './node-process.js'
+import { API_PORT, BUNDLE, DemoError, ETCD_ADDRESS, PINTOCTL_BIN, PODMAN_MTU, ROOT, type ClusterSpec, type DemoNode, type DemoPod } from './cluster-spec.js'
+import { nodeAgentPid, startNodeAgent, stopNodeAgent } from './node-process.js'
+import { DemoPods, type CniCommand, type CniOutcome } from './cluster-pods.js'
 
 export * from './cluster-spec.js'
 export { CLUSTER_AS, POOL_CIDR, RR_CLUSTER_ID }
 
 export class DemoCluster {
   readonly nodes: DemoNode[] = []
-  readonly pods: DemoPod[] = []
   tor: Tor | undefined
   etcd: DemoEtcd | undefined
   /** The podman runtime's pods, with runtime 'podman'. */
   podman: PodmanNodes | undefined
   private readonly netns = new Namespaces()
+  private readonly wiring = new DemoPods(this, this.netns)
   private dir = ''
-  private podSeq = 0
-  private readonly podsMade = new Map<string, number>()
   private destroying: Promise<void> | undefined
   private hurry = false
 
   private constructor(readonly spec: ClusterSpec) {}
+
+  /** The pods wired and not deleted, in the order they were added. */
+  get pods(): DemoPod[] {
+    return this.wiring.list
+  }
 
   get id(): string {
     return this.netns.id
@@ -106,7 +110,9 @@ export class DemoCluster {
     else if (spec.plugins === 'sea') installCni({ binDir: this.cniPath, confDir: undefined })
     else installCni({ binDir: this.cniPath, confDir: undefined, node: process.execPath, bundleDir: BUNDLE })
 
-    this.say(`building ${spec.nodes} nodes (namespaces ${this.netns.prefix}-*)${datastore === 'etcd' || datastore === 'etcd-tls' ? '' : `, datastore in ${this.store}`}`)
+    // Two lines: with a 7-digit pid and the temp dir's path, one would pass the demo's 100 columns.
+    this.say(`building ${spec.nodes} nodes (namespaces ${this.netns.prefix}-*)`)
+    if (datastore !== 'etcd' && datastore !== 'etcd-tls') this.say(`datastore in ${this.store}`)
     await this.netns.fabric()
     if (datastore === 'etcd' || datastore === 'etcd-tls') {
       const ns = await this.netns.host('etcd', `${ETCD_ADDRESS}/24`)
@@ -225,48 +231,16 @@ export class DemoCluster {
   }
 
   /** A pod: a namespace wired by the real `pinto` CNI plugin (ADD, exec'd in the node's namespace). */
-  /** `ipv4Pools`: the pools the pod's CNI config names (its ipam `ipv4_pools`), e.g. a Manual pool. */
-  async addPod(n: DemoNode, opts: { ipv4Pools?: readonly string[] } = {}): Promise<DemoPod> {
-    const seq = ++this.podSeq
-    // Numbered per node (node1p1, node1p2, ...), never reused after a DEL: the name is the pod's identity.
-    const nth = (this.podsMade.get(n.name) ?? 0) + 1
-    this.podsMade.set(n.name, nth)
-    const name = `${n.name}p${nth}`
-    const ns = await this.netns.add(name)
-    const pod = { name, node: n.name, ns, address: '', containerId: `demo-${this.netns.id}-${seq}` }
-    const r = await this.cni(n, 'ADD', pod, opts.ipv4Pools)
-    if (r.code !== 0) throw new AddFailed(pod, `${name}: CNI ADD failed (exit ${r.code}): ${r.stdout.trim()} ${r.stderr.trim()}`)
-    const result = JSON.parse(r.stdout) as { ips?: { address: string }[] }
-    const address = result.ips?.[0]?.address?.split('/')[0]
-    if (address === undefined) throw new DemoError(`${name}: the CNI result has no IP address: ${r.stdout}`)
-    const added = { ...pod, address }
-    this.pods.push(added)
-    return added
+  addPod(n: DemoNode, opts: { ipv4Pools?: readonly string[] } = {}): Promise<DemoPod> {
+    return this.wiring.add(n, opts)
   }
 
-  /** CNI DEL of a pod, then its namespace goes; a failed DEL leaves both (the caller may try again, as kubelet does). */
-  async delPod(pod: DemoPod): Promise<void> {
-    const r = await this.cni(this.node(pod.node), 'DEL', pod)
-    if (r.code !== 0) throw new DemoError(`${pod.name}: CNI DEL failed (exit ${r.code}): ${r.stdout.trim()} ${r.stderr.trim()}`)
-    await this.netns.remove(pod.ns)
-    const i = this.pods.indexOf(pod)
-    if (i >= 0) this.pods.splice(i, 1)
+  delPod(pod: DemoPod): Promise<void> {
+    return this.wiring.del(pod)
   }
 
-  /** Execs the node's installed `pinto` plugin as a runtime does: the verb, the pod's identity, the network config on stdin. */
-  async cni(n: DemoNode, command: 'ADD' | 'DEL' | 'CHECK', pod: Pick<DemoPod, 'name' | 'ns' | 'containerId'>, ipv4Pools?: readonly string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-    const cniEnv = {
-      CNI_COMMAND: command,
-      CNI_CONTAINERID: pod.containerId,
-      CNI_NETNS: `/run/netns/${pod.ns}`,
-      CNI_IFNAME: 'eth0',
-      CNI_ARGS: `K8S_POD_NAMESPACE=demo;K8S_POD_NAME=${pod.name}`,
-    }
-    if (this.podman) {
-      if (ipv4Pools !== undefined) throw new DemoError('ipv4Pools: the podman runtime uses the installed network config, which names no pool')
-      return this.podman.cni(n, cniEnv)
-    }
-    return execPinto(n, this.cniPath, cniEnv, ipv4Pools)
+  cni(n: DemoNode, command: CniCommand, pod: Pick<DemoPod, 'name' | 'ns' | 'containerId'>, ipv4Pools?: readonly string[]): Promise<CniOutcome> {
+    return this.wiring.cni(n, command, pod, ipv4Pools)
   }
 
   async exec(ns: string, cmd: string, args: readonly string[], timeoutMs = 10_000): Promise<string> {

@@ -7,7 +7,7 @@ import { formatCommunity } from '../../bgp/codec/json.js'
 import { compileBgpFilters } from '../../bgp/policy/index.js'
 import { compileCommunityRules, communitiesFor, exportAllowList, serviceCidrs } from '../../agent/advertisements.js'
 import type { BGPConfigurationSpec, IPPool } from '../../config/resources/types.js'
-import { attrs, peer } from '../bgp/rib-helpers.js'
+import { attrs, peer } from '../bgp/rib/helpers.js'
 
 const CONFIG: BGPConfigurationSpec = {
   communities: [{ name: 'rack', value: '65000:100' }, { name: 'big', value: '65000:1:2' }],

@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, openSync, readFileSync, readSync, closeSync, re
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { BUNDLE_DIR, installCni, pintoConflist, seaExecutable, shebangFor, withShebang } from '../../agent/install-cni.js'
-import { runPintoctl } from './pintoctl-run.js'
+import { runPintoctl } from './pintoctl/run.js'
 
 function dirs(t: Test): { bin: string; conf: string; root: string } {
   const root = mkdtempSync(join(tmpdir(), 'pinto-install-'))

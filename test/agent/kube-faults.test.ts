@@ -13,7 +13,7 @@ import type { NetNode } from '../harness/netns.js'
 import type { AgentProcess } from './agent-process.js'
 import { FAULT_ROUNDS, injectFault } from './fault-rounds.js'
 import { kubeLab, type KubeLab } from './kube-lab.js'
-import { runPintoctl } from './pintoctl-run.js'
+import { runPintoctl } from './pintoctl/run.js'
 
 const PODS = 20
 

@@ -11,7 +11,7 @@ import { pool } from '../harness/pool.js'
 import { waitFor } from '../harness/wait.js'
 import type { AgentProcess } from './agent-process.js'
 import { kubeLab } from './kube-lab.js'
-import { runPintoctl } from './pintoctl-run.js'
+import { runPintoctl } from './pintoctl/run.js'
 
 const PODS_PER_NODE = 40
 /** ADDs under way at once on each node (the machine has 2 cores). */

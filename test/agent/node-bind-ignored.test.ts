@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { Topology } from '../harness/netns.js'
 import { waitFor } from '../harness/wait.js'
 import { startAgent } from './agent-process.js'
-import { runPintoctl } from './pintoctl-run.js'
+import { runPintoctl } from './pintoctl/run.js'
 
 interface AddrJson { ifname: string; flags: string[]; addr_info: { local: string; scope: string }[] }
 

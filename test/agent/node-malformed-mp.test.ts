@@ -7,13 +7,13 @@ import { execa } from 'execa'
 import type { Socket } from 'node:net'
 import { Afi, KEEPALIVE, Safi, SegmentType, makeOpen, packUpdates, parsePrefix, type Prefix } from '../../bgp/index.js'
 import { ROUTE_PROTOCOL, kernelRoutes } from '../../agent/demo/observe.js'
-import { BARE_OPTS, BarePeer } from '../bgp/bare-peer.js'
+import { BARE_OPTS, BarePeer } from '../bgp/session/bare-peer.js'
 import { BAD_IPV4_MP, BAD_IPV6_MP } from '../bgp/bad-mp.js'
 import { createTopology } from '../harness/netns.js'
 import { dialFrom } from '../harness/ns-bridge.js'
 import { waitFor } from '../harness/wait.js'
 import { startAgent, type AgentProcess } from './agent-process.js'
-import { runPintoctl } from './pintoctl-run.js'
+import { runPintoctl } from './pintoctl/run.js'
 
 const PINTO_AS = 64512
 const RAW_AS = 65000

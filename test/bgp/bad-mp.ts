@@ -2,7 +2,7 @@
 // fault-injection run sent (a prefix longer than its family allows, a next hop cut short), per family.
 // Annotated so each reads like RFC 4760 §3-4's diagrams.
 
-import { updateBytes } from './hex.js'
+import { updateBytes } from './codec/hex.js'
 
 /** For IPv6 unicast: MP_UNREACH_NLRI with a /129, MP_REACH_NLRI with a next hop of 16 octets of which 8 are there. */
 export const BAD_IPV6_MP: Readonly<Record<string, Buffer>> = {

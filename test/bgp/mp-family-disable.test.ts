@@ -6,9 +6,9 @@ import t, { type Test } from 'tap'
 import { Afi, Safi, packUpdates, parsePrefix, type Capability, type Prefix } from '../../bgp/index.js'
 import type { AfiSafiName } from '../../bgp/session/peer-config.js'
 import { waitFor } from '../harness/wait.js'
-import { BARE_OPTS, establish, speakerWithBarePeer, taken, type BarePeer, type Harness } from './bare-peer.js'
+import { BARE_OPTS, establish, speakerWithBarePeer, taken, type BarePeer, type Harness } from './session/bare-peer.js'
 import { BAD_IPV4_MP, BAD_IPV6_MP } from './bad-mp.js'
-import { updateBytes } from './hex.js'
+import { updateBytes } from './codec/hex.js'
 
 const IPV6_CAP: Capability = { kind: 'multiprotocol', afi: Afi.IPV6, safi: Safi.UNICAST }
 const V4 = ['198.19.1.0/24', '198.19.2.0/24', '198.19.3.0/24'].map(parsePrefix)

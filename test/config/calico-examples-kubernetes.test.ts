@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url'
 import { tryParseResources } from '../../config/resources/index.js'
 import { openDatastore } from '../../config/datastore-open.js'
 import { Ipam } from '../../ipam/ipam.js'
-import { runPintoctl } from '../agent/pintoctl-run.js'
+import { runPintoctl } from '../agent/pintoctl/run.js'
 import { kubernetesApi } from '../ipam/stores.js'
 
 const root = fileURLToPath(new URL('../../../', import.meta.url))

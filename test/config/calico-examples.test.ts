@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { tryParseResources } from '../../config/resources/index.js'
-import { runPintoctl } from '../agent/pintoctl-run.js'
+import { runPintoctl } from '../agent/pintoctl/run.js'
 
 const root = fileURLToPath(new URL('../../../', import.meta.url))
 const fixtures = join(root, 'test/fixtures/calico-3.32')

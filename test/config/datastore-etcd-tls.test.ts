@@ -8,7 +8,7 @@ import { DatastoreSettingError, type EtcdTlsFiles } from '../../config/etcd-tls.
 import { etcdPki } from '../harness/certs.js'
 import { startEtcd } from '../harness/etcd.js'
 import { datastoreContract } from './datastore-contract.js'
-import { runPintoctl } from '../agent/pintoctl-run.js'
+import { runPintoctl } from '../agent/pintoctl/run.js'
 
 const pki = await etcdPki(t)
 const serverTls = { trustedCa: pki.ca.cert, cert: pki.server.cert, key: pki.server.key, client: pki.client }

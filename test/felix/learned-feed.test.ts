@@ -9,7 +9,7 @@ import { DesiredTable } from '../../felix/index.js'
 import { parsePrefix } from '../../bgp/codec/nlri.js'
 import { prefixMatcher } from '../../bgp/policy/match.js'
 import { LearnedFeed, type ProgramRules } from '../../felix/learned-feed.js'
-import { attrs, peer, px, rib, session } from '../bgp/rib-helpers.js'
+import { attrs, peer, px, rib, session } from '../bgp/rib/helpers.js'
 import { pool } from '../felix/render-fixtures.js'
 import { Rng } from '../harness/random.js'
 

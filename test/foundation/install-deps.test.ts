@@ -1,6 +1,7 @@
 // scripts/install-deps.js's lists against the repository: every npm package with an install script is
-// approved in package.json's allowScripts and explained in the line install-deps prints, and no other;
-// `npm run demo` installs only the Debian packages the demo uses, npm test all of them.
+// approved in package.json's allowScripts and explained in the line install-deps prints and in
+// docs/development.md, and no other; `npm run demo` installs only the Debian packages the demo uses,
+// npm test all of them.
 import t from 'tap'
 import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
@@ -34,6 +35,15 @@ t.test('the line install-deps prints names each with its reason', async (t) => {
   const line = deps.installScriptsLine()
   t.notMatch(line, /\n/, 'one line')
   for (const [name, why] of Object.entries(deps.INSTALL_SCRIPTS)) t.match(line, `${name} ${why}`)
+})
+
+t.test('docs/development.md says why each of them has an install script, and the README points there', async (t) => {
+  const doc = readFileSync(join(root, 'docs', 'development.md'), 'utf8')
+  const section = doc.slice(doc.indexOf('## npm packages with install scripts'))
+  const rows = section.slice(0, section.indexOf('\n## ')).split('\n').filter((l) => /^\| [a-z@]/.test(l) && !l.startsWith('| package |'))
+  t.same(rows.map((l) => l.split(' | ')[0]?.slice(2)).sort(), withScripts, 'one row per package with an install script')
+  for (const [name, why] of Object.entries(deps.INSTALL_SCRIPTS)) t.ok(rows.some((l) => l.startsWith(`| ${name} | ${why}`)), `${name}: ${why}`)
+  t.match(readFileSync(join(root, 'README.md'), 'utf8'), 'docs/development.md#npm-packages-with-install-scripts')
 })
 
 const nothingInstalled = (): boolean => false

@@ -16,7 +16,7 @@ const FORBIDDEN: readonly [RegExp, string][] = [
   [/harness\/(bird|frr|gobgp|bfdd|etcd|daemons|certs)\.js'/, 'starts a daemon'],
   [/harness\/node-lts\.js'/, "fetches the Node.js pinto ships"],
   [/cni\/lab\.js'|agent\/demo\/cluster\.js'|e2e\/cluster\.js'/, 'builds pods or a cluster in namespaces (root)'],
-  [/pintoctl-run\.js'|agent-proc(ess)?\.js'/, "runs pinto's programs"],
+  [/pintoctl\/run\.js'|agent-proc(ess)?\.js'/, "runs pinto's programs"],
   [/datastore-etcd\.js'/, 'needs etcd'],
   [/scripts\/sea\.js|dist\/sea\//, 'needs the single executable'],
   [/getuid\?\.\(\) !== 0|getuid\(\) !== 0/, 'depends on running as root'],
@@ -32,7 +32,7 @@ t.test('every listed test exists, once, in dist where the runner looks', async (
   t.equal(new Set(UNIT_TESTS).size, UNIT_TESTS.length, 'no file twice')
   t.same(UNIT_TESTS.filter((f) => !existsSync(join(root, f))), [], 'each source exists')
   t.same(UNIT_TESTS.filter((f) => !/^test\/.+\.test\.ts$/.test(f)), [], 'each is a test source')
-  t.equal(compiledPath('test/agent/api.test.ts'), join('dist', 'test', 'agent', 'api.test.js'))
+  t.equal(compiledPath('test/agent/api/endpoints.test.ts'), join('dist', 'test', 'agent', 'api', 'endpoints.test.js'))
   t.ok(UNIT_TESTS.includes('test/foundation/unit-tests.test.ts'), 'this test is one of them')
 })
 

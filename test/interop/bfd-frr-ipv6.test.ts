@@ -6,7 +6,7 @@
 import t from 'tap'
 import { startFrr } from '../harness/frr.js'
 import { startBfdd } from '../harness/bfdd.js'
-import { runPintoctl } from '../agent/pintoctl-run.js'
+import { runPintoctl } from '../agent/pintoctl/run.js'
 import { PINTO_AS, bfdPair, addressOf, cutAndRestore, startBfdPinto, ttlStep } from './bfd-steps.js'
 
 const FRR_AS = 65001

@@ -10,7 +10,7 @@ import { cutLink } from '../harness/bfdd.js'
 import { waitFor } from '../harness/wait.js'
 import { ROUTE_PROTOCOL, kernelRoutes } from '../../agent/demo/observe.js'
 import { startAgent, type AgentProcess } from '../agent/agent-process.js'
-import { runPintoctl } from '../agent/pintoctl-run.js'
+import { runPintoctl } from '../agent/pintoctl/run.js'
 
 export const PINTO_AS = 64512
 

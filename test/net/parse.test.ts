@@ -131,6 +131,15 @@ t.test('CIDRs: refused, naming the field', async (t) => {
     ['198.18.0.0/016', 'spec.cidr: "198.18.0.0/016" has an invalid prefix length (0-32 for IPv4)'],
     ['198.18.0.0/1e1', 'spec.cidr: "198.18.0.0/1e1" has an invalid prefix length (0-32 for IPv4)'],
     ['198.18.0.0/8/8', 'spec.cidr: "198.18.0.0/8/8" has an invalid prefix length (0-32 for IPv4)'],
+    ['198.0.0.0/+8', 'spec.cidr: "198.0.0.0/+8" has an invalid prefix length (0-32 for IPv4)'],
+    ['198.0.0.0/ 8', 'spec.cidr: "198.0.0.0/ 8" has an invalid prefix length (0-32 for IPv4)'],
+    ['198.0.0.0/8 ', 'spec.cidr: "198.0.0.0/8 " has an invalid prefix length (0-32 for IPv4)'],
+    ['198.0.0.0/0x8', 'spec.cidr: "198.0.0.0/0x8" has an invalid prefix length (0-32 for IPv4)'],
+    ['0.0.0.0/-0', 'spec.cidr: "0.0.0.0/-0" has an invalid prefix length (0-32 for IPv4)'],
+    ['2001:db8::/+32', 'spec.cidr: "2001:db8::/+32" has an invalid prefix length (0-128 for IPv6)'],
+    ['2001:db8::/ 32', 'spec.cidr: "2001:db8::/ 32" has an invalid prefix length (0-128 for IPv6)'],
+    ['2001:db8::/0x20', 'spec.cidr: "2001:db8::/0x20" has an invalid prefix length (0-128 for IPv6)'],
+    ['2001:db8::/3.2e1', 'spec.cidr: "2001:db8::/3.2e1" has an invalid prefix length (0-128 for IPv6)'],
     ['x/8', 'spec.cidr: "x/8": "x" is not an IPv4 or IPv6 address'],
     ['010.0.0.0/8', 'spec.cidr: "010.0.0.0/8" has an octet with a leading zero (010), which some parsers read as octal; write 10'],
     ['fe80::%eth0/64', 'spec.cidr: "fe80::%eth0/64" has a zone index (%eth0); a scoped address is not accepted here'],
@@ -226,4 +235,34 @@ t.test('readCidr and readAddr agree with parseCidr and parseAddr', async (t) => 
   }
   t.ok(ipv4 > 100, `${ipv4} canonical IPv4 networks among them`)
   t.equal(mismatches, 0, 'readIpv4Prefix takes the canonical IPv4 networks only')
+})
+
+t.test('readIpv4Prefix: the length is digits only, no sign, space, hex, exponent or dot', async (t) => {
+  // Each refused one has its host bits clear for the length it would read as, so only the length can refuse it.
+  const cases: [string, { addr: number; len: number } | undefined][] = [
+    ['198.0.0.0/8', { addr: 0xc6000000, len: 8 }],
+    ['0.0.0.0/0', { addr: 0, len: 0 }],
+    ['192.0.2.1/32', { addr: 0xc0000201, len: 32 }],
+    ['198.0.0.0/+8', undefined],
+    ['198.0.0.0/ 8', undefined],
+    ['198.0.0.0/8 ', undefined],
+    ['198.0.0.0/\t8', undefined],
+    ['198.0.0.0/\n8', undefined],
+    ['198.0.0.0/8.', undefined],
+    ['198.0.0.0/08', undefined],
+    ['0.0.0.0/-0', undefined],
+    ['0.0.0.0/+0', undefined],
+    ['0.0.0.0/ 0', undefined],
+    ['0.0.0.0/0x', undefined],
+    ['0.0.0.0/.0', undefined],
+    ['0.0.0.0/0.', undefined],
+    ['0.0.0.0/0e', undefined],
+    ['0.0.0.0/', undefined],
+    ['198.0.0.0/\u00a08', undefined],
+    ['198.0.0.0/\u0668', undefined],
+  ]
+  for (const [text, want] of cases) {
+    t.same(readIpv4Prefix(text), want, JSON.stringify(text))
+    if (want === undefined) t.type(outcome(() => parseCidr(text, 'f')), 'string', `parseCidr refuses ${JSON.stringify(text)} too`)
+  }
 })

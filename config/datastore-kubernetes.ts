@@ -15,6 +15,7 @@
 import { DatastoreError, type Datastore, type KeyValue, type ListResult, type TxnOp, type Watch, type WatchEvent, checkTxnOps } from './datastore.js'
 import { type KeyFamily, keyFamiliesUnder, keyFamilyOf } from './kubernetes/layout.js'
 import { type KubeObject, isObject, parseRevision } from './kubernetes/objects.js'
+import { HOSTNAME_HASH_LABEL, affinityPrefixNode, hostnameHash } from './kubernetes/ipam-objects.js'
 import { nodeWithValue } from './kubernetes/node-object.js'
 import { KubeHttp, type KubeResponse, type KubeSource, type KubeStream } from './kubernetes/kube-http.js'
 
@@ -137,12 +138,13 @@ export class KubernetesDatastore implements Datastore {
   }
 
   /** Every object of a family, read at `revision` exactly when given, else at the latest; and the list's revision. */
-  private async listFamily(family: KeyFamily, revision: number | undefined): Promise<{ objects: KubeObject[]; revision: number }> {
+  private async listFamily(family: KeyFamily, revision: number | undefined, labelSelector?: string): Promise<{ objects: KubeObject[]; revision: number }> {
     const objects: KubeObject[] = []
     let cont: string | undefined
     let listRevision: number | undefined
+    const selector = labelSelector !== undefined ? { labelSelector } : {}
     for (;;) {
-      const query = cont !== undefined ? { limit: this.pageSize, continue: cont } : { limit: this.pageSize, ...(revision !== undefined ? { resourceVersion: revision, resourceVersionMatch: 'Exact' } : {}) }
+      const query = cont !== undefined ? { limit: this.pageSize, continue: cont, ...selector } : { limit: this.pageSize, ...selector, ...(revision !== undefined ? { resourceVersion: revision, resourceVersionMatch: 'Exact' } : {}) }
       const r = this.expect(await this.http.request('GET', family.path, query), `list ${family.what}`, family, [200])
       const body = r.body as { metadata?: { resourceVersion?: string; continue?: string }; items?: unknown[] }
       listRevision ??= parseRevision(body.metadata?.resourceVersion, `list ${family.what}`)
@@ -155,19 +157,37 @@ export class KubernetesDatastore implements Datastore {
 
   async list(prefix: string): Promise<ListResult> {
     if (typeof prefix !== 'string') throw new DatastoreError('invalid', 'list prefix must be a string')
+    const node = affinityPrefixNode(prefix)
+    if (node !== undefined) return this.listNodeAffinities(prefix, node)
     const [first, ...rest] = keyFamiliesUnder(prefix)
     const head = await this.listFamily(first as KeyFamily, undefined)
     const others = await Promise.all(rest.map((f) => this.listFamily(f, head.revision)))
+    return this.listed(prefix, [first as KeyFamily, ...rest], [head, ...others])
+  }
+
+  /**
+   * One node's affinities by Calico's hostname-hash label, as Calico lists them, so a node's lookup does not read
+   * every node's; with those that carry no label yet (written before it was set), which a cluster has few of.
+   */
+  private async listNodeAffinities(prefix: string, node: string): Promise<ListResult> {
+    const family = keyFamiliesUnder(prefix)[0] as KeyFamily
+    const labelled = await this.listFamily(family, undefined, `${HOSTNAME_HASH_LABEL}=${hostnameHash(node)}`)
+    const unlabelled = await this.listFamily(family, labelled.revision, `!${HOSTNAME_HASH_LABEL}`)
+    return this.listed(prefix, [family, family], [labelled, unlabelled])
+  }
+
+  /** The records of `lists` (each of its family) under `prefix`, sorted by key, at the first list's revision. */
+  private listed(prefix: string, families: readonly KeyFamily[], lists: readonly { objects: KubeObject[]; revision: number }[]): ListResult {
     const items: KeyValue[] = []
-    ;[head, ...others].forEach((l, i) => {
-      const family = (i === 0 ? first : rest[i - 1]) as KeyFamily
+    lists.forEach((l, i) => {
+      const family = families[i] as KeyFamily
       for (const obj of l.objects) {
         const kv = this.kv(family, obj, `list ${prefix}`)
         if (kv !== undefined && kv.key.startsWith(prefix)) items.push(kv)
       }
     })
     items.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
-    return { items, revision: head.revision }
+    return { items, revision: (lists[0] as { revision: number }).revision }
   }
 
   async create(key: string, value: string): Promise<KeyValue> {

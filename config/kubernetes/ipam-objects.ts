@@ -38,7 +38,39 @@ function decoded<T>(key: string, decode: () => T): T {
   }
 }
 
-const crd = (kind: string, name: string, spec: Record<string, unknown>): KubeObject => ({ apiVersion: CALICO_CRD_VERSION, kind, metadata: { name }, spec })
+const crd = (kind: string, name: string, spec: Record<string, unknown>, labels?: Record<string, string>): KubeObject => ({ apiVersion: CALICO_CRD_VERSION, kind, metadata: { name, ...(labels !== undefined ? { labels } : {}) }, spec })
+
+/** The label Calico puts on a BlockAffinity so that one node's affinities are listed by a label selector, not the whole kind. */
+export const HOSTNAME_HASH_LABEL = 'projectcalico.org/hostname-hash'
+
+const BASE32 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567'
+
+/** HOSTNAME_HASH_LABEL's value for `node`, as Calico computes it: SHA3-256 of the name, base32 (RFC 4648) without padding. */
+export function hostnameHash(node: string): string {
+  const digest = createHash('sha3-256').update(node, 'utf8').digest()
+  let out = ''
+  let bits = 0
+  let value = 0
+  for (const byte of digest) {
+    value = (value << 8) | byte
+    bits += 8
+    while (bits >= 5) {
+      out += BASE32[(value >>> (bits - 5)) & 31]
+      bits -= 5
+    }
+    value &= (1 << bits) - 1
+  }
+  if (bits > 0) out += BASE32[(value << (5 - bits)) & 31]
+  return out
+}
+
+/** The node a list prefix names inside the affinities (`<AFFINITIES_PREFIX><node>/...`), if it names one whole. */
+export function affinityPrefixNode(prefix: string): string | undefined {
+  if (!prefix.startsWith(AFFINITIES_PREFIX)) return undefined
+  const rest = prefix.slice(AFFINITIES_PREFIX.length)
+  const slash = rest.indexOf('/')
+  return slash > 0 ? rest.slice(0, slash) : undefined
+}
 
 const specOf = (obj: KubeObject): Record<string, unknown> => (isObject(obj.spec) ? obj.spec : {})
 
@@ -104,7 +136,7 @@ export function affinityObject(key: string, value: string): KubeObject {
   if (a.node !== parts.node || cidrObjectName(a.cidr) !== parts.cidrName) throw invalid(key, `the record names node ${a.node} and cidr ${a.cidr}, not the key's`)
   const name = affinityObjectName(a.node, parts.cidrName)
   if (!isObjectName(name)) throw invalid(key, `node name ${JSON.stringify(a.node)} makes no Kubernetes object name`)
-  return crd('BlockAffinity', name, { state: a.state, node: a.node, type: a.type, cidr: a.cidr, deleted: 'false' })
+  return crd('BlockAffinity', name, { state: a.state, node: a.node, type: a.type, cidr: a.cidr, deleted: 'false' }, { [HOSTNAME_HASH_LABEL]: hostnameHash(a.node) })
 }
 
 export function affinityRecord(obj: KubeObject): ObjectRecord {

@@ -10,6 +10,7 @@ import { type AddressInfo, type Socket, connect, createServer } from 'node:net'
 import { join } from 'node:path'
 import { DatastoreError, type Datastore, type WatchEvent } from '../../config/datastore.js'
 import { openDatastore } from '../../config/datastore-open.js'
+import { hostnameHash } from '../../config/kubernetes/ipam-objects.js'
 import { decodeResource } from '../../config/resources/store-keys.js'
 import { decodeAffinity, decodeBlock, decodeHandle } from '../../ipam/records.js'
 import { waitFor as waitUntil } from '../harness/wait.js'
@@ -112,6 +113,24 @@ spec: { cidr: 198.18.0.0/16, blockSize: 30, ipipMode: Never, vxlanMode: Never, n
     t.same(JSON.parse(await api.kubectl('get', 'ipamhandle', 'pinto.h2', '-o', 'jsonpath={.spec}')), { handleID: 'pinto.h2', block: { '198.18.4.0/30': 1 }, deleted: false })
     await store.create('/pinto/resources/ipamconfigs/default', JSON.stringify({ apiVersion: 'projectcalico.org/v3', kind: 'IPAMConfig', metadata: { name: 'default' }, spec: { maxBlocksPerHost: 4 } }))
     t.same(JSON.parse(await api.kubectl('get', 'ipamconfigs.crd.projectcalico.org', 'default', '-o', 'jsonpath={.spec}')), { autoAllocateBlocks: true, maxBlocksPerHost: 4, strictAffinity: false })
+  })
+
+  t.test("one node's affinities are listed by Calico's hostname-hash label, with those written before it", async (t) => {
+    const value = (node: string, cidr: string): string => JSON.stringify({ state: 'confirmed', node, cidr, type: 'host' })
+    await store.create('/pinto/ipam/affinities/lbl-a/198-18-8-0-30', value('lbl-a', '198.18.8.0/30'))
+    await store.create('/pinto/ipam/affinities/lbl-b/198-18-8-4-30', value('lbl-b', '198.18.8.4/30'))
+    t.equal(await api.kubectl('get', 'blockaffinities.crd.projectcalico.org', 'lbl-a-198-18-8-0-30', '-o', 'jsonpath={.metadata.labels.projectcalico\\.org/hostname-hash}'), hostnameHash('lbl-a'), 'pinto writes the label Calico writes')
+    // One written without the label, as an older writer left it.
+    await api.kubectlWithInput(`
+apiVersion: crd.projectcalico.org/v1
+kind: BlockAffinity
+metadata: { name: lbl-a-198-18-8-8-30 }
+spec: { state: confirmed, node: lbl-a, cidr: 198.18.8.8/30, deleted: "false" }
+`, 'apply', '-f', '-')
+    const keys = (await store.list('/pinto/ipam/affinities/lbl-a/')).items.map((kv) => kv.key)
+    t.same(keys, ['/pinto/ipam/affinities/lbl-a/198-18-8-0-30', '/pinto/ipam/affinities/lbl-a/198-18-8-8-30'], "lbl-a's own, labelled or not, and not lbl-b's")
+    t.same((await store.list('/pinto/ipam/affinities/lbl-b/')).items.map((kv) => kv.key), ['/pinto/ipam/affinities/lbl-b/198-18-8-4-30'])
+    t.same((await store.list('/pinto/ipam/affinities/lbl-')).items.map((kv) => kv.key).sort(), [...keys, '/pinto/ipam/affinities/lbl-b/198-18-8-4-30'].sort(), 'a prefix that names no whole node lists the kind')
   })
 
   t.test('a core Node with Calico annotations reads as a pinto Node; pinto writes its annotations, not its labels', async (t) => {

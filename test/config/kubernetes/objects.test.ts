@@ -3,7 +3,7 @@
 // as pinto records, the core Node's annotations as a pinto Node and back, object names, key families, revisions.
 import t from 'tap'
 import { DatastoreError } from '../../../config/datastore.js'
-import { affinityObject, affinityObjectName, affinityRecord, blockObject, blockRecord, cidrObjectName, handleObject, handleRecord } from '../../../config/kubernetes/ipam-objects.js'
+import { affinityObject, affinityObjectName, affinityPrefixNode, hostnameHash, affinityRecord, blockObject, blockRecord, cidrObjectName, handleObject, handleRecord } from '../../../config/kubernetes/ipam-objects.js'
 import { keyFamiliesUnder, keyFamilyOf } from '../../../config/kubernetes/layout.js'
 import { nodeValue, nodeWithValue } from '../../../config/kubernetes/node-object.js'
 import { type KubeObject, parseRevision } from '../../../config/kubernetes/objects.js'
@@ -92,12 +92,25 @@ t.test('affinity record <-> BlockAffinity', async (t) => {
   const key = '/pinto/ipam/affinities/node-a/198-18-0-0-30'
   const value = JSON.stringify({ state: 'confirmed', node: 'node-a', cidr: '198.18.0.0/30', type: 'host' })
   const obj = affinityObject(key, value)
-  t.same(obj, { apiVersion: 'crd.projectcalico.org/v1', kind: 'BlockAffinity', metadata: { name: 'node-a-198-18-0-0-30' }, spec: { state: 'confirmed', node: 'node-a', type: 'host', cidr: '198.18.0.0/30', deleted: 'false' } })
+  t.same(obj, { apiVersion: 'crd.projectcalico.org/v1', kind: 'BlockAffinity', metadata: { name: 'node-a-198-18-0-0-30', labels: { 'projectcalico.org/hostname-hash': hostnameHash('node-a') } }, spec: { state: 'confirmed', node: 'node-a', type: 'host', cidr: '198.18.0.0/30', deleted: 'false' } })
   t.same(affinityRecord(obj), { key, value })
   // Older Calico writers left out `type`; `deleted` is a string in the v1 CRD.
   t.same(affinityRecord({ metadata: { name: 'x' }, spec: { state: 'pending', node: 'node-a', cidr: '198.18.0.0/30', deleted: 'false' } }), { key, value: JSON.stringify({ state: 'pending', node: 'node-a', cidr: '198.18.0.0/30', type: 'host' }) })
   t.equal(affinityRecord({ metadata: { name: 'x' }, spec: { state: 'confirmed', node: 'node-a', cidr: '198.18.0.0/30', deleted: 'true' } })?.value, undefined)
   t.match(codeOf(() => affinityObject('/pinto/ipam/affinities/node-b/198-18-0-0-30', value)), /^invalid: .*not the key's/)
+})
+
+t.test("a BlockAffinity's hostname-hash label is Calico's: SHA3-256 of the node name, base32 without padding", async (t) => {
+  // Values from Python's hashlib.sha3_256 and base64.b32encode, an implementation independent of Node's.
+  t.equal(hostnameHash('node1'), '7DS2CCNJGGLTHBDQLLFO6SX24SY2YDDEG3W2VN556FA2W4DLLV5A')
+  t.equal(hostnameHash('node-00125'), '63KTSOHNUTFWHHAEHWY4HTDUDVR36GMKJ5UXK4JFTRQYNUIZMA7Q')
+  t.equal(hostnameHash('a'.repeat(63)), 'KUVRYR6UFNKZDRGRSEZEXY5FM7MPAVG75WE656TGOTVPHXWJVWDA')
+  t.ok(hostnameHash('node1').length <= 63, 'a label value fits')
+  t.equal(affinityPrefixNode('/pinto/ipam/affinities/node-a/'), 'node-a')
+  t.equal(affinityPrefixNode('/pinto/ipam/affinities/node-a/198-18'), 'node-a')
+  t.equal(affinityPrefixNode('/pinto/ipam/affinities/node-a'), undefined, 'a node name prefix, not a whole name')
+  t.equal(affinityPrefixNode('/pinto/ipam/affinities/'), undefined)
+  t.equal(affinityPrefixNode('/pinto/ipam/blocks/x/'), undefined)
 })
 
 t.test('a long node name makes an affinity name as Calico cuts and hashes it', async (t) => {

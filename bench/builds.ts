@@ -137,7 +137,8 @@ function baseTsconfig(tree: string): string {
 interface BaseBuild {
   readonly tree: string
   /** Bench files compiled from the base's own version, each with the errors the current one had against the base. */
-  readonly kept: readonly { readonly file: string; readonly errors: readonly string[] }[]
+  /** `left out`: a bench file the base has no version of and cannot compile, removed from the base's tree. */
+  readonly kept: readonly { readonly file: string; readonly errors: readonly string[]; readonly leftOut: boolean }[]
 }
 
 /** Checks out `rev` at `tree`, puts this checkout's bench/ sources in it and compiles it. */
@@ -148,9 +149,9 @@ async function makeBase(rev: string, tree: string): Promise<BaseBuild> {
   }
   for (const f of readdirSync(join(ROOT, 'bench'))) if (f.endsWith('.ts')) copyFileSync(join(ROOT, 'bench', f), join(tree, 'bench', f))
   const config = baseTsconfig(tree)
-  const kept: { file: string; errors: string[] }[] = []
+  const kept: { file: string; errors: string[]; leftOut: boolean }[] = []
   for (;;) {
-    process.stdout.write(`base: compiling ${tree} (tsc -p ${config.slice(tree.length + 1)})${kept.length > 0 ? `, with the base's own ${kept.map((k) => k.file).join(', ')}` : ''} ...\n`)
+    process.stdout.write(`base: compiling ${tree} (tsc -p ${config.slice(tree.length + 1)})${kept.length > 0 ? `, with the base's own ${kept.filter((k) => !k.leftOut).map((k) => k.file).join(', ') || 'none'}, without ${kept.filter((k) => k.leftOut).map((k) => k.file).join(', ') || 'none'}` : ''} ...\n`)
     const r = await run(process.execPath, [TSC, '-p', config], tree)
     const errors = tscErrors(r.out)
     if (r.code === 0 && errors.length === 0) return { tree, kept }
@@ -160,11 +161,12 @@ async function makeBase(rev: string, tree: string): Promise<BaseBuild> {
     const files = [...new Set(errors.map((e) => e.file))]
     for (const file of files) {
       const hasOwn = (await runProcess('git', ['cat-file', '-e', `HEAD:${file}`], tree, false).done).code === 0
-      if (!hasOwn || kept.some((k) => k.file === file)) {
-        throw new Error(`base: this checkout's ${file} does not compile against ${rev}${hasOwn ? ", nor does the base's own" : ' (the base has no version of it)'}:\n${errors.filter((e) => e.file === file).map((e) => e.text).join('\n')}`)
-      }
-      await git(['checkout', 'HEAD', '--', file], tree)
-      kept.push({ file, errors: errors.filter((e) => e.file === file).map((e) => e.text) })
+      const fileErrors = errors.filter((e) => e.file === file).map((e) => e.text)
+      if (kept.some((k) => k.file === file)) throw new Error(`base: neither this checkout's ${file} nor the base's own compiles against ${rev}:\n${fileErrors.join('\n')}`)
+      if (hasOwn) await git(['checkout', 'HEAD', '--', file], tree)
+      // A file the base has none of (a bench module added since) is left out; what imports it then falls back in turn.
+      else rmSync(join(tree, file))
+      kept.push({ file, errors: fileErrors, leftOut: !hasOwn })
     }
   }
 }
@@ -223,7 +225,7 @@ async function main(): Promise<number> {
   process.stdout.write(`base:    ${baseName} (built in a temporary worktree)\n`)
   process.stdout.write(`current: ${head}${dirty ? ' with uncommitted changes' : ''} (this checkout's dist/)\n`)
   process.stdout.write(`bench harness: this checkout's bench/ in both builds; the product code, and what the benches import from test/ and agent/demo, each build's own\n`)
-  for (const k of base?.kept ?? []) process.stdout.write(`base's own ${k.file} used instead of this checkout's, which does not compile against the base:\n  ${k.errors.join('\n  ')}\n`)
+  for (const k of base?.kept ?? []) process.stdout.write(`${k.leftOut ? `${k.file} left out of the base's build (the base has none of it)` : `base's own ${k.file} used instead of this checkout's`}, as it does not compile against the base:\n  ${k.errors.join('\n  ')}\n`)
   process.stdout.write(`args: ${[...opts.common, ...[...opts.perBench].map(([b, a]) => `--${b}-args '${a.join(' ')}'`)].join(' ') || '(the benches\' defaults)'}; ${opts.rounds} round${opts.rounds === 1 ? '' : 's'}\n`)
   for (const bench of opts.benches) {
     const mine = runs.filter((r) => r.bench === bench)

@@ -1,6 +1,7 @@
 // What the pod's wiring is, as data: the `ip -batch` lines for the pod and host sides, Calico's fixed
 // addresses, and the CHECK comparison of what the kernel shows against what ADD made. Pure.
 
+import type { LinkOp } from '../felix/rtnl-links.js'
 import { PRIMARY_IFNAME } from './config.js'
 
 export const HOST_MAC = 'ee:ee:ee:ee:ee:ee'
@@ -50,6 +51,15 @@ export function vethLines(v: Veth, hostPid: number): string {
 /** How many lines vethLines has: a batch failing on one of them failed to make the veth. */
 export const VETH_LINES = 3
 
+/** vethLines as rtnetlink requests (made in the pod netns; `move` sends the host end to the agent's). */
+export function vethOps(v: Veth): LinkOp[] {
+  return [
+    { op: 'veth', name: v.ifname, mac: v.podMac, peer: v.hostVeth, peerMac: HOST_MAC, mtu: v.mtu },
+    { op: 'alias', dev: v.hostVeth, alias: v.owner },
+    { op: 'move', dev: v.hostVeth },
+  ]
+}
+
 /**
  * Whether the pod's routes (the gateway's link route and the default routes) go through interface `ifname`:
  * its primary one. Another interface (a second network's, say) gets its addresses and the gateway's
@@ -94,6 +104,33 @@ function podLines(w: Wiring, verb: 'add' | 'replace'): string {
     if (routes) lines.push(`route ${verb} default via ${GATEWAY_V6} dev ${w.ifname}`)
   }
   return lines.join('\n') + '\n'
+}
+
+/** podBatch as rtnetlink requests, line for line. */
+export function podOps(w: Wiring): LinkOp[] {
+  const dev = w.ifname
+  const ops: LinkOp[] = [{ op: 'up', dev }]
+  const routes = holdsRoutes(dev)
+  if (w.v4 !== undefined) {
+    ops.push({ op: 'addr', dev, address: w.v4, prefixLength: 32 })
+    if (routes) ops.push({ op: 'route', dev, dst: GATEWAY_V4, prefixLength: 32 })
+    ops.push({ op: 'neigh', dev, address: GATEWAY_V4, lladdr: HOST_MAC })
+    if (routes) ops.push({ op: 'route', dev, dst: undefined, prefixLength: 0, gateway: GATEWAY_V4 })
+  }
+  if (w.v6 !== undefined) {
+    ops.push({ op: 'addr', dev, address: w.v6, prefixLength: 128, nodad: true })
+    if (routes) ops.push({ op: 'route', dev, dst: undefined, prefixLength: 0, gateway: GATEWAY_V6 })
+  }
+  return ops
+}
+
+/** hostBatch as rtnetlink requests. */
+export function hostOps(w: Wiring): LinkOp[] {
+  const dev = w.hostVeth
+  const ops: LinkOp[] = [{ op: 'up', dev }]
+  if (w.v4 !== undefined) ops.push({ op: 'route', dev, dst: w.v4, prefixLength: 32 })
+  if (w.v6 !== undefined) ops.push({ op: 'route', dev, dst: w.v6, prefixLength: 128 })
+  return ops
 }
 
 /** Run in the host netns once the peer is there (and its sysctls are set); independent of the pod side. */

@@ -52,8 +52,14 @@ function checkRequest(v: Record<string, unknown>): ChannelRequest {
   return v as unknown as ChannelRequest
 }
 
-/** Pod wiring through rtnetlink sockets where the FFI loads; else through `ip`, as the plugin does it. */
+/**
+ * Pod wiring through rtnetlink sockets where the FFI loads; else, or with PINTO_CNI_WIRING=ip, through
+ * `ip`, as the plugin does it.
+ */
 function rtnlPort(): RtnlPort | undefined {
+  const chosen = process.env['PINTO_CNI_WIRING'] ?? 'netlink'
+  if (chosen !== 'netlink' && chosen !== 'ip') throw new Error(`PINTO_CNI_WIRING: ${JSON.stringify(chosen)} is not netlink or ip`)
+  if (chosen === 'ip') return undefined
   return NetnsRtnl.available().ok ? { open: (netns) => NetnsRtnl.open(netns) } : undefined
 }
 

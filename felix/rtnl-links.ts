@@ -3,7 +3,7 @@
 // `ip` would send for it (linux/rtnetlink.h, if_link.h, veth.h, if_addr.h, neighbour.h). Pure bytes; the
 // socket is netns-rtnl.ts.
 
-import { AF_INET, AF_INET6, IFINFOMSG_LEN, IFLA_IFNAME, NLM_F_ACK, NLM_F_CREATE, NLM_F_REPLACE, NLM_F_REQUEST, RT_SCOPE_LINK, RT_SCOPE_UNIVERSE, RTA_DST, RTA_GATEWAY, RTA_OIF, RTM_NEWLINK, RTM_NEWROUTE, RtnlWriter, align4 } from './rtnl.js'
+import { AF_INET, AF_INET6, IFINFOMSG_LEN, IFLA_IFNAME, NLM_F_ACK, NLM_F_CREATE, NLM_F_REPLACE, NLM_F_REQUEST, RT_SCOPE_LINK, RT_SCOPE_UNIVERSE, RTA_DST, RTA_GATEWAY, RTA_OIF, RTM_NEWLINK, RTM_NEWROUTE, RtnlWriter } from './rtnl.js'
 
 export const RTM_DELLINK = 17
 export const RTM_NEWADDR = 20
@@ -53,16 +53,24 @@ export type LinkOp =
   /** A permanent entry, replacing any. */
   | { readonly op: 'neigh'; readonly dev: string; readonly address: string; readonly lladdr: string }
 
-/** The `ip` command an op stands for, for messages. */
+const isV6 = (address: string): boolean => address.includes(':')
+
+/**
+ * The `ip -batch` line an op stands for, for messages (`move` names no namespace). A link route is written
+ * `scope link` for IPv4 only: IPv6 routes have no scope, and `ip` writes the same message either way.
+ */
 export function linkOpText(o: LinkOp): string {
   switch (o.op) {
-    case 'veth': return `link add ${o.name} type veth peer name ${o.peer}`
+    case 'veth': return `link add ${o.name} address ${o.mac} mtu ${o.mtu} type veth peer name ${o.peer} address ${o.peerMac} mtu ${o.mtu}`
     case 'alias': return `link set ${o.dev} alias ${o.alias}`
     case 'move': return `link set ${o.dev} netns (host)`
     case 'up': return `link set ${o.dev}${o.mtu !== undefined ? ` mtu ${o.mtu}` : ''} up`
     case 'del': return `link del ${o.dev}`
-    case 'addr': return `addr add ${o.address}/${o.prefixLength} dev ${o.dev}`
-    case 'route': return `route add ${o.dst === undefined ? 'default' : `${o.dst}/${o.prefixLength}`}${o.gateway !== undefined ? ` via ${o.gateway}` : ''} dev ${o.dev}`
+    case 'addr': return `addr add ${o.address}/${o.prefixLength} dev ${o.dev}${o.nodad === true ? ' nodad' : ''}`
+    case 'route': {
+      const link = o.gateway === undefined && o.dst !== undefined && !isV6(o.dst) ? ' scope link' : ''
+      return `route add ${o.dst === undefined ? 'default' : `${o.dst}/${o.prefixLength}`}${o.gateway !== undefined ? ` via ${o.gateway}` : ''} dev ${o.dev}${link}`
+    }
     case 'neigh': return `neigh replace ${o.address} lladdr ${o.lladdr} dev ${o.dev} nud permanent`
     default: return unreachable(o)
   }
@@ -82,8 +90,6 @@ function macBytes(text: string, field: string): Uint8Array {
   if (parts.length !== 6 || !parts.every((p) => /^[0-9a-fA-F]{2}$/.test(p))) throw new Error(`${field}: "${text}" is not a MAC address`)
   return Uint8Array.from(parts.map((p) => parseInt(p, 16)))
 }
-
-const isV6 = (address: string): boolean => address.includes(':')
 
 /** Writes LinkOps as rtnetlink requests, each asking for an acknowledgement. */
 export class LinkWriter extends RtnlWriter {
@@ -139,16 +145,6 @@ export class LinkWriter extends RtnlWriter {
   private attrText(type: number, text: string, nul: boolean): void {
     const bytes = new TextEncoder().encode(nul ? text + '\0' : text)
     this.attrBytes(type, bytes)
-  }
-
-  private attrBytes(type: number, bytes: Uint8Array): void {
-    this.room(4 + bytes.length + 3)
-    const at = this.length
-    this.view.setUint16(at, 4 + bytes.length, true)
-    this.view.setUint16(at + 2, type, true)
-    this.buf.set(bytes, at + 4)
-    this.length = at + align4(4 + bytes.length)
-    this.buf.fill(0, at + 4 + bytes.length, this.length)
   }
 
   /** Opens a nested attribute; `close` writes its length. */

@@ -272,15 +272,19 @@ export class RtnlWriter {
     const at = this.begin(RTM_GETLINK, NLM_F_REQUEST, seq)
     this.buf.fill(0, this.length, this.length + IFINFOMSG_LEN) // AF_UNSPEC, by name (index 0)
     this.length += IFINFOMSG_LEN
-    const name0 = new TextEncoder().encode(name + '\0')
-    this.room(4 + name0.length + 3)
-    const a = this.length
-    this.view.setUint16(a, 4 + name0.length, true)
-    this.view.setUint16(a + 2, IFLA_IFNAME, true)
-    this.buf.set(name0, a + 4)
-    this.length = a + align4(4 + name0.length)
-    this.buf.fill(0, a + 4 + name0.length, this.length)
+    this.attrBytes(IFLA_IFNAME, new TextEncoder().encode(name + '\0'))
     this.end(at)
+  }
+
+  /** An attribute of any bytes, padded to 4 with zeros. */
+  protected attrBytes(type: number, bytes: Uint8Array): void {
+    this.room(4 + bytes.length + 3)
+    const at = this.length
+    this.view.setUint16(at, 4 + bytes.length, true)
+    this.view.setUint16(at + 2, type, true)
+    this.buf.set(bytes, at + 4)
+    this.length = at + align4(4 + bytes.length)
+    this.buf.fill(0, at + 4 + bytes.length, this.length)
   }
 }
 

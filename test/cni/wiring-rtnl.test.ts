@@ -101,7 +101,7 @@ t.test('failures: each undoes what it made and leaves what was there', async (t)
   await lab.ip(basename(taken), ['link', 'add', 'eth0', 'type', 'veth', 'peer', 'name', 'eth0p'])
   let out = await inHost(lab, `await dp.wire(${veth('pintort1', 'net.c2')}, ${JSON.stringify(taken)}, Promise.resolve({ v4: '198.18.7.8', v6: undefined }))`)
   t.equal(out.code, 5, JSON.stringify(out))
-  t.match(String(out.msg), /^creating veth eth0\/pintort1 in .* failed: link add eth0 type veth peer name pintort1: File exists/)
+  t.match(String(out.msg), /^creating veth eth0\/pintort1 in .* failed: link add eth0 address \S+ mtu 1400 type veth peer name pintort1 address ee:ee:ee:ee:ee:ee mtu 1400: File exists/)
   t.same((await lab.links(basename(taken))).sort(), ['eth0', 'eth0p', 'lo'], 'the pod\'s own links are left')
   t.equal(out.home, true)
 

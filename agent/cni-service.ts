@@ -246,7 +246,8 @@ export class CniService {
     const owner = handleOf(conf.name, containerId, ifname)
     const handle = conf.ipam?.type === 'pinto-ipam' ? owner : ''
     const hostVeth = vethName(conf.vethPrefix, podIdentity(env.args), containerId, ifname)
-    const recorded = await this.dataplane.owner(hostVeth).catch(() => undefined)
+    // Read once the work under way on that name is done: a veth being made has no owner yet.
+    const recorded = await this.dataplane.exclusive(hostVeth, () => this.dataplane.owner(hostVeth)).catch(() => undefined)
     const prior = recorded !== undefined && ownedBy(recorded, { owner, containerId })
     journal({ op: 'add', id: req.id, containerId, netns, ifname, hostVeth, handle, owner, ...(prior ? { prior: true as const } : {}) })
     this.servingHandles.add(handle)

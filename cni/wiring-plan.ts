@@ -51,12 +51,17 @@ export function vethLines(v: Veth, hostPid: number): string {
 /** How many lines vethLines has: a batch failing on one of them failed to make the veth. */
 export const VETH_LINES = 3
 
-/** vethLines as rtnetlink requests (made in the pod netns; `move` sends the host end to the agent's). */
-export function vethOps(v: Veth): LinkOp[] {
+/**
+ * The veth through rtnetlink, sent in the host netns: the host end made there and the pod end straight in
+ * `netns`, in one request, then the host end's owner. Unlike vethLines, whose move out of the pod waits
+ * for an RCU grace period, the host end is seen without its owner until the second request: pinto-node
+ * reads a veth's owner only under Dataplane.exclusive for its name, and a rollback after a crash in
+ * between knows the veth by its peer (agent/recovery/cni-adds.ts).
+ */
+export function vethOps(v: Veth, netns: string): LinkOp[] {
   return [
-    { op: 'veth', name: v.ifname, mac: v.podMac, peer: v.hostVeth, peerMac: HOST_MAC, mtu: v.mtu },
+    { op: 'veth', name: v.hostVeth, mac: HOST_MAC, peer: v.ifname, peerMac: v.podMac, mtu: v.mtu, peerNetns: netns },
     { op: 'alias', dev: v.hostVeth, alias: v.owner },
-    { op: 'move', dev: v.hostVeth },
   ]
 }
 

@@ -216,47 +216,42 @@ export class Dataplane {
   }
 
   /**
-   * wire() through rtnetlink: the pair is made in the pod's namespace through a socket opened there, its
-   * host end given its owner and then moved to this process's namespace (vethOps, in vethLines' order),
-   * so no host veth is ever seen without its owner. The pod side is written through the same socket
-   * once the addresses come, then the host sysctls and the host side. Failures are undone as in wire().
+   * wire() through rtnetlink: the pair made from this process's namespace with its pod end straight in the
+   * pod's (vethOps), then, once the addresses come, the pod side through a socket opened in the pod's
+   * namespace, the host sysctls and the host side. Failures are undone as in wire().
    */
   private async wireRtnl(rtnl: RtnlPort, v: Veth, netns: string, addresses: Promise<Pick<Wiring, 'v4' | 'v6'>>): Promise<void> {
-    const creating = `creating veth ${v.ifname}/${v.hostVeth} in ${netns} failed`
-    let pod: RtnlSession
+    const host = rtnl.open(undefined)
     try {
-      pod = rtnl.open(netns)
+      host.run(vethOps(v, netns))
     } catch (err) {
-      throw new CniError(ERR.io, `${creating}: ${messageOf(err)}`)
-    }
-    try {
-      try {
-        pod.run(vethOps(v))
-      } catch (err) {
-        // Refused after the pair was made (its alias, its move): the pair is in the pod, where it goes.
-        if (refusedAt(err) > 0) await pod.remove(v.ifname).catch(() => undefined)
-        throw new CniError(ERR.io, `${creating}: ${messageOf(err)}`)
-      }
-      const got = await addresses.then(
-        (a) => ({ ...v, ...a }),
-        () => undefined,
-      )
-      const failure = got === undefined ? undefined : this.configure(rtnl, pod, got, netns)
-      if (failure === undefined && got !== undefined) return
-      // Deleting the host end removes the pod end with it; a host veth of that name not made here is left.
-      if ((await this.owner(v.hostVeth).catch(() => undefined)) === v.owner) await this.removeHostVeth(v.hostVeth)
-      if (failure !== undefined) throw failure
+      // Refused after the pair was made (its owner): it goes, the pod end with it.
+      if (refusedAt(err) > 0) await host.remove(v.hostVeth, () => !this.hostLinkExists(v.hostVeth)).catch(() => undefined)
+      throw new CniError(ERR.io, `creating veth ${v.ifname}/${v.hostVeth} in ${netns} failed: ${messageOf(err)}`)
     } finally {
-      pod.close()
+      host.close()
     }
+    const got = await addresses.then(
+      (a) => ({ ...v, ...a }),
+      () => undefined,
+    )
+    const failure = got === undefined ? undefined : this.configure(rtnl, got, netns)
+    if (failure === undefined && got !== undefined) return
+    // Deleting the host end removes the pod end with it; a host veth of that name not made here is left.
+    if ((await this.owner(v.hostVeth).catch(() => undefined)) === v.owner) await this.removeHostVeth(v.hostVeth)
+    if (failure !== undefined) throw failure
   }
 
-  /** The pod side through `pod`, the host sysctls, the host side: the first failure, or undefined. */
-  private configure(rtnl: RtnlPort, pod: RtnlSession, w: Wiring, netns: string): CniError | undefined {
+  /** The pod side, the host sysctls, the host side: the first failure, or undefined. */
+  private configure(rtnl: RtnlPort, w: Wiring, netns: string): CniError | undefined {
+    let pod: RtnlSession | undefined
     try {
+      pod = rtnl.open(netns)
       pod.run(podOps(w))
     } catch (err) {
       return new CniError(ERR.io, `wiring ${w.ifname} in ${netns} failed: ${messageOf(err)}`)
+    } finally {
+      pod?.close()
     }
     let host: RtnlSession | undefined
     try {

@@ -85,17 +85,24 @@ export class NetnsRtnl {
    * with its index. Synchronous: the kernel handles each request within the send, so its answer is queued
    * by the time the send returns.
    */
-  run(ops: readonly LinkOp[], hostNetnsFd = home ?? -1): void {
+  run(ops: readonly LinkOp[]): void {
     const indexes = new Map<string, number>()
-    ops.forEach((o, i) => {
-      const dev = linkOpNeedsIndex(o)
-      if (dev !== undefined && !indexes.has(dev)) indexes.set(dev, this.index(dev, i, o))
-      const w = new LinkWriter((d) => indexes.get(d), hostNetnsFd)
-      const seq = this.nextSeq()
-      w.write(o, seq)
-      const r = this.exchange(w.bytes(), seq, linkOpText(o))
-      if (r.error !== undefined && r.error !== 0) throw new LinkOpRefused(i, -r.error, `${linkOpText(o)}: ${strerror(-r.error)}`)
-    })
+    const fds = new Map<string, number>()
+    try {
+      ops.forEach((o, i) => {
+        const dev = linkOpNeedsIndex(o)
+        if (dev !== undefined && !indexes.has(dev)) indexes.set(dev, this.index(dev, i, o))
+        // A namespace the peer is made in is held open for the send alone.
+        if (o.op === 'veth' && o.peerNetns !== undefined && !fds.has(o.peerNetns)) fds.set(o.peerNetns, openSync(o.peerNetns, 'r'))
+        const w = new LinkWriter((d) => indexes.get(d), (path) => fds.get(path))
+        const seq = this.nextSeq()
+        w.write(o, seq)
+        const r = this.exchange(w.bytes(), seq, linkOpText(o))
+        if (r.error !== undefined && r.error !== 0) throw new LinkOpRefused(i, -r.error, `${linkOpText(o)}: ${strerror(-r.error)}`)
+      })
+    } finally {
+      for (const fd of fds.values()) closeSync(fd)
+    }
   }
 
   /**

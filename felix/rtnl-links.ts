@@ -36,14 +36,16 @@ const RTPROT_BOOT = 3
 const RT_TABLE_MAIN = 254
 
 /**
- * One request about a pod's links, by device name. `move` sends `dev` to the namespace the writer is given
- * as `hostNetnsFd`; an `addr`, `route` or `neigh` needs its device's index (the writer's `index`).
+ * One request about a pod's links, by device name. An `addr`, `route` or `neigh` needs its device's index
+ * (the writer's `index`).
  */
 export type LinkOp =
-  /** `name` in the socket's namespace and its peer `peer` beside it (both ends made at once). */
-  | { readonly op: 'veth'; readonly name: string; readonly mac: string; readonly peer: string; readonly peerMac: string; readonly mtu: number }
+  /**
+   * `name` in the socket's namespace and its peer `peer` made at once, straight in the namespace at path
+   * `peerNetns` when given (the writer's `netnsFd` has it open), else beside it.
+   */
+  | { readonly op: 'veth'; readonly name: string; readonly mac: string; readonly peer: string; readonly peerMac: string; readonly mtu: number; readonly peerNetns?: string }
   | { readonly op: 'alias'; readonly dev: string; readonly alias: string }
-  | { readonly op: 'move'; readonly dev: string }
   | { readonly op: 'up'; readonly dev: string; readonly mtu?: number }
   | { readonly op: 'del'; readonly dev: string }
   /** `address` bare; `nodad` for IPv6 only. */
@@ -56,14 +58,13 @@ export type LinkOp =
 const isV6 = (address: string): boolean => address.includes(':')
 
 /**
- * The `ip -batch` line an op stands for, for messages (`move` names no namespace). A link route is written
+ * The `ip -batch` line an op stands for, for messages. A link route is written
  * `scope link` for IPv4 only: IPv6 routes have no scope, and `ip` writes the same message either way.
  */
 export function linkOpText(o: LinkOp): string {
   switch (o.op) {
-    case 'veth': return `link add ${o.name} address ${o.mac} mtu ${o.mtu} type veth peer name ${o.peer} address ${o.peerMac} mtu ${o.mtu}`
+    case 'veth': return `link add ${o.name} address ${o.mac} mtu ${o.mtu} type veth peer name ${o.peer} address ${o.peerMac} mtu ${o.mtu}${o.peerNetns !== undefined ? ` netns ${o.peerNetns}` : ''}`
     case 'alias': return `link set ${o.dev} alias ${o.alias}`
-    case 'move': return `link set ${o.dev} netns (host)`
     case 'up': return `link set ${o.dev}${o.mtu !== undefined ? ` mtu ${o.mtu}` : ''} up`
     case 'del': return `link del ${o.dev}`
     case 'addr': return `addr add ${o.address}/${o.prefixLength} dev ${o.dev}${o.nodad === true ? ' nodad' : ''}`
@@ -96,8 +97,8 @@ export class LinkWriter extends RtnlWriter {
   constructor(
     /** A device's index in the socket's namespace; undefined when it is not known there. */
     private readonly index: (dev: string) => number | undefined = () => undefined,
-    /** The namespace `move` sends a device to, as an open file descriptor. */
-    private readonly hostNetnsFd = -1,
+    /** The namespace at a path, as an open file descriptor, for a veth's peer made there. */
+    private readonly netnsFd: (path: string) => number | undefined = () => undefined,
   ) {
     super(1024)
   }
@@ -107,10 +108,6 @@ export class LinkWriter extends RtnlWriter {
     switch (o.op) {
       case 'veth': return this.veth(o, seq)
       case 'alias': return this.setLink(seq, o.dev, (w) => w.attrText(IFLA_IFALIAS, o.alias, false))
-      case 'move': {
-        if (this.hostNetnsFd < 0) throw new Error(`${linkOpText(o)}: no namespace to move it to`)
-        return this.setLink(seq, o.dev, (w) => w.attrU32(IFLA_NET_NS_FD, this.hostNetnsFd))
-      }
       case 'up': return this.setLink(seq, o.dev, (w) => (o.mtu !== undefined ? w.attrU32(IFLA_MTU, o.mtu) : undefined), IFF_UP)
       case 'del': {
         const at = this.begin(RTM_DELLINK, NLM_F_REQUEST | NLM_F_ACK, seq)
@@ -172,6 +169,8 @@ export class LinkWriter extends RtnlWriter {
   private veth(o: LinkOp & { readonly op: 'veth' }, seq: number): void {
     const mac = macBytes(o.mac, `${linkOpText(o)}: mac`)
     const peerMac = macBytes(o.peerMac, `${linkOpText(o)}: peer mac`)
+    const peerNs = o.peerNetns === undefined ? undefined : this.netnsFd(o.peerNetns)
+    if (o.peerNetns !== undefined && peerNs === undefined) throw new Error(`${linkOpText(o)}: ${o.peerNetns} is not open`)
     const at = this.begin(RTM_NEWLINK, NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL, seq)
     this.ifinfomsg(0, 0, 0)
     this.attrText(IFLA_IFNAME, o.name, true)
@@ -186,6 +185,7 @@ export class LinkWriter extends RtnlWriter {
     this.attrText(IFLA_IFNAME, o.peer, true)
     this.attrBytes(IFLA_ADDRESS, peerMac)
     this.attrU32(IFLA_MTU, o.mtu)
+    if (peerNs !== undefined) this.attrU32(IFLA_NET_NS_FD, peerNs)
     this.close(peer)
     this.close(data)
     this.close(info)

@@ -95,7 +95,7 @@ function load(): Libc {
         connect: (fd, address, length) => connect(fd, address, length) as number,
         send: (fd, buf, length, flags) => send(fd, buf, length, flags) as number,
         sendAsync: (fd, buf, length, flags) =>
-          new Promise((resolve, reject) => send.async(fd, buf, length, flags, (err: unknown, n: unknown) => (err !== null && err !== undefined ? reject(err instanceof Error ? err : new Error(String(err))) : resolve(Number(n))))),
+          new Promise((resolve, reject) => send.async(fd, buf, length, flags, (err: unknown, n: unknown) => (err !== null && err !== undefined ? reject(err instanceof Error ? err : new Error(`send on a pool thread failed: ${JSON.stringify(err)}`)) : resolve(Number(n))))),
         recv: (fd, buf, length, flags) => Number(recv(fd, buf, length, flags)),
         setns: (fd, nstype) => setns(fd, nstype) as number,
         attachFilter: (fd, program) => setFprog(fd, SOL.socket, OPT.soAttachFilter, { len: program.length, filter: program }, fprogSize) as number,

@@ -24,9 +24,9 @@ t.test('the IPv4 gateway gets a permanent neighbour entry before the default rou
   t.notMatch(podBatch({ ...w, v4: undefined, v6: '2001:db8:18::5' }), 'neigh', 'none for IPv6')
 })
 
-t.test('the rtnetlink ops are the ip lines, one for one, in their order', async (t) => {
+t.test('the rtnetlink ops are the ip lines, one for one, in their order (the veth made from the host)', async (t) => {
   const lines = (ops: Parameters<typeof linkOpText>[0][]): string => ops.map(linkOpText).join('\n') + '\n'
-  t.equal(lines(vethOps(w)), vethLines(w, 42).replace('netns 42', 'netns (host)'))
+  t.equal(lines(vethOps(w, '/run/netns/p')), 'link add pinto0123456789 address ee:ee:ee:ee:ee:ee mtu 1450 type veth peer name eth0 address 0a:01:02:03:04:05 mtu 1450 netns /run/netns/p\nlink set pinto0123456789 alias net.c1\n', 'the pod end made in the pod, the owner next')
   for (const x of [w, { ...w, v6: '2001:db8::5' }, { ...w, v4: undefined, v6: '2001:db8::5' }, { ...w, ifname: 'eth1', v6: '2001:db8::5' }]) {
     t.equal(lines(podOps(x)), podBatch(x), `pod side of ${x.ifname} ${x.v4 ?? ''} ${x.v6 ?? ''}`)
     t.equal(lines(hostOps(x)), hostBatch(x), `host side of ${x.v4 ?? ''} ${x.v6 ?? ''}`)

@@ -8,8 +8,8 @@ const u32 = (n: number): number[] => [n & 255, (n >>> 8) & 255, (n >>> 16) & 255
 const text = (s: string): number[] => [...new TextEncoder().encode(s)]
 const index = (dev: string): number | undefined => ({ eth0: 2, pintoab12: 9 })[dev]
 
-function one(o: LinkOp, seq = 1, hostNetnsFd = -1): number[] {
-  const w = new LinkWriter(index, hostNetnsFd)
+function one(o: LinkOp, seq = 1): number[] {
+  const w = new LinkWriter(index, (path) => (path === '/run/netns/pod' ? 33 : undefined))
   w.write(o, seq)
   return [...w.bytes()]
 }
@@ -37,7 +37,20 @@ t.test('a veth pair: both ends named, with their MACs and MTU, the peer nested i
   ])
 })
 
-t.test('link settings by name: alias, move to a namespace fd, up (with an MTU), delete', async (t) => {
+t.test('a veth whose peer is made straight in another namespace: IFLA_NET_NS_FD in the peer\'s attributes', async (t) => {
+  const o: LinkOp = { op: 'veth', name: 'pinto0', mac: 'ee:ee:ee:ee:ee:ee', peer: 'eth0', peerMac: '0a:01:02:03:04:05', mtu: 1500, peerNetns: '/run/netns/pod' }
+  const b = one(o)
+  t.same(b.slice(0, 4), u32(140), 'eight bytes longer than the pair made side by side')
+  // VETH_INFO_PEER now 60 long, IFLA_INFO_DATA 64, IFLA_LINKINFO 76
+  t.same(b.slice(64, 68), [...u16(76), ...u16(18)])
+  t.same(b.slice(76, 80), [...u16(64), ...u16(2)])
+  t.same(b.slice(80, 84), [...u16(60), ...u16(1)])
+  t.same(b.slice(132), [...u16(8), ...u16(28), ...u32(33)], 'IFLA_NET_NS_FD 33, the peer\'s last attribute')
+  t.equal(linkOpText(o), 'link add pinto0 address ee:ee:ee:ee:ee:ee mtu 1500 type veth peer name eth0 address 0a:01:02:03:04:05 mtu 1500 netns /run/netns/pod')
+  t.throws(() => one({ ...o, peerNetns: '/run/netns/other' }), /\/run\/netns\/other is not open/)
+})
+
+t.test('link settings by name: alias, up (with an MTU), delete', async (t) => {
   const head = (len: number, type: number, flags: number): number[] => [...u32(len), ...u16(type), ...u16(flags), ...u32(1), ...u32(0)]
   const name = [...u16(14), ...u16(3), ...text('pintoab12'), 0, 0, 0] // IFLA_IFNAME "pintoab12\0", padded
   t.same(one({ op: 'alias', dev: 'pintoab12', alias: 'net.c1' }), [
@@ -45,12 +58,6 @@ t.test('link settings by name: alias, move to a namespace fd, up (with an MTU), 
     // IFLA_IFALIAS "net.c1" (no NUL), padded
     ...u16(10), ...u16(20), ...text('net.c1'), 0, 0,
   ])
-  t.same(one({ op: 'move', dev: 'pintoab12' }, 1, 33), [
-    ...head(56, 16, 0x5), 0, 0, 0, 0, ...u32(0), ...u32(0), ...u32(0), ...name,
-    // IFLA_NET_NS_FD 33
-    ...u16(8), ...u16(28), ...u32(33),
-  ])
-  t.throws(() => one({ op: 'move', dev: 'pintoab12' }), /link set pintoab12 netns \(host\): no namespace to move it to/)
   // ifinfomsg flags IFF_UP and change IFF_UP: only that flag is touched.
   t.same(one({ op: 'up', dev: 'eth0' }), [...head(44, 16, 0x5), 0, 0, 0, 0, ...u32(0), ...u32(1), ...u32(1), ...u16(9), ...u16(3), ...text('eth0'), 0, 0, 0, 0])
   t.same(one({ op: 'up', dev: 'eth0', mtu: 1400 }).slice(44), [...u16(8), ...u16(4), ...u32(1400)], 'IFLA_MTU after the name')

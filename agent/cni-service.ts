@@ -18,7 +18,8 @@ import { vethName } from '../cni/index.js'
 import { ownedBy } from '../cni/index.js'
 import { cmdAdd, cmdDel } from '../cni/index.js'
 import { CniError, ERR, checkVerbAllowed, parseEnv } from '../cni/index.js'
-import { Dataplane, sameFile } from '../cni/index.js'
+import { Dataplane, sameFile, type RtnlPort } from '../cni/index.js'
+import { NetnsRtnl } from '../felix/index.js'
 import type { IpamService } from './ipam-service.js'
 import { WarmRunner } from './warm-runner.js'
 import { LocalIpam } from './cni-local-ipam.js'
@@ -51,6 +52,17 @@ function checkRequest(v: Record<string, unknown>): ChannelRequest {
   return v as unknown as ChannelRequest
 }
 
+/**
+ * Pod wiring through rtnetlink sockets where the FFI loads; else, or with PINTO_CNI_WIRING=ip, through
+ * `ip`, as the plugin does it.
+ */
+function rtnlPort(): RtnlPort | undefined {
+  const chosen = process.env['PINTO_CNI_WIRING'] ?? 'netlink'
+  if (chosen !== 'netlink' && chosen !== 'ip') throw new Error(`PINTO_CNI_WIRING: ${JSON.stringify(chosen)} is not netlink or ip`)
+  if (chosen === 'ip') return undefined
+  return NetnsRtnl.available().ok ? { open: (netns) => NetnsRtnl.open(netns) } : undefined
+}
+
 export class CniService {
   private reader: Socket | undefined
   private sweeper: ReturnType<typeof setInterval> | undefined
@@ -62,7 +74,7 @@ export class CniService {
   /** Requests answered, by outcome: for the agent's status and the tests. */
   readonly counts = { done: 0, failed: 0, handedBack: 0 }
 
-  /** The `ip` processes ADDs use, started ahead of need. */
+  /** The `ip` processes ADDs use where rtnetlink cannot serve (reads, repairs), started ahead of need. */
   readonly warm = new WarmRunner()
   private readonly dataplane: Dataplane
   private readonly staleReplyMs: number
@@ -75,7 +87,7 @@ export class CniService {
     this.ipam = options.ipam
     this.port = new LocalIpam(options.ipam)
     this.paths = channelPaths(options.socket)
-    this.dataplane = new Dataplane(this.warm.run)
+    this.dataplane = new Dataplane(this.warm.run, rtnlPort())
     this.recovery = options.ipam.recovery
   }
 
@@ -234,7 +246,8 @@ export class CniService {
     const owner = handleOf(conf.name, containerId, ifname)
     const handle = conf.ipam?.type === 'pinto-ipam' ? owner : ''
     const hostVeth = vethName(conf.vethPrefix, podIdentity(env.args), containerId, ifname)
-    const recorded = await this.dataplane.owner(hostVeth).catch(() => undefined)
+    // Read once the work under way on that name is done: a veth being made has no owner yet.
+    const recorded = await this.dataplane.exclusive(hostVeth, () => this.dataplane.owner(hostVeth)).catch(() => undefined)
     const prior = recorded !== undefined && ownedBy(recorded, { owner, containerId })
     journal({ op: 'add', id: req.id, containerId, netns, ifname, hostVeth, handle, owner, ...(prior ? { prior: true as const } : {}) })
     this.servingHandles.add(handle)

@@ -1,6 +1,7 @@
 // What the pod's wiring is, as data: the `ip -batch` lines for the pod and host sides, Calico's fixed
 // addresses, and the CHECK comparison of what the kernel shows against what ADD made. Pure.
 
+import type { LinkOp } from '../felix/rtnl-links.js'
 import { PRIMARY_IFNAME } from './config.js'
 
 export const HOST_MAC = 'ee:ee:ee:ee:ee:ee'
@@ -51,6 +52,20 @@ export function vethLines(v: Veth, hostPid: number): string {
 export const VETH_LINES = 3
 
 /**
+ * The veth through rtnetlink, sent in the host netns: the host end made there and the pod end straight in
+ * `netns`, in one request, then the host end's owner. Unlike vethLines, whose move out of the pod waits
+ * for an RCU grace period, the host end is seen without its owner until the second request: pinto-node
+ * reads a veth's owner only under Dataplane.exclusive for its name, and a rollback after a crash in
+ * between knows the veth by its peer (agent/recovery/cni-adds.ts).
+ */
+export function vethOps(v: Veth, netns: string): LinkOp[] {
+  return [
+    { op: 'veth', name: v.hostVeth, mac: HOST_MAC, peer: v.ifname, peerMac: v.podMac, mtu: v.mtu, peerNetns: netns },
+    { op: 'alias', dev: v.hostVeth, alias: v.owner },
+  ]
+}
+
+/**
  * Whether the pod's routes (the gateway's link route and the default routes) go through interface `ifname`:
  * its primary one. Another interface (a second network's, say) gets its addresses and the gateway's
  * neighbour entry, and leaves the pod's routes where they are, as secondary networks do under Multus: one
@@ -94,6 +109,33 @@ function podLines(w: Wiring, verb: 'add' | 'replace'): string {
     if (routes) lines.push(`route ${verb} default via ${GATEWAY_V6} dev ${w.ifname}`)
   }
   return lines.join('\n') + '\n'
+}
+
+/** podBatch as rtnetlink requests, line for line. */
+export function podOps(w: Wiring): LinkOp[] {
+  const dev = w.ifname
+  const ops: LinkOp[] = [{ op: 'up', dev }]
+  const routes = holdsRoutes(dev)
+  if (w.v4 !== undefined) {
+    ops.push({ op: 'addr', dev, address: w.v4, prefixLength: 32 })
+    if (routes) ops.push({ op: 'route', dev, dst: GATEWAY_V4, prefixLength: 32 })
+    ops.push({ op: 'neigh', dev, address: GATEWAY_V4, lladdr: HOST_MAC })
+    if (routes) ops.push({ op: 'route', dev, dst: undefined, prefixLength: 0, gateway: GATEWAY_V4 })
+  }
+  if (w.v6 !== undefined) {
+    ops.push({ op: 'addr', dev, address: w.v6, prefixLength: 128, nodad: true })
+    if (routes) ops.push({ op: 'route', dev, dst: undefined, prefixLength: 0, gateway: GATEWAY_V6 })
+  }
+  return ops
+}
+
+/** hostBatch as rtnetlink requests. */
+export function hostOps(w: Wiring): LinkOp[] {
+  const dev = w.hostVeth
+  const ops: LinkOp[] = [{ op: 'up', dev }]
+  if (w.v4 !== undefined) ops.push({ op: 'route', dev, dst: w.v4, prefixLength: 32 })
+  if (w.v6 !== undefined) ops.push({ op: 'route', dev, dst: w.v6, prefixLength: 128 })
+  return ops
 }
 
 /** Run in the host netns once the peer is there (and its sysctls are set); independent of the pod side. */

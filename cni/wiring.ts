@@ -1,10 +1,12 @@
-// Applies, removes and reads a pod's wiring through `ip` (pod side via `ip -n` or nsenter on CNI_NETNS) and the
+// Applies, removes and reads a pod's wiring through `ip` (pod side via `ip -n` or nsenter on CNI_NETNS), or,
+// given an rtnetlink port (pinto-node's), makes and removes it through sockets in the two namespaces; the
 // host-side sysctls through /proc/sys/net of the plugin's own netns. What to write is decided in wiring-plan.
 
 import { existsSync, readFileSync, readdirSync, statSync, statfsSync, writeFileSync } from 'node:fs'
 import { type Runner, run as defaultRun } from './exec.js'
 import { CniError, ERR } from './spec.js'
-import { type SideState, type Veth, VETH_LINES, type Wiring, hostBatch, hostRepairBatch, hostSysctls, podBatch, podRepairBatch, sideState, vethLines } from './wiring-plan.js'
+import type { LinkOp } from '../felix/rtnl-links.js'
+import { type SideState, type Veth, VETH_LINES, type Wiring, hostBatch, hostOps, hostRepairBatch, hostSysctls, podBatch, podOps, podRepairBatch, sideState, vethLines, vethOps } from './wiring-plan.js'
 
 const NO_DEVICE = /Cannot find device|does not exist/
 
@@ -91,11 +93,37 @@ function sysfsShowsOurNetns(): boolean {
   return sysfsIsOurs
 }
 
+/** An rtnetlink socket in one namespace (felix/netns-rtnl.ts NetnsRtnl). */
+export interface RtnlSession {
+  /** Writes `ops` in order; the first refused throws an error whose `index` says which. */
+  run(ops: readonly LinkOp[]): void
+  /** Deletes a link; done once `gone` is true or the kernel answered. A missing link is no failure. */
+  remove(dev: string, gone?: () => boolean): Promise<void>
+  close(): void
+}
+
+/** Opens sockets: in the namespace at a path, or this process's own for undefined. */
+export interface RtnlPort {
+  open(netns: string | undefined): RtnlSession
+}
+
+/** The op a failed run stopped at (an error from RtnlSession.run), -1 when unknown. */
+function refusedAt(err: unknown): number {
+  const i = (err as { index?: unknown }).index
+  return typeof i === 'number' ? i : -1
+}
+
+const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err))
+
 export class Dataplane {
   /** The work under way per host veth name, so that one pod's ADD and DEL in this process never interleave. */
   private readonly busy = new Map<string, Promise<unknown>>()
 
-  constructor(private readonly run: Runner = defaultRun) {}
+  constructor(
+    private readonly run: Runner = defaultRun,
+    /** Given, the veth is made, wired and removed through rtnetlink; reads and repairs stay with `ip`. */
+    private readonly rtnl?: RtnlPort,
+  ) {}
 
   /**
    * Runs `fn` once the work under way on host veth `name` in this process is done. In pinto-node, which serves
@@ -152,6 +180,7 @@ export class Dataplane {
    * `addresses` is left to the caller, which also releases them if the wiring failed.
    */
   async wire(v: Veth, netns: string, addresses: Promise<Pick<Wiring, 'v4' | 'v6'>>): Promise<void> {
+    if (this.rtnl !== undefined) return this.wireRtnl(this.rtnl, v, netns, addresses)
     const got = addresses.then(
       (a) => ({ ...v, ...a }),
       () => undefined,
@@ -187,6 +216,57 @@ export class Dataplane {
   }
 
   /**
+   * wire() through rtnetlink: the pair made from this process's namespace with its pod end straight in the
+   * pod's (vethOps), then, once the addresses come, the pod side through a socket opened in the pod's
+   * namespace, the host sysctls and the host side. Failures are undone as in wire().
+   */
+  private async wireRtnl(rtnl: RtnlPort, v: Veth, netns: string, addresses: Promise<Pick<Wiring, 'v4' | 'v6'>>): Promise<void> {
+    const host = rtnl.open(undefined)
+    try {
+      host.run(vethOps(v, netns))
+    } catch (err) {
+      // Refused after the pair was made (its owner): it goes, the pod end with it.
+      if (refusedAt(err) > 0) await host.remove(v.hostVeth, () => !this.hostLinkExists(v.hostVeth)).catch(() => undefined)
+      throw new CniError(ERR.io, `creating veth ${v.ifname}/${v.hostVeth} in ${netns} failed: ${messageOf(err)}`)
+    } finally {
+      host.close()
+    }
+    const got = await addresses.then(
+      (a) => ({ ...v, ...a }),
+      () => undefined,
+    )
+    const failure = got === undefined ? undefined : this.configure(rtnl, got, netns)
+    if (failure === undefined && got !== undefined) return
+    // Deleting the host end removes the pod end with it; a host veth of that name not made here is left.
+    if ((await this.owner(v.hostVeth).catch(() => undefined)) === v.owner) await this.removeHostVeth(v.hostVeth)
+    if (failure !== undefined) throw failure
+  }
+
+  /** The pod side, the host sysctls, the host side: the first failure, or undefined. */
+  private configure(rtnl: RtnlPort, w: Wiring, netns: string): CniError | undefined {
+    let pod: RtnlSession | undefined
+    try {
+      pod = rtnl.open(netns)
+      pod.run(podOps(w))
+    } catch (err) {
+      return new CniError(ERR.io, `wiring ${w.ifname} in ${netns} failed: ${messageOf(err)}`)
+    } finally {
+      pod?.close()
+    }
+    let host: RtnlSession | undefined
+    try {
+      for (const [path, value] of hostSysctls(w.hostVeth, w.v6 !== undefined)) writeFileSync(`/proc/sys/net/${path}`, value)
+      host = rtnl.open(undefined)
+      host.run(hostOps(w))
+      return undefined
+    } catch (err) {
+      return new CniError(ERR.io, `wiring host veth ${w.hostVeth} failed: ${messageOf(err)}`)
+    } finally {
+      host?.close()
+    }
+  }
+
+  /**
    * Deletes a veth by its host end, which takes the pod end with it. Done once the link is out of the
    * namespace: the kernel unlists both ends, drops their addresses and routes and then waits for the
    * devices' last references (an RCU grace period) before `ip` gets its answer. Nothing can
@@ -195,6 +275,17 @@ export class Dataplane {
    */
   async removeHostVeth(name: string): Promise<void> {
     if (!this.hostLinkExists(name)) return
+    if (this.rtnl !== undefined) {
+      const host = this.rtnl.open(undefined)
+      try {
+        await host.remove(name, () => !this.hostLinkExists(name))
+      } catch (err) {
+        throw new CniError(ERR.io, `deleting host veth ${name}: ${messageOf(err)}`)
+      } finally {
+        host.close()
+      }
+      return
+    }
     // As a batch of one line: inside pinto-node, an `ip -batch -` is already running for it (warm-runner).
     const r = await this.run('ip', ['-batch', '-'], { input: `link del ${name}\n`, leaveWhen: () => !this.hostLinkExists(name) })
     if (r.code !== 0 && !NO_DEVICE.test(r.stderr)) throw new CniError(ERR.io, `deleting host veth ${name}: ${r.stderr.trim()}`)
@@ -208,7 +299,18 @@ export class Dataplane {
   async unwire(hostVeth: string | undefined, ifname: string, netns: string): Promise<void> {
     // Deleting the host end takes the pod end with it, without ip entering the pod's netns.
     if (hostVeth !== undefined && this.hostLinkExists(hostVeth)) return this.removeHostVeth(hostVeth)
-    if (netns !== '' && existsSync(netns)) {
+    if (netns !== '' && existsSync(netns) && this.rtnl !== undefined) {
+      try {
+        const pod = this.rtnl.open(netns)
+        try {
+          await pod.remove(ifname)
+        } finally {
+          pod.close()
+        }
+      } catch (err) {
+        if (existsSync(netns)) throw new CniError(ERR.io, `deleting ${ifname} in ${netns}: ${messageOf(err)}`)
+      }
+    } else if (netns !== '' && existsSync(netns)) {
       const r = await this.inPod(netns, ['link', 'del', ifname])
       if (r.code !== 0 && !NO_DEVICE.test(r.stderr) && existsSync(netns)) {
         throw new CniError(ERR.io, `deleting ${ifname} in ${netns}: ${r.stderr.trim()}`)

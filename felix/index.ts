@@ -18,3 +18,5 @@ export { preferAffineNodes, type AffinityConflict, type NextHop as LearnedHop, t
 export { LearnedFeed, type LocRibSource, type ProgramRules } from './learned-feed.js'
 export { Dataplane, remoteVteps, type DataplaneInputs } from './dataplane.js'
 export { RouteSocket } from './route-socket.js'
+export { NetnsRtnl, LinkOpRefused } from './netns-rtnl.js'
+export { LinkWriter, linkOpText, type LinkOp } from './rtnl-links.js'

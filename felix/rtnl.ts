@@ -13,9 +13,9 @@ export const RTM_DELROUTE = 25
 export const NLMSG_ERROR = 2
 
 export const NLM_F_REQUEST = 0x1
-const NLM_F_ACK = 0x4
-const NLM_F_REPLACE = 0x100
-const NLM_F_CREATE = 0x400
+export const NLM_F_ACK = 0x4
+export const NLM_F_REPLACE = 0x100
+export const NLM_F_CREATE = 0x400
 
 export const AF_INET = 2
 export const AF_INET6 = 10
@@ -28,8 +28,8 @@ export const RTA_TABLE = 15
 export const RTA_NH_ID = 30
 export const IFLA_IFNAME = 3
 
-const RT_SCOPE_UNIVERSE = 0
-const RT_SCOPE_LINK = 253
+export const RT_SCOPE_UNIVERSE = 0
+export const RT_SCOPE_LINK = 253
 const RT_SCOPE_NOWHERE = 255
 export const RTNH_F_ONLINK = 4
 
@@ -48,8 +48,8 @@ export const align4 = (n: number): number => (n + 3) & ~3
  * express leaves the buffer as it was and makes the call return false.
  */
 export class RtnlWriter {
-  private buf: Uint8Array
-  private view: DataView
+  protected buf: Uint8Array
+  protected view: DataView
   length = 0
   /** Where the last whole message starts; -1 before any. */
   private last = -1
@@ -88,7 +88,7 @@ export class RtnlWriter {
     return this.last < 0 ? -1 : this.view.getUint32(this.last + 8, true)
   }
 
-  private room(n: number): void {
+  protected room(n: number): void {
     if (this.length + n <= this.buf.length) return
     const next = new Uint8Array(Math.max(this.buf.length * 2, this.length + n))
     next.set(this.buf.subarray(0, this.length))
@@ -96,7 +96,7 @@ export class RtnlWriter {
     this.view = new DataView(next.buffer)
   }
 
-  private begin(type: number, flags: number, seq: number): number {
+  protected begin(type: number, flags: number, seq: number): number {
     this.room(256)
     const at = this.length
     const v = this.view
@@ -109,18 +109,18 @@ export class RtnlWriter {
     return at
   }
 
-  private end(at: number): true {
+  protected end(at: number): true {
     this.view.setUint32(at, this.length - at, true)
     this.last = at
     return true
   }
 
-  private abandon(at: number): false {
+  protected abandon(at: number): false {
     this.length = at
     return false
   }
 
-  private rtmsg(family: number, len: number, tos: number, table: number, protocol: number, scope: number, type: number, flags: number): void {
+  protected rtmsg(family: number, len: number, tos: number, table: number, protocol: number, scope: number, type: number, flags: number): void {
     const at = this.length
     const b = this.buf
     b[at] = family
@@ -135,7 +135,7 @@ export class RtnlWriter {
     this.length = at + 12
   }
 
-  private attrU32(type: number, v: number): void {
+  protected attrU32(type: number, v: number): void {
     const at = this.length
     this.view.setUint16(at, 8, true)
     this.view.setUint16(at + 2, type, true)
@@ -147,7 +147,7 @@ export class RtnlWriter {
    * An address attribute from text (`198.18.0.5`, or the address part of `198.18.0.0/26` up to `end`);
    * false when the text is not an address of the family.
    */
-  private attrAddress(type: number, text: string, end: number, family: Family): boolean {
+  protected attrAddress(type: number, text: string, end: number, family: Family): boolean {
     const at = this.length
     if (family === 6) {
       const bytes = parseIpv6(text.slice(0, end))
@@ -272,15 +272,19 @@ export class RtnlWriter {
     const at = this.begin(RTM_GETLINK, NLM_F_REQUEST, seq)
     this.buf.fill(0, this.length, this.length + IFINFOMSG_LEN) // AF_UNSPEC, by name (index 0)
     this.length += IFINFOMSG_LEN
-    const name0 = new TextEncoder().encode(name + '\0')
-    this.room(4 + name0.length + 3)
-    const a = this.length
-    this.view.setUint16(a, 4 + name0.length, true)
-    this.view.setUint16(a + 2, IFLA_IFNAME, true)
-    this.buf.set(name0, a + 4)
-    this.length = a + align4(4 + name0.length)
-    this.buf.fill(0, a + 4 + name0.length, this.length)
+    this.attrBytes(IFLA_IFNAME, new TextEncoder().encode(name + '\0'))
     this.end(at)
+  }
+
+  /** An attribute of any bytes, padded to 4 with zeros. */
+  protected attrBytes(type: number, bytes: Uint8Array): void {
+    this.room(4 + bytes.length + 3)
+    const at = this.length
+    this.view.setUint16(at, 4 + bytes.length, true)
+    this.view.setUint16(at + 2, type, true)
+    this.buf.set(bytes, at + 4)
+    this.length = at + align4(4 + bytes.length)
+    this.buf.fill(0, at + 4 + bytes.length, this.length)
   }
 }
 

@@ -71,8 +71,9 @@ export class CniAdds {
         if (!/Cannot find device/.test((err as { stderr?: string }).stderr ?? '')) throw err
       })
     }
-    // The plugin makes both ends in the pod and moves the host end out last: an ADD cut short before the
-    // move left the pair in the pod's netns, where the host end's name is this ADD's alone.
+    // `ip` makes both ends in the pod and moves the host end out last: an ADD cut short before the move
+    // left the pair in the pod's netns, where the host end's name is this ADD's alone. (Through rtnetlink
+    // the pod end is made straight in the pod and goes with the host end.)
     if (e.netns !== '' && existsSync(e.netns)) {
       await promisify(execFile)('nsenter', [`--net=${e.netns}`, 'ip', 'link', 'del', e.hostVeth]).catch(() => undefined)
     }
@@ -84,7 +85,7 @@ export class CniAdds {
 /**
  * Whether the host veth an ADD made is still that attachment's: by the id in its ifalias when it has one,
  * else by its peer being the pod's interface in the netns the ADD recorded (a later ADD of the same pod, a
- * new container, uses the same name).
+ * new container, uses the same name; an ADD through rtnetlink cut short before the alias left none).
  */
 function vethOwnedBy(e: AddEntry): boolean {
   const sys = `/sys/class/net/${e.hostVeth}`

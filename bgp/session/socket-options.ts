@@ -45,6 +45,10 @@ interface Libc {
   address(buf: Buffer): bigint
   connect(fd: number, address: Buffer, length: number): number
   send(fd: number, buf: Buffer, length: number, flags: number): number
+  /** send(2) on a thread of libuv's pool: the result, -1 on failure (errno is that thread's). */
+  sendAsync(fd: number, buf: Buffer, length: number, flags: number): Promise<number>
+  recv(fd: number, buf: Buffer, length: number, flags: number): number
+  setns(fd: number, nstype: number): number
   strerror(errno: number): string
   errno(): number
 }
@@ -78,7 +82,9 @@ function load(): Libc {
       // The timeout argument is NULL (a number 0 passes as a null pointer): the socket is non-blocking.
       const recvmmsg = lib.func('int recvmmsg(int fd, void *vec, unsigned int vlen, int flags, intptr_t timeout)')
       const connect = lib.func('int connect(int fd, const void *address, uint32_t length)')
-      const send = lib.func('intptr_t send(int fd, const void *buf, size_t length, int flags)')
+      const send = lib.func('intptr_t send(int fd, const void *buf, size_t length, int flags)') as ((...a: unknown[]) => unknown) & { async(...a: unknown[]): void }
+      const recv = lib.func('intptr_t recv(int fd, void *buf, size_t length, int flags)')
+      const setns = lib.func('int setns(int fd, int nstype)')
       libc = {
         setsockopt: (fd, level, name, value, length) => set(fd, level, name, value, length) as number,
         socket: (domain, type, protocol) => socket(domain, type, protocol) as number,
@@ -88,6 +94,10 @@ function load(): Libc {
         address: (buf) => koffi.address(buf),
         connect: (fd, address, length) => connect(fd, address, length) as number,
         send: (fd, buf, length, flags) => send(fd, buf, length, flags) as number,
+        sendAsync: (fd, buf, length, flags) =>
+          new Promise((resolve, reject) => send.async(fd, buf, length, flags, (err: unknown, n: unknown) => (err !== null && err !== undefined ? reject(err instanceof Error ? err : new Error(`send on a pool thread failed: ${JSON.stringify(err)}`)) : resolve(Number(n))))),
+        recv: (fd, buf, length, flags) => Number(recv(fd, buf, length, flags)),
+        setns: (fd, nstype) => setns(fd, nstype) as number,
         attachFilter: (fd, program) => setFprog(fd, SOL.socket, OPT.soAttachFilter, { len: program.length, filter: program }, fprogSize) as number,
         strerror: (e) => strerror(e) as string,
         errno: () => koffi.errno(),
@@ -383,4 +393,57 @@ export function errnoText(errno: number): string {
 
 export function closeFd(fd: number): void {
   load().close(fd)
+}
+
+// ---- Netlink sockets in other network namespaces ---------------------------------------------------
+
+const AF_NETLINK = 16
+const SOCK_RAW = 3
+const SOCK_CLOEXEC = 0o2000000
+const CLONE_NEWNET = 0x40000000
+
+/**
+ * setns(2) of the calling thread into the network namespace open as `fd`. Only that thread moves: on
+ * Node's main thread, whatever else runs there runs in that namespace until it is set back.
+ */
+export function enterNetns(fd: number, what: string): void {
+  const c = load()
+  if (c.setns(fd, CLONE_NEWNET) === 0) return
+  const e = c.errno()
+  throw new SocketOptionError(`${what}: setns`, e, c.strerror(e))
+}
+
+/** A NETLINK_ROUTE socket (close-on-exec) in the calling thread's network namespace. */
+export function openRtnetlink(what: string): number {
+  const c = load()
+  const fd = c.socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, 0 /* NETLINK_ROUTE */)
+  if (fd >= 0) return fd
+  const e = c.errno()
+  throw new SocketOptionError(`${what}: socket`, e, c.strerror(e))
+}
+
+/** send(2) of `buf` to the kernel on `fd`, blocking: 0 when sent, else the errno. */
+export function sendToKernel(fd: number, buf: Buffer): number {
+  const c = load()
+  return c.send(fd, buf, buf.length, 0) >= 0 ? 0 : c.errno()
+}
+
+/**
+ * The same on a thread of libuv's pool, for a request the kernel takes long over in the sending call
+ * (deleting a link waits for a grace period): false when the send failed.
+ */
+export async function sendToKernelOffThread(fd: number, buf: Buffer): Promise<boolean> {
+  return (await load().sendAsync(fd, buf, buf.length, 0)) >= 0
+}
+
+/** One datagram from `fd` without blocking: its length, 0 when none is queued; other failures throw. */
+export function receiveDatagram(fd: number, buf: Buffer, what: string): number {
+  const c = load()
+  for (;;) {
+    const n = c.recv(fd, buf, buf.length, MSG_DONTWAIT)
+    if (n >= 0) return n
+    const e = c.errno()
+    if (e === EAGAIN) return 0
+    if (e !== EINTR) throw new SocketOptionError(`${what}: recv`, e, c.strerror(e))
+  }
 }

@@ -2,7 +2,8 @@
 // leaves the pod, the gateway's neighbour entry, what CHECK compares, and the env checks of spec.ts.
 
 import t from 'tap'
-import { type SideState, type Wiring, HOST_MAC, aliasNames, checkWiring, foreignWiring, ownedBy, podBatch, podRepairBatch, sameContainer, vethLines } from '../../cni/wiring-plan.js'
+import { type SideState, type Wiring, HOST_MAC, aliasNames, checkWiring, foreignWiring, hostBatch, hostOps, ownedBy, podBatch, podOps, podRepairBatch, sameContainer, vethLines, vethOps } from '../../cni/wiring-plan.js'
+import { linkOpText } from '../../felix/rtnl-links.js'
 import { CniError, parseEnv } from '../../cni/spec.js'
 
 const w: Wiring = { ifname: 'eth0', hostVeth: 'pinto0123456789', mtu: 1450, podMac: '0a:01:02:03:04:05', owner: 'net.c1', containerId: 'c1', v4: '198.18.0.5', v6: undefined }
@@ -21,6 +22,15 @@ t.test('the IPv4 gateway gets a permanent neighbour entry before the default rou
   t.ok(neigh > 0, 'written')
   t.ok(neigh < lines.indexOf('route add default via 169.254.1.1 dev eth0'))
   t.notMatch(podBatch({ ...w, v4: undefined, v6: '2001:db8:18::5' }), 'neigh', 'none for IPv6')
+})
+
+t.test('the rtnetlink ops are the ip lines, one for one, in their order (the veth made from the host)', async (t) => {
+  const lines = (ops: Parameters<typeof linkOpText>[0][]): string => ops.map(linkOpText).join('\n') + '\n'
+  t.equal(lines(vethOps(w, '/run/netns/p')), 'link add pinto0123456789 address ee:ee:ee:ee:ee:ee mtu 1450 type veth peer name eth0 address 0a:01:02:03:04:05 mtu 1450 netns /run/netns/p\nlink set pinto0123456789 alias net.c1\n', 'the pod end made in the pod, the owner next')
+  for (const x of [w, { ...w, v6: '2001:db8::5' }, { ...w, v4: undefined, v6: '2001:db8::5' }, { ...w, ifname: 'eth1', v6: '2001:db8::5' }]) {
+    t.equal(lines(podOps(x)), podBatch(x), `pod side of ${x.ifname} ${x.v4 ?? ''} ${x.v6 ?? ''}`)
+    t.equal(lines(hostOps(x)), hostBatch(x), `host side of ${x.v4 ?? ''} ${x.v6 ?? ''}`)
+  }
 })
 
 t.test('CHECK compares the owner and the neighbour entry', async (t) => {

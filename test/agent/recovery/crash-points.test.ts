@@ -8,7 +8,8 @@
 // - a DEL, the agent killed after the release is recorded and before the datastore write;
 // - a DEL while the datastore is down: released once it is back.
 // Where an `ip` of the agent's is to stop, the agent's PATH leads to a wrapper that holds that `ip` (pod
-// side before its first line, or host side after its last) until the test kills it with the agent. Where
+// side before its first line, or host side after its last) until the test kills it with the agent; that
+// agent wires through `ip` (PINTO_CNI_WIRING=ip), the others through rtnetlink. Where
 // the agent's writes are not to reach etcd, nftables in the lab's host namespace drops its packets to etcd,
 // and the dead agent's connections are destroyed (ss -K) before the rule goes: a killed process's unsent
 // bytes would otherwise still reach etcd.
@@ -82,7 +83,7 @@ function agent(t: Test, b: Bench, hold?: Hold): Promise<AgentProcess> {
   for (const k of ['pod-start', 'host-end']) rmSync(join(b.holdDir, `hold-${k}`), { force: true })
   if (hold === undefined) return startAgent(t, b.lab, b.env)
   writeFileSync(join(b.holdDir, `hold-${hold}`), '')
-  return startAgent(t, b.lab, { ...b.env, PATH: `${b.holdDir}:${process.env['PATH'] ?? ''}` })
+  return startAgent(t, b.lab, { ...b.env, PINTO_CNI_WIRING: 'ip', PATH: `${b.holdDir}:${process.env['PATH'] ?? ''}` })
 }
 
 const held = (dir: string): string[] => readdirSync(dir).filter((n) => n.startsWith('held.'))

@@ -168,22 +168,27 @@ export class KubernetesDatastore implements Datastore {
   /**
    * One node's affinities by Calico's hostname-hash label, as Calico lists them, so a node's lookup does not read
    * every node's; with those that carry no label yet (written before it was set), which a cluster has few of.
+   * Two consistent reads, the unlabelled first: an object only ever gains the label (every writer sets it), so one
+   * labelled between the two reads is in the second, and none is missed. The result is at the second's revision.
    */
   private async listNodeAffinities(prefix: string, node: string): Promise<ListResult> {
     const family = keyFamiliesUnder(prefix)[0] as KeyFamily
+    const unlabelled = await this.listFamily(family, undefined, `!${HOSTNAME_HASH_LABEL}`)
     const labelled = await this.listFamily(family, undefined, `${HOSTNAME_HASH_LABEL}=${hostnameHash(node)}`)
-    const unlabelled = await this.listFamily(family, labelled.revision, `!${HOSTNAME_HASH_LABEL}`)
     return this.listed(prefix, [family, family], [labelled, unlabelled])
   }
 
-  /** The records of `lists` (each of its family) under `prefix`, sorted by key, at the first list's revision. */
+  /** The records of `lists` (each of its family) under `prefix`, sorted by key, at the first list's revision; a key in two lists is the first's. */
   private listed(prefix: string, families: readonly KeyFamily[], lists: readonly { objects: KubeObject[]; revision: number }[]): ListResult {
     const items: KeyValue[] = []
+    const seen = new Set<string>()
     lists.forEach((l, i) => {
       const family = families[i] as KeyFamily
       for (const obj of l.objects) {
         const kv = this.kv(family, obj, `list ${prefix}`)
-        if (kv !== undefined && kv.key.startsWith(prefix)) items.push(kv)
+        if (kv === undefined || !kv.key.startsWith(prefix) || seen.has(kv.key)) continue
+        seen.add(kv.key)
+        items.push(kv)
       }
     })
     items.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))

@@ -6,7 +6,12 @@
 import http from 'node:http'
 import https from 'node:https'
 import type { KubeConfig } from '@kubernetes/client-node'
+import { setTimeout as delay } from 'node:timers/promises'
 import { DatastoreError } from '../datastore.js'
+
+/** A 429 answer is asked again this many times at most, each after its Retry-After (capped). */
+const TOO_MANY_RETRIES = 4
+const MAX_RETRY_AFTER_MS = 1000
 
 export type KubeSource = { readonly kubeconfig: string } | { readonly inCluster: true }
 
@@ -120,6 +125,16 @@ export class KubeHttp {
   async request(method: string, path: string, query?: Query, body?: unknown, contentType = 'application/json'): Promise<KubeResponse> {
     const target = withQuery(path, query)
     const text = body === undefined ? undefined : JSON.stringify(body)
+    // 429 (a storage being initialised, or the apiserver's flow control) means the request was not served: asked
+    // again after the Retry-After it names, a few times, as client-go does.
+    for (let attempt = 1; ; attempt++) {
+      const r = await this.withStaleRetry(method, target, text, contentType)
+      if (r.status !== 429 || attempt > TOO_MANY_RETRIES) return r
+      await delay(Math.min(MAX_RETRY_AFTER_MS, Math.max(100, (r.retryAfterSeconds ?? 1) * 1000)))
+    }
+  }
+
+  private async withStaleRetry(method: string, target: string, text: string | undefined, contentType: string): Promise<KubeResponse & { readonly retryAfterSeconds?: number }> {
     try {
       return await this.once(method, target, text, contentType)
     } catch (err) {
@@ -131,11 +146,11 @@ export class KubeHttp {
     }
   }
 
-  private async once(method: string, target: string, text: string | undefined, contentType: string): Promise<KubeResponse> {
+  private async once(method: string, target: string, text: string | undefined, contentType: string): Promise<KubeResponse & { readonly retryAfterSeconds?: number }> {
     const what = `${method} ${target}`
     this.counts.requests++
     const req = await this.open(method, target, text, contentType)
-    return new Promise<KubeResponse>((resolve, reject) => {
+    return new Promise((resolve, reject) => {
       const timer = setTimeout(() => req.destroy(new Error(`no answer within ${this.timeoutMs} ms`)), this.timeoutMs)
       req.on('response', (res) => {
         const chunks: Buffer[] = []
@@ -143,7 +158,8 @@ export class KubeHttp {
         res.on('end', () => {
           clearTimeout(timer)
           const t = Buffer.concat(chunks).toString('utf8')
-          resolve({ status: res.statusCode ?? 0, body: parseJson(t), text: t })
+          const retryAfter = Number(res.headers['retry-after'])
+          resolve({ status: res.statusCode ?? 0, body: parseJson(t), text: t, ...(Number.isFinite(retryAfter) && retryAfter >= 0 ? { retryAfterSeconds: retryAfter } : {}) })
         })
         res.on('error', (err) => {
           clearTimeout(timer)

@@ -1,7 +1,7 @@
 // What the pod's wiring is, as data: the `ip -batch` lines for the pod and host sides, Calico's fixed
 // addresses, and the CHECK comparison of what the kernel shows against what ADD made. Pure.
 
-import type { LinkOp } from '../felix/rtnl-links.js'
+import type { LinkOp } from '../felix/index.js'
 import { PRIMARY_IFNAME } from './config.js'
 
 export const HOST_MAC = 'ee:ee:ee:ee:ee:ee'

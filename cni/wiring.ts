@@ -5,7 +5,7 @@
 import { existsSync, readFileSync, readdirSync, statSync, statfsSync, writeFileSync } from 'node:fs'
 import { type Runner, run as defaultRun } from './exec.js'
 import { CniError, ERR } from './spec.js'
-import type { LinkOp } from '../felix/rtnl-links.js'
+import type { LinkOp } from '../felix/index.js'
 import { type SideState, type Veth, VETH_LINES, type Wiring, hostBatch, hostOps, hostRepairBatch, hostSysctls, podBatch, podOps, podRepairBatch, sideState, vethLines, vethOps } from './wiring-plan.js'
 
 const NO_DEVICE = /Cannot find device|does not exist/

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Builds the Kubernetes components the tests run (and the etcd Kubernetes is tested with) from the Go module in
-// scripts/kubernetes/, once per machine, into .cache/kubernetes-<version>/bin in the checkout, and prints that
-// directory. Go is a test tool here: nothing it builds or fetches is part of pinto or of the repository.
+// scripts/kubernetes/, and containerd with its runc shim and ctr from scripts/containerd/, once per machine,
+// into .cache/kubernetes-<version>/bin in the checkout, and prints that directory. Go is a test tool here:
+// nothing it builds or fetches is part of pinto or of the repository.
 // `node scripts/kubernetes.js kube-apiserver kubectl` builds just those; no names builds them all.
 import { execFileSync, spawn } from 'node:child_process'
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
@@ -11,29 +12,43 @@ import { fileURLToPath } from 'node:url'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 export const MODULE_DIR = join(root, 'scripts', 'kubernetes')
+const CONTAINERD_DIR = join(root, 'scripts', 'containerd')
 
-/** Each component by the package its binary is built from; all are tools of the module, so go.sum covers them. */
+const k8s = (pkg) => ({ dir: MODULE_DIR, pkg })
+const containerd = (cmd) => ({ dir: CONTAINERD_DIR, pkg: `github.com/containerd/containerd/v2/cmd/${cmd}`, version: 'containerd' })
+
+/**
+ * Each component by the module directory and package its binary is built from; all are tools of their module,
+ * so go.sum covers them. `version` names whose version the binary reports (default Kubernetes').
+ */
 export const COMPONENTS = {
-  'kube-apiserver': 'k8s.io/kubernetes/cmd/kube-apiserver',
-  'kube-controller-manager': 'k8s.io/kubernetes/cmd/kube-controller-manager',
-  'kube-scheduler': 'k8s.io/kubernetes/cmd/kube-scheduler',
-  'kube-proxy': 'k8s.io/kubernetes/cmd/kube-proxy',
-  kubelet: 'k8s.io/kubernetes/cmd/kubelet',
-  kubectl: 'k8s.io/kubernetes/cmd/kubectl',
+  'kube-apiserver': k8s('k8s.io/kubernetes/cmd/kube-apiserver'),
+  'kube-controller-manager': k8s('k8s.io/kubernetes/cmd/kube-controller-manager'),
+  'kube-scheduler': k8s('k8s.io/kubernetes/cmd/kube-scheduler'),
+  'kube-proxy': k8s('k8s.io/kubernetes/cmd/kube-proxy'),
+  kubelet: k8s('k8s.io/kubernetes/cmd/kubelet'),
+  kubectl: k8s('k8s.io/kubernetes/cmd/kubectl'),
   // Debian's etcd (3.4) is older than Kubernetes supports; this is the version Kubernetes pins for its own tests.
-  etcd: 'go.etcd.io/etcd/server/v3',
+  etcd: { ...k8s('go.etcd.io/etcd/server/v3'), version: 'etcd' },
+  // The image Kubernetes' network tests run, and those tests (`go test -c` of test/e2e: a test binary, not a tool).
+  agnhost: { ...k8s('k8s.io/kubernetes/test/images/agnhost'), version: 'none' },
+  'e2e.test': { ...k8s('k8s.io/kubernetes/test/e2e'), version: 'none', test: true },
+  containerd: containerd('containerd'),
+  'containerd-shim-runc-v2': containerd('containerd-shim-runc-v2'),
+  ctr: containerd('ctr'),
 }
 
-/** The version go.mod requires of a module, e.g. v1.37.2 for k8s.io/kubernetes. */
-function required(modulePath) {
-  const goMod = readFileSync(join(MODULE_DIR, 'go.mod'), 'utf8')
+/** The version a module's go.mod requires of a module, e.g. v1.37.2 for k8s.io/kubernetes. */
+function required(modulePath, dir = MODULE_DIR) {
+  const goMod = readFileSync(join(dir, 'go.mod'), 'utf8')
   const m = new RegExp(`^\\s*(?:require\\s+)?${modulePath.replaceAll('.', '\\.')}\\s+(v\\S+)`, 'm').exec(goMod)
-  if (m === null) throw new Error(`${join(MODULE_DIR, 'go.mod')} requires no ${modulePath}`)
+  if (m === null) throw new Error(`${join(dir, 'go.mod')} requires no ${modulePath}`)
   return m[1]
 }
 
 export const KUBERNETES_VERSION = required('k8s.io/kubernetes')
 export const ETCD_VERSION = required('go.etcd.io/etcd/server/v3')
+export const CONTAINERD_VERSION = required('github.com/containerd/containerd/v2', CONTAINERD_DIR)
 export const BIN_DIR = join(root, '.cache', `kubernetes-${KUBERNETES_VERSION}`, 'bin')
 
 /** How many packages go builds at once (`go build -p`); the machines are small and shared. */
@@ -41,8 +56,13 @@ const JOBS = process.env['PINTO_GO_BUILD_JOBS'] ?? '2'
 
 const log = (s) => process.stderr.write(`kubernetes: ${s}\n`)
 
-/** The -X flags that make `--version` report the release, as Kubernetes' own build does (hack/lib/version.sh). */
-function versionFlags() {
+/** The -X flags that make `--version` report the release, as each project's own build does. */
+function versionFlags(name) {
+  if (COMPONENTS[name].version === 'containerd') {
+    // containerd's Makefile: the module proxy serves no commit, so the revision is left empty.
+    return [`-X github.com/containerd/containerd/v2/version.Version=${CONTAINERD_VERSION}`, '-X github.com/containerd/containerd/v2/version.Revision=']
+  }
+  // Kubernetes' hack/lib/version.sh.
   const [, major, minor] = /^v(\d+)\.(\d+)\./.exec(KUBERNETES_VERSION)
   // The module's publication time, so the same inputs give the same binary.
   const date = execFileSync('go', ['list', '-m', '-f', '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}', 'k8s.io/kubernetes'], { cwd: MODULE_DIR, encoding: 'utf8' }).trim()
@@ -57,9 +77,10 @@ function versionFlags() {
 
 /** What a built binary says its version is, checked against the module's. */
 function checkVersion(name, bin) {
-  const args = name === 'kubectl' ? ['version', '--client'] : ['--version']
+  if (COMPONENTS[name].version === 'none') return
+  const args = name === 'kubectl' ? ['version', '--client'] : name === 'containerd-shim-runc-v2' ? ['-v'] : ['--version']
   const out = execFileSync(bin, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
-  const want = name === 'etcd' ? `etcd Version: ${ETCD_VERSION.slice(1)}` : KUBERNETES_VERSION
+  const want = { etcd: `etcd Version: ${ETCD_VERSION.slice(1)}`, containerd: CONTAINERD_VERSION }[COMPONENTS[name].version ?? ''] ?? KUBERNETES_VERSION
   if (!out.includes(want)) throw new Error(`${bin} ${args.join(' ')} says ${JSON.stringify(out.trim())}, expected ${want}`)
 }
 
@@ -102,11 +123,14 @@ async function withLock(fn) {
 }
 
 function goBuild(name, out) {
-  const args = ['-n', '19', 'go', 'build', '-p', JOBS, '-trimpath', `-ldflags=-s -w ${versionFlags().join(' ')}`, '-o', out, COMPONENTS[name]]
+  const { dir, pkg, version, test } = COMPONENTS[name]
+  // containerd's release tags: no docs in its CLIs, and its shim without gRPC (it speaks ttrpc only).
+  const tags = version === 'containerd' ? ['-tags', name === 'containerd-shim-runc-v2' ? 'urfave_cli_no_docs,no_grpc' : 'urfave_cli_no_docs'] : []
+  const args = ['-n', '19', 'go', ...(test === true ? ['test', '-c'] : ['build']), '-p', JOBS, '-trimpath', ...tags, `-ldflags=-s -w ${versionFlags(name).join(' ')}`, '-o', out, pkg]
   // Static binaries; -mod=readonly so a missing go.sum line fails the build instead of editing the checkout.
   const env = { ...process.env, CGO_ENABLED: '0', GOFLAGS: `${process.env['GOFLAGS'] ?? ''} -mod=readonly`.trim(), GOTOOLCHAIN: 'local' }
   return new Promise((resolve, reject) => {
-    const child = spawn('nice', args, { cwd: MODULE_DIR, env, stdio: ['ignore', 'inherit', 'inherit'] })
+    const child = spawn('nice', args, { cwd: dir, env, stdio: ['ignore', 'inherit', 'inherit'] })
     const started = Date.now()
     // go build is silent while it compiles; a line a minute shows a CI log that it is not stuck.
     const beat = setInterval(() => log(`  ${name}: still building, ${Math.round((Date.now() - started) / 1000)} s`), 60_000)
@@ -117,7 +141,7 @@ function goBuild(name, out) {
     child.on('exit', (code, signal) => {
       clearInterval(beat)
       if (code === 0) resolve()
-      else reject(new Error(`go build ${COMPONENTS[name]} failed (${signal ?? `exit ${code}`})`))
+      else reject(new Error(`go build ${pkg} failed (${signal ?? `exit ${code}`})`))
     })
   })
 }
@@ -144,7 +168,7 @@ export async function ensureKubernetes(names = Object.keys(COMPONENTS)) {
     const todo = missing()
     if (todo.length === 0) return
     const all = Date.now()
-    log(`building ${todo.join(', ')} (Kubernetes ${KUBERNETES_VERSION}, etcd ${ETCD_VERSION}) into ${BIN_DIR}`)
+    log(`building ${todo.join(', ')} (Kubernetes ${KUBERNETES_VERSION}, etcd ${ETCD_VERSION}, containerd ${CONTAINERD_VERSION}) into ${BIN_DIR}`)
     for (const name of todo) {
       const started = Date.now()
       const tmp = join(BIN_DIR, `.${name}.${process.pid}`)

@@ -3,10 +3,11 @@
 // production etcd runs. It owns that process, its data dir and its certificates, and nothing else.
 
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdir, writeFile } from 'node:fs/promises'
+import { mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { execa } from 'execa'
 import { isAlive, killQuietly } from './processes.js'
+import { authority, issue } from './openssl.js'
 
 export const ETCD_BIN = '/usr/bin/etcd'
 export const ETCD_PORT = 2379
@@ -33,22 +34,12 @@ export interface DemoEtcd {
   stop(): Promise<void>
 }
 
-async function openssl(args: readonly string[], cwd: string): Promise<void> {
-  const r = await execa('openssl', args, { cwd, reject: false })
-  if (r.exitCode !== 0) throw new Error(`openssl ${args[0]} failed: ${String(r.stderr).trim()}`)
-}
-
 /** A CA, a server certificate for `address` (IP SAN) and a client certificate, under dir; paths returned. */
 export async function makeEtcdCertificates(dir: string, address: string): Promise<{ server: EtcdTlsFiles; client: EtcdTlsFiles }> {
   await mkdir(dir, { recursive: true })
-  const days = ['-days', '30']
-  await openssl(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', 'ca.key', '-out', 'ca.crt', '-subj', '/CN=pinto demo etcd CA', ...days], dir)
-  await writeFile(join(dir, 'server.ext'), `subjectAltName=IP:${address},IP:127.0.0.1\nextendedKeyUsage=serverAuth\n`)
-  await writeFile(join(dir, 'client.ext'), 'extendedKeyUsage=clientAuth\n')
-  for (const who of ['server', 'client']) {
-    await openssl(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', `${who}.key`, '-out', `${who}.csr`, '-subj', `/CN=pinto-demo-${who}`], dir)
-    await openssl(['x509', '-req', '-in', `${who}.csr`, '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', `${who}.crt`, '-extfile', `${who}.ext`, ...days], dir)
-  }
+  await authority(dir, 'pinto demo etcd CA')
+  await issue(dir, 'server', 'pinto-demo-server', `subjectAltName=IP:${address},IP:127.0.0.1\nextendedKeyUsage=serverAuth\n`)
+  await issue(dir, 'client', 'pinto-demo-client', 'extendedKeyUsage=clientAuth\n')
   const files = (who: string): EtcdTlsFiles => ({ ca: join(dir, 'ca.crt'), cert: join(dir, `${who}.crt`), key: join(dir, `${who}.key`) })
   return { server: files('server'), client: files('client') }
 }

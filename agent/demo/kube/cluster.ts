@@ -1,0 +1,196 @@
+// A real Kubernetes cluster on one machine, for `pintoctl demo --runtime kubernetes`, the tests and the
+// benches: a fabric bridge, a control plane namespace (control-plane.ts) and N nodes (kube-node.ts), each with
+// containerd, a kubelet and kube-proxy; the images imported into every node (images.ts); then pinto installed
+// from deploy/kubernetes as an operator applies it. It owns every namespace, process, cgroup and directory it
+// makes and removes them all in destroy(), also when start-up fails half way.
+
+import { mkdtemp, rm } from 'node:fs/promises'
+import { readdirSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { stringify } from 'yaml'
+import { ROOT } from '../cluster-spec.js'
+import { findObject, readManifest, type KubeObject } from '../kube-manifest.js'
+import { isAlive, Namespaces, ip } from '../netns.js'
+import { startControlPlane, type ControlPlane } from './control-plane.js'
+import { busyboxImage, importImages, pauseImage, PAUSE_IMAGE, podmanImage, type ImageArchive } from './images.js'
+import { KubeNode, removeCgroupRoot } from './kube-node.js'
+
+export const FABRIC_GATEWAY = '192.0.2.1'
+export const CONTROL_PLANE_ADDRESS = '192.0.2.10'
+/** Node i (from 0) is 192.0.2.(11 + i). */
+export const nodeAddress = (i: number): string => `192.0.2.${11 + i}`
+export const SERVICE_CIDR = '198.51.100.0/24'
+export const SERVICE_IP = '198.51.100.1'
+export const POD_CIDR = '198.18.0.0/16'
+
+/** The binaries a cluster runs, built by scripts/kubernetes.js. */
+export const CLUSTER_BINARIES = ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kubelet', 'kube-proxy', 'kubectl', 'containerd', 'containerd-shim-runc-v2', 'ctr'] as const
+
+/** pinto's manifests, as shipped: the Kubernetes API as datastore (kdd/) or etcd (the default kustomization). */
+export const MANIFESTS = { kubernetes: join(ROOT, 'deploy', 'kubernetes', 'kdd', 'pinto.yaml') } as const
+
+export interface KubeClusterSpec {
+  readonly nodes: number
+  /** pinto's image, in podman's store (scripts/image.js builds it). */
+  readonly image: string
+  readonly podmanEnv: NodeJS.ProcessEnv
+  /** More images every node gets (agnhost, say). */
+  readonly images?: readonly ImageArchive[]
+  /** Installs pinto from its manifests once the nodes are up (default true). */
+  readonly installPinto?: boolean
+  readonly say?: (line: string) => void
+}
+
+interface BuildScript {
+  ensureKubernetes(names: readonly string[]): Promise<string>
+}
+
+/** The Kubernetes binaries' directory, building what is missing (scripts/kubernetes.js, with Go). */
+export async function kubernetesBinaries(names: readonly string[] = CLUSTER_BINARIES): Promise<string> {
+  const script = (await import(pathToFileURL(join(ROOT, 'scripts', 'kubernetes.js')).href)) as BuildScript
+  return script.ensureKubernetes(names)
+}
+
+/** The Go module cache's copy of k8s.io/kubernetes (pause.c is in it). */
+async function kubernetesSource(): Promise<string> {
+  const { execa } = await import('execa')
+  const r = await execa('go', ['list', '-m', '-f', '{{.Dir}}', 'k8s.io/kubernetes'], { cwd: join(ROOT, 'scripts', 'kubernetes') })
+  return String(r.stdout).trim()
+}
+
+/** Cgroup roots of runs whose creating process is gone (named like the namespaces: pdm<pid>-<id>-<node>). */
+async function sweepCgroups(): Promise<void> {
+  for (const d of readdirSync('/sys/fs/cgroup/pids', { withFileTypes: true })) {
+    const m = /^pdm(\d+)-[0-9a-f]{6}-/.exec(d.name)
+    if (m !== null && d.isDirectory() && !isAlive(Number(m[1]))) await removeCgroupRoot(d.name)
+  }
+}
+
+/** The shipped manifest with this cluster's choices: pinto's image and the pool's CIDR. */
+export function clusterManifest(file: string, image: string): KubeObject[] {
+  const docs = readManifest(file)
+  const config = findObject(docs, 'ConfigMap', 'pinto-config') as { data: Record<string, string> }
+  config.data['ipv4pool_cidr'] = POD_CIDR
+  const ds = findObject(docs, 'DaemonSet', 'pinto-node') as { spec: { template: { spec: { initContainers: { image: string }[]; containers: { image: string }[] } } } }
+  for (const c of [...ds.spec.template.spec.initContainers, ...ds.spec.template.spec.containers]) c.image = image
+  return docs
+}
+
+export class KubeCluster {
+  readonly nodes: KubeNode[] = []
+  private readonly netns = new Namespaces()
+  private controlPlane: ControlPlane | undefined
+  private dir = ''
+  private bin = ''
+  private images: ImageArchive[] = []
+  private destroying: Promise<void> | undefined
+
+  private constructor(readonly spec: KubeClusterSpec) {}
+
+  /** A cluster not built yet, so a caller can hold it (and destroy it on a signal) while start() runs. */
+  static prepare(spec: KubeClusterSpec): KubeCluster {
+    return new KubeCluster(spec)
+  }
+
+  static async create(spec: KubeClusterSpec): Promise<KubeCluster> {
+    const c = new KubeCluster(spec)
+    await c.start()
+    return c
+  }
+
+  private say(line: string): void {
+    this.spec.say?.(line)
+  }
+
+  get kubeconfig(): string {
+    return this.plane.kubeconfig
+  }
+
+  get controlPlaneNs(): string {
+    return this.netns.name('cp')
+  }
+
+  get runDir(): string {
+    return this.dir
+  }
+
+  get binDir(): string {
+    return this.bin
+  }
+
+  private get plane(): ControlPlane {
+    if (this.controlPlane === undefined) throw new Error('the cluster is not started')
+    return this.controlPlane
+  }
+
+  kubectl(args: readonly string[], input?: string): Promise<string> {
+    return this.plane.kubectl(args, input)
+  }
+
+  async start(): Promise<void> {
+    try {
+      await sweepCgroups()
+      this.dir = await mkdtemp(join(tmpdir(), `pinto-demo-${this.netns.id}-kube-`))
+      this.say('binaries: Kubernetes, etcd and containerd (built with Go on first use)')
+      this.bin = await kubernetesBinaries()
+      this.say('images: pause, busybox, pinto')
+      this.images = [await pauseImage(await kubernetesSource()), await busyboxImage(), await podmanImage(this.spec.image, this.spec.podmanEnv), ...(this.spec.images ?? [])]
+      const fabric = await this.netns.fabric()
+      await ip(fabric, ['addr', 'add', `${FABRIC_GATEWAY}/24`, 'dev', 'br0'])
+      const cp = await this.netns.host('cp', `${CONTROL_PLANE_ADDRESS}/24`, FABRIC_GATEWAY)
+      this.controlPlane = await startControlPlane({ ns: cp, address: CONTROL_PLANE_ADDRESS, bin: this.bin, dir: join(this.dir, 'control-plane'), serviceCidr: SERVICE_CIDR, serviceIp: SERVICE_IP }, (l) => this.say(l))
+      for (let i = 0; i < this.spec.nodes; i++) {
+        const name = `node-${i + 1}`
+        const ns = await this.netns.host(name, `${nodeAddress(i)}/24`, FABRIC_GATEWAY)
+        this.nodes.push(new KubeNode({ name, ns, address: nodeAddress(i), bin: this.bin, dir: join(this.dir, name), kubeconfig: this.plane.kubeconfig, podCidr: POD_CIDR, pauseImage: PAUSE_IMAGE, cgroupRoot: `${this.netns.prefix}-${name}` }))
+      }
+      await Promise.all(this.nodes.map(async (n) => {
+        await n.startRuntime()
+        this.say(`${n.spec.name}: containerd up; importing ${this.images.length} images`)
+        await importImages(join(this.bin, 'ctr'), n.containerdSocket, this.images)
+        n.startKubelet()
+        this.say(`${n.spec.name}: kubelet and kube-proxy started`)
+      }))
+      await this.waitNodes(this.spec.nodes, 'registered')
+      if (this.spec.installPinto !== false) await this.installPinto(MANIFESTS.kubernetes)
+    } catch (err) {
+      await this.destroy()
+      throw err
+    }
+  }
+
+  /** Applies pinto's manifest as an operator does, then waits for the DaemonSet's rollout and every node Ready. */
+  async installPinto(file: string): Promise<void> {
+    this.say(`pinto: kubectl apply --server-side -f ${file}`)
+    await this.kubectl(['apply', '--server-side', '-f', '-'], clusterManifest(file, this.spec.image).map((d) => stringify(d)).join('---\n'))
+    this.say('pinto: kubectl -n kube-system rollout status ds/pinto-node')
+    await this.kubectl(['-n', 'kube-system', 'rollout', 'status', 'ds/pinto-node', '--timeout=300s'])
+    await this.waitNodes(this.spec.nodes, 'Ready')
+    this.say(`pinto: ${this.spec.nodes} nodes Ready`)
+  }
+
+  /** Waits until `count` nodes are registered, or Ready. */
+  async waitNodes(count: number, state: 'registered' | 'Ready', timeoutMs = 300_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs
+    for (;;) {
+      const out = await this.kubectl(['get', 'nodes', '-o', 'jsonpath={range .items[*]}{.metadata.name} {.status.conditions[?(@.type=="Ready")].status}{"\\n"}{end}']).catch(() => '')
+      const rows = out.split('\n').filter((l) => l !== '')
+      const have = state === 'registered' ? rows.length : rows.filter((l) => l.endsWith(' True')).length
+      if (have >= count) return
+      if (Date.now() > deadline) throw new Error(`${have} of ${count} nodes ${state} after ${timeoutMs / 1000} s:\n${out}`)
+      await new Promise((r) => setTimeout(r, 500))
+    }
+  }
+
+  destroy(): Promise<void> {
+    this.destroying ??= (async () => {
+      for (const n of this.nodes) await n.stop()
+      await this.controlPlane?.stop()
+      await this.netns.destroy()
+      if (this.dir !== '') await rm(this.dir, { recursive: true, force: true })
+    })()
+    return this.destroying
+  }
+}

@@ -1,0 +1,144 @@
+// pinto in a real Kubernetes cluster on this machine: a control plane and three nodes, each with containerd,
+// a kubelet and kube-proxy (agent/demo/kube/). pinto goes in as an operator installs it (kubectl apply of the
+// shipped manifest, then rollout status); the nodes stay NotReady until its install-cni wrote the conflist. A
+// Deployment of six pods spread over the nodes gets pinto addresses; every pod reaches every pod and every
+// node, and a ClusterIP and a NodePort Service answer from every node and every pod through kube-proxy.
+
+import t from 'tap'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { execa } from 'execa'
+import { CLUSTER_BINARIES, KubeCluster, nodeAddress, POD_CIDR, MANIFESTS } from '../../agent/demo/kube/cluster.js'
+import { cgroupDirs } from '../../agent/demo/kube/kube-node.js'
+import { BUSYBOX_IMAGE } from '../../agent/demo/kube/images.js'
+import { ROOT } from '../../agent/demo/cluster-spec.js'
+import { cidrContains, parseAddr, parseCidr } from '../../net/index.js'
+import { kubernetesBin, kubernetesUnavailable } from '../harness/kubernetes-bin.js'
+import { waitFor } from '../harness/wait.js'
+
+const hasPodman = existsSync('/usr/bin/podman')
+const unavailable = await kubernetesUnavailable()
+const skip = process.getuid?.() !== 0 ? 'needs root' : !hasPodman ? 'podman is not installed (it builds pinto\'s image)' : unavailable ?? false
+
+interface Pod {
+  readonly name: string
+  readonly ip: string
+  readonly node: string
+}
+
+const DEPLOYMENT = {
+  apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'web', namespace: 'default' },
+  spec: {
+    replicas: 6, selector: { matchLabels: { app: 'web' } },
+    template: {
+      metadata: { labels: { app: 'web' } },
+      spec: {
+        topologySpreadConstraints: [{ maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'DoNotSchedule', labelSelector: { matchLabels: { app: 'web' } } }],
+        terminationGracePeriodSeconds: 1,
+        containers: [{
+          name: 'web', image: BUSYBOX_IMAGE, imagePullPolicy: 'Never',
+          command: ['/bin/sh', '-c', 'mkdir -p /www && hostname > /www/index.html && exec httpd -f -p 8080 -h /www'],
+          ports: [{ containerPort: 8080 }],
+          readinessProbe: { tcpSocket: { port: 8080 }, periodSeconds: 1 },
+        }],
+      },
+    },
+  },
+}
+
+const service = (name: string, type: 'ClusterIP' | 'NodePort'): object => ({
+  apiVersion: 'v1', kind: 'Service', metadata: { name, namespace: 'default' },
+  spec: { type, selector: { app: 'web' }, ports: [{ port: 80, targetPort: 8080 }] },
+})
+
+/** An HTTP GET through busybox nc, from inside a pod: the answering pod's hostname, or '' on failure. */
+const GET = (host: string, port: number): string => `printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 3 ${host} ${port} | tail -n 1`
+
+t.test('pinto installed into a three-node Kubernetes cluster as an operator does', { skip }, async (t) => {
+  // A cold build of the Kubernetes components and containerd takes many minutes: lift the timeout meanwhile.
+  await kubernetesBin([...CLUSTER_BINARIES], t)
+  const { buildImage } = (await import(pathToFileURL(join(ROOT, 'scripts', 'image.js')).href)) as { buildImage: () => { image: string } }
+  const { podmanEnv } = (await import(pathToFileURL(join(ROOT, 'scripts', 'podman-env.js')).href)) as { podmanEnv: () => NodeJS.ProcessEnv }
+  const image = buildImage().image
+  const started = Date.now()
+  const cluster = KubeCluster.prepare({ nodes: 3, image, podmanEnv: podmanEnv(), installPinto: false, say: (l) => t.comment(l) })
+  t.teardown(() => cluster.destroy())
+  await cluster.start()
+  t.comment(`control plane and 3 nodes up in ${((Date.now() - started) / 1000).toFixed(1)} s`)
+
+  const nodeNames = cluster.nodes.map((n) => n.spec.name)
+  const notReady = await cluster.kubectl(['get', 'nodes', '-o', 'jsonpath={range .items[*]}{.status.conditions[?(@.type=="Ready")].message}{"\\n"}{end}'])
+  t.equal(notReady.split('\n').filter((l) => /cni plugin not initialized|network plugin/i.test(l)).length, 3, 'before pinto, every node is NotReady: its runtime has no network plugin')
+  for (const n of cluster.nodes) t.same(readdirSync(n.cniConfDir), [], `${n.spec.name}: no CNI config before install-cni`)
+
+  const installed = Date.now()
+  await cluster.installPinto(MANIFESTS.kubernetes)
+  t.comment(`pinto rolled out and every node Ready in ${((Date.now() - installed) / 1000).toFixed(1)} s`)
+  const ds = JSON.parse(await cluster.kubectl(['-n', 'kube-system', 'get', 'ds', 'pinto-node', '-o', 'json'])) as { status: { numberReady: number; desiredNumberScheduled: number } }
+  t.equal(ds.status.numberReady, 3, 'the DaemonSet is Ready on every node')
+  for (const n of cluster.nodes) {
+    const list = JSON.parse(readFileSync(join(n.cniConfDir, '10-pinto.conflist'), 'utf8')) as { plugins: { type: string }[] }
+    t.equal(list.plugins[0]?.type, 'pinto', `${n.spec.name}: install-cni wrote the conflist into the node's /etc/cni/net.d`)
+    t.equal(readFileSync(join(n.cniBinDir, 'pinto')).subarray(0, 4).toString('latin1'), '\x7fELF', `${n.spec.name}: and the plugin into its /opt/cni/bin`)
+  }
+
+  const agents = JSON.parse(await cluster.kubectl(['-n', 'kube-system', 'get', 'pods', '-l', 'k8s-app=pinto-node', '-o', 'json'])) as { items: { metadata: { name: string } }[] }
+  const status = await waitFor(async () => {
+    const out = await cluster.kubectl(['-n', 'kube-system', 'exec', agents.items[0]!.metadata.name, '-c', 'pinto-node', '--', 'pintoctl', 'node', 'status']).catch(() => '')
+    return (out.match(/Established/g) ?? []).length >= 2 ? out : undefined
+  }, { timeoutMs: 60_000, what: 'the BGP mesh Established' })
+  t.match(status, /Established/, 'kubectl exec ... -- pintoctl node status: the node peers with the other two')
+
+  await cluster.kubectl(['apply', '-f', '-'], JSON.stringify(DEPLOYMENT))
+  await cluster.kubectl(['rollout', 'status', 'deploy/web', '--timeout=180s'])
+  const list = JSON.parse(await cluster.kubectl(['get', 'pods', '-l', 'app=web', '-o', 'json'])) as { items: { metadata: { name: string; deletionTimestamp?: string }; spec: { nodeName: string }; status: { podIP: string; phase: string } }[] }
+  const pods: Pod[] = list.items.filter((p) => p.metadata.deletionTimestamp === undefined && p.status.phase === 'Running').map((p) => ({ name: p.metadata.name, ip: p.status.podIP, node: p.spec.nodeName }))
+  t.equal(pods.length, 6, 'six pods running')
+  t.same([...new Set(pods.map((p) => p.node))].sort(), [...nodeNames].sort(), 'spread over all three nodes')
+  t.equal(new Set(pods.map((p) => p.ip)).size, 6, 'six distinct addresses')
+  const pool = parseCidr(POD_CIDR)
+  t.ok(pods.every((p) => { const a = parseAddr(p.ip); return cidrContains(pool, a.family, a.value) }), `every address from pinto's pool ${POD_CIDR}: ${pods.map((p) => p.ip).join(', ')}`)
+
+  const targets = [...pods.map((p) => p.ip), ...cluster.nodes.map((_, i) => nodeAddress(i))]
+  const failures: string[] = []
+  for (const p of pods) {
+    const script = targets.map((ip) => `ping -c 1 -W 2 ${ip} >/dev/null 2>&1 && echo "ok ${ip}" || echo "FAIL ${ip}"`).join('; ')
+    const out = await cluster.kubectl(['exec', p.name, '--', 'sh', '-c', script])
+    for (const line of out.split('\n')) if (line.startsWith('FAIL')) failures.push(`${p.name} (${p.node}) -> ${line.slice(5)}`)
+  }
+  t.same(failures, [], `every pod pings every pod and every node (${pods.length * targets.length} pairs)`)
+
+  await cluster.kubectl(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [service('web', 'ClusterIP'), service('web-np', 'NodePort')] }))
+  const clusterIp = (await cluster.kubectl(['get', 'svc', 'web', '-o', 'jsonpath={.spec.clusterIP}'])).trim()
+  const nodePort = Number(await cluster.kubectl(['get', 'svc', 'web-np', '-o', 'jsonpath={.spec.ports[0].nodePort}']))
+  const podNames = new Set(pods.map((p) => p.name))
+  const answers = (out: string): boolean => podNames.has(out.trim())
+  // kube-proxy programs a Service within a second or two; wait for the first answer, then ask everywhere.
+  await waitFor(async () => answers(await cluster.kubectl(['exec', pods[0]!.name, '--', 'sh', '-c', GET(clusterIp, 80)]).catch(() => '')) || undefined, { timeoutMs: 30_000, what: 'the ClusterIP Service answering' })
+  const serviceFailures: string[] = []
+  const viaService = [`${clusterIp}:80`, ...cluster.nodes.map((_, i) => `${nodeAddress(i)}:${nodePort}`)]
+  for (const p of pods) {
+    for (const target of viaService) {
+      const [host, port] = target.split(':') as [string, string]
+      const out = await cluster.kubectl(['exec', p.name, '--', 'sh', '-c', GET(host, Number(port))]).catch((e: Error) => e.message)
+      if (!answers(out)) serviceFailures.push(`pod ${p.name} -> ${target}: ${JSON.stringify(out.trim())}`)
+    }
+  }
+  for (const n of cluster.nodes) {
+    for (const target of viaService) {
+      const r = await execa('ip', ['netns', 'exec', n.spec.ns, 'curl', '-s', '-m', '3', `http://${target}/`], { reject: false })
+      if (!answers(String(r.stdout))) serviceFailures.push(`node ${n.spec.name} -> ${target}: ${JSON.stringify(String(r.stdout).trim() || String(r.stderr).trim())}`)
+    }
+  }
+  t.same(serviceFailures, [], `the ClusterIP and the NodePort on every node answer from every pod and every node (${(pods.length + 3) * viaService.length} requests)`)
+
+  const roots = cluster.nodes.map((n) => n.spec.cgroupRoot)
+  const dir = cluster.runDir
+  const cpNs = cluster.controlPlaneNs
+  await cluster.destroy()
+  t.notOk(existsSync(dir), 'tear-down removed the cluster\'s directory')
+  t.same(roots.flatMap(cgroupDirs).filter(existsSync), [], 'and every node\'s cgroups')
+  const { stdout } = await execa('ip', ['netns', 'list'])
+  t.notMatch(stdout, cpNs.split('-cp')[0]!, 'and every namespace')
+})

@@ -11,9 +11,12 @@ export interface DemoOptions {
   readonly topology: DemoTopology
   readonly tor: 'bird' | undefined
   readonly check: boolean
-  /** How nodes run pinto-node: processes, or the DaemonSet's pods from deploy/kubernetes under podman. */
-  readonly runtime: 'process' | 'podman'
-  /** The image --runtime podman plays; undefined: localhost/pinto-node:<version>. */
+  /**
+   * How nodes run pinto-node: processes, the DaemonSet's pods from deploy/kubernetes under podman, or a real
+   * Kubernetes cluster (kubelets and containerd) that pinto is installed into.
+   */
+  readonly runtime: 'process' | 'podman' | 'kubernetes'
+  /** The image --runtime podman or kubernetes runs; undefined: localhost/pinto-node:<version>. */
   readonly image: string | undefined
   /** Seconds to wait for convergence before giving up. */
   readonly timeout: number
@@ -23,7 +26,7 @@ export const DEMO_DEFAULTS: DemoOptions = { nodes: 3, pods: 2, encap: 'none', to
 
 export class OptionError extends Error {}
 
-export const DEMO_USAGE = `usage: pintoctl demo [--nodes N] [--pods N] [--encap none|vxlan|ipip] [--topology mesh|rr] [--tor bird] [--runtime process|podman [--image REF]]
+export const DEMO_USAGE = `usage: pintoctl demo [--nodes N] [--pods N] [--encap none|vxlan|ipip] [--topology mesh|rr] [--tor bird] [--runtime process|podman|kubernetes [--image REF]]
                      [--check] [--timeout SECONDS]
 
 Builds a local cluster from network namespaces (nodes 192.0.2.11..., pods from 198.18.0.0/15), runs
@@ -37,8 +40,11 @@ peers, routes and a pod-to-pod ping matrix. It keeps running until Ctrl-C, then 
   --tor bird       a BIRD top-of-rack router over eBGP (AS 65000), originating 203.0.113.0/24
   --runtime R      process (pinto-node run directly, default) or podman: each node runs the DaemonSet's
                    pod from deploy/kubernetes (image localhost/pinto-node, \`npm run image\` builds it),
-                   played by podman kube play in the node's namespace, with etcd over TLS
-  --image REF      the image --runtime podman plays (default localhost/pinto-node:<version>)
+                   played by podman kube play in the node's namespace, with etcd over TLS; or kubernetes:
+                   a real cluster (a control plane, and containerd, a kubelet and kube-proxy on each node,
+                   built with Go on first use) into which pinto is installed from deploy/kubernetes/kdd,
+                   with a Deployment of web pods; it prints a kubeconfig for kubectl
+  --image REF      the image --runtime podman or kubernetes runs (default localhost/pinto-node:<version>)
   --check          build, check the full ping matrix, tear down; exit 0 only if every pod reached every other
   --timeout S      seconds to wait for convergence (default 60)
 `
@@ -82,7 +88,7 @@ export function parseDemoOptions(args: readonly string[]): DemoOptions {
         o.tor = oneOf(name, value(), ['bird'] as const)
         break
       case '--runtime':
-        o.runtime = oneOf(name, value(), ['process', 'podman'] as const)
+        o.runtime = oneOf(name, value(), ['process', 'podman', 'kubernetes'] as const)
         break
       case '--image': {
         const v = value()
@@ -101,6 +107,12 @@ export function parseDemoOptions(args: readonly string[]): DemoOptions {
         throw new OptionError(`${raw}: unknown option`)
     }
   }
-  if (o.image !== undefined && o.runtime !== 'podman') throw new OptionError('--image: only with --runtime podman')
+  if (o.image !== undefined && o.runtime === 'process') throw new OptionError('--image: only with --runtime podman or kubernetes')
+  if (o.runtime === 'kubernetes') {
+    // The cluster's pinto comes from its manifest: these are the process and podman runtimes' own settings.
+    if (o.encap !== 'none') throw new OptionError('--encap: not with --runtime kubernetes (the pool\'s encapsulation is pinto-config\'s)')
+    if (o.topology !== 'mesh') throw new OptionError('--topology: not with --runtime kubernetes')
+    if (o.tor !== undefined) throw new OptionError('--tor: not with --runtime kubernetes')
+  }
   return o
 }

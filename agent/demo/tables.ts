@@ -84,7 +84,7 @@ export function table(headers: readonly string[], rows: readonly (readonly strin
 }
 
 /** The ping matrix: rows are sources, columns destinations; "ok", "FAIL", or "-" on the diagonal. */
-export function matrixTable(names: readonly string[], result: (from: string, to: string) => boolean | undefined, opts: TableOptions = {}): string {
-  const rows = names.map((from) => [from, ...names.map((to) => (from === to ? '-' : result(from, to) === true ? 'ok' : 'FAIL'))])
+export function matrixTable(names: readonly string[], result: (from: string, to: string) => boolean | undefined, opts: TableOptions = {}, sources: readonly string[] = names): string {
+  const rows = sources.map((from) => [from, ...names.map((to) => (from === to ? '-' : result(from, to) === true ? 'ok' : 'FAIL'))])
   return table(['from \\ to', ...names], rows, opts)
 }

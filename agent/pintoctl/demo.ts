@@ -11,6 +11,7 @@ import { accessReport, stateReport } from '../demo/report.js'
 import { TOR_ADDRESS, TOR_AS, TOR_PREFIX } from '../demo/tor.js'
 import { NODE_IMAGE, podmanProblem } from '../demo/podman-nodes.js'
 import { StopRequests } from '../demo/stop-requests.js'
+import { kubeDemoCommand } from './demo-kube.js'
 
 type Write = (text: string) => void
 
@@ -59,6 +60,7 @@ export async function demoCommand(args: readonly string[]): Promise<number> {
     process.stderr.write(`pintoctl demo: ${e.message}\n${DEMO_USAGE}`)
     return 2
   }
+  if (o.runtime === 'kubernetes') return kubeDemoCommand(o)
   const problem = await preflight(o)
   if (problem !== undefined) {
     process.stderr.write(`pintoctl demo: ${problem}\n`)

@@ -11,7 +11,8 @@ import { pathToFileURL } from 'node:url'
 import { execa } from 'execa'
 import { CLUSTER_BINARIES, KubeCluster, nodeAddress, POD_CIDR, MANIFESTS } from '../../agent/demo/kube/cluster.js'
 import { cgroupDirs } from '../../agent/demo/kube/kube-node.js'
-import { BUSYBOX_IMAGE } from '../../agent/demo/kube/images.js'
+import { httpGet, kubePingMatrix, runningPods, webDeployment, webService, WEB_LABEL } from '../../agent/demo/kube/workload.js'
+import { matrixFailures } from '../../agent/demo/observe.js'
 import { ROOT } from '../../agent/demo/cluster-spec.js'
 import { cidrContains, parseAddr, parseCidr } from '../../net/index.js'
 import { kubernetesBin, kubernetesUnavailable } from '../harness/kubernetes-bin.js'
@@ -20,40 +21,6 @@ import { waitFor } from '../harness/wait.js'
 const hasPodman = existsSync('/usr/bin/podman')
 const unavailable = await kubernetesUnavailable()
 const skip = process.getuid?.() !== 0 ? 'needs root' : !hasPodman ? 'podman is not installed (it builds pinto\'s image)' : unavailable ?? false
-
-interface Pod {
-  readonly name: string
-  readonly ip: string
-  readonly node: string
-}
-
-const DEPLOYMENT = {
-  apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'web', namespace: 'default' },
-  spec: {
-    replicas: 6, selector: { matchLabels: { app: 'web' } },
-    template: {
-      metadata: { labels: { app: 'web' } },
-      spec: {
-        topologySpreadConstraints: [{ maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'DoNotSchedule', labelSelector: { matchLabels: { app: 'web' } } }],
-        terminationGracePeriodSeconds: 1,
-        containers: [{
-          name: 'web', image: BUSYBOX_IMAGE, imagePullPolicy: 'Never',
-          command: ['/bin/sh', '-c', 'mkdir -p /www && hostname > /www/index.html && exec httpd -f -p 8080 -h /www'],
-          ports: [{ containerPort: 8080 }],
-          readinessProbe: { tcpSocket: { port: 8080 }, periodSeconds: 1 },
-        }],
-      },
-    },
-  },
-}
-
-const service = (name: string, type: 'ClusterIP' | 'NodePort'): object => ({
-  apiVersion: 'v1', kind: 'Service', metadata: { name, namespace: 'default' },
-  spec: { type, selector: { app: 'web' }, ports: [{ port: 80, targetPort: 8080 }] },
-})
-
-/** An HTTP GET through busybox nc, from inside a pod: the answering pod's hostname, or '' on failure. */
-const GET = (host: string, port: number): string => `printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 3 ${host} ${port} | tail -n 1`
 
 t.test('pinto installed into a three-node Kubernetes cluster as an operator does', { skip }, async (t) => {
   // A cold build of the Kubernetes components and containerd takes many minutes: lift the timeout meanwhile.
@@ -90,38 +57,31 @@ t.test('pinto installed into a three-node Kubernetes cluster as an operator does
   }, { timeoutMs: 60_000, what: 'the BGP mesh Established' })
   t.match(status, /Established/, 'kubectl exec ... -- pintoctl node status: the node peers with the other two')
 
-  await cluster.kubectl(['apply', '-f', '-'], JSON.stringify(DEPLOYMENT))
+  await cluster.kubectl(['apply', '-f', '-'], JSON.stringify(webDeployment(6)))
   await cluster.kubectl(['rollout', 'status', 'deploy/web', '--timeout=180s'])
-  const list = JSON.parse(await cluster.kubectl(['get', 'pods', '-l', 'app=web', '-o', 'json'])) as { items: { metadata: { name: string; deletionTimestamp?: string }; spec: { nodeName: string }; status: { podIP: string; phase: string } }[] }
-  const pods: Pod[] = list.items.filter((p) => p.metadata.deletionTimestamp === undefined && p.status.phase === 'Running').map((p) => ({ name: p.metadata.name, ip: p.status.podIP, node: p.spec.nodeName }))
+  const pods = await runningPods(cluster, WEB_LABEL)
   t.equal(pods.length, 6, 'six pods running')
   t.same([...new Set(pods.map((p) => p.node))].sort(), [...nodeNames].sort(), 'spread over all three nodes')
   t.equal(new Set(pods.map((p) => p.ip)).size, 6, 'six distinct addresses')
   const pool = parseCidr(POD_CIDR)
   t.ok(pods.every((p) => { const a = parseAddr(p.ip); return cidrContains(pool, a.family, a.value) }), `every address from pinto's pool ${POD_CIDR}: ${pods.map((p) => p.ip).join(', ')}`)
 
-  const targets = [...pods.map((p) => p.ip), ...cluster.nodes.map((_, i) => nodeAddress(i))]
-  const failures: string[] = []
-  for (const p of pods) {
-    const script = targets.map((ip) => `ping -c 1 -W 2 ${ip} >/dev/null 2>&1 && echo "ok ${ip}" || echo "FAIL ${ip}"`).join('; ')
-    const out = await cluster.kubectl(['exec', p.name, '--', 'sh', '-c', script])
-    for (const line of out.split('\n')) if (line.startsWith('FAIL')) failures.push(`${p.name} (${p.node}) -> ${line.slice(5)}`)
-  }
-  t.same(failures, [], `every pod pings every pod and every node (${pods.length * targets.length} pairs)`)
+  const targets = new Map([...pods.map((p): [string, string] => [p.name, p.ip]), ...cluster.nodes.map((n, i): [string, string] => [n.spec.name, nodeAddress(i)])])
+  t.same(matrixFailures(await kubePingMatrix(cluster, pods, targets)), [], `every pod pings every other pod and every node (${pods.length * (targets.size - 1)} pairs)`)
 
-  await cluster.kubectl(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [service('web', 'ClusterIP'), service('web-np', 'NodePort')] }))
+  await cluster.kubectl(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [webService('web', 'ClusterIP'), webService('web-np', 'NodePort')] }))
   const clusterIp = (await cluster.kubectl(['get', 'svc', 'web', '-o', 'jsonpath={.spec.clusterIP}'])).trim()
   const nodePort = Number(await cluster.kubectl(['get', 'svc', 'web-np', '-o', 'jsonpath={.spec.ports[0].nodePort}']))
   const podNames = new Set(pods.map((p) => p.name))
   const answers = (out: string): boolean => podNames.has(out.trim())
   // kube-proxy programs a Service within a second or two; wait for the first answer, then ask everywhere.
-  await waitFor(async () => answers(await cluster.kubectl(['exec', pods[0]!.name, '--', 'sh', '-c', GET(clusterIp, 80)]).catch(() => '')) || undefined, { timeoutMs: 30_000, what: 'the ClusterIP Service answering' })
+  await waitFor(async () => answers(await cluster.kubectl(['exec', pods[0]!.name, '--', 'sh', '-c', httpGet(clusterIp, 80)]).catch(() => '')) || undefined, { timeoutMs: 30_000, what: 'the ClusterIP Service answering' })
   const serviceFailures: string[] = []
   const viaService = [`${clusterIp}:80`, ...cluster.nodes.map((_, i) => `${nodeAddress(i)}:${nodePort}`)]
   for (const p of pods) {
     for (const target of viaService) {
       const [host, port] = target.split(':') as [string, string]
-      const out = await cluster.kubectl(['exec', p.name, '--', 'sh', '-c', GET(host, Number(port))]).catch((e: Error) => e.message)
+      const out = await cluster.kubectl(['exec', p.name, '--', 'sh', '-c', httpGet(host, Number(port))]).catch((e: Error) => e.message)
       if (!answers(out)) serviceFailures.push(`pod ${p.name} -> ${target}: ${JSON.stringify(out.trim())}`)
     }
   }

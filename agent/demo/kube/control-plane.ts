@@ -94,7 +94,7 @@ export async function startControlPlane(spec: ControlPlaneSpec, say: (line: stri
     ], join(dir, 'etcd.log')))
     say('control plane: kube-apiserver')
     children.push(spawnIn(ns, join(bin, 'kube-apiserver'), [
-      '--etcd-servers=http://127.0.0.1:2379', `--bind-address=${address}`, `--secure-port=${API_PORT}`, `--advertise-address=${address}`,
+      '--etcd-servers=http://127.0.0.1:2379', '--bind-address=0.0.0.0', `--secure-port=${API_PORT}`, `--advertise-address=${address}`,
       `--tls-cert-file=${join(pki, 'apiserver.crt')}`, `--tls-private-key-file=${join(pki, 'apiserver.key')}`, `--client-ca-file=${caFile}`,
       `--token-auth-file=${join(pki, 'tokens.csv')}`, '--authorization-mode=Node,RBAC',
       '--service-account-issuer=https://kubernetes.default.svc.cluster.local',

@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // Builds the Kubernetes components the tests run (and the etcd Kubernetes is tested with) from the Go module in
-// scripts/kubernetes/, and containerd with its runc shim and ctr from scripts/containerd/, once per machine,
-// into .cache/kubernetes-<version>/bin in the checkout, and prints that directory. Go is a test tool here:
-// nothing it builds or fetches is part of pinto or of the repository.
+// scripts/kubernetes/, containerd with its runc shim and ctr from scripts/containerd/, helm from scripts/helm/
+// and CoreDNS from scripts/coredns/, once per machine, into .cache/kubernetes-<version>/bin in the checkout,
+// and prints that directory. Go is a test tool here: nothing it builds or fetches is part of pinto or of the
+// repository.
 // `node scripts/kubernetes.js kube-apiserver kubectl` builds just those; no names builds them all.
 import { execFileSync, spawn } from 'node:child_process'
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
@@ -13,6 +14,8 @@ import { fileURLToPath } from 'node:url'
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 export const MODULE_DIR = join(root, 'scripts', 'kubernetes')
 const CONTAINERD_DIR = join(root, 'scripts', 'containerd')
+const HELM_DIR = join(root, 'scripts', 'helm')
+const COREDNS_DIR = join(root, 'scripts', 'coredns')
 
 const k8s = (pkg) => ({ dir: MODULE_DIR, pkg })
 const containerd = (cmd) => ({ dir: CONTAINERD_DIR, pkg: `github.com/containerd/containerd/v2/cmd/${cmd}`, version: 'containerd' })
@@ -36,6 +39,9 @@ export const COMPONENTS = {
   containerd: containerd('containerd'),
   'containerd-shim-runc-v2': containerd('containerd-shim-runc-v2'),
   ctr: containerd('ctr'),
+  helm: { dir: HELM_DIR, pkg: 'helm.sh/helm/v4/cmd/helm', version: 'helm' },
+  // The cluster's DNS: CoreDNS with the few plugins scripts/coredns/main.go names.
+  coredns: { dir: COREDNS_DIR, pkg: '.', version: 'coredns' },
 }
 
 /** The version a module's go.mod requires of a module, e.g. v1.37.2 for k8s.io/kubernetes. */
@@ -49,6 +55,8 @@ function required(modulePath, dir = MODULE_DIR) {
 export const KUBERNETES_VERSION = required('k8s.io/kubernetes')
 export const ETCD_VERSION = required('go.etcd.io/etcd/server/v3')
 export const CONTAINERD_VERSION = required('github.com/containerd/containerd/v2', CONTAINERD_DIR)
+export const HELM_VERSION = required('helm.sh/helm/v4', HELM_DIR)
+export const COREDNS_VERSION = required('github.com/coredns/coredns', COREDNS_DIR)
 export const BIN_DIR = join(root, '.cache', `kubernetes-${KUBERNETES_VERSION}`, 'bin')
 
 /** How many packages go builds at once (`go build -p`); the machines are small and shared. */
@@ -62,6 +70,8 @@ function versionFlags(name) {
     // containerd's Makefile: the module proxy serves no commit, so the revision is left empty.
     return [`-X github.com/containerd/containerd/v2/version.Version=${CONTAINERD_VERSION}`, '-X github.com/containerd/containerd/v2/version.Revision=']
   }
+  // helm's Makefile: the version with its patch, which the source says only as major.minor.
+  if (COMPONENTS[name].version === 'helm') return [`-X helm.sh/helm/v4/internal/version.version=${HELM_VERSION}`]
   // Kubernetes' hack/lib/version.sh.
   const [, major, minor] = /^v(\d+)\.(\d+)\./.exec(KUBERNETES_VERSION)
   // The module's publication time, so the same inputs give the same binary.
@@ -78,9 +88,9 @@ function versionFlags(name) {
 /** What a built binary says its version is, checked against the module's. */
 function checkVersion(name, bin) {
   if (COMPONENTS[name].version === 'none') return
-  const args = name === 'kubectl' ? ['version', '--client'] : name === 'containerd-shim-runc-v2' ? ['-v'] : ['--version']
+  const args = { kubectl: ['version', '--client'], 'containerd-shim-runc-v2': ['-v'], helm: ['version', '--short'], coredns: ['-version'] }[name] ?? ['--version']
   const out = execFileSync(bin, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
-  const want = { etcd: `etcd Version: ${ETCD_VERSION.slice(1)}`, containerd: CONTAINERD_VERSION }[COMPONENTS[name].version ?? ''] ?? KUBERNETES_VERSION
+  const want = { etcd: `etcd Version: ${ETCD_VERSION.slice(1)}`, containerd: CONTAINERD_VERSION, helm: HELM_VERSION, coredns: `CoreDNS-${COREDNS_VERSION.slice(1)}` }[COMPONENTS[name].version ?? ''] ?? KUBERNETES_VERSION
   if (!out.includes(want)) throw new Error(`${bin} ${args.join(' ')} says ${JSON.stringify(out.trim())}, expected ${want}`)
 }
 

@@ -62,6 +62,9 @@ export const DEBIAN_SETS = {
     { pkg: 'etcd-server', bins: ['/usr/bin/etcd'] },
     { pkg: 'etcd-client', bins: ['/usr/bin/etcdctl'] },
     { pkg: 'openssl', bins: ['/usr/bin/openssl'] },
+    // The kubernetes runtime's pause image is Kubernetes' pause.c, compiled static here.
+    { pkg: 'gcc', bins: ['/usr/bin/gcc'] },
+    { pkg: 'libc6-dev', bins: ['/usr/include/stdio.h'] },
   ],
   test: [
     // the real peers and tools the tests run against
@@ -69,6 +72,8 @@ export const DEBIAN_SETS = {
     { pkg: 'gobgpd', bins: ['/usr/bin/gobgpd'] },
     { pkg: 'containernetworking-plugins', bins: ['/usr/lib/cni/ptp'] },
     { pkg: 'tcpdump', bins: ['/usr/bin/tcpdump'] },
+    // The agnhost image of Kubernetes' network tests runs OpenBSD's nc (UDP, -z), as its Alpine base has it.
+    { pkg: 'netcat-openbsd', bins: ['/bin/nc.openbsd'] },
     // The status page's browser test drives Debian's chromium through playwright-core (no browser download).
     { pkg: 'chromium', bins: ['/usr/bin/chromium'] },
   ],

@@ -27,12 +27,17 @@ export interface Tor {
   learned(): Promise<string[]>
 }
 
-/** bird.conf. Pure. Exports only its own static route, so nodes never see each other's blocks through it. */
-export function renderTorConfig(dir: string, neighbors: readonly TorNeighbor[], originate: readonly string[] = [TOR_PREFIX]): string {
+/**
+ * bird.conf. Pure. Exports only its own static route, so nodes never see each other's blocks through it. With
+ * `kernel`, the routes it learns go into its namespace's kernel too, so it routes to the pods as a rack's
+ * router does (for hosts on the fabric that run no pinto, such as a control plane).
+ */
+export function renderTorConfig(dir: string, neighbors: readonly TorNeighbor[], originate: readonly string[] = [TOR_PREFIX], kernel = false): string {
   const lines = [
     `log "${join(dir, 'bird.log')}" all;`,
     `router id ${TOR_ADDRESS};`,
     'protocol device { scan time 10; }',
+    ...(kernel ? ['protocol kernel { ipv4 { export where source = RTS_BGP; }; }'] : []),
     `protocol static torstatic { ipv4; ${originate.map((p) => `route ${p} blackhole;`).join(' ')} }`,
     'template bgp node {',
     `  local ${TOR_ADDRESS} as ${TOR_AS};`,
@@ -45,12 +50,12 @@ export function renderTorConfig(dir: string, neighbors: readonly TorNeighbor[], 
   return lines.join('\n') + '\n'
 }
 
-export async function startTor(ns: string, dir: string, neighbors: readonly TorNeighbor[], originate?: readonly string[]): Promise<Tor> {
+export async function startTor(ns: string, dir: string, neighbors: readonly TorNeighbor[], originate?: readonly string[], kernel = false): Promise<Tor> {
   await mkdir(dir, { recursive: true })
   const conf = join(dir, 'bird.conf')
   const socket = join(dir, 'bird.ctl')
   const pidFile = join(dir, 'bird.pid')
-  await writeFile(conf, renderTorConfig(dir, neighbors, originate))
+  await writeFile(conf, renderTorConfig(dir, neighbors, originate, kernel))
   const start = await execa('ip', ['netns', 'exec', ns, 'bird', '-c', conf, '-s', socket, '-P', pidFile], { reject: false })
   if (start.exitCode !== 0) throw new Error(`BIRD did not start: ${String(start.stderr).trim()}`)
   const birdc = async (...args: string[]): Promise<string> => String((await execa('birdc', ['-s', socket, ...args])).stdout)

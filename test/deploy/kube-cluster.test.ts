@@ -9,7 +9,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { execa } from 'execa'
-import { CLUSTER_BINARIES, KubeCluster, nodeAddress, POD_CIDR, MANIFESTS } from '../../agent/demo/kube/cluster.js'
+import { CHART, CLUSTER_BINARIES, KubeCluster, nodeAddress, POD_CIDR, MANIFESTS } from '../../agent/demo/kube/cluster.js'
 import { cgroupDirs } from '../../agent/demo/kube/kube-node.js'
 import { httpGet, kubePingMatrix, runningPods, webDeployment, webService, WEB_LABEL } from '../../agent/demo/kube/workload.js'
 import { matrixFailures } from '../../agent/demo/observe.js'
@@ -24,12 +24,14 @@ const skip = process.getuid?.() !== 0 ? 'needs root' : !hasPodman ? 'podman is n
 
 t.test('pinto installed into a three-node Kubernetes cluster as an operator does', { skip }, async (t) => {
   // A cold build of the Kubernetes components and containerd takes many minutes: lift the timeout meanwhile.
-  await kubernetesBin([...CLUSTER_BINARIES], t)
+  await kubernetesBin([...CLUSTER_BINARIES, 'helm'], t)
   const { buildImage } = (await import(pathToFileURL(join(ROOT, 'scripts', 'image.js')).href)) as { buildImage: () => { image: string } }
   const { podmanEnv } = (await import(pathToFileURL(join(ROOT, 'scripts', 'podman-env.js')).href)) as { podmanEnv: () => NodeJS.ProcessEnv }
   const image = buildImage().image
   const started = Date.now()
-  const cluster = KubeCluster.prepare({ nodes: 3, image, podmanEnv: podmanEnv(), installPinto: false, say: (l) => t.comment(l) })
+  // Grace periods short enough for a test: a pod gone without a DEL, and a deleted Node.
+  const agentEnv = { PINTO_POD_GC_GRACE_SECONDS: '3', PINTO_NODE_GC_GRACE_SECONDS: '3' }
+  const cluster = KubeCluster.prepare({ nodes: 3, image, podmanEnv: podmanEnv(), installPinto: false, agentEnv, say: (l) => t.comment(l) })
   t.teardown(() => cluster.destroy())
   await cluster.start()
   t.comment(`control plane and 3 nodes up in ${((Date.now() - started) / 1000).toFixed(1)} s`)
@@ -92,6 +94,70 @@ t.test('pinto installed into a three-node Kubernetes cluster as an operator does
     }
   }
   t.same(serviceFailures, [], `the ClusterIP and the NodePort on every node answer from every pod and every node (${(pods.length + 3) * viaService.length} requests)`)
+
+  // What pintoctl on a node says of an address.
+  const ipamShow = async (ip: string): Promise<string> => {
+    const agent = JSON.parse(await cluster.kubectl(['-n', 'kube-system', 'get', 'pods', '-l', 'k8s-app=pinto-node', '--field-selector', `spec.nodeName=${nodeNames[0]}`, '-o', 'json'])) as { items: { metadata: { name: string } }[] }
+    return cluster.kubectl(['-n', 'kube-system', 'exec', agent.items[0]!.metadata.name, '-c', 'pinto-node', '--', 'pintoctl', 'ipam', 'show', `--ip=${ip}`])
+  }
+
+  // A pod deleted while its node's kubelet is stopped: no DEL can come, and pinto's pod GC frees its address.
+  const node2 = cluster.nodes[1]!
+  const orphan = pods.find((p) => p.node === node2.spec.name)!
+  t.match(await ipamShow(orphan.ip), /is in use/, `${orphan.ip} (${orphan.name}) is in use`)
+  await node2.stopDaemon('kubelet')
+  await cluster.kubectl(['delete', 'pod', orphan.name, '--grace-period=0', '--force', '--wait=false'])
+  const freed = await waitFor(async () => ((await ipamShow(orphan.ip)).includes('is not assigned') ? true : undefined), { timeoutMs: 60_000, what: `${orphan.ip} freed by the pod GC` })
+  t.ok(freed, `with ${node2.spec.name}'s kubelet stopped, ${orphan.ip} is freed once ${orphan.name} is gone from the API`)
+  node2.startDaemon('kubelet')
+  await cluster.waitNodes(3, 'Ready')
+
+  // kubectl drain, then the machine goes and kubectl delete node: the pods come back elsewhere with new addresses,
+  // and the node's blocks are released.
+  await cluster.kubectl(['apply', '-f', '-'], JSON.stringify(webDeployment(6, 'soft')))
+  await cluster.kubectl(['rollout', 'status', 'deploy/web', '--timeout=180s'])
+  const gone = cluster.nodes[2]!
+  const blocksOf = async (node: string): Promise<string[]> => {
+    const list = JSON.parse(await cluster.kubectl(['get', 'blockaffinities.crd.projectcalico.org', '-o', 'json'])) as { items: { spec: { node: string; cidr: string } }[] }
+    return list.items.filter((a) => a.spec.node === node).map((a) => a.spec.cidr)
+  }
+  const goneBlocks = await blocksOf(gone.spec.name)
+  t.ok(goneBlocks.length > 0, `${gone.spec.name} holds blocks ${goneBlocks.join(', ')}`)
+  const before = (await runningPods(cluster, WEB_LABEL)).filter((p) => p.node === gone.spec.name)
+  t.ok(before.length > 0, `${before.length} web pods on ${gone.spec.name} before the drain`)
+  await cluster.kubectl(['drain', gone.spec.name, '--ignore-daemonsets', '--delete-emptydir-data', '--timeout=180s'])
+  await cluster.kubectl(['rollout', 'status', 'deploy/web', '--timeout=180s'])
+  const after = await runningPods(cluster, WEB_LABEL)
+  t.equal(after.length, 6, 'six web pods running again')
+  t.notOk(after.some((p) => p.node === gone.spec.name), `none on the drained ${gone.spec.name}`)
+  const goneCidrs = goneBlocks.map((b) => parseCidr(b))
+  t.notOk(after.some((p) => before.some((b) => b.ip === p.ip) || goneCidrs.some((c) => { const a = parseAddr(p.ip); return cidrContains(c, a.family, a.value) })), 'the moved pods have new addresses, none from the drained node\'s blocks')
+  await gone.stop()
+  await cluster.kubectl(['delete', 'node', gone.spec.name])
+  await waitFor(async () => ((await blocksOf(gone.spec.name)).length === 0 ? true : undefined), { timeoutMs: 90_000, what: `${gone.spec.name}'s block affinities released` })
+  const blocks = JSON.parse(await cluster.kubectl(['get', 'ipamblocks.crd.projectcalico.org', '-o', 'json'])) as { items: { spec: { cidr: string; affinity?: string } }[] }
+  t.same(blocks.items.filter((b) => b.spec.affinity === `host:${gone.spec.name}`).map((b) => b.spec.cidr), [], `after kubectl delete node, ${gone.spec.name}'s blocks and affinities are released`)
+  const survivors = await runningPods(cluster, WEB_LABEL)
+  t.same(matrixFailures(await kubePingMatrix(cluster, survivors, new Map(survivors.map((p): [string, string] => [p.name, p.ip])))), [], 'the pods on the remaining nodes reach each other')
+
+  // The same cluster, pinto removed and installed again from the Helm chart, as an operator moving to Helm does.
+  await cluster.kubectl(['delete', 'deploy/web', '--wait=true', '--timeout=120s'])
+  await waitFor(async () => (await runningPods(cluster, WEB_LABEL)).length === 0 || undefined, { timeoutMs: 120_000, what: 'the web pods gone (their DELs through pinto)' })
+  // CoreDNS's address would not survive pinto's IPAM going with the CRDs: it leaves first and comes back after.
+  await cluster.kubectl(['-n', 'kube-system', 'scale', 'deploy/coredns', '--replicas=0'])
+  await waitFor(async () => (await cluster.kubectl(['-n', 'kube-system', 'get', 'pods', '-l', 'k8s-app=kube-dns', '-o', 'name'])).trim() === '' || undefined, { timeoutMs: 120_000, what: 'CoreDNS stopped' })
+  await cluster.kubectl(['delete', '-f', MANIFESTS.kubernetes, '--wait=true', '--timeout=180s'])
+  await cluster.installPintoChart(CHART)
+  await cluster.kubectl(['-n', 'kube-system', 'scale', 'deploy/coredns', '--replicas=1'])
+  const fromChart = JSON.parse(await cluster.kubectl(['-n', 'kube-system', 'get', 'ds', 'pinto-node', '-o', 'json'])) as { metadata: { labels?: Record<string, string>; annotations?: Record<string, string> }; status: { numberReady: number } }
+  t.equal(fromChart.status.numberReady, 2, 'from the Helm chart, the DaemonSet is Ready on every node again')
+  t.equal(fromChart.metadata.annotations?.['meta.helm.sh/release-name'], 'pinto', 'and it is the chart\'s release')
+  await cluster.kubectl(['apply', '-f', '-'], JSON.stringify(webDeployment(4)))
+  await cluster.kubectl(['rollout', 'status', 'deploy/web', '--timeout=180s'])
+  const again = await runningPods(cluster, WEB_LABEL)
+  t.equal(new Set(again.map((p) => p.node)).size, 2, 'new pods on both nodes')
+  const targetsAgain = new Map(again.map((p): [string, string] => [p.name, p.ip]))
+  t.same(matrixFailures(await kubePingMatrix(cluster, again, targetsAgain)), [], 'and they reach each other')
 
   const roots = cluster.nodes.map((n) => n.spec.cgroupRoot)
   const dir = cluster.runDir

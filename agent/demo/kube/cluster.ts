@@ -9,15 +9,20 @@ import { readdirSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
+import { execa } from 'execa'
 import { stringify } from 'yaml'
 import { ROOT } from '../cluster-spec.js'
+import { CLUSTER_AS } from '../cluster-resources.js'
 import { findObject, readManifest, type KubeObject } from '../kube-manifest.js'
-import { isAlive, Namespaces, ip } from '../netns.js'
+import { isAlive, Namespaces } from '../netns.js'
 import { startControlPlane, type ControlPlane } from './control-plane.js'
-import { busyboxImage, importImages, pauseImage, PAUSE_IMAGE, podmanImage, type ImageArchive } from './images.js'
+import { busyboxImage, corednsImage, importImages, pauseImage, PAUSE_IMAGE, podmanImage, type ImageArchive } from './images.js'
+import { DNS_IP, dnsObjects } from './dns.js'
 import { KubeNode, removeCgroupRoot } from './kube-node.js'
+import { startTor, TOR_ADDRESS, TOR_AS, type Tor } from '../tor.js'
 
-export const FABRIC_GATEWAY = '192.0.2.1'
+/** The top-of-rack router's address, every host's default gateway. */
+export const FABRIC_GATEWAY = TOR_ADDRESS
 export const CONTROL_PLANE_ADDRESS = '192.0.2.10'
 /** Node i (from 0) is 192.0.2.(11 + i). */
 export const nodeAddress = (i: number): string => `192.0.2.${11 + i}`
@@ -26,10 +31,11 @@ export const SERVICE_IP = '198.51.100.1'
 export const POD_CIDR = '198.18.0.0/16'
 
 /** The binaries a cluster runs, built by scripts/kubernetes.js. */
-export const CLUSTER_BINARIES = ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kubelet', 'kube-proxy', 'kubectl', 'containerd', 'containerd-shim-runc-v2', 'ctr'] as const
+export const CLUSTER_BINARIES = ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kubelet', 'kube-proxy', 'kubectl', 'containerd', 'containerd-shim-runc-v2', 'ctr', 'coredns'] as const
 
 /** pinto's manifests, as shipped: the Kubernetes API as datastore (kdd/) or etcd (the default kustomization). */
 export const MANIFESTS = { kubernetes: join(ROOT, 'deploy', 'kubernetes', 'kdd', 'pinto.yaml') } as const
+export const CHART = join(ROOT, 'deploy', 'helm', 'pinto')
 
 export interface KubeClusterSpec {
   readonly nodes: number
@@ -38,6 +44,10 @@ export interface KubeClusterSpec {
   readonly podmanEnv: NodeJS.ProcessEnv
   /** More images every node gets (agnhost, say). */
   readonly images?: readonly ImageArchive[]
+  /** More environment for the pinto-node container (a grace period shortened for a test, say). */
+  readonly agentEnv?: Readonly<Record<string, string>>
+  /** CoreDNS as the cluster's DNS, started once pods have a network (default true). */
+  readonly dns?: boolean
   /** Installs pinto from its manifests once the nodes are up (default true). */
   readonly installPinto?: boolean
   readonly say?: (line: string) => void
@@ -55,8 +65,13 @@ export async function kubernetesBinaries(names: readonly string[] = CLUSTER_BINA
 
 /** The Go module cache's copy of k8s.io/kubernetes (pause.c is in it). */
 async function kubernetesSource(): Promise<string> {
-  const { execa } = await import('execa')
   const r = await execa('go', ['list', '-m', '-f', '{{.Dir}}', 'k8s.io/kubernetes'], { cwd: join(ROOT, 'scripts', 'kubernetes') })
+  return String(r.stdout).trim()
+}
+
+/** The CoreDNS version scripts/coredns builds, e.g. v1.14.7. */
+async function corednsVersion(): Promise<string> {
+  const r = await execa('go', ['list', '-m', '-f', '{{.Version}}', 'github.com/coredns/coredns'], { cwd: join(ROOT, 'scripts', 'coredns') })
   return String(r.stdout).trim()
 }
 
@@ -68,24 +83,30 @@ async function sweepCgroups(): Promise<void> {
   }
 }
 
-/** The shipped manifest with this cluster's choices: pinto's image and the pool's CIDR. */
-export function clusterManifest(file: string, image: string): KubeObject[] {
+/** The shipped manifest with this cluster's choices: pinto's image, the pool's CIDR, and more agent settings. */
+export function clusterManifest(file: string, image: string, agentEnv: Readonly<Record<string, string>> = {}): KubeObject[] {
   const docs = readManifest(file)
   const config = findObject(docs, 'ConfigMap', 'pinto-config') as { data: Record<string, string> }
   config.data['ipv4pool_cidr'] = POD_CIDR
-  const ds = findObject(docs, 'DaemonSet', 'pinto-node') as { spec: { template: { spec: { initContainers: { image: string }[]; containers: { image: string }[] } } } }
+  const ds = findObject(docs, 'DaemonSet', 'pinto-node') as { spec: { template: { spec: { initContainers: { image: string }[]; containers: { name: string; image: string; env?: { name: string; value: string }[] }[] } } } }
   for (const c of [...ds.spec.template.spec.initContainers, ...ds.spec.template.spec.containers]) c.image = image
+  const agent = ds.spec.template.spec.containers.find((c) => c.name === 'pinto-node')
+  if (agent === undefined) throw new Error(`${file}: the DaemonSet has no pinto-node container`)
+  for (const [name, value] of Object.entries(agentEnv)) (agent.env ??= []).push({ name, value })
   return docs
 }
 
 export class KubeCluster {
   readonly nodes: KubeNode[] = []
+  /** The rack's router (BIRD): every host's gateway, peering with every node and routing to the pods. */
+  tor: Tor | undefined
   private readonly netns = new Namespaces()
   private controlPlane: ControlPlane | undefined
   private dir = ''
   private bin = ''
   private images: ImageArchive[] = []
   private destroying: Promise<void> | undefined
+  private dnsStarted = false
 
   private constructor(readonly spec: KubeClusterSpec) {}
 
@@ -129,6 +150,13 @@ export class KubeCluster {
     return this.plane.kubectl(args, input)
   }
 
+  /** Runs one of the cluster's binaries (helm, say) in the control plane's namespace with KUBECONFIG set. */
+  async run(name: string, args: readonly string[]): Promise<string> {
+    const r = await execa('ip', ['netns', 'exec', this.controlPlaneNs, join(this.bin, name), ...args], { env: { KUBECONFIG: this.plane.kubeconfig }, reject: false })
+    if (r.exitCode !== 0) throw new Error(`${name} ${args.join(' ')}: ${String(r.stderr).trim()}`)
+    return String(r.stdout)
+  }
+
   async start(): Promise<void> {
     try {
       await sweepCgroups()
@@ -137,14 +165,18 @@ export class KubeCluster {
       this.bin = await kubernetesBinaries()
       this.say('images: pause, busybox, pinto')
       this.images = [await pauseImage(await kubernetesSource()), await busyboxImage(), await podmanImage(this.spec.image, this.spec.podmanEnv), ...(this.spec.images ?? [])]
-      const fabric = await this.netns.fabric()
-      await ip(fabric, ['addr', 'add', `${FABRIC_GATEWAY}/24`, 'dev', 'br0'])
+      if (this.dns) this.images.push(await corednsImage(join(this.bin, 'coredns'), await corednsVersion()))
+      await this.netns.fabric()
+      const torNs = await this.netns.host('tor', `${FABRIC_GATEWAY}/24`)
+      await execa('ip', ['netns', 'exec', torNs, 'sysctl', '-qw', 'net.ipv4.ip_forward=1'])
+      const neighbors = Array.from({ length: this.spec.nodes }, (_, i) => ({ name: `node_${i + 1}`, address: nodeAddress(i), as: CLUSTER_AS }))
+      this.tor = await startTor(torNs, join(this.dir, 'tor'), neighbors, [], true)
       const cp = await this.netns.host('cp', `${CONTROL_PLANE_ADDRESS}/24`, FABRIC_GATEWAY)
       this.controlPlane = await startControlPlane({ ns: cp, address: CONTROL_PLANE_ADDRESS, bin: this.bin, dir: join(this.dir, 'control-plane'), serviceCidr: SERVICE_CIDR, serviceIp: SERVICE_IP }, (l) => this.say(l))
       for (let i = 0; i < this.spec.nodes; i++) {
         const name = `node-${i + 1}`
         const ns = await this.netns.host(name, `${nodeAddress(i)}/24`, FABRIC_GATEWAY)
-        this.nodes.push(new KubeNode({ name, ns, address: nodeAddress(i), bin: this.bin, dir: join(this.dir, name), kubeconfig: this.plane.kubeconfig, podCidr: POD_CIDR, pauseImage: PAUSE_IMAGE, cgroupRoot: `${this.netns.prefix}-${name}` }))
+        this.nodes.push(new KubeNode({ name, ns, address: nodeAddress(i), bin: this.bin, dir: join(this.dir, name), kubeconfig: this.plane.kubeconfig, podCidr: POD_CIDR, pauseImage: PAUSE_IMAGE, cgroupRoot: `${this.netns.prefix}-${name}`, ...(this.dns ? { clusterDns: DNS_IP } : {}) }))
       }
       await Promise.all(this.nodes.map(async (n) => {
         await n.startRuntime()
@@ -164,11 +196,47 @@ export class KubeCluster {
   /** Applies pinto's manifest as an operator does, then waits for the DaemonSet's rollout and every node Ready. */
   async installPinto(file: string): Promise<void> {
     this.say(`pinto: kubectl apply --server-side -f ${file}`)
-    await this.kubectl(['apply', '--server-side', '-f', '-'], clusterManifest(file, this.spec.image).map((d) => stringify(d)).join('---\n'))
+    await this.kubectl(['apply', '--server-side', '-f', '-'], clusterManifest(file, this.spec.image, this.spec.agentEnv).map((d) => stringify(d)).join('---\n'))
+    await this.peerWithTor()
+    await this.waitPinto()
+  }
+
+  /** Installs pinto's Helm chart with this cluster's image and pool, then waits as installPinto does. */
+  async installPintoChart(chart: string, extraValues: readonly string[] = []): Promise<void> {
+    const at = this.spec.image.lastIndexOf(':')
+    const values = [`image.repository=${this.spec.image.slice(0, at)}`, `image.tag=${this.spec.image.slice(at + 1)}`, `config.ipv4pool_cidr=${POD_CIDR}`, ...extraValues]
+    this.say(`pinto: helm install pinto ${chart} --namespace kube-system ${values.map((v) => `--set ${v}`).join(' ')}`)
+    await this.run('helm', ['install', 'pinto', chart, '--namespace', 'kube-system', ...values.flatMap((v) => ['--set', v])])
+    await this.peerWithTor()
+    await this.waitPinto()
+  }
+
+  /** Every node peers with the rack's router: a global BGPPeer, as an operator writes it for a ToR. */
+  private async peerWithTor(): Promise<void> {
+    const peer = { apiVersion: 'crd.projectcalico.org/v1', kind: 'BGPPeer', metadata: { name: 'tor' }, spec: { peerIP: TOR_ADDRESS, asNumber: TOR_AS } }
+    this.say(`pinto: BGPPeer tor (${TOR_ADDRESS}, AS ${TOR_AS}) for every node`)
+    await this.kubectl(['wait', '--for=condition=established', '--timeout=60s', 'crd/bgppeers.crd.projectcalico.org'])
+    await this.kubectl(['apply', '-f', '-'], JSON.stringify(peer))
+  }
+
+  private async waitPinto(): Promise<void> {
     this.say('pinto: kubectl -n kube-system rollout status ds/pinto-node')
     await this.kubectl(['-n', 'kube-system', 'rollout', 'status', 'ds/pinto-node', '--timeout=300s'])
-    await this.waitNodes(this.spec.nodes, 'Ready')
-    this.say(`pinto: ${this.spec.nodes} nodes Ready`)
+    const nodes = (await this.kubectl(['get', 'nodes', '-o', 'name'])).split('\n').filter((l) => l !== '').length
+    await this.waitNodes(nodes, 'Ready')
+    this.say(`pinto: ${nodes} nodes Ready`)
+    if (this.dns && !this.dnsStarted) {
+      // CoreDNS is a pod like any other: it runs once pinto gives pods a network.
+      this.dnsStarted = true
+      const image = this.images.find((i) => i.ref.startsWith('localhost/coredns:'))?.ref ?? ''
+      this.say(`dns: CoreDNS as kube-dns (${DNS_IP})`)
+      await this.kubectl(['apply', '-f', '-'], JSON.stringify(dnsObjects(image)))
+      await this.kubectl(['-n', 'kube-system', 'rollout', 'status', 'deploy/coredns', '--timeout=180s'])
+    }
+  }
+
+  private get dns(): boolean {
+    return this.spec.dns !== false
   }
 
   /** Waits until `count` nodes are registered, or Ready. */

@@ -22,12 +22,14 @@ export interface ImageArchive {
   readonly path: string
 }
 
-/** A FROM-scratch image: files copied in by their image path, symlinks, and its config. */
+/** A FROM-scratch image: files copied in by their image path, symlinks, written files, and its config. */
 interface ScratchImage {
   readonly ref: string
   readonly files: Readonly<Record<string, string>>
   readonly links?: Readonly<Record<string, string>>
+  readonly texts?: Readonly<Record<string, string>>
   readonly entrypoint: readonly string[]
+  readonly cmd?: readonly string[]
   readonly env?: readonly string[]
   readonly user?: string
 }
@@ -50,6 +52,10 @@ async function scratchArchive(img: ScratchImage): Promise<ImageArchive> {
       await copyFile(from, join(root, at))
       await chmod(join(root, at), 0o755)
     }
+    for (const [at, text] of Object.entries(img.texts ?? {})) {
+      await mkdir(join(root, at, '..'), { recursive: true })
+      await writeFile(join(root, at), text)
+    }
     for (const [at, target] of Object.entries(img.links ?? {})) {
       await mkdir(join(root, at, '..'), { recursive: true })
       await symlink(target, join(root, at))
@@ -61,7 +67,7 @@ async function scratchArchive(img: ScratchImage): Promise<ImageArchive> {
     const layer = sha256(await readFile(join(out, 'layer.tar')))
     const config = JSON.stringify({
       architecture: 'amd64', os: 'linux',
-      config: { Entrypoint: img.entrypoint, Env: img.env ?? ['PATH=/bin'], ...(img.user !== undefined ? { User: img.user } : {}) },
+      config: { Entrypoint: img.entrypoint, ...(img.cmd !== undefined ? { Cmd: img.cmd } : {}), Env: img.env ?? ['PATH=/bin'], ...(img.user !== undefined ? { User: img.user } : {}) },
       rootfs: { type: 'layers', diff_ids: [`sha256:${layer}`] },
     })
     const configName = `${sha256(config)}.json`
@@ -93,6 +99,53 @@ const APPLETS = ['sh', 'ping', 'nc', 'httpd', 'hostname', 'sleep', 'cat', 'ls', 
 export function busyboxImage(): Promise<ImageArchive> {
   const links = Object.fromEntries(APPLETS.map((a) => [`/bin/${a}`, 'busybox']))
   return scratchArchive({ ref: BUSYBOX_IMAGE, files: { '/bin/busybox': '/bin/busybox' }, links, entrypoint: ['/bin/sh'] })
+}
+
+/** A program of this machine and the shared libraries it links (by ldd), at the same paths in an image. */
+async function hostProgram(path: string, at = path): Promise<Record<string, string>> {
+  const files: Record<string, string> = { [at]: path }
+  const out = String((await execa('ldd', [path])).stdout)
+  for (const line of out.split('\n')) {
+    const m = /(?:=>\s*)?(\/\S+)\s+\(0x/.exec(line)
+    if (m?.[1] !== undefined) files[m[1]] = m[1]
+  }
+  return files
+}
+
+/** The e2e tests' image names, as KUBE_TEST_REPO_LIST maps their registries to this machine's (e2eRepoList). */
+export const E2E_REGISTRY = 'localhost/e2e-test-images'
+
+/**
+ * agnhost, the image Kubernetes' network tests run (`agnhost netexec`, `pause`, `connect`, ...): its binary from
+ * the Kubernetes module, with the tools its Alpine image gives the tests' `kubectl exec` (a POSIX sh, busybox's
+ * applets, curl, OpenBSD nc) and the user its tests expect.
+ */
+export async function agnhostImage(agnhost: string, version: string): Promise<ImageArchive> {
+  // sh is dash: busybox's shell runs its own applets before PATH, and its nc lacks what the tests use.
+  const links = Object.fromEntries([...APPLETS.filter((a) => a !== 'nc' && a !== 'sh'), 'grep', 'sed', 'awk', 'head', 'tail', 'cut', 'tr', 'wc', 'test', 'timeout', 'id', 'env', 'rm', 'touch', 'date', 'uname'].map((a) => [`/bin/${a}`, 'busybox']))
+  return scratchArchive({
+    ref: `${E2E_REGISTRY}/agnhost:${version}`,
+    files: { '/agnhost': agnhost, '/bin/busybox': '/bin/busybox', ...(await hostProgram('/bin/dash', '/bin/sh')), ...(await hostProgram('/usr/bin/curl')), ...(await hostProgram('/bin/nc.openbsd', '/usr/bin/nc')) },
+    links: { ...links, '/agnhost-2': 'agnhost' },
+    texts: {
+      '/etc/passwd': 'root:x:0:0:root:/root:/bin/sh\nuser-defined-in-image:x:1000:1000::/home/user:/bin/sh\n',
+      '/etc/group': 'root:x:0:\nuser-defined-in-image:x:1000:\ngroup-defined-in-image:x:50000:user-defined-in-image\n',
+      '/uploads/.keep': '',
+    },
+    entrypoint: ['/agnhost'], cmd: ['pause'],
+    env: ['PATH=/usr/local/bin:/usr/bin:/bin'],
+  })
+}
+
+/** The e2e tests' busybox: the same applets as the pod image, under the tests' name. */
+export function e2eBusyboxImage(version: string): Promise<ImageArchive> {
+  const links = Object.fromEntries(APPLETS.map((a) => [`/bin/${a}`, 'busybox']))
+  return scratchArchive({ ref: `${E2E_REGISTRY}/busybox:${version}`, files: { '/bin/busybox': '/bin/busybox' }, links, entrypoint: ['/bin/sh'] })
+}
+
+/** CoreDNS, the cluster's DNS (scripts/coredns builds it with the plugins the cluster uses). */
+export function corednsImage(coredns: string, version: string): Promise<ImageArchive> {
+  return scratchArchive({ ref: `localhost/coredns:${version}`, files: { '/coredns': coredns }, entrypoint: ['/coredns'], env: [] })
 }
 
 /** An image podman holds (pinto's, from scripts/image.js), exported once per image id. */

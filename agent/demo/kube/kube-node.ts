@@ -26,6 +26,8 @@ export interface KubeNodeSpec {
   readonly pauseImage: string
   /** The cgroup under which this node's kubelet puts its pods (unique on the machine). */
   readonly cgroupRoot: string
+  /** The cluster DNS Service's address the kubelet gives pods, if the cluster has DNS. */
+  readonly clusterDns?: string
 }
 
 /** The cgroup v1 hierarchies mounted here (cpu, memory, ...), or [] on a cgroup v2 machine. */
@@ -126,6 +128,7 @@ function kubeletConfig(spec: KubeNodeSpec): string {
     containerRuntimeEndpoint: `unix://${spec.dir}/containerd.sock`,
     podLogsDir: join(spec.dir, 'pod-logs'),
     clusterDomain: 'cluster.local',
+    ...(spec.clusterDns !== undefined ? { clusterDNS: [spec.clusterDns] } : {}),
   }, null, 2)
 }
 

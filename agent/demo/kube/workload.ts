@@ -18,8 +18,11 @@ export interface Kubectl {
 
 export const WEB_LABEL = 'app=web'
 
-/** `replicas` HTTP servers answering their pod's name on 8080, at most one apart per node. */
-export function webDeployment(replicas: number): object {
+/**
+ * `replicas` HTTP servers answering their pod's name on 8080, at most one apart per node; with `soft`, spread
+ * where it can be (a drained node's pods then go to the others).
+ */
+export function webDeployment(replicas: number, spread: 'hard' | 'soft' = 'hard'): object {
   return {
     apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'web', namespace: 'default' },
     spec: {
@@ -27,7 +30,7 @@ export function webDeployment(replicas: number): object {
       template: {
         metadata: { labels: { app: 'web' } },
         spec: {
-          topologySpreadConstraints: [{ maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'DoNotSchedule', labelSelector: { matchLabels: { app: 'web' } } }],
+          topologySpreadConstraints: [{ maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: spread === 'hard' ? 'DoNotSchedule' : 'ScheduleAnyway', labelSelector: { matchLabels: { app: 'web' } } }],
           terminationGracePeriodSeconds: 1,
           containers: [{
             name: 'web', image: BUSYBOX_IMAGE, imagePullPolicy: 'Never',

@@ -36,7 +36,10 @@ else {
   /** A node's view of `inner`, with the block keys of every watch event it is handed. */
   const view = async (inner: Datastore, node: string): Promise<{ cluster: ClusterState; delivered: string[] }> => {
     const delivered: string[] = []
-    const cluster = new ClusterState(relayWatches(inner, (e, deliver) => (delivered.push(e.key), deliver())), pino({ level: 'silent' }), { node })
+    const cluster = new ClusterState(relayWatches(inner, (e, deliver) => {
+      delivered.push(e.key)
+      deliver()
+    }), pino({ level: 'silent' }), { node })
     t.teardown(() => cluster.close())
     await cluster.start()
     return { cluster, delivered }

@@ -100,16 +100,7 @@ else {
 apiVersion: crd.projectcalico.org/v1
 kind: IPAMBlock
 metadata: { name: 198-18-30-0-30 }
-spec:
-  cidr: 198.18.30.0/30
-  affinity: host:node-c
-  allocations: [null, null, null, null]
-  unallocated: [0, 1, 2, 3]
-  attributes: []
-  sequenceNumber: 1
-  sequenceNumberForAllocation: {}
-  strictAffinity: false
-  deleted: false
+spec: { cidr: 198.18.30.0/30, affinity: 'host:node-c', allocations: [null, null, null, null], unallocated: [0, 1, 2, 3], attributes: [], sequenceNumber: 1, sequenceNumberForAllocation: {}, strictAffinity: false, deleted: false }
 `, 'apply', '-f', '-')
     const { cluster, delivered } = await view(store, 'node-c')
     t.same(originationFor('node-c', cluster.blocks()).blocks, ['198.18.30.0/30'], 'found at start')

@@ -100,12 +100,11 @@ export class ClusterState {
     if (key.startsWith(AFFINITIES_PREFIX)) {
       try {
         this.affinities.set(key, decodeAffinity(key, value))
-        return 'owners'
       } catch (err) {
         this.affinities.delete(key)
         this.log.warn({ key, err: (err as Error).message }, 'ignoring a record that does not decode')
-        return 'owners'
       }
+      return 'owners'
     }
     if (key.startsWith(BLOCKS_PREFIX)) {
       try {

@@ -11,6 +11,8 @@
 //    exactly that revision. A watch over several kinds keeps revision order within each kind.
 // 5. An object Calico marked `deleted` reads as absent. The core Node is never created or deleted through pinto,
 //    and a change of it that leaves pinto's projection as it was is no event.
+// 6. Every IPAMBlock pinto writes carries labels naming its affine node and the other nodes holding its addresses
+//    (kubernetes/ipam-objects.ts blockLabels): `nodeBlocks` lists and watches one node's by those labels.
 
 import { DatastoreError, type Datastore, type KeyValue, type ListResult, type NodeBlocks, type TxnOp, type Watch, type WatchEvent, checkTxnOps } from './datastore.js'
 import { type KeyFamily, keyFamiliesUnder, keyFamilyOf } from './kubernetes/layout.js'

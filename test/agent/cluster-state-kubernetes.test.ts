@@ -1,7 +1,8 @@
 // A node's cluster view on the kubernetes datastore, against a real kube-apiserver: it is sent the events of its
 // own blocks and of the blocks it borrowed an address from, and none of another node's block writes; it still
-// originates its blocks and its borrowed address, knows every block's owner from the affinities, and finds a block
-// written without pinto's labels (as Calico writes it), which it labels so its watch follows it.
+// originates its blocks and its borrowed address, knows every block's owner from the affinities, follows a block of
+// its own whose affinity is released while its pod holds an address there, and finds a block written without
+// pinto's labels (as Calico writes it), which it labels so its watch follows it.
 import t from 'tap'
 import pino from 'pino'
 import { ClusterState } from '../../agent/cluster-state.js'
@@ -93,6 +94,20 @@ else {
     t.equal(delivered.filter((k) => k === blockKey(theirs)).length, handed, "node-b's writes after the release were not handed to node-a")
     t.same([...cluster.blocks()].map((x) => x.cidr), ['198.18.10.0/28'], 'the view holds node-a’s block only')
     t.equal([...(await cluster.allBlocks())].length >= 2, true, 'every block is still read on demand')
+
+    // Its affinity released while its pod still holds an address there: the block moves from node-a's own stream to
+    // its borrowed one (a delete in one, a put in the other, in either order) and is followed there; the block's
+    // prefix is withdrawn and the pod's /32 originated.
+    const held = await store.get(blockKey(mine))
+    const unowned = { ...(JSON.parse(held?.value ?? '{}') as AllocationBlock), affinity: null, affinityClaimTime: null }
+    await store.update(blockKey(mine), JSON.stringify(unowned), held?.revision ?? 0)
+    await waitFor(() => (originationFor('node-a', cluster.blocks()).borrowed.includes('198.18.10.0/32') ? true : undefined), { timeoutMs: 10_000, what: "node-a's pod's address originated on its own once the block is nobody's" })
+    t.same(originationFor('node-a', cluster.blocks()), { blocks: [], borrowed: ['198.18.10.0/32'] })
+    const b2 = allocate(unowned, 1, 'node-b', 'b-in-unowned')
+    const again = await store.get(blockKey(mine))
+    await store.update(blockKey(mine), JSON.stringify(b2), again?.revision ?? 0)
+    await waitFor(() => ([...cluster.blocks()].find((x) => x.cidr === '198.18.10.0/28')?.allocations[1] === 1 ? true : undefined), { timeoutMs: 10_000, what: 'the next write of the block, through the borrowed stream' })
+    t.ok([...cluster.blocks()].some((x) => x.cidr === '198.18.10.0/28'), 'the block is still in the view')
   })
 
   t.test('a block written without pinto’s labels (as Calico writes it) is found, labelled and followed', async (t) => {

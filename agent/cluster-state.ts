@@ -1,14 +1,18 @@
-// The agent's view of the cluster: every resource and IPAM block, kept current by a list and a watch of
-// each prefix (not of handles and affinities, which change with every pod in the cluster and which no
-// reader here needs). Listeners hear about changes (debounced by the caller). Each resource is kept with the
-// revision it was read at, so a reader can hold a write to what it read (a txn check). It owns no decisions;
-// the peer computation, origination, dataplane and the IPAM service's inputs read from it.
+// The agent's view of the cluster: every resource, and the IPAM blocks, kept current by a list and a watch
+// (never of handles, which change with every pod in the cluster and which no reader here needs). Where the
+// store selects one node's blocks itself (Datastore.nodeBlocks, the kubernetes datastore) the view holds only
+// the blocks of its node (affine to it or holding one of its addresses) and learns who owns every other block
+// from the affinities, which change once per block claim, not once per pod; elsewhere it follows every block.
+// Listeners hear about changes (debounced by the caller). Each resource is kept with the revision it was read
+// at, so a reader can hold a write to what it read (a txn check). It owns no decisions; the peer computation,
+// origination, dataplane and the IPAM service's inputs read from it.
 
 import { type Datastore, type Watch, type WatchEvent, DatastoreError, RESOURCE_KEY_PREFIX, decodeResource, parseResourceKey, type Resource, type ResourceKind, type ResourceOfKind } from '../config/index.js'
-import { BLOCKS_PREFIX, decodeBlock, type AllocationBlock } from '../ipam/index.js'
+import { AFFINITIES_PREFIX, BLOCKS_PREFIX, decodeAffinity, decodeBlock, type AffinityRecord, type AllocationBlock } from '../ipam/index.js'
 import type { Logger } from 'pino'
 
-export type ChangeTopic = 'resources' | 'blocks'
+/** 'owners': a block's owner changed (a node's view only: an affinity claimed or released elsewhere). */
+export type ChangeTopic = 'resources' | 'blocks' | 'owners'
 
 /** A resource as the view holds it: decoded, and the store revision of the record it was decoded from. */
 export interface ResourceEntry<R extends Resource = Resource> {
@@ -19,12 +23,16 @@ export interface ResourceEntry<R extends Resource = Resource> {
 export interface ClusterStateOptions {
   /** Follow the IPAM blocks too (default true); without them the view holds resources only. */
   readonly blocks?: boolean
+  /** The node whose blocks the view follows, where the store selects them (Datastore.nodeBlocks); else every block. */
+  readonly node?: string
 }
 
 export class ClusterState {
   /** kind -> name -> entry: a lookup by name does not walk every resource of the cluster. */
   private readonly resources = new Map<ResourceKind, Map<string, ResourceEntry>>()
   private readonly blockRecords = new Map<string, AllocationBlock>()
+  /** A node's view: every affinity by key, for the owners of the blocks it does not hold. */
+  private readonly affinities = new Map<string, AffinityRecord>()
   private watches: Watch[] = []
   private readonly listeners = new Set<(topic: ChangeTopic, blocks: readonly (AllocationBlock | undefined)[]) => void>()
   private closed = false
@@ -39,20 +47,34 @@ export class ClusterState {
     return this.options.blocks !== false
   }
 
+  /** Whether the view holds only its node's blocks (the store selects them), not every block of the cluster. */
+  get nodeScoped(): boolean {
+    return this.withBlocks && this.options.node !== undefined && this.store.nodeBlocks !== undefined
+  }
+
   async start(): Promise<void> {
     await this.resync()
   }
 
-  /** Lists both prefixes and (re)starts their watches from just after the listings. */
+  /** Lists resources and blocks (and a node's view, the affinities) and (re)starts their watches from just after the listings. */
   private async resync(): Promise<void> {
     this.closeWatches()
-    const [res, blocks] = await Promise.all([this.store.list(RESOURCE_KEY_PREFIX), this.withBlocks ? this.store.list(BLOCKS_PREFIX) : undefined])
+    const node = this.nodeScoped ? (this.options.node as string) : undefined
+    const nodeBlocks = this.store.nodeBlocks
+    const [res, blocks, affinities] = await Promise.all([
+      this.store.list(RESOURCE_KEY_PREFIX),
+      !this.withBlocks ? undefined : node !== undefined && nodeBlocks !== undefined ? nodeBlocks.list(node) : this.store.list(BLOCKS_PREFIX),
+      node !== undefined ? this.store.list(AFFINITIES_PREFIX) : undefined,
+    ])
     this.resources.clear()
     this.blockRecords.clear()
+    this.affinities.clear()
     for (const kv of res.items) this.put(kv.key, kv.value, kv.revision)
     for (const kv of blocks?.items ?? []) this.put(kv.key, kv.value, kv.revision)
+    for (const kv of affinities?.items ?? []) this.put(kv.key, kv.value, kv.revision)
     this.emit('resources')
     this.emit('blocks')
+    if (affinities !== undefined) this.emit('owners')
     if (this.closed) return
     let failed = false
     const onError = (err: Error): void => {
@@ -61,10 +83,12 @@ export class ClusterState {
       this.log.warn({ err: err.message }, err instanceof DatastoreError && err.code === 'compacted' ? 'watch fell behind a compaction: listing again' : 'datastore watch failed: listing again')
       setTimeout(() => void this.resync().catch((e: Error) => this.log.error({ err: e.message }, 'resync failed')), 1000).unref()
     }
-    this.watches = [
-      this.store.watch(RESOURCE_KEY_PREFIX, res.revision + 1, (e) => this.onEvent(e), onError),
-      ...(blocks !== undefined ? [this.store.watch(BLOCKS_PREFIX, blocks.revision + 1, (e) => this.onEvent(e), onError)] : []),
-    ]
+    const onEvent = (e: WatchEvent): void => this.onEvent(e)
+    this.watches = [this.store.watch(RESOURCE_KEY_PREFIX, res.revision + 1, onEvent, onError)]
+    if (blocks !== undefined) {
+      this.watches.push(node !== undefined && nodeBlocks !== undefined ? nodeBlocks.watch(node, blocks.revision + 1, onEvent, onError) : this.store.watch(BLOCKS_PREFIX, blocks.revision + 1, onEvent, onError))
+    }
+    if (affinities !== undefined) this.watches.push(this.store.watch(AFFINITIES_PREFIX, affinities.revision + 1, onEvent, onError))
   }
 
   private closeWatches(): void {
@@ -73,6 +97,15 @@ export class ClusterState {
   }
 
   private put(key: string, value: string, revision: number): ChangeTopic | undefined {
+    if (key.startsWith(AFFINITIES_PREFIX)) {
+      try {
+        this.affinities.set(key, decodeAffinity(key, value))
+      } catch (err) {
+        this.affinities.delete(key)
+        this.log.warn({ key, err: (err as Error).message }, 'ignoring a record that does not decode')
+      }
+      return 'owners'
+    }
     if (key.startsWith(BLOCKS_PREFIX)) {
       try {
         this.blockRecords.set(key, decodeBlock(key, value))
@@ -101,6 +134,7 @@ export class ClusterState {
     const before = this.blockRecords.get(e.key)
     if (e.type === 'put') topic = this.put(e.key, e.value, e.revision)
     else if (this.blockRecords.delete(e.key)) topic = 'blocks'
+    else if (this.affinities.delete(e.key)) topic = 'owners'
     else {
       const id = parseResourceKey(e.key)
       if (id !== undefined && this.resources.get(id.kind)?.delete(id.name) === true) topic = 'resources'
@@ -136,8 +170,45 @@ export class ClusterState {
     return this.resources.get(kind)?.get(name) as ResourceEntry<ResourceOfKind<K>> | undefined
   }
 
+  /** The blocks the view follows: every block, or in a node's view (nodeScoped) those of its node. */
   blocks(): Iterable<AllocationBlock> {
     return this.blockRecords.values()
+  }
+
+  /** Every block of the cluster: the view's own, or in a node's view a list of the store. */
+  async allBlocks(): Promise<Iterable<AllocationBlock>> {
+    if (!this.nodeScoped) return this.blockRecords.values()
+    const out: AllocationBlock[] = []
+    for (const kv of (await this.store.list(BLOCKS_PREFIX)).items) {
+      try {
+        out.push(decodeBlock(kv.key, kv.value))
+      } catch (err) {
+        this.log.warn({ key: kv.key, err: (err as Error).message }, 'ignoring a record that does not decode')
+      }
+    }
+    return out
+  }
+
+  /**
+   * Block CIDR as its record holds it -> the node holding its affinity. From the blocks, or in a node's view from the
+   * affinities: a confirmed one, else a pending one (a claim in progress), never one being deleted.
+   */
+  blockOwners(): Map<string, string> {
+    const owners = new Map<string, string>()
+    if (!this.nodeScoped) {
+      for (const b of this.blockRecords.values()) if (b.affinity?.startsWith('host:') === true) owners.set(b.cidr, b.affinity.slice(5))
+      return owners
+    }
+    const confirmed = new Set<string>()
+    for (const a of this.affinities.values()) {
+      if (a.state === 'pendingDeletion') continue
+      const prefix = a.cidr
+      if (confirmed.has(prefix)) continue
+      if (a.state === 'confirmed') confirmed.add(prefix)
+      else if (owners.has(prefix)) continue
+      owners.set(prefix, a.node)
+    }
+    return owners
   }
 
   close(): void {

@@ -3,7 +3,7 @@
 // it was down) and counts them for /metrics and /v1/status. It changes no call's result; the pure step is apart.
 
 import type { Logger } from 'pino'
-import { DatastoreError, type Datastore, type KeyValue, type ListResult, type TxnOp, type Watch, type WatchEvent } from '../config/index.js'
+import { DatastoreError, type Datastore, type KeyValue, type ListResult, type NodeBlocks, type TxnOp, type Watch, type WatchEvent } from '../config/index.js'
 
 export type DatastoreState = 'up' | 'down'
 
@@ -82,6 +82,21 @@ export class MonitoredDatastore implements Datastore {
     return this.inner.transactions
   }
 
+  get nodeBlocks(): NodeBlocks | undefined {
+    const inner = this.inner.nodeBlocks
+    if (inner === undefined) return undefined
+    return {
+      list: (node) => this.observe(() => inner.list(node)),
+      watch: (node, fromRevision, onEvent, onError) => inner.watch(node, fromRevision, onEvent, (err) => this.watchFailed(err, onError)),
+    }
+  }
+
+  private watchFailed(err: Error, onError: ((err: Error) => void) | undefined): void {
+    const at = this.now()
+    if (unavailable(err)) this.record({ startedAt: at, at, ok: false, cause: err.message })
+    onError?.(err)
+  }
+
   health(): DatastoreHealth {
     return this.h
   }
@@ -145,11 +160,7 @@ export class MonitoredDatastore implements Datastore {
   }
 
   watch(prefix: string, fromRevision: number, onEvent: (event: WatchEvent) => void, onError?: (err: Error) => void): Watch {
-    return this.inner.watch(prefix, fromRevision, onEvent, (err) => {
-      const at = this.now()
-      if (unavailable(err)) this.record({ startedAt: at, at, ok: false, cause: err.message })
-      onError?.(err)
-    })
+    return this.inner.watch(prefix, fromRevision, onEvent, (err) => this.watchFailed(err, onError))
   }
 
   async close(): Promise<void> {

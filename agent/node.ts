@@ -74,7 +74,7 @@ export class PintoNode {
     }
     const opened = await openDatastore(s.datastore, { etcdTls: s.etcdTls })
     const store = (this.store = new MonitoredDatastore(opened, { log: log.child({ component: 'datastore' }) }))
-    const cluster = (this.cluster = new ClusterState(store, log.child({ component: 'datastore' })))
+    const cluster = (this.cluster = new ClusterState(store, log.child({ component: 'datastore' }), { node: s.nodeName }))
     await cluster.start()
     const addresses = await detectNodeAddresses(this.runner, { settings: s, cluster, log })
     const ctx: AgentContext = { settings: s, log, store, cluster, addresses, startedAt: this.startedAt }

@@ -115,6 +115,7 @@ export async function runKubernetes(t: Teardown, cfg: KubeRunConfig): Promise<Ku
   let during: Window | undefined
   let agentsAudit: AuditTally | undefined
   let phaseSeconds = 0
+  let blockWrites = 0
   for (const [i, path] of cfg.paths.entries()) {
     let auditFrom = 0
     let nm = m
@@ -138,7 +139,7 @@ export async function runKubernetes(t: Teardown, cfg: KubeRunConfig): Promise<Ku
   if (agents !== undefined && agentsAudit !== undefined && during !== undefined) {
     const ops = agents.adds + agents.dels
     console.log(`\nthe agents' ADD/DEL phase as the apiserver's audit log has it: ${auditLine(agentsAudit)}; ${(agentsAudit.requests / ops).toFixed(2)} requests per ADD or DEL`)
-    const blockWrites = ['update ipamblocks', 'create ipamblocks', 'delete ipamblocks'].reduce((a, k) => a + (agentsAudit?.byKind.get(k) ?? 0), 0)
+    blockWrites = ['update ipamblocks', 'create ipamblocks', 'delete ipamblocks'].reduce((a, k) => a + (agentsAudit?.byKind.get(k) ?? 0), 0)
     console.log(`pinto-node meanwhile (not churning itself; ${cfg.agents} other nodes are, ${(blockWrites / phaseSeconds).toFixed(1)} block writes/s):`)
     for (const l of describeWindow('  its own requests', during, node.rssMb)) console.log(l)
   }
@@ -158,7 +159,7 @@ export async function runKubernetes(t: Teardown, cfg: KubeRunConfig): Promise<Ku
   estimate(cfg, { startup, quiet, idle, during, reportsPerSecond: reports.rate, reportsInIdle: reports.rate * idle.seconds,
     // pinto-node's own: the product's path through its socket (the pod's and namespace's annotations read too).
     requestsPerOp: churn.audit.requests / (2 * (own.add.length + own.errors.length)),
-    handles: preload.counts.get(handlesPath) ?? 0, handleBytes: (preload.bytes.get(handlesPath) ?? 0) / (preload.counts.get(handlesPath) ?? 1) })
+    handles: preload.counts.get(handlesPath) ?? 0, handleBytes: (preload.bytes.get(handlesPath) ?? 0) / (preload.counts.get(handlesPath) ?? 1), blockWrites })
   const apiCpu = cpuMsOf(apiPid)
   console.log(`apiserver CPU over the whole run ${(apiCpu / 1000).toFixed(0)} s; load ${load()}`)
   console.log(`pinto-node's warnings, errors and IPAM repairs over the run: ${node.logSummary()}`)
@@ -189,6 +190,8 @@ interface EstimateInputs {
   readonly requestsPerOp: number
   readonly handles: number
   readonly handleBytes: number
+  /** Block writes of the other nodes (the agents) in the `during` window. */
+  readonly blockWrites: number
 }
 
 function estimate(cfg: KubeRunConfig, x: EstimateInputs): void {
@@ -211,19 +214,25 @@ function estimate(cfg: KubeRunConfig, x: EstimateInputs): void {
   console.log(`  Node status reports: ${n} kubelets every ${cfg.kubeletPeriod} s = ${x.reportsPerSecond.toFixed(1)} Node changes/s, each sent to every agent (${bytes(nodeEventBytes)} an event) -> ` +
     `${(x.reportsPerSecond * n).toFixed(0)} watch events/s, ${bytes(x.reportsPerSecond * n * nodeEventBytes)}/s from the apiserver; none changes what pinto-node reads of a Node; ` +
     `each agent ${(cpuPerReport * x.reportsPerSecond / 10).toFixed(2)} % of a core on them (what they added to its idle CPU: ${cpuPerReport.toFixed(2)} ms a report)`)
-  const blocks = during !== undefined ? eventsPer(during, 'ipamblocks') : undefined
-  const perEvent = blocks !== undefined && blocks.events > 0 ? blocks.bytes / blocks.events : NaN
-  // pinto-node is the only watcher of blocks while the agents churn: every block event is one it received.
-  const cpuPerBlockEvent = during !== undefined && blocks !== undefined && blocks.events > 0 ? Math.max(0, during.cpuMs - (quiet.cpuMs * during.seconds) / quiet.seconds) / blocks.events : NaN
+  // pinto-node is the only watcher of blocks and affinities while the agents churn: every such event is one it
+  // received. It is no node of theirs, so it stands for an agent whose blocks another node's pods do not touch.
+  const blocks = during !== undefined ? eventsPer(during, 'ipamblocks') : { events: 0, bytes: 0 }
+  const claims = during !== undefined ? eventsPer(during, 'blockaffinities') : { events: 0, bytes: 0 }
+  const received = blocks.events + claims.events
+  const perWrite = x.blockWrites > 0 ? received / x.blockWrites : NaN
+  const perEvent = received > 0 ? (blocks.bytes + claims.bytes) / received : NaN
+  const cpuPerEvent = during !== undefined && received > 0 ? Math.max(0, during.cpuMs - (quiet.cpuMs * during.seconds) / quiet.seconds) / received : NaN
   if (during !== undefined) {
-    console.log(`  each block event costs an agent ${cpuPerBlockEvent.toFixed(2)} ms of CPU (what the agents' churn added to pinto-node's idle CPU, per event it received)`)
+    console.log(`  while ${x.blockWrites} block writes of other nodes: it received ${blocks.events} block events (${bytes(blocks.bytes)}) and ${claims.events} affinity events (${bytes(claims.bytes)}), ` +
+      `${perWrite.toFixed(3)} per write; ${Number.isNaN(cpuPerEvent) ? 'no CPU to share among them' : `${cpuPerEvent.toFixed(2)} ms of CPU each`}`)
   }
   for (const podsPerNodeMinute of [1, 10]) {
     // An ADD and its DEL each write the pod's block once.
     const ops = (2 * podsPerNodeMinute * n) / 60
+    const events = ops * n * perWrite
     console.log(`  pods churning at ${podsPerNodeMinute} a minute on every node: ${ops.toFixed(0)} ADDs and DELs/s -> ${(ops * x.requestsPerOp).toFixed(0)} requests/s (${x.requestsPerOp.toFixed(2)} each); ` +
-      `${ops.toFixed(0)} block writes/s, each sent to every agent (${bytes(perEvent)} an event) -> ${(ops * n).toFixed(0)} watch events/s, ${bytes(ops * n * perEvent)}/s from the apiserver, ` +
-      `and ${((ops * cpuPerBlockEvent) / 10).toFixed(1)} % of a core in every agent`)
+      `${ops.toFixed(0)} block writes/s, ${perWrite.toFixed(3)} events each to every other agent -> ${events.toFixed(0)} watch events/s, ${bytes(events * (Number.isNaN(perEvent) ? 0 : perEvent))}/s from the apiserver, ` +
+      `and ${Number.isNaN(cpuPerEvent) ? '0' : ((ops * perWrite * cpuPerEvent) / 10).toFixed(2)} % of a core in every agent`)
   }
   const pages = Math.ceil(x.handles / 500)
   console.log(`  the once-a-day check of every handle by each agent: ${(n / 86400).toFixed(3)} checks/s -> ${((n * pages) / 86400).toFixed(1)} list pages/s, ${bytes((n * x.handles * x.handleBytes) / 86400)}/s ` +

@@ -3,7 +3,7 @@
 // time waiting in etcd, or time before its first call (the service's queue, the CPU). Bench-only; no decisions.
 
 import { AsyncLocalStorage } from 'node:async_hooks'
-import type { Datastore, KeyValue, ListResult, TxnOp, Watch, WatchEvent } from '../config/datastore.js'
+import type { Datastore, KeyValue, ListResult, NodeBlocks, TxnOp, Watch, WatchEvent } from '../config/datastore.js'
 import { AFFINITIES_PREFIX } from '../ipam/records.js'
 
 export interface AddTrace {
@@ -37,6 +37,11 @@ export class TracingDatastore implements Datastore {
 
   get transactions(): boolean {
     return this.inner.transactions
+  }
+
+  /** Not traced: only a node's cluster view reads through it, at start. */
+  get nodeBlocks(): NodeBlocks | undefined {
+    return this.inner.nodeBlocks
   }
 
   /** Runs `fn` as one ADD and returns what its calls cost. */

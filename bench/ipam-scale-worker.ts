@@ -84,7 +84,7 @@ async function main(): Promise<void> {
   const resources = new ClusterState(store, pino({ level: 'silent' }), { blocks: false })
   const service = new IpamService({ store, node: args.node, socket: '/nonexistent/unused.sock', ...(args.path === 'service' ? { cluster: resources } : {}), ...(args.ahead ? {} : { claimAheadBelow: 0 }) })
   if (args.startup) {
-    const cluster = new ClusterState(store, pino({ level: 'silent' }))
+    const cluster = new ClusterState(store, pino({ level: 'silent' }), { node: args.node })
     await cluster.start()
     const affinities = (await service.ipam.affinities(args.node)).length
     let blocks = 0

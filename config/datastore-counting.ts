@@ -2,7 +2,7 @@
 // writes, and compare-and-swap failures. It owns the counting only: every call goes to the inner store
 // unchanged, and it makes no decision about retries or errors.
 
-import { type Datastore, type KeyValue, type ListResult, type TxnOp, type Watch, type WatchEvent, DatastoreError } from './datastore.js'
+import { type Datastore, type KeyValue, type ListResult, type NodeBlocks, type TxnOp, type Watch, type WatchEvent, DatastoreError } from './datastore.js'
 
 export interface DatastoreCounts {
   get: number
@@ -64,6 +64,22 @@ export class CountingDatastore implements Datastore {
     } catch (err) {
       if (casCounts && lostRace(err)) this.c.casFailures++
       throw err
+    }
+  }
+
+  get nodeBlocks(): NodeBlocks | undefined {
+    const inner = this.inner.nodeBlocks
+    if (inner === undefined) return undefined
+    return {
+      list: async (node) => {
+        const r = await this.counted('list', () => inner.list(node), false)
+        this.c.listed += r.items.length
+        return r
+      },
+      watch: (node, fromRevision, onEvent, onError) => {
+        this.c.watch++
+        return inner.watch(node, fromRevision, onEvent, onError)
+      },
     }
   }
 

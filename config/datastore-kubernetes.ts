@@ -11,11 +11,14 @@
 //    exactly that revision. A watch over several kinds keeps revision order within each kind.
 // 5. An object Calico marked `deleted` reads as absent. The core Node is never created or deleted through pinto,
 //    and a change of it that leaves pinto's projection as it was is no event.
+// 6. Every IPAMBlock pinto writes carries labels naming its affine node and the other nodes holding its addresses
+//    (kubernetes/ipam-objects.ts blockLabels): `nodeBlocks` lists and watches one node's by those labels.
 
-import { DatastoreError, type Datastore, type KeyValue, type ListResult, type TxnOp, type Watch, type WatchEvent, checkTxnOps } from './datastore.js'
+import { DatastoreError, type Datastore, type KeyValue, type ListResult, type NodeBlocks, type TxnOp, type Watch, type WatchEvent, checkTxnOps } from './datastore.js'
 import { type KeyFamily, keyFamiliesUnder, keyFamilyOf } from './kubernetes/layout.js'
 import { type KubeObject, isObject, parseRevision } from './kubernetes/objects.js'
-import { HOSTNAME_HASH_LABEL, affinityPrefixNode, hostnameHash } from './kubernetes/ipam-objects.js'
+import { BLOCK_BORROWER_PREFIX, BLOCK_LABELLED_LABEL, HOSTNAME_HASH_LABEL, affinityPrefixNode, blockConcerns, hostnameHash } from './kubernetes/ipam-objects.js'
+import { BLOCKS_PREFIX, decodeBlock } from '../ipam/index.js'
 import { nodeWithValue } from './kubernetes/node-object.js'
 import { KubeHttp, type KubeResponse, type KubeSource, type KubeStream } from './kubernetes/kube-http.js'
 
@@ -50,6 +53,15 @@ const WATCH_GIVE_UP_MS = 120_000
 /** The apiserver ends each watch after about this long (a fresh one resumes); bookmarks keep an idle one alive. */
 const WATCH_SECONDS = 300
 const WATCH_IDLE_MS = 150_000
+
+/** Whether a block record is affine to `node` or holds one of its addresses; a record that does not decode concerns none. */
+function concernsNode(kv: KeyValue, node: string): boolean {
+  try {
+    return blockConcerns(decodeBlock(kv.key, kv.value), node)
+  } catch {
+    return false
+  }
+}
 
 export class KubernetesDatastore implements Datastore {
   readonly transactions = false
@@ -284,6 +296,11 @@ export class KubernetesDatastore implements Datastore {
   }
 
   watch(prefix: string, fromRevision: number, onEvent: (event: WatchEvent) => void, onError?: (err: Error) => void): Watch {
+    return this.watchStreams(keyFamiliesUnder(prefix).map((family) => ({ family })), prefix, fromRevision, onEvent, onError)
+  }
+
+  /** One stream per spec, failing together: the first to fail closes the others and is reported. */
+  private watchStreams(specs: readonly { family: KeyFamily; labelSelector?: string }[], prefix: string, fromRevision: number, onEvent: (event: WatchEvent, stream: number) => void, onError?: (err: Error) => void): Watch {
     const streams: FamilyWatch[] = []
     let failed = false
     const handle = {
@@ -299,10 +316,64 @@ export class KubernetesDatastore implements Datastore {
       onError?.(err)
     }
     this.watches.add(handle)
-    for (const family of keyFamiliesUnder(prefix)) {
-      streams.push(new FamilyWatch(this.http, family, prefix, fromRevision, (e) => !failed && onEvent(e), fail))
-    }
+    specs.forEach(({ family, labelSelector }, i) => {
+      streams.push(new FamilyWatch(this.http, family, prefix, fromRevision, (e) => !failed && onEvent(e, i), fail, labelSelector))
+    })
     return handle
+  }
+
+  /** The blocks that concern one node, selected by the labels pinto puts on each IPAMBlock it writes (blockLabels). */
+  readonly nodeBlocks: NodeBlocks = {
+    list: (node) => this.listNodeBlocks(node),
+    watch: (node, fromRevision, onEvent, onError) => this.watchNodeBlocks(node, fromRevision, onEvent, onError),
+  }
+
+  /**
+   * The node's own blocks (its hostname hash) and those it borrowed from (its borrower label), the second read at the
+   * first's revision. Blocks no pinto labelled (written by Calico, or by pinto before it labelled blocks) are read
+   * first, and those that concern the node are written again as they are, which labels them, so the watch follows
+   * them; one that stays unlabelled (its writer keeps rewriting it) is in the answer as it was read.
+   */
+  private async listNodeBlocks(node: string): Promise<ListResult> {
+    const family = keyFamilyOf(BLOCKS_PREFIX)
+    const hash = hostnameHash(node)
+    let unlabelled: KubeObject[] = []
+    for (let attempt = 0; attempt < 3; attempt++) {
+      unlabelled = []
+      const { objects } = await this.listFamily(family, undefined, `!${BLOCK_LABELLED_LABEL}`)
+      for (const obj of objects) {
+        const kv = this.kv(family, obj, `list ${BLOCKS_PREFIX}`)
+        if (kv === undefined || !concernsNode(kv, node)) continue
+        try {
+          await this.update(kv.key, kv.value, kv.revision)
+        } catch (err) {
+          if (!(err instanceof DatastoreError) || (err.code !== 'conflict' && err.code !== 'not-found')) throw err
+          unlabelled.push(obj)
+        }
+      }
+      if (unlabelled.length === 0) break
+    }
+    const own = await this.listFamily(family, undefined, `${HOSTNAME_HASH_LABEL}=${hash}`)
+    const borrowed = await this.listFamily(family, own.revision, `${BLOCK_BORROWER_PREFIX}${hash}`)
+    return this.listed(BLOCKS_PREFIX, [family, family, family], [own, borrowed, { objects: unlabelled, revision: own.revision }])
+  }
+
+  /**
+   * Two streams, the node's own blocks and those it borrowed from. A block matches at most one of them (its affine node
+   * is no borrower of it); one moving from one to the other is a delete in the first and a put in the second, in
+   * either order, and leaves the view only when the stream that last put it deletes it.
+   */
+  private watchNodeBlocks(node: string, fromRevision: number, onEvent: (event: WatchEvent) => void, onError?: (err: Error) => void): Watch {
+    const family = keyFamilyOf(BLOCKS_PREFIX)
+    const hash = hostnameHash(node)
+    const holder = new Map<string, number>()
+    const selectors = [`${HOSTNAME_HASH_LABEL}=${hash}`, `${BLOCK_BORROWER_PREFIX}${hash}`]
+    return this.watchStreams(selectors.map((labelSelector) => ({ family, labelSelector })), BLOCKS_PREFIX, fromRevision, (e, stream) => {
+      if (e.type === 'put') holder.set(e.key, stream)
+      else if (holder.has(e.key) && holder.get(e.key) !== stream) return
+      else holder.delete(e.key)
+      onEvent(e)
+    }, onError)
   }
 
   async close(): Promise<void> {
@@ -336,6 +407,7 @@ class FamilyWatch {
     private readonly fromRevision: number,
     private readonly emit: (e: WatchEvent) => void,
     private readonly fail: (err: Error) => void,
+    private readonly labelSelector?: string,
   ) {
     this.resume = Math.max(0, fromRevision - 1)
     this.connect()
@@ -344,7 +416,7 @@ class FamilyWatch {
   private connect(): void {
     if (this.closed) return
     // resourceVersion 0 would mean "any state, then changes": the current objects come first as ADDED events.
-    const query = { watch: 1, allowWatchBookmarks: true, resourceVersion: String(this.resume), timeoutSeconds: WATCH_SECONDS }
+    const query = { watch: 1, allowWatchBookmarks: true, resourceVersion: String(this.resume), timeoutSeconds: WATCH_SECONDS, ...(this.labelSelector !== undefined ? { labelSelector: this.labelSelector } : {}) }
     this.stream = this.http.stream(this.family.path, query, WATCH_IDLE_MS, (line) => this.onLine(line), (end) => this.onEnd(end))
   }
 

@@ -74,12 +74,25 @@ export function checkTxnOps(ops: readonly TxnOp[]): void {
   if (ops.every((o: TxnOp) => o.op === 'check')) throw new DatastoreError('invalid', 'txn: only checks, no write')
 }
 
+/**
+ * The IPAM blocks that concern one node (affine to it, or holding one of its addresses), for a store that selects
+ * them itself, so that one node's watch does not carry every block write of the cluster.
+ */
+export interface NodeBlocks {
+  /** Those blocks now, at one revision. */
+  list(node: string): Promise<ListResult>
+  /** Their changes from `fromRevision`, in revision order per block; a block that stops concerning the node is a 'delete'. */
+  watch(node: string, fromRevision: number, onEvent: (event: WatchEvent) => void, onError?: (err: Error) => void): Watch
+}
+
 export interface Datastore {
   /**
    * Whether txn takes several ops and checks (embedded, etcd). The kubernetes datastore has no multi-object
    * transaction: its txn takes one write and no check, and callers take a path that needs none.
    */
   readonly transactions: boolean
+  /** Present where one node's blocks are selected by the store (kubernetes); elsewhere a watch of the prefix serves. */
+  readonly nodeBlocks?: NodeBlocks | undefined
   get(key: string): Promise<KeyValue | undefined>
   list(prefix: string): Promise<ListResult>
   /** Fails with 'exists' when the key is present. */

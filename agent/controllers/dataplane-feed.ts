@@ -71,7 +71,8 @@ export class DataplaneFeed {
     this.unsubscribe.push(
       this.ctx.cluster.onChange((topic, blocks) => {
         if (topic === 'resources') return this.job.trigger()
-        // Another node's allocations change nothing in our kernel (its routes come over BGP).
+        // Another node's allocations change nothing in our kernel (its routes come over BGP); a change of owners
+        // (no blocks named) does: the routes of a block narrow to its new owner's.
         if (blocks.length > 0 && !blocks.some((b) => b !== undefined && concerns(b, me))) return
         // IPAM writes come in bursts while pods start: origination follows at once (it is what other
         // nodes wait for); felix learns of new pods and our new blocks' blackholes within a second,
@@ -170,9 +171,7 @@ export class DataplaneFeed {
   private programRules(nodes: readonly Node[], staticRoutes: readonly LearnedRoute[]): ProgramRules {
     const nodeOfAddress = nodeAddressNames(nodes)
     const owners = new Map<string, string>()
-    for (const b of this.ctx.cluster.blocks()) {
-      if (b.affinity?.startsWith('host:')) owners.set(formatPrefix(parsePrefix(b.cidr)), b.affinity.slice(5))
-    }
+    for (const [cidr, node] of this.ctx.cluster.blockOwners()) owners.set(formatPrefix(parsePrefix(cidr)), node)
     return { me: this.ctx.settings.nodeName, services: serviceCidrs(bgpConfig(this.ctx)), owners, fixed: staticRoutes.map((r) => r.prefix), nodeOfAddress }
   }
 }

@@ -8,7 +8,7 @@
 
 import type { Logger } from 'pino'
 import type { Node } from '../../config/index.js'
-import type { Ipam } from '../../ipam/index.js'
+import type { AllocationBlock, Ipam } from '../../ipam/index.js'
 import { deletedNodes, releaseDeletedNodes } from '../recovery/index.js'
 import { Coalescer } from './coalescer.js'
 import { followResources, type AgentContext } from './context.js'
@@ -33,6 +33,8 @@ export class NodeGc {
   private timer: NodeJS.Timeout | undefined
   private unsubscribe: (() => void) | undefined
   private stopped = false
+  /** Every block was looked at once (a node's view lists them on demand). */
+  private looked = false
 
   constructor(
     private readonly ctx: AgentContext,
@@ -85,6 +87,19 @@ export class NodeGc {
     return out
   }
 
+  /**
+   * The blocks to look for deleted nodes in. A node's view (which holds its own blocks only) lists every block at
+   * the first look, for the nodes gone before the agent started, and then only while a node is departing.
+   */
+  private async blocks(): Promise<Iterable<AllocationBlock>> {
+    const { cluster } = this.ctx
+    if (!cluster.nodeScoped) return cluster.blocks()
+    if (this.looked && this.departures.size === 0) return []
+    const all = await cluster.allBlocks()
+    this.looked = true
+    return all
+  }
+
   private current(): Map<string, Node> {
     return new Map(this.ctx.cluster.list('Node').map((n) => [n.metadata.name, n]))
   }
@@ -113,7 +128,15 @@ export class NodeGc {
     if (this.stopped) return
     clearTimeout(this.timer)
     const now = Date.now()
-    const gone = deletedNodes(this.ctx.cluster.blocks(), new Set(this.live.keys()), this.ctx.settings.nodeName)
+    let blocks: Iterable<AllocationBlock>
+    try {
+      blocks = await this.blocks()
+    } catch (err) {
+      this.log.error({ err: (err as Error).message }, `reading the IPAM blocks for deleted nodes failed; tried again in ${RETRY_MS / 1000} s`)
+      if (!this.stopped) this.timer = setTimeout(() => this.job.trigger(), RETRY_MS)
+      return
+    }
+    const gone = deletedNodes(blocks, new Set(this.live.keys()), this.ctx.settings.nodeName)
     // IPAM of a node gone before this agent started: its grace starts now.
     for (const node of gone.keys()) if (!this.departures.has(node)) this.departures.set(node, { since: now, node: undefined })
     let next = Infinity

@@ -4,7 +4,7 @@
 // Calico marked `deleted` reads as absent. Pure: no I/O.
 
 import { createHash } from 'node:crypto'
-import { AFFINITIES_PREFIX, BLOCKS_PREFIX, HANDLES_PREFIX, IpamRecordError, decodeAffinity, decodeBlock, decodeHandle } from '../../ipam/index.js'
+import { AFFINITIES_PREFIX, type AllocationBlock, BLOCKS_PREFIX, HANDLES_PREFIX, IpamRecordError, decodeAffinity, decodeBlock, decodeHandle } from '../../ipam/index.js'
 import { type KubeObject, invalid, isObject, isObjectName } from './objects.js'
 
 export const CALICO_CRD_VERSION = 'crd.projectcalico.org/v1'
@@ -64,6 +64,39 @@ export function hostnameHash(node: string): string {
   return out
 }
 
+/** Marks an IPAMBlock that pinto labelled (BLOCK_BORROWER_PREFIX and HOSTNAME_HASH_LABEL set from its content). */
+export const BLOCK_LABELLED_LABEL = 'ipam.pinto.dev/labelled'
+/** `<prefix><hostname hash>`: a label on an IPAMBlock that holds an address of that node, which is not its affine node. */
+export const BLOCK_BORROWER_PREFIX = 'borrowers.ipam.pinto.dev/'
+
+/**
+ * The labels pinto puts on an IPAMBlock, so that an agent selects the blocks that concern its node and no other:
+ * its affine node's hostname hash (the label Calico puts on a BlockAffinity), one borrower label per other node
+ * holding one of its addresses, and the mark that says the labels were set.
+ */
+export function blockLabels(b: Pick<AllocationBlock, 'affinity' | 'allocations' | 'attributes'>): Record<string, string> {
+  const owner = b.affinity?.startsWith('host:') === true ? b.affinity.slice(5) : undefined
+  const labels: Record<string, string> = { [BLOCK_LABELLED_LABEL]: 'true' }
+  if (owner !== undefined) labels[HOSTNAME_HASH_LABEL] = hostnameHash(owner)
+  for (const node of blockNodes(b)) if (node !== owner) labels[`${BLOCK_BORROWER_PREFIX}${hostnameHash(node)}`] = ''
+  return labels
+}
+
+/** The nodes holding an address of the block (its allocations' `node` attribute). */
+function blockNodes(b: Pick<AllocationBlock, 'allocations' | 'attributes'>): Set<string> {
+  const nodes = new Set<string>()
+  for (const i of b.allocations) {
+    const node = i === null ? undefined : b.attributes[i]?.secondary['node']
+    if (typeof node === 'string' && node !== '') nodes.add(node)
+  }
+  return nodes
+}
+
+/** Whether the block is affine to `node` or holds one of its addresses: what that node's agent follows. */
+export function blockConcerns(b: Pick<AllocationBlock, 'affinity' | 'allocations' | 'attributes'>, node: string): boolean {
+  return b.affinity === `host:${node}` || blockNodes(b).has(node)
+}
+
 /** The node a list prefix names inside the affinities (`<AFFINITIES_PREFIX><node>/...`), if it names one whole. */
 export function affinityPrefixNode(prefix: string): string | undefined {
   if (!prefix.startsWith(AFFINITIES_PREFIX)) return undefined
@@ -93,7 +126,7 @@ export function blockObject(key: string, value: string): KubeObject {
     sequenceNumberForAllocation: b.sequenceNumberForAllocation,
     deleted: false,
     strictAffinity: false,
-  })
+  }, blockLabels(b))
 }
 
 /** A record read from an object: its key, and its value unless Calico marked the object deleted (it reads as absent). */

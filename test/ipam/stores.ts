@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { type Datastore, type WatchEvent, DatastoreError } from '../../config/datastore.js'
+import { type Datastore, type NodeBlocks, type WatchEvent, DatastoreError } from '../../config/datastore.js'
 import { openEmbeddedDatastore } from '../../config/datastore-embedded.js'
 
 export type Backend = 'embedded' | 'etcd' | 'kubernetes'
@@ -52,6 +52,14 @@ export function relayWatches(store: Datastore, relay: (e: WatchEvent, deliver: (
     txn: (ops) => store.txn(ops),
     close: () => store.close(),
     watch: (prefix, from, onEvent, onError) => store.watch(prefix, from, (e) => relay(e, () => onEvent(e)), onError),
+    ...(store.nodeBlocks !== undefined ? { nodeBlocks: relayNodeBlocks(store.nodeBlocks, relay) } : {}),
+  }
+}
+
+function relayNodeBlocks(inner: NodeBlocks, relay: (e: WatchEvent, deliver: () => void) => void): NodeBlocks {
+  return {
+    list: (node) => inner.list(node),
+    watch: (node, from, onEvent, onError) => inner.watch(node, from, (e) => relay(e, () => onEvent(e)), onError),
   }
 }
 

@@ -36,7 +36,7 @@ t.test('block record <-> IPAMBlock, in Calico field names', async (t) => {
   t.same(obj, {
     apiVersion: 'crd.projectcalico.org/v1',
     kind: 'IPAMBlock',
-    metadata: { name: '198-18-0-0-30' },
+    metadata: { name: '198-18-0-0-30', labels: { 'ipam.pinto.dev/labelled': 'true', 'projectcalico.org/hostname-hash': hostnameHash('node-a') } },
     spec: {
       cidr: '198.18.0.0/30',
       affinity: 'host:node-a',
@@ -54,6 +54,7 @@ t.test('block record <-> IPAMBlock, in Calico field names', async (t) => {
   const unowned = { ...block, affinity: null, affinityClaimTime: null }
   const o2 = blockObject(key, JSON.stringify(unowned))
   t.notOk('affinity' in (o2.spec ?? {}) || 'affinityClaimTime' in (o2.spec ?? {}), 'null affinity is omitted, as Calico omits it')
+  t.same(o2.metadata.labels, { 'ipam.pinto.dev/labelled': 'true', [`borrowers.ipam.pinto.dev/${hostnameHash('node-a')}`]: '' }, 'a block with no affinity names the nodes holding its addresses as borrowers')
   t.same(blockRecord(o2)?.value, JSON.stringify(unowned))
 })
 

@@ -49,7 +49,7 @@ try {
       try {
         execFileSync('strip', ['--strip-all', stripped], { stdio: ['ignore', 'ignore', 'inherit'] })
       } catch (err) {
-        throw new Error(err.code === 'ENOENT' ? '`strip` is not on PATH: install binutils' : `strip --strip-all ${stripped}: ${err.message}`)
+        throw new Error(err.code === 'ENOENT' ? '`strip` is not on PATH: install binutils' : `strip --strip-all ${stripped}: ${err.message}`, { cause: err })
       }
       execFileSync(stripped, ['--build-sea', config], { stdio: ['ignore', 'ignore', 'inherit'], env: { PATH: process.env.PATH ?? '' } })
     } finally {

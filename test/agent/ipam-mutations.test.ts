@@ -41,7 +41,9 @@ function held(inner: Datastore): HeldStore {
   })
   return {
     store, txns,
-    hold: () => (gate = new Promise((resolve) => (release = resolve))),
+    hold: () => {
+      gate = new Promise((resolve) => (release = resolve))
+    },
     open: () => {
       gate = undefined
       release()

@@ -3,7 +3,7 @@
 // it was down) and counts them for /metrics and /v1/status. It changes no call's result; the pure step is apart.
 
 import type { Logger } from 'pino'
-import { DatastoreError, type Datastore, type KeyValue, type ListResult, type NodeBlocks, type TxnOp, type Watch, type WatchEvent } from '../config/index.js'
+import { DatastoreError, type Datastore, type KeyValue, type ListResult, type NodeBlocks, type TxnApplied, type TxnOp, type Watch, type WatchEvent } from '../config/index.js'
 
 export type DatastoreState = 'up' | 'down'
 
@@ -155,8 +155,8 @@ export class MonitoredDatastore implements Datastore {
     return this.observe(() => this.inner.delete(key, revision))
   }
 
-  txn(ops: readonly TxnOp[]): Promise<KeyValue[]> {
-    return this.observe(() => this.inner.txn(ops))
+  txn(ops: readonly TxnOp[], applied?: TxnApplied): Promise<KeyValue[]> {
+    return this.observe(() => this.inner.txn(ops, applied))
   }
 
   watch(prefix: string, fromRevision: number, onEvent: (event: WatchEvent) => void, onError?: (err: Error) => void): Watch {

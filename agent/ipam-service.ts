@@ -13,6 +13,7 @@ import { BLOCKS_PREFIX, IpamRecordError, decodeBlock } from '../ipam/index.js'
 import { cachedInputs, loadPoolSpecs, readInputs } from './ipam-service-pools.js'
 import type { ClusterState } from './cluster-state.js'
 import { ClaimAhead } from './ipam-claim-ahead.js'
+import { MutationQueue } from './ipam-mutations.js'
 import { PodRecovery } from './recovery/index.js'
 import { RequestError, field, isCount, isString, isStringList, isStringMap } from './ipam-service-requests.js'
 import { IpamHttp } from './ipam-service-http.js'
@@ -72,8 +73,11 @@ export class IpamService {
   readonly ipam: Ipam
   /** The socket the plugins ask. */
   private readonly http: IpamHttp
-  /** Mutations run one at a time: one agent per node, so this only removes CAS storms between its own requests. */
-  private queue: Promise<unknown> = Promise.resolve()
+  /**
+   * Mutations run one at a time (the next once this one's write is applied): one agent per node, so this only
+   * removes CAS storms between its own requests.
+   */
+  private readonly mutations = new MutationQueue()
   /** Handles with a request queued or running, which the node's repair must leave alone. */
   private readonly busyHandles = new Map<string, number>()
   /** The journal of assigns and releases, and their replay (durable with a state dir). */
@@ -83,7 +87,7 @@ export class IpamService {
 
   constructor(private readonly options: IpamServiceOptions) {
     const { store, cluster } = options
-    this.ipam = new Ipam(store, {
+    this.ipam = new Ipam(this.mutations.store(store), {
       pools: () => loadPoolSpecs(store),
       inputs: { read: async (node, fresh) => (fresh || cluster === undefined ? readInputs(store, node) : cachedInputs(cluster, node)) },
     })
@@ -142,15 +146,13 @@ export class IpamService {
   async close(drainMs = 5000): Promise<void> {
     await this.http.close(drainMs)
     await this.recovery.stopRetrying()
-    await this.queue.catch(() => undefined)
+    await this.mutations.drained()
     this.recovery.shut()
     await this.ahead.settled()
   }
 
   private serial<T>(fn: () => Promise<T>): Promise<T> {
-    const run = this.queue.then(fn, fn)
-    this.queue = run.catch(() => undefined)
-    return run
+    return this.mutations.run(fn)
   }
 
   /** What the CNI channel beside this service reports in /v1/status (set by whoever starts the channel). */
@@ -202,7 +204,7 @@ export class IpamService {
   private async serialFor<T>(handle: string, fn: () => Promise<T>): Promise<T> {
     this.busyHandles.set(handle, (this.busyHandles.get(handle) ?? 0) + 1)
     try {
-      return await this.serial(fn)
+      return await this.mutations.runFor(handle, fn)
     } finally {
       const n = (this.busyHandles.get(handle) ?? 1) - 1
       if (n === 0) this.busyHandles.delete(handle)

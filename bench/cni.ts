@@ -3,19 +3,28 @@
 // `#!/usr/bin/env node`), and the single executable (dist/sea/pinto, Node 26, with the CNI variables only)
 // beside a bare Node 26 start when it is built, interleaved in one run so machine load hits all alike.
 // Every exec goes through the same `ip netns exec HOST` wrapper, whose own cost is measured too (`true`).
-// Run: npx tsc -p . && node scripts/bundle.js && node scripts/sea.js && node dist/bench/cni.js [runs]
+// With `--parallel N`: bursts of N concurrent ADDs, then N concurrent DELs, of the single executable as
+// installed, each burst followed by the same burst of the reference, per-op and per-burst p50/p99, and a
+// burst of its VERSION (its start and exit, no work) as the floor.
+// `--other-sea FILE` installs another build of the executable too and measures it beside the first.
+// Run: npx tsc -p . && node scripts/bundle.js && node scripts/sea.js && node dist/bench/cni.js [runs] [--parallel N] [--other-sea FILE]
 
 import { execa } from 'execa'
-import { existsSync, mkdirSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync } from 'node:fs'
 import { PLUGIN_EXEC_ENV } from '../agent/node-flags.js'
 import { installCni, seaExecutable } from '../agent/install-cni.js'
 import { join } from 'node:path'
-import { BUNDLE, DIST, createLab, execPlugin } from '../test/cni/lab.js'
+import { BUNDLE, DIST, type Lab, createLab, execPlugin } from '../test/cni/lab.js'
+import { numberArg, positionalArgs, stringArg } from './args.js'
 
 /** The Node.js scripts/node-lts.js fetched, which the single executable is built from. */
 const NODE_LTS = join(DIST, '..', '.cache', 'node-v26.12.1', 'bin', 'node')
 
-const RUNS = Number(process.argv[2] ?? 100)
+const RUNS = Number(positionalArgs()[0] ?? 100)
+/** Concurrent ADDs (then DELs) per burst; 0 runs the sequential bench. */
+const PARALLEL = numberArg('--parallel', 0)
+/** Another build of the single executable (a startup snapshot, say), measured beside dist/sea/pinto. */
+const OTHER_SEA = stringArg('--other-sea')
 
 function pct(xs: readonly number[], p: number): number {
   const s = [...xs].sort((a, b) => a - b)
@@ -30,31 +39,101 @@ async function timed(fn: () => Promise<{ code: number; stdout: string }>, what: 
   return ms
 }
 
+const row = (name: string, xs: readonly number[]): string => `${name.padEnd(34)} p50 ${pct(xs, 50).toFixed(1).padStart(7)} ms   p99 ${pct(xs, 99).toFixed(1).padStart(7)} ms`
+
+const loadavg = async (): Promise<string> => (await import('node:os')).loadavg()[0]?.toFixed(1) ?? '?'
+
+/** The reference's network config, its addresses from host-local's files in the lab. */
+const refConf = (lab: Lab): Record<string, unknown> => ({ cniVersion: '1.0.0', name: 'refnet', type: 'ptp', mtu: 1500, ipam: { type: 'host-local', ranges: [[{ subnet: '198.19.250.0/24' }]], routes: [{ dst: '0.0.0.0/0' }], dataDir: `${lab.dir}/host-local` } })
+
+const pintoConf = (lab: Lab): Record<string, unknown> => ({ cniVersion: '1.0.0', name: 'bench', type: 'pinto', mtu: 1500, ipam: { type: 'pinto-ipam', socket: lab.socket } })
+
+/**
+ * RUNS rounds of: N concurrent ADDs of the single executable, then N concurrent DELs, then the same two
+ * bursts of the reference, each pod its own namespace. Every op is timed on its own, and each burst whole.
+ */
+async function parallel(lab: Lab, n: number): Promise<string[]> {
+  if (seaExecutable() === undefined) throw new Error('--parallel measures the single executable: run `node scripts/sea.js` first')
+  const sea = join(lab.dir, 'sea')
+  mkdirSync(sea)
+  installCni({ binDir: sea, confDir: undefined })
+  const pods = await Promise.all(Array.from({ length: n }, (_, i) => lab.pod(`par${i}`)))
+  const atts = pods.map((netns, i) => ({ containerId: `burst${i}`, netns, args: `IgnoreUnknown=1;K8S_POD_NAMESPACE=bench;K8S_POD_NAME=p${i}` }))
+  const pinto = pintoConf(lab)
+  const ref = refConf(lab)
+  const ops = { seaVersion: [] as number[], pintoAdd: [] as number[], pintoDel: [] as number[], refAdd: [] as number[], refDel: [] as number[] }
+  const bursts = { seaVersion: [] as number[], pintoAdd: [] as number[], pintoDel: [] as number[], refAdd: [] as number[], refDel: [] as number[] }
+  const burst = async (key: keyof typeof ops, run: (att: (typeof atts)[number]) => Promise<{ code: number; stdout: string }>): Promise<void> => {
+    const t0 = process.hrtime.bigint()
+    const each = await Promise.all(atts.map((att) => timed(() => run(att), `${key} ${att.containerId}`)))
+    bursts[key].push(Number(process.hrtime.bigint() - t0) / 1e6)
+    ops[key].push(...each)
+  }
+  const load = [await loadavg()]
+  for (let i = 0; i < RUNS; i++) {
+    await burst('seaVersion', () => execPlugin(lab, join(sea, 'pinto'), 'VERSION', '{}', {}, {}, false))
+    await burst('pintoAdd', (att) => execPlugin(lab, join(sea, 'pinto'), 'ADD', pinto, att, {}, false))
+    await burst('pintoDel', (att) => execPlugin(lab, join(sea, 'pinto'), 'DEL', pinto, att, {}, false))
+    await burst('refAdd', (att) => lab.exec('ptp', 'ADD', ref, att))
+    await burst('refDel', (att) => lab.exec('ptp', 'DEL', ref, att))
+  }
+  load.push(await loadavg())
+  return [
+    `bench/cni --parallel ${n}: ${RUNS} bursts of ${n} concurrent ops each, interleaved; every exec via \`ip netns exec\` (load ${load.join(' to ')})`,
+    row('SEA pinto VERSION, per op', ops.seaVersion),
+    row('SEA pinto ADD, per op', ops.pintoAdd),
+    row('SEA pinto DEL, per op', ops.pintoDel),
+    row('ptp + host-local ADD, per op', ops.refAdd),
+    row('ptp + host-local DEL, per op', ops.refDel),
+    row(`SEA pinto VERSION, burst of ${n}`, bursts.seaVersion),
+    row(`SEA pinto ADD, burst of ${n}`, bursts.pintoAdd),
+    row(`SEA pinto DEL, burst of ${n}`, bursts.pintoDel),
+    row(`ptp + host-local ADD, burst of ${n}`, bursts.refAdd),
+    row(`ptp + host-local DEL, burst of ${n}`, bursts.refDel),
+  ]
+}
+
 async function main(): Promise<void> {
   const teardowns: (() => unknown)[] = []
   const lab = await createLab({ teardown: (fn) => void teardowns.push(fn) })
   try {
+    if (PARALLEL > 0) {
+      process.stdout.write((await parallel(lab, PARALLEL)).join('\n') + '\n')
+      return
+    }
     const netns = await lab.pod('bench')
-    const pinto = { cniVersion: '1.0.0', name: 'bench', type: 'pinto', mtu: 1500, ipam: { type: 'pinto-ipam', socket: lab.socket } }
-    const ref = { cniVersion: '1.0.0', name: 'refnet', type: 'ptp', mtu: 1500, ipam: { type: 'host-local', ranges: [[{ subnet: '198.19.250.0/24' }]], routes: [{ dst: '0.0.0.0/0' }], dataDir: `${lab.dir}/host-local` } }
+    const pinto = pintoConf(lab)
+    const ref = refConf(lab)
     const att = { containerId: 'bench1', netns, args: 'IgnoreUnknown=1;K8S_POD_NAMESPACE=bench;K8S_POD_NAME=p' }
     const inHost = async (cmd: string, args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string }> => {
       const r = await execa('ip', ['netns', 'exec', lab.hostNs, cmd, ...args], { reject: false, env: { ...PLUGIN_EXEC_ENV, ...env }, input: '{}' })
       return { code: r.exitCode ?? -1, stdout: String(r.stdout) }
     }
-    const m: Record<string, number[]> = { wrapper: [], bare: [], version: [], versionEnv: [], pintoAdd: [], pintoDel: [], refAdd: [], refDel: [], bare26: [], seaVersion: [], seaAdd: [], seaDel: [] }
+    const m: Record<string, number[]> = { wrapper: [], bare: [], version: [], versionEnv: [], pintoAdd: [], pintoDel: [], refAdd: [], refDel: [], bare26: [], seaVersion: [], seaAdd: [], seaDel: [], otherVersion: [], otherAdd: [], otherDel: [] }
     const sea = seaExecutable() !== undefined && existsSync(NODE_LTS) ? join(lab.dir, 'sea') : undefined
     if (sea !== undefined) {
       mkdirSync(sea)
       installCni({ binDir: sea, confDir: undefined })
     }
     const seaAtt = { ...att, containerId: 'bench2' }
+    const other = OTHER_SEA === undefined ? undefined : join(lab.dir, 'other-sea')
+    if (other !== undefined && OTHER_SEA !== undefined) {
+      if (sea === undefined) throw new Error('--other-sea: dist/sea/pinto is not built, nothing to compare it with')
+      mkdirSync(other)
+      copyFileSync(OTHER_SEA, join(other, 'pinto'))
+      installCni({ binDir: other, confDir: undefined, seaDir: other })
+    }
     for (let i = 0; i < RUNS; i++) {
       if (sea !== undefined) {
         m.bare26!.push(await timed(() => inHost(NODE_LTS, ['-e', '0']), 'node 26 -e 0'))
         m.seaVersion!.push(await timed(() => execPlugin(lab, join(sea, 'pinto'), 'VERSION', '{}', {}, {}, false), 'SEA VERSION'))
         m.seaAdd!.push(await timed(() => execPlugin(lab, join(sea, 'pinto'), 'ADD', pinto, seaAtt, {}, false), 'SEA ADD'))
         m.seaDel!.push(await timed(() => execPlugin(lab, join(sea, 'pinto'), 'DEL', pinto, seaAtt, {}, false), 'SEA DEL'))
+      }
+      if (other !== undefined) {
+        m.otherVersion!.push(await timed(() => execPlugin(lab, join(other, 'pinto'), 'VERSION', '{}', {}, {}, false), 'other SEA VERSION'))
+        m.otherAdd!.push(await timed(() => execPlugin(lab, join(other, 'pinto'), 'ADD', pinto, seaAtt, {}, false), 'other SEA ADD'))
+        m.otherDel!.push(await timed(() => execPlugin(lab, join(other, 'pinto'), 'DEL', pinto, seaAtt, {}, false), 'other SEA DEL'))
       }
       m.wrapper!.push(await timed(() => inHost('true', []), 'true'))
       m.bare!.push(await timed(() => inHost('node', ['-e', '0']), 'node -e 0'))
@@ -65,9 +144,8 @@ async function main(): Promise<void> {
       m.refAdd!.push(await timed(() => lab.exec('ptp', 'ADD', ref, att), 'ptp ADD'))
       m.refDel!.push(await timed(() => lab.exec('ptp', 'DEL', ref, att), 'ptp DEL'))
     }
-    const row = (name: string, xs: readonly number[]): string => `${name.padEnd(34)} p50 ${pct(xs, 50).toFixed(1).padStart(7)} ms   p99 ${pct(xs, 99).toFixed(1).padStart(7)} ms`
     const out = [
-      `bench/cni: ${RUNS} runs each, interleaved; every exec via \`ip netns exec\` (load ${(await import('node:os')).loadavg()[0]?.toFixed(1)})`,
+      `bench/cni: ${RUNS} runs each, interleaved; every exec via \`ip netns exec\` (load ${await loadavg()})`,
       row('ip netns exec true (wrapper)', m.wrapper!),
       row('node -e 0 (bare start)', m.bare!),
       row('pinto VERSION', m.version!),
@@ -85,6 +163,13 @@ async function main(): Promise<void> {
         row('SEA pinto DEL', m.seaDel!),
       )
     } else out.push('single executable: not built (node scripts/sea.js), no SEA rows')
+    if (other !== undefined) {
+      out.push(
+        row('other SEA pinto VERSION', m.otherVersion!),
+        row('other SEA pinto ADD (pinto-ipam)', m.otherAdd!),
+        row('other SEA pinto DEL', m.otherDel!),
+      )
+    }
     const bare = pct(m.bare!, 50)
     const addOver = pct(m.pintoAdd!, 50) - bare
     const refAdd = pct(m.refAdd!, 50)

@@ -2,7 +2,7 @@
 // writes, and compare-and-swap failures. It owns the counting only: every call goes to the inner store
 // unchanged, and it makes no decision about retries or errors.
 
-import { type Datastore, type KeyValue, type ListResult, type NodeBlocks, type TxnOp, type Watch, type WatchEvent, DatastoreError } from './datastore.js'
+import { type Datastore, type KeyValue, type ListResult, type NodeBlocks, type TxnApplied, type TxnOp, type Watch, type WatchEvent, DatastoreError } from './datastore.js'
 
 export interface DatastoreCounts {
   get: number
@@ -105,7 +105,7 @@ export class CountingDatastore implements Datastore {
     return this.counted('delete', () => this.inner.delete(key, revision), true)
   }
 
-  txn(ops: readonly TxnOp[]): Promise<KeyValue[]> {
+  txn(ops: readonly TxnOp[], applied?: TxnApplied): Promise<KeyValue[]> {
     const list: readonly TxnOp[] = Array.isArray(ops) ? ops : []
     for (const o of list) {
       if (o.op === 'create' || o.op === 'update' || o.op === 'delete') {
@@ -113,7 +113,7 @@ export class CountingDatastore implements Datastore {
         this.c.txnOps++
       } else if (o.op === 'check') this.c.txnChecks++
     }
-    return this.counted('txn', () => this.inner.txn(ops), true)
+    return this.counted('txn', () => this.inner.txn(ops, applied), true)
   }
 
   watch(prefix: string, fromRevision: number, onEvent: (event: WatchEvent) => void, onError?: (err: Error) => void): Watch {

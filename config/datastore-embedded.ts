@@ -23,7 +23,7 @@
 
 import fs from 'node:fs'
 import path from 'node:path'
-import { DatastoreError, type Datastore, type KeyValue, type ListResult, type TxnOp, type Watch, type WatchEvent, checkFailure, checkTxnOps } from './datastore.js'
+import { DatastoreError, type Datastore, type KeyValue, type ListResult, type TxnApplied, type TxnOp, type Watch, type WatchEvent, checkFailure, checkTxnOps } from './datastore.js'
 import { DirLock } from './datastore-embedded-lock.js'
 import { decodeFrames, encodeRecord, encodeSnapshot, parseRecord, parseSnapshot, recordChanges, type LogRecord, type Snapshot } from './datastore-embedded-log.js'
 
@@ -51,6 +51,8 @@ interface PendingOp {
   readonly ops: readonly TxnOp[]
   readonly resolve: (kvs: KeyValue[]) => void
   readonly reject: (err: Error) => void
+  /** Told once the op is appended and applied, before its fdatasync. */
+  readonly applied?: TxnApplied | undefined
 }
 
 interface WatchState {
@@ -383,15 +385,15 @@ export class EmbeddedDatastore implements Datastore {
     await this.enqueue([revision === undefined ? { op: 'delete', key } : { op: 'delete', key, revision }])
   }
 
-  async txn(ops: readonly TxnOp[]): Promise<KeyValue[]> {
+  async txn(ops: readonly TxnOp[], applied?: TxnApplied): Promise<KeyValue[]> {
     checkTxnOps(ops)
-    return this.enqueue(ops.map((o) => ({ ...o })))
+    return this.enqueue(ops.map((o) => ({ ...o })), applied)
   }
 
-  private enqueue(ops: readonly TxnOp[]): Promise<KeyValue[]> {
+  private enqueue(ops: readonly TxnOp[], applied?: TxnApplied): Promise<KeyValue[]> {
     this.checkOpen()
     return new Promise<KeyValue[]>((resolve, reject) => {
-      this.pending.push({ ops, resolve, reject })
+      this.pending.push({ ops, resolve, reject, applied })
       // Group commit: everything queued in this tick shares one lock hold and one fdatasync.
       if (!this.draining) this.draining = this.drain()
     })
@@ -469,6 +471,18 @@ export class EmbeddedDatastore implements Datastore {
       this.failAll(outcomes, batch.length, err)
     } finally {
       this.lock.release()
+    }
+    // Applied (this store's reads see it) though not yet durable: a writer waiting to write after it may go on.
+    if (written >= 0) {
+      batch.forEach((p, i) => {
+        const o = outcomes[i]
+        if (p.applied === undefined || o === undefined || o instanceof Error) return
+        try {
+          p.applied(o)
+        } catch {
+          // The listener's failure is its own; the op's answer still comes from settle().
+        }
+      })
     }
     const settled = this.settle(batch, outcomes, written)
     this.settling.add(settled)

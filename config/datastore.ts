@@ -85,6 +85,14 @@ export interface NodeBlocks {
   watch(node: string, fromRevision: number, onEvent: (event: WatchEvent) => void, onError?: (err: Error) => void): Watch
 }
 
+/**
+ * Told what a transaction wrote once it is applied: this store's own later reads and transactions see it.
+ * A store may tell it before the transaction is durable (the embedded one: before its fdatasync), so a caller
+ * can go on to its next write meanwhile; the transaction's answer still comes only once it is durable, and
+ * may then be a failure. A store may also tell it just before that answer, or never.
+ */
+export type TxnApplied = (written: KeyValue[]) => void
+
 export interface Datastore {
   /**
    * Whether txn takes several ops and checks (embedded, etcd). The kubernetes datastore has no multi-object
@@ -104,9 +112,10 @@ export interface Datastore {
   /**
    * All of `ops` or none, as one write at one new revision: when any op's precondition fails nothing is
    * written and that op's error is thrown (its code as the single call would give, its key set). Answers
-   * per op what it wrote (a delete: value ''; a check: value '' and the revision it held to).
+   * per op what it wrote (a delete: value ''; a check: value '' and the revision it held to). `applied`,
+   * when given, may hear of the write before that answer (TxnApplied).
    */
-  txn(ops: readonly TxnOp[]): Promise<KeyValue[]>
+  txn(ops: readonly TxnOp[], applied?: TxnApplied): Promise<KeyValue[]>
   /** Events for keys under `prefix` with revision >= fromRevision, in revision order. */
   watch(prefix: string, fromRevision: number, onEvent: (event: WatchEvent) => void, onError?: (err: Error) => void): Watch
   close(): Promise<void>

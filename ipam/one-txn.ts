@@ -135,9 +135,24 @@ export class OneTxnPaths {
         ops.push({ op: 'update', key: pick.kv.key, value, revision: pick.kv.revision })
         planned.push({ pick, block, value, addrs: assigned.map((a) => toIpamAddress(pick.cidr, a)) })
       }
-      let written: KeyValue[]
+      // The copies follow the write as soon as it is applied, so a write queued behind this one (the IPAM
+      // service's next ADD) compares against it while it is still being made durable.
+      let followed = false
+      const follow = (written: KeyValue[]): void => {
+        if (followed) return
+        followed = true
+        this.remember(req.handle, written[0])
+        planned.forEach(({ pick, block, value }, i) => {
+          const kv = { key: pick.kv.key, value, revision: (written[i + 1] as KeyValue).revision }
+          if (block.unallocated.length > 0) this.ctx.lastBlock.set(pick.hint, { cidr: pick.cidr, kv, block })
+          else {
+            this.ctx.lastBlock.delete(pick.hint)
+            this.promote(pick.hint)
+          }
+        })
+      }
       try {
-        written = await this.ctx.store.txn([{ op: 'create', key: hkey, value: HandleClaim.createValue(req.handle, counts) }, ...ops, ...guards])
+        follow(await this.ctx.store.txn([{ op: 'create', key: hkey, value: HandleClaim.createValue(req.handle, counts) }, ...ops, ...guards], follow))
       } catch (err) {
         if (err instanceof DatastoreError && err.code === 'exists' && err.key === hkey) return 'exists'
         if (isLostRace(err) && guards.some((g) => g.key === err.key)) return 'stale'
@@ -156,15 +171,6 @@ export class OneTxnPaths {
         stale.kv = fresh
         return 'lost'
       }
-      this.remember(req.handle, written[0])
-      planned.forEach(({ pick, block, value }, i) => {
-        const kv = { key: pick.kv.key, value, revision: (written[i + 1] as KeyValue).revision }
-        if (block.unallocated.length > 0) this.ctx.lastBlock.set(pick.hint, { cidr: pick.cidr, kv, block })
-        else {
-          this.ctx.lastBlock.delete(pick.hint)
-          this.promote(pick.hint)
-        }
-      })
       const all = planned.flatMap((p) => p.addrs)
       return { ipv4: all.filter((a) => a.family === 4), ipv6: all.filter((a) => a.family === 6) }
     })
@@ -220,16 +226,21 @@ export class OneTxnPaths {
         for (const x of r.released) released.push({ address: ordinalAddress(cidr, x.ordinal), handle: x.handleId })
       }
       ops.push({ op: 'delete', key: hkey, revision: record.revision })
-      let written: KeyValue[]
+      // As in assign(): the copies follow the write once it is applied.
+      let followed = false
+      const follow = (written: KeyValue[]): void => {
+        if (followed) return
+        followed = true
+        this.remember(handle, undefined)
+        writes.forEach((w, i) => this.refresh(w.key, w.value === undefined ? undefined : { key: w.key, value: w.value, revision: (written[i] as KeyValue).revision }, w.block))
+      }
       try {
-        written = await this.ctx.store.txn(ops)
+        follow(await this.ctx.store.txn(ops, follow))
       } catch (err) {
         this.remember(handle, undefined)
         if (isLostRace(err)) return 'lost'
         throw err
       }
-      this.remember(handle, undefined)
-      writes.forEach((w, i) => this.refresh(w.key, w.value === undefined ? undefined : { key: w.key, value: w.value, revision: (written[i] as KeyValue).revision }, w.block))
       return { released, skipped: [] }
     })
   }

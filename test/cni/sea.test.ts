@@ -1,11 +1,13 @@
 // The single-executable plugins (dist/sea/pinto, installed by install-cni under both names) in real
 // namespaces against a real IPAM service, exec'd with the CNI variables only (no PATH, no Node.js
 // reachable): ADD and DEL of a pod, the name exec'd as choosing the plugin, and Node.js's own variables
-// (NODE_OPTIONS, NODE_COMPILE_CACHE) in the runtime's environment changing nothing.
+// (NODE_OPTIONS, NODE_COMPILE_CACHE) in the runtime's environment changing nothing, and the executable built
+// without the release binary's symbol table and debug sections.
 
 import t, { type Test } from 'tap'
 import { copyFileSync, mkdirSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
+import { execa } from 'execa'
 import { seaExecutable } from '../../agent/install-cni.js'
 import { type Lab, createLab, pintoConf } from './lab.js'
 
@@ -65,4 +67,15 @@ t.test('the name exec\'d as picks the plugin', { skip: SKIP }, async (t) => {
   const other = await lab.topo.exec(lab.hostNs, join(lab.binDir, 'pinto-copy'), [], { input: '{}', env: { CNI_COMMAND: 'VERSION' }, extendEnv: false, reject: false })
   t.equal(other.exitCode, 1)
   t.match(JSON.parse(String(other.stdout)), { code: 7, msg: /exec'd as "pinto-copy": this executable serves only the plugin types "pinto" and "pinto-ipam"/ })
+})
+
+t.test('the executable carries no symbol table or debug sections, and runs without them', { skip: SKIP }, async (t) => {
+  const exe = seaExecutable() as string
+  // readelf is binutils', as is the strip scripts/sea.js builds with.
+  const sections = String((await execa('readelf', ['-S', '-W', exe])).stdout)
+  const names = [...sections.matchAll(/^\s*\[\s*\d+\]\s+(\S+)/gm)].map((m) => m[1] as string)
+  t.ok(names.includes('.dynsym'), 'the dynamic symbols stay (native addons and stack traces use them)')
+  t.same(names.filter((n) => n === '.symtab' || n === '.strtab' || n.startsWith('.debug_')), [], 'no .symtab, .strtab or .debug_*')
+  const lab = await createLab(t, { plugins: 'sea' })
+  await addAndDel(t, lab, 4)
 })

@@ -155,3 +155,23 @@ t.test('a compaction whose writer died before sealing is finished by the next lo
   t.equal(check.records, 1, 'log.1 holds the new write')
   t.equal((await newcomer.get('/i/after'))?.value, 'x', 'the newcomer sees it')
 })
+
+t.test('txn tells `applied` what it wrote before it answers, readable by then; a failed check tells nothing', async (t) => {
+  const s = await open(t, tempStore(t))
+  const heard: { written: unknown; seen: string | undefined; answered: boolean }[] = []
+  let answered = false
+  const reading: Promise<string | undefined>[] = []
+  const answer = await s.txn([{ op: 'create', key: '/a', value: 'one' }, { op: 'create', key: '/b', value: 'two' }], (written) => {
+    heard.push({ written, seen: undefined, answered })
+    reading.push(s.get('/b').then((kv) => kv?.value))
+  })
+  answered = true
+  t.equal(heard.length, 1, 'told once')
+  t.same(heard[0]?.written, answer, 'what the answer says')
+  t.equal(heard[0]?.answered, false, 'before the answer')
+  t.equal(await reading[0], 'two', 'a read issued then sees the write')
+  const rev = answer[0]?.revision ?? 0
+  let told = false
+  await t.rejects(s.txn([{ op: 'check', key: '/a', revision: rev + 100 }, { op: 'create', key: '/c', value: 'three' }], () => (told = true)), { code: 'conflict' })
+  t.notOk(told, 'a refused txn is not applied')
+})

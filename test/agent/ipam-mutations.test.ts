@@ -1,0 +1,102 @@
+// The IPAM service's mutation queue over a real embedded datastore whose answers are held back, as a slow
+// fdatasync would hold them: the next ADD's transaction goes out once the one before it is applied, against
+// that write (no compare lost), while a release of the same handle still waits for its assign's answer.
+
+import t, { type Test } from 'tap'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { IpamService } from '../../agent/ipam-service.js'
+import { openDatastore } from '../../config/datastore-open.js'
+import type { Datastore, KeyValue, TxnApplied, TxnOp } from '../../config/datastore.js'
+import { encodeResource, resourceKey } from '../../config/resources/index.js'
+import { handleKey } from '../../ipam/records.js'
+import { waitFor } from '../harness/wait.js'
+
+/** The store, with each txn's answer held until `open()`; `txns` lists each txn's keys as it goes out. */
+interface HeldStore {
+  readonly store: Datastore
+  readonly txns: string[][]
+  hold(): void
+  open(): void
+}
+
+function held(inner: Datastore): HeldStore {
+  let gate: Promise<void> | undefined
+  let release = (): void => undefined
+  const txns: string[][] = []
+  const txn = async (ops: readonly TxnOp[], applied?: TxnApplied): Promise<KeyValue[]> => {
+    txns.push(ops.map((o) => o.key))
+    const answer = await inner.txn(ops, applied)
+    await gate
+    return answer
+  }
+  // Everything else is the store's own, called on it.
+  const store = new Proxy(inner, {
+    get: (target, prop) => {
+      if (prop === 'txn') return txn
+      const v = Reflect.get(target, prop) as unknown
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v
+    },
+  })
+  return {
+    store, txns,
+    hold: () => {
+      gate = new Promise((resolve) => (release = resolve))
+    },
+    open: () => {
+      gate = undefined
+      release()
+    },
+  }
+}
+
+async function service(t: Test): Promise<{ svc: IpamService; h: HeldStore }> {
+  const dir = mkdtempSync(join(tmpdir(), 'pinto-ipammut-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const inner = await openDatastore(join(dir, 'store'))
+  t.teardown(() => inner.close())
+  const pool = { apiVersion: 'projectcalico.org/v3', kind: 'IPPool', metadata: { name: 'p4' }, spec: { cidr: '198.18.0.0/24', blockSize: 26 } }
+  await inner.create(resourceKey('IPPool', 'p4'), encodeResource(pool as never))
+  const h = held(inner)
+  const svc = new IpamService({ store: h.store, node: 'n1', socket: join(dir, 'pinto.sock') })
+  t.teardown(() => {
+    h.open()
+    return svc.close(0)
+  })
+  // The node's block claimed (several writes), so that the ADDs below are one transaction each.
+  await svc.assign({ handle: 'net.first', num4: 1 })
+  return { svc, h }
+}
+
+const issued = (h: HeldStore, handle: string): boolean => h.txns.some((keys) => keys.includes(handleKey(handle)))
+
+t.test('the next ADD goes out while the one before it is only awaiting its answer, and compares against it', async (t) => {
+  const { svc, h } = await service(t)
+  const before = h.txns.length
+  h.hold()
+  const a = svc.assign({ handle: 'net.a', num4: 1 })
+  const b = svc.assign({ handle: 'net.b', num4: 1 })
+  await waitFor(() => issued(h, 'net.b') || undefined, { timeoutMs: 5000, what: "net.b's transaction while net.a's answer is held" })
+  h.open()
+  const [ra, rb] = await Promise.all([a, b])
+  t.not(ra.ipv4[0]?.address, rb.ipv4[0]?.address, 'two addresses')
+  t.equal(h.txns.length - before, 2, 'one transaction each: the second compared against the first write, and won')
+})
+
+t.test('a release waits for the answer to its handle\'s assign; other handles go on', async (t) => {
+  const { svc, h } = await service(t)
+  h.hold()
+  const a = svc.assign({ handle: 'net.c', num4: 1 })
+  await waitFor(() => issued(h, 'net.c') || undefined, { timeoutMs: 5000, what: "net.c's transaction" })
+  const c = h.txns.length
+  const rel = svc.release({ handle: 'net.c' })
+  const b = svc.assign({ handle: 'net.d', num4: 1 })
+  await waitFor(() => issued(h, 'net.d') || undefined, { timeoutMs: 5000, what: "net.d's transaction while net.c's answer is held" })
+  t.notOk(h.txns.slice(c).some((keys) => keys.includes(handleKey('net.c'))), "net.c's release not yet out")
+  h.open()
+  const [ra] = await Promise.all([a, b])
+  const r = await rel
+  t.same(r.released.map((x) => x.address), ra.ipv4.map((x) => x.address.replace(/\/\d+$/, '')), 'the release freed what the assign gave')
+  t.same(await svc.allocations('net.c'), [], 'net.c holds nothing')
+})

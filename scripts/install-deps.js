@@ -62,6 +62,8 @@ export const DEBIAN_SETS = {
     { pkg: 'etcd-server', bins: ['/usr/bin/etcd'] },
     { pkg: 'etcd-client', bins: ['/usr/bin/etcdctl'] },
     { pkg: 'openssl', bins: ['/usr/bin/openssl'] },
+    // scripts/sea.js strips the Node.js it builds the plugins' executable from.
+    { pkg: 'binutils', bins: ['/usr/bin/strip'] },
     // The kubernetes runtime's pause image is Kubernetes' pause.c, compiled static here.
     { pkg: 'gcc', bins: ['/usr/bin/gcc'] },
     { pkg: 'libc6-dev', bins: ['/usr/include/stdio.h'] },

@@ -25,6 +25,9 @@ const skip = process.getuid?.() !== 0 ? 'needs root' : !hasPodman ? 'podman is n
 t.test('pinto installed into a three-node Kubernetes cluster as an operator does', { skip }, async (t) => {
   // A cold build of the Kubernetes components and containerd takes many minutes: lift the timeout meanwhile.
   await kubernetesBin([...CLUSTER_BINARIES, 'helm'], t)
+  // One cluster walks an operator's first week: install, pods, Services, a lost kubelet, a drain, a deleted
+  // node, a move to Helm. It takes minutes on a small machine.
+  t.setTimeout(20 * 60_000)
   const { buildImage } = (await import(pathToFileURL(join(ROOT, 'scripts', 'image.js')).href)) as { buildImage: () => { image: string } }
   const { podmanEnv } = (await import(pathToFileURL(join(ROOT, 'scripts', 'podman-env.js')).href)) as { podmanEnv: () => NodeJS.ProcessEnv }
   const image = buildImage().image

@@ -63,8 +63,8 @@ export async function kubernetesBinaries(names: readonly string[] = CLUSTER_BINA
   return script.ensureKubernetes(names)
 }
 
-/** The Go module cache's copy of k8s.io/kubernetes (pause.c is in it). */
-async function kubernetesSource(): Promise<string> {
+/** The Go module cache's copy of k8s.io/kubernetes (pause.c and agnhost's files are in it). */
+export async function kubernetesSource(): Promise<string> {
   const r = await execa('go', ['list', '-m', '-f', '{{.Dir}}', 'k8s.io/kubernetes'], { cwd: join(ROOT, 'scripts', 'kubernetes') })
   return String(r.stdout).trim()
 }

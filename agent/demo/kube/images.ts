@@ -120,12 +120,16 @@ export const E2E_REGISTRY = 'localhost/e2e-test-images'
  * the Kubernetes module, with the tools its Alpine image gives the tests' `kubectl exec` (a POSIX sh, busybox's
  * applets, curl, OpenBSD nc) and the user its tests expect.
  */
-export async function agnhostImage(agnhost: string, version: string): Promise<ImageArchive> {
-  // sh is dash: busybox's shell runs its own applets before PATH, and its nc lacks what the tests use.
-  const links = Object.fromEntries([...APPLETS.filter((a) => a !== 'nc' && a !== 'sh'), 'grep', 'sed', 'awk', 'head', 'tail', 'cut', 'tr', 'wc', 'test', 'timeout', 'id', 'env', 'rm', 'touch', 'date', 'uname'].map((a) => [`/bin/${a}`, 'busybox']))
+export async function agnhostImage(agnhost: string, version: string, kubernetesSource: string): Promise<ImageArchive> {
+  const porter = join(kubernetesSource, 'test', 'images', 'agnhost', 'porter')
+  // Every busybox applet, as Alpine's base has them, but sh (dash: busybox's shell runs its own applets before
+  // PATH) and nc (OpenBSD's: busybox's lacks -u, -v and -z).
+  const applets = String((await execa('/bin/busybox', ['--list'])).stdout).split('\n').filter((a) => /^[a-z0-9_.[-]+$/.test(a) && a !== 'sh' && a !== 'nc' && a !== 'busybox')
+  const links = Object.fromEntries(applets.map((a) => [`/bin/${a}`, 'busybox']))
   return scratchArchive({
     ref: `${E2E_REGISTRY}/agnhost:${version}`,
-    files: { '/agnhost': agnhost, '/bin/busybox': '/bin/busybox', ...(await hostProgram('/bin/dash', '/bin/sh')), ...(await hostProgram('/usr/bin/curl')), ...(await hostProgram('/bin/nc.openbsd', '/usr/bin/nc')) },
+    // `agnhost porter`'s TLS ports read these from its working directory, as the image's own Dockerfile puts them.
+    files: { '/agnhost': agnhost, '/localhost.crt': join(porter, 'localhost.crt'), '/localhost.key': join(porter, 'localhost.key'), '/bin/busybox': '/bin/busybox', ...(await hostProgram('/bin/dash', '/bin/sh')), ...(await hostProgram('/usr/bin/curl')), ...(await hostProgram('/bin/nc.openbsd', '/usr/bin/nc')) },
     links: { ...links, '/agnhost-2': 'agnhost' },
     texts: {
       '/etc/passwd': 'root:x:0:0:root:/root:/bin/sh\nuser-defined-in-image:x:1000:1000::/home/user:/bin/sh\n',

@@ -22,12 +22,15 @@ const hasPodman = existsSync('/usr/bin/podman')
 const unavailable = await kubernetesUnavailable()
 const skip = process.getuid?.() !== 0 ? 'needs root' : !hasPodman ? 'podman is not installed (it builds pinto\'s image)' : unavailable ?? false
 
+/** The file's own tap object: its timeout is the test process's (a subtest's would not lift it). */
+const file = t
+
 t.test('pinto installed into a three-node Kubernetes cluster as an operator does', { skip }, async (t) => {
   // A cold build of the Kubernetes components and containerd takes many minutes: lift the timeout meanwhile.
-  await kubernetesBin([...CLUSTER_BINARIES, 'helm'], t)
+  await kubernetesBin([...CLUSTER_BINARIES, 'helm'], file)
   // One cluster walks an operator's first week: install, pods, Services, a lost kubelet, a drain, a deleted
   // node, a move to Helm. It takes minutes on a small machine.
-  t.setTimeout(20 * 60_000)
+  file.setTimeout(20 * 60_000)
   const { buildImage } = (await import(pathToFileURL(join(ROOT, 'scripts', 'image.js')).href)) as { buildImage: () => { image: string } }
   const { podmanEnv } = (await import(pathToFileURL(join(ROOT, 'scripts', 'podman-env.js')).href)) as { podmanEnv: () => NodeJS.ProcessEnv }
   const image = buildImage().image

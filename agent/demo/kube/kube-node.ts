@@ -214,9 +214,8 @@ export class KubeNode {
 
   /** The kubelet and kube-proxy, once the node's images are in. */
   startKubelet(): void {
-    const { dir, name, address, kubeconfig } = this.spec
-    this.run('kubelet', ['--config', join(dir, 'kubelet.json'), '--kubeconfig', kubeconfig, '--hostname-override', name, '--node-ip', address, '--root-dir', join(dir, 'kubelet')])
-    this.run('kube-proxy', ['--config', join(dir, 'kube-proxy.json')])
+    this.startDaemon('kubelet')
+    this.run('kube-proxy', ['--config', join(this.spec.dir, 'kube-proxy.json')])
   }
 
   /** Stops one of the node's daemons (the kubelet, to play a lost node), leaving its pods running. */
@@ -225,9 +224,10 @@ export class KubeNode {
     if (c?.pid !== undefined) await stopAll([c.pid])
   }
 
+  /** The kubelet, at start or again after stopDaemon (its pods kept running meanwhile). */
   startDaemon(name: 'kubelet'): void {
     const { dir, address, kubeconfig } = this.spec
-    if (name === 'kubelet') this.run('kubelet', ['--config', join(dir, 'kubelet.json'), '--kubeconfig', kubeconfig, '--hostname-override', this.spec.name, '--node-ip', address, '--root-dir', join(dir, 'kubelet')])
+    this.run(name, ['--config', join(dir, 'kubelet.json'), '--kubeconfig', kubeconfig, '--hostname-override', this.spec.name, '--node-ip', address, '--root-dir', join(dir, 'kubelet')])
   }
 
   private run(name: string, args: readonly string[]): void {

@@ -76,6 +76,8 @@ export const DEBIAN_SETS = {
     { pkg: 'tcpdump', bins: ['/usr/bin/tcpdump'] },
     // The agnhost image of Kubernetes' network tests runs OpenBSD's nc (UDP, -z), as its Alpine base has it.
     { pkg: 'netcat-openbsd', bins: ['/bin/nc.openbsd'] },
+    // Its DNS tests run dig in agnhost and in the glibc image they name (Debian's dnsutils there too).
+    { pkg: 'bind9-dnsutils', bins: ['/usr/bin/dig'] },
     // The status page's browser test drives Debian's chromium through playwright-core (no browser download).
     { pkg: 'chromium', bins: ['/usr/bin/chromium'] },
   ],

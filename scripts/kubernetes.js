@@ -36,6 +36,8 @@ export const COMPONENTS = {
   // The image Kubernetes' network tests run, and those tests (`go test -c` of test/e2e: a test binary, not a tool).
   agnhost: { ...k8s('k8s.io/kubernetes/test/images/agnhost'), version: 'none' },
   'e2e.test': { ...k8s('k8s.io/kubernetes/test/e2e'), version: 'none', test: true },
+  // Ginkgo's CLI, at the version e2e.test is built with: it runs e2e.test as parallel processes.
+  ginkgo: { ...k8s('github.com/onsi/ginkgo/v2/ginkgo'), version: 'none' },
   containerd: containerd('containerd'),
   'containerd-shim-runc-v2': containerd('containerd-shim-runc-v2'),
   ctr: containerd('ctr'),
@@ -43,6 +45,12 @@ export const COMPONENTS = {
   // The cluster's DNS: CoreDNS with the few plugins scripts/coredns/main.go names.
   coredns: { dir: COREDNS_DIR, pkg: '.', version: 'coredns' },
 }
+
+/**
+ * What the test suite runs, in the order its files first need them: the API server's harness, then a whole
+ * cluster, then helm. `npm test` builds these in the background while the suite's other files run.
+ */
+export const SUITE_COMPONENTS = ['etcd', 'kube-apiserver', 'kubectl', 'kube-controller-manager', 'kube-scheduler', 'kubelet', 'kube-proxy', 'containerd', 'containerd-shim-runc-v2', 'ctr', 'coredns', 'helm']
 
 /** The version a module's go.mod requires of a module, e.g. v1.37.2 for k8s.io/kubernetes. */
 function required(modulePath, dir = MODULE_DIR) {
@@ -103,7 +111,11 @@ function isAlive(pid) {
   }
 }
 
-/** One build at a time per bin dir (two test files may ask at once); a lock left by a dead process is taken over. */
+/**
+ * One build at a time per bin dir (two test files, or a test and the suite's background build, may ask at once),
+ * taken per component so a waiter gets its component as soon as it is built; a lock left by a dead process is
+ * taken over.
+ */
 async function withLock(fn) {
   const lock = join(BIN_DIR, '.build.lock')
   let waiting = false
@@ -174,12 +186,13 @@ export async function ensureKubernetes(names = Object.keys(COMPONENTS)) {
   const absent = goAbsent()
   if (absent !== undefined) throw new Error(absent)
   mkdirSync(BIN_DIR, { recursive: true })
-  await withLock(async () => {
-    const todo = missing()
-    if (todo.length === 0) return
-    const all = Date.now()
-    log(`building ${todo.join(', ')} (Kubernetes ${KUBERNETES_VERSION}, etcd ${ETCD_VERSION}, containerd ${CONTAINERD_VERSION}) into ${BIN_DIR}`)
-    for (const name of todo) {
+  const all = Date.now()
+  log(`building ${missing().join(', ')} (Kubernetes ${KUBERNETES_VERSION}, etcd ${ETCD_VERSION}, containerd ${CONTAINERD_VERSION}) into ${BIN_DIR}`)
+  let built = 0
+  for (const name of missing()) {
+    await withLock(async () => {
+      // Another process may have built it while this one waited.
+      if (existsSync(join(BIN_DIR, name))) return
       const started = Date.now()
       const tmp = join(BIN_DIR, `.${name}.${process.pid}`)
       try {
@@ -189,10 +202,11 @@ export async function ensureKubernetes(names = Object.keys(COMPONENTS)) {
       } finally {
         rmSync(tmp, { force: true })
       }
+      built++
       log(`  ${name}: built in ${Math.round((Date.now() - started) / 1000)} s`)
-    }
-    log(`built ${todo.length} in ${Math.round((Date.now() - all) / 1000)} s`)
-  })
+    })
+  }
+  log(`${names.join(', ')}: ready; ${built} built here in ${Math.round((Date.now() - all) / 1000)} s`)
   return BIN_DIR
 }
 

@@ -6,7 +6,7 @@
 // the files named run as plain node processes (direct-tap.js) instead of under tap's runner.
 import { execFileSync, spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { createWriteStream, mkdirSync, readdirSync, statSync } from 'node:fs'
+import { closeSync, createWriteStream, existsSync, mkdirSync, openSync, readdirSync, statSync } from 'node:fs'
 import { dirname, join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { createInterface } from 'node:readline'
@@ -19,6 +19,26 @@ const direct = process.argv[2] === '--direct'
 const args = process.argv.slice(direct ? 3 : 2)
 mkdirSync(join(root, '.tap'), { recursive: true })
 const log = createWriteStream(join(root, '.tap', 'last-run.tap'))
+
+/**
+ * For a whole run where Go is present: the Kubernetes components the suite needs (and PINTO_PREBUILD_EXTRA's,
+ * space-separated), built in the background at a low priority while the files that need none run, instead of
+ * by the first file that needs each while its runner slot waits. Its output goes to .tap/kubernetes-build.log.
+ */
+async function startPrebuild() {
+  const script = await import(join(root, 'scripts', 'kubernetes.js'))
+  if (script.goAbsent() !== undefined) return undefined
+  const extra = (process.env['PINTO_PREBUILD_EXTRA'] ?? '').split(/\s+/).filter((n) => n !== '')
+  const names = [...script.SUITE_COMPONENTS, ...extra].filter((n) => !existsSync(join(script.BIN_DIR, n)))
+  if (names.length === 0) return undefined
+  const file = join(root, '.tap', 'kubernetes-build.log')
+  const fd = openSync(file, 'w')
+  const child = spawn(process.execPath, [join(root, 'scripts', 'kubernetes.js'), ...names], { cwd: root, stdio: ['ignore', 'ignore', fd] })
+  closeSync(fd)
+  const started = Date.now()
+  out(`kubernetes: building ${names.join(', ')} in the background (${relative(root, file)})`)
+  return once(child, 'close').then(([code]) => out(`kubernetes: background build ${code === 0 ? 'done' : `failed (exit ${code}); see ${relative(root, file)}`} after ${Math.round((Date.now() - started) / 1000)} s`))
+}
 
 /** How many test files the run will have, for the progress count (tap's include glob, roughly). */
 function countFiles(dir) {
@@ -50,6 +70,7 @@ if (direct) {
   source = child.stdout
   finished = once(child, 'close').then(([code]) => code)
 }
+const prebuild = explicit === 0 && !direct ? await startPrebuild() : undefined
 out(`tests under Node ${shipped === undefined ? process.version : execFileSync(shipped, ['--version'], { encoding: 'utf8' }).trim()}`)
 let done = 0
 let block = []
@@ -100,7 +121,7 @@ lines.on('line', (line) => {
   block = []
 })
 
-Promise.all([finished, once(lines, 'close')]).then(([code]) => {
+Promise.all([finished, once(lines, 'close'), prebuild]).then(([code]) => {
   log.end()
   if (skips.length > 0) out(`\nskipped:\n${[...new Set(skips)].map((s) => `  ${s}`).join('\n')}`)
   if (failedFiles.length > 0) out(`\nfailed files:\n${failedFiles.map((f) => `  ${f}`).join('\n')}`)

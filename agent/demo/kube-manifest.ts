@@ -2,6 +2,7 @@
 // deploy/kubernetes/pinto.yaml from the checkout. It parses only; checking against the API schema is the
 // tests' (test/deploy/kube-schema.ts), converting a DaemonSet to a node's Pod is kube-pod.ts's.
 import { readFileSync } from 'node:fs'
+import { readFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseAllDocuments } from 'yaml'
@@ -37,4 +38,32 @@ export function findObject(docs: readonly KubeObject[], kind: string, name?: str
   const hits = docs.filter((d) => d.kind === kind && (name === undefined || (typeof d.metadata === 'object' && d.metadata !== null && (d.metadata as { name?: unknown }).name === name)))
   if (hits.length !== 1) throw new Error(`the manifest has ${hits.length} ${kind}${name !== undefined ? ` ${name}` : ''} objects, expected 1`)
   return hits[0]!
+}
+
+/** etcd as the datastore: its client URLs and, with TLS, the client's CA, certificate and key files. */
+export interface EtcdValues {
+  readonly endpoints: string
+  readonly tls: { readonly ca: string; readonly cert: string; readonly key: string } | undefined
+}
+
+/** Where the DaemonSet mounts the pinto-etcd-secrets Secret. */
+const ETCD_SECRETS_DIR = '/etc/pinto/etcd-secrets'
+
+/**
+ * Fills the etcd manifest's pinto-config (datastore and the TLS files' paths) and its pinto-etcd-secrets
+ * Secret (the files' contents), in place, as an operator edits them before applying.
+ */
+export async function fillEtcd(docs: readonly KubeObject[], etcd: EtcdValues): Promise<void> {
+  const config = findObject(docs, 'ConfigMap', 'pinto-config') as { data: Record<string, string> }
+  const secret = findObject(docs, 'Secret', 'pinto-etcd-secrets') as { data?: Record<string, string> }
+  Object.assign(config.data, {
+    datastore: etcd.endpoints,
+    etcd_ca: etcd.tls ? `${ETCD_SECRETS_DIR}/etcd-ca` : '',
+    etcd_cert: etcd.tls ? `${ETCD_SECRETS_DIR}/etcd-cert` : '',
+    etcd_key: etcd.tls ? `${ETCD_SECRETS_DIR}/etcd-key` : '',
+  })
+  if (etcd.tls) {
+    const b64 = async (f: string): Promise<string> => (await readFile(f)).toString('base64')
+    secret.data = { ...secret.data, 'etcd-ca': await b64(etcd.tls.ca), 'etcd-cert': await b64(etcd.tls.cert), 'etcd-key': await b64(etcd.tls.key) }
+  }
 }

@@ -11,7 +11,7 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { execa } from 'execa'
 import { stringify } from 'yaml'
-import { findObject, type KubeObject } from './kube-manifest.js'
+import { fillEtcd, findObject, type KubeObject } from './kube-manifest.js'
 import { podForNode } from './kube-pod.js'
 import { isAlive } from './processes.js'
 import { ETCD_BIN } from './etcd.js'
@@ -103,14 +103,9 @@ export interface ManifestValues {
 /** The manifest with pinto-config and pinto-etcd-secrets filled in, as an operator edits them before applying. */
 export async function filledManifest(docs: readonly KubeObject[], v: ManifestValues): Promise<KubeObject[]> {
   const out = structuredClone(docs) as KubeObject[]
+  await fillEtcd(out, { endpoints: v.etcdEndpoints, tls: v.etcdTls })
   const config = findObject(out, 'ConfigMap', 'pinto-config') as { data: Record<string, string> }
-  const secret = findObject(out, 'Secret', 'pinto-etcd-secrets') as { data: Record<string, string> }
-  const dir = '/etc/pinto/etcd-secrets'
   Object.assign(config.data, {
-    datastore: v.etcdEndpoints,
-    etcd_ca: v.etcdTls ? `${dir}/etcd-ca` : '',
-    etcd_cert: v.etcdTls ? `${dir}/etcd-cert` : '',
-    etcd_key: v.etcdTls ? `${dir}/etcd-key` : '',
     node_ip: v.nodeIp,
     ipv4pool_cidr: v.poolCidr,
     ipv4pool_ipip: v.ipip,
@@ -118,10 +113,6 @@ export async function filledManifest(docs: readonly KubeObject[], v: ManifestVal
     veth_mtu: String(v.mtu),
     ...(v.logLevel !== undefined ? { log_level: v.logLevel } : {}),
   })
-  if (v.etcdTls) {
-    const b64 = async (f: string): Promise<string> => (await readFile(f)).toString('base64')
-    Object.assign(secret.data, { 'etcd-ca': await b64(v.etcdTls.ca), 'etcd-cert': await b64(v.etcdTls.cert), 'etcd-key': await b64(v.etcdTls.key) })
-  }
   return out
 }
 

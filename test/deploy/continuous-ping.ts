@@ -1,5 +1,6 @@
 // Continuous pings from one pod to another (100 ms apart, each reply stamped by ping -D) and the longest
-// time without a reply they show. Runs `ping` until stop(); reading the gaps is pure (longestGap).
+// time without a reply they show. Runs `ping` until stop(); reading the gaps is pure (longestGap), as is
+// reading which routes a BIRD peer dropped from its route trace (birdWithdrawals).
 import { execa, type ResultPromise } from 'execa'
 
 export interface PingRun {
@@ -27,9 +28,14 @@ export function longestGap(replies: readonly number[], start: number, end: numbe
   return best
 }
 
-export function startPing(fromNs: string, fromName: string, to: string, toName: string): PingRun {
+/**
+ * Pings `to` ten times a second from a network namespace: `enter` is the command that runs a program in it
+ * (`ip netns exec NS`, or `nsenter -t PID -n` for a pod's).
+ */
+export function startPing(enter: readonly string[], fromName: string, to: string, toName: string): PingRun {
   // -D stamps each reply; -i 0.1 sends ten a second; -W 1 waits a second per probe before counting it lost.
-  const child: ResultPromise = execa('ip', ['netns', 'exec', fromNs, 'ping', '-n', '-D', '-i', '0.1', '-W', '1', to], { reject: false, timeout: 600_000 })
+  const [cmd = 'ip', ...args] = enter
+  const child: ResultPromise = execa(cmd, [...args, 'ping', '-n', '-D', '-i', '0.1', '-W', '1', to], { reject: false, timeout: 900_000 })
   return {
     from: fromName,
     to: toName,
@@ -40,5 +46,33 @@ export function startPing(fromNs: string, fromName: string, to: string, toName: 
       const sent = Number(/(\d+) packets transmitted/.exec(stdout)?.[1] ?? 0)
       return { replies: replyTimes(stdout), sent }
     },
+  }
+}
+
+/** What BIRD's route trace ("debug all { routes }") shows of the routes it imported from its BGP peers. */
+export interface BirdWithdrawals {
+  /** Every route change imported from a peer ("PEER.ipv4 > ..."). */
+  readonly imports: string[]
+  /** Prefixes that left BIRD's table ("removed [sole]": no other path stayed). */
+  readonly gone: string[]
+  /** Every path withdrawn, whether or not another path stayed. */
+  readonly paths: string[]
+  /** Withdrawals, by peer name, of the prefixes `own` says that peer originates. */
+  readonly ownWithdrawn: string[]
+}
+
+/** Reads a BIRD log's route trace; `own(peer)` gives the address inside the block that peer owns. Pure. */
+export function birdWithdrawals(log: string, own: (peer: string) => string | undefined, covers: (prefix: string, address: string) => boolean): BirdWithdrawals {
+  const imports = log.split('\n').filter((l) => /\.ipv4 > /.test(l))
+  const paths = imports.filter((l) => / > removed/.test(l))
+  return {
+    imports,
+    gone: imports.filter((l) => / > removed \[sole\]/.test(l)),
+    paths,
+    ownWithdrawn: paths.filter((l) => {
+      const m = /(\S+)\.ipv4 > removed\S* (?:\[\w+\] )?(\S+)/.exec(l)
+      const address = m === null ? undefined : own(m[1]!)
+      return address !== undefined && covers(m![2]!, address)
+    }),
   }
 }

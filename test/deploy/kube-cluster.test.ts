@@ -2,21 +2,26 @@
 // a kubelet and kube-proxy (agent/demo/kube/). pinto goes in as an operator installs it (kubectl apply of the
 // shipped manifest, then rollout status); the nodes stay NotReady until its install-cni wrote the conflist. A
 // Deployment of six pods spread over the nodes gets pinto addresses; every pod reaches every pod and every
-// node, and a ClusterIP and a NodePort Service answer from every node and every pod through kube-proxy.
+// node, and a ClusterIP and a NodePort Service answer from every node and every pod through kube-proxy. The
+// DaemonSet is rolled to a rebuilt image while the pods ping each other and the rack's BIRD logs its routes;
+// then a lost kubelet, a drain and a deleted node, and pinto reinstalled from its Helm chart.
 
 import t from 'tap'
-import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { execa } from 'execa'
 import { CHART, CLUSTER_BINARIES, KubeCluster, nodeAddress, POD_CIDR, MANIFESTS } from '../../agent/demo/kube/cluster.js'
-import { cgroupDirs } from '../../agent/demo/kube/kube-node.js'
+import { importImages, podmanImage } from '../../agent/demo/kube/images.js'
+import { cgroupDirs, type KubeNode } from '../../agent/demo/kube/kube-node.js'
 import { httpGet, kubePingMatrix, runningPods, webDeployment, webService, WEB_LABEL } from '../../agent/demo/kube/workload.js'
 import { matrixFailures } from '../../agent/demo/observe.js'
 import { ROOT } from '../../agent/demo/cluster-spec.js'
 import { cidrContains, parseAddr, parseCidr } from '../../net/index.js'
 import { kubernetesBin, kubernetesUnavailable } from '../harness/kubernetes-bin.js'
 import { waitFor } from '../harness/wait.js'
+import { birdWithdrawals, longestGap, startPing } from './continuous-ping.js'
 
 const hasPodman = existsSync('/usr/bin/podman')
 const unavailable = await kubernetesUnavailable()
@@ -54,7 +59,7 @@ t.test('pinto installed into a three-node Kubernetes cluster as an operator does
   t.equal(ds.status.numberReady, 3, 'the DaemonSet is Ready on every node')
   for (const n of cluster.nodes) {
     const list = JSON.parse(readFileSync(join(n.cniConfDir, '10-pinto.conflist'), 'utf8')) as { plugins: { type: string }[] }
-    t.equal(list.plugins[0]?.type, 'pinto', `${n.spec.name}: install-cni wrote the conflist into the node's /etc/cni/net.d`)
+    t.same(list.plugins.map((p) => p.type), ['pinto', 'portmap'], `${n.spec.name}: install-cni wrote the conflist into the node's /etc/cni/net.d, chaining the node's portmap`)
     t.equal(readFileSync(join(n.cniBinDir, 'pinto')).subarray(0, 4).toString('latin1'), '\x7fELF', `${n.spec.name}: and the plugin into its /opt/cni/bin`)
   }
 
@@ -100,6 +105,59 @@ t.test('pinto installed into a three-node Kubernetes cluster as an operator does
     }
   }
   t.same(serviceFailures, [], `the ClusterIP and the NodePort on every node answer from every pod and every node (${(pods.length + 3) * viaService.length} requests)`)
+
+  // A rolling update of the DaemonSet to a rebuilt image, driven by the DaemonSet controller (maxUnavailable 1),
+  // while every pod pings every pod on the other nodes ten times a second and BIRD, the rack's router, logs
+  // every route change.
+  const image2 = `${image}-rollout-${process.pid}`
+  const ctx = mkdtempSync(join(tmpdir(), 'pinto-rollout-'))
+  t.teardown(async () => {
+    rmSync(ctx, { recursive: true, force: true })
+    await execa('podman', ['rmi', image2], { env: podmanEnv(), reject: false })
+  })
+  writeFileSync(join(ctx, 'Containerfile'), `FROM ${image}\nLABEL pinto.rollout=${process.pid}\n`)
+  await execa('podman', ['build', '--quiet', '--tag', image2, ctx], { env: podmanEnv() })
+  const archive = await podmanImage(image2, podmanEnv())
+  for (const n of cluster.nodes) await importImages(join(cluster.binDir, 'ctr'), n.containerdSocket, [archive])
+  const tor = cluster.tor!
+  await tor.birdc('debug', 'all', '{', 'routes', ',', 'states', '}')
+  const birdLog = join(cluster.runDir, 'tor', 'bird.log')
+  const logStart = readFileSync(birdLog, 'utf8').length
+  const learnedBefore = await tor.learned()
+  const nodeOf = (name: string): KubeNode => cluster.nodes.find((n) => n.spec.name === name)!
+  const pings = pods.flatMap((a) => pods.filter((b) => b.node !== a.node).map((b) => startPing(['nsenter', '-t', String(nodeOf(a.node).podPid(a.uid)), '-n'], a.name, b.ip, b.name)))
+  const updateStart = Date.now()
+  let results: { p: (typeof pings)[number]; replies: number[]; sent: number }[]
+  try {
+    // Every container of the pod template, the init container included, as a release bumps them together.
+    await cluster.kubectl(['-n', 'kube-system', 'set', 'image', 'ds/pinto-node', `*=${image2}`])
+    await cluster.kubectl(['-n', 'kube-system', 'rollout', 'status', 'ds/pinto-node', '--timeout=600s'])
+    // The last node's speaker is back when BIRD has its session up again.
+    await waitFor(async () => ([...(await tor.sessions()).values()].every((s) => s === 'Established') ? true : undefined), { timeoutMs: 60_000, what: 'BIRD Established with every node again' })
+  } finally {
+    results = await Promise.all(pings.map(async (p) => ({ p, ...(await p.stop()) })))
+  }
+  const updateEnd = Date.now()
+  const images = (await cluster.kubectl(['-n', 'kube-system', 'get', 'pods', '-l', 'k8s-app=pinto-node', '-o', 'jsonpath={range .items[*]}{.spec.containers[0].image}{"\\n"}{end}'])).split('\n').filter((l) => l !== '')
+  t.same(images, nodeNames.map(() => image2), `the controller replaced pinto-node on every node with the rebuilt image (${((updateEnd - updateStart) / 1000).toFixed(1)} s)`)
+  let worst = { ms: 0, at: 0, pair: '' }
+  for (const r of results) {
+    const g = longestGap(r.replies, updateStart, updateEnd)
+    if (g.ms > worst.ms) worst = { ...g, pair: `${r.p.from} -> ${r.p.to}` }
+  }
+  t.ok(results.every((r) => r.replies.length > 0), `${results.length} pod pairs across nodes pinged ten times a second throughout`)
+  t.comment(`longest ping gap during the rolling update: ${worst.ms} ms (${worst.pair}, ${((worst.at - updateStart) / 1000).toFixed(1)} s in)`)
+  t.ok(worst.ms < 1000, `no pod-to-pod ping gap of a second or more during the rolling update (longest ${worst.ms} ms)`)
+  const blockOf = new Map(pods.map((p) => [p.node.replace('-', '_'), p.ip]))
+  const trace = birdWithdrawals(readFileSync(birdLog, 'utf8').slice(logStart), (peer) => blockOf.get(peer), (prefix, address) => {
+    const a = parseAddr(address)
+    return cidrContains(parseCidr(prefix), a.family, a.value)
+  })
+  t.comment(`BIRD imported ${trace.imports.length} route changes during the update; ${trace.gone.length} prefixes left its table`)
+  t.ok(nodeNames.every((n) => new RegExp(`${n.replace('-', '_')}: State changed to up`).test(readFileSync(birdLog, 'utf8').slice(logStart))), 'BIRD saw every node\'s session come back up: the trace covers the whole update')
+  t.same(trace.gone, [], 'no pod block left the rack router\'s table during the update')
+  t.same(trace.ownWithdrawn, [], 'no node\'s own block was withdrawn at the rack router (graceful restart kept it)')
+  t.same(await tor.learned(), learnedBefore, 'the rack router holds the same blocks after the update')
 
   // What pintoctl on a node says of an address.
   const ipamShow = async (ip: string): Promise<string> => {

@@ -13,7 +13,7 @@ import { AddFailed, birdInstalled, DemoCluster, type DemoNode, type DemoPod } fr
 import { covered, matrixFailures, pingMatrix, waitConverged } from '../../agent/demo/observe.js'
 import { podman } from '../../agent/demo/podman-nodes.js'
 import { waitFor } from '../harness/wait.js'
-import { longestGap, startPing } from './continuous-ping.js'
+import { birdWithdrawals, longestGap, startPing } from './continuous-ping.js'
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..')
 const hasPodman = (await execa('podman', ['--version'], { reject: false })).exitCode === 0
@@ -130,7 +130,7 @@ t.test('the DaemonSet on three nodes under podman, and a rolling update to a reb
   const birdLog = join(c.nodes[0]!.dir, '..', 'tor', 'bird.log')
   const logStart = readFileSync(birdLog, 'utf8').length
   const pods = [...c.pods]
-  const pings = pods.flatMap((a) => pods.filter((b) => b.node !== a.node).map((b) => startPing(a.ns, a.name, b.address, b.name)))
+  const pings = pods.flatMap((a) => pods.filter((b) => b.node !== a.node).map((b) => startPing(['ip', 'netns', 'exec', a.ns], a.name, b.address, b.name)))
   const updateStart = Date.now()
   const perNode: string[] = []
   const adds: { node: string; execs: AddRecord[]; pods: DemoPod[]; install: { started: number; finished: number; events: number } }[] = []
@@ -175,14 +175,8 @@ t.test('the DaemonSet on three nodes under podman, and a rolling update to a reb
   const log = readFileSync(birdLog, 'utf8').slice(logStart)
   // BIRD's route trace: "NODE.ipv4 > ..." is a route imported from NODE into BIRD's table ("removed [sole]": the
   // prefix left the table; "removed [replaced]" or "removed": that node's path went, another stayed), "<" an export.
-  const imports = log.split('\n').filter((l) => /\.ipv4 > /.test(l))
-  const gone = imports.filter((l) => / > removed \[sole\]/.test(l))
-  const paths = imports.filter((l) => / > removed/.test(l))
   const ownBlock = new Map(c.nodes.map((n) => [n.name, pods.find((p) => p.node === n.name)!.address]))
-  const ownWithdrawn = paths.filter((l) => {
-    const m = /(node\d+)\.ipv4 > removed\S* (?:\[\w+\] )?(\S+)/.exec(l)
-    return m !== null && covered([{ prefix: m[2]!, type: 'unicast', via: '' }], ownBlock.get(m[1]!)!)
-  })
+  const { imports, gone, paths, ownWithdrawn } = birdWithdrawals(log, (peer) => ownBlock.get(peer), (prefix, address) => covered([{ prefix, type: 'unicast', via: '' }], address))
   t.comment(`BIRD imported ${imports.length} route changes during the update: ${gone.length} prefixes left its table, ${ownWithdrawn.length} own blocks withdrawn, ${paths.length} paths through a restarted node to other nodes' blocks withdrawn`)
   t.same(gone, [], 'no pod block left BIRD\'s table while the nodes were replaced')
   t.same(ownWithdrawn, [], 'no node\'s own block was withdrawn at BIRD (graceful restart kept them)')

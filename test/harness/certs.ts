@@ -2,13 +2,10 @@
 // it signs with the SANs asked for). It owns that directory and removes it in teardown; it never reads or
 // writes the machine's own certificates.
 
-import { execFile } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { promisify } from 'node:util'
-
-const run = promisify(execFile)
+import { NEW_P256_KEY, openssl as opensslIn } from '../../agent/demo/openssl.js'
 
 export interface CertFiles {
   readonly cert: string
@@ -33,22 +30,11 @@ interface Teardown {
   teardown(fn: () => unknown): void
 }
 
-// P-256 keys: quick to make on a shared machine, and accepted by etcd (Go) and Node's TLS alike.
-const NEW_KEY = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes']
-
-async function openssl(args: readonly string[]): Promise<void> {
-  try {
-    await run('openssl', args, { timeout: 20_000 })
-  } catch (err) {
-    const e = err as Error & { stderr?: string }
-    throw new Error(`openssl ${args[0]} failed: ${(e.stderr ?? e.message).trim()}`)
-  }
-}
-
 /** A new directory under `parent` (default the system temp dir), removed in t's teardown. */
 export function certDir(t?: Teardown, parent: string = tmpdir()): CertDir {
   const dir = mkdtempSync(join(parent, 'pinto-certs-'))
   const remove = (): void => rmSync(dir, { recursive: true, force: true })
+  const openssl = (args: readonly string[]): Promise<void> => opensslIn(args, dir)
   t?.teardown(remove)
   return {
     dir,
@@ -61,7 +47,7 @@ export function certDir(t?: Teardown, parent: string = tmpdir()): CertDir {
     },
     async authority(caName: string): Promise<CertAuthority> {
       const ca = { cert: join(dir, `${caName}.crt`), key: join(dir, `${caName}.key`) }
-      await openssl(['req', '-x509', ...NEW_KEY, '-keyout', ca.key, '-out', ca.cert, '-days', '2', '-subj', `/CN=${caName}`])
+      await openssl(['req', '-x509', ...NEW_P256_KEY, '-keyout', ca.key, '-out', ca.cert, '-days', '2', '-subj', `/CN=${caName}`])
       return {
         ...ca,
         async issue(name: string, sans: readonly string[] = []): Promise<CertFiles> {
@@ -71,7 +57,7 @@ export function certDir(t?: Teardown, parent: string = tmpdir()): CertDir {
           const lines = ['basicConstraints=CA:FALSE', 'keyUsage=digitalSignature', 'extendedKeyUsage=serverAuth,clientAuth']
           if (sans.length > 0) lines.push(`subjectAltName=${sans.join(',')}`)
           writeFileSync(ext, `${lines.join('\n')}\n`)
-          await openssl(['req', ...NEW_KEY, '-keyout', leaf.key, '-out', csr, '-subj', `/CN=${name}`])
+          await openssl(['req', ...NEW_P256_KEY, '-keyout', leaf.key, '-out', csr, '-subj', `/CN=${name}`])
           await openssl(['x509', '-req', '-in', csr, '-CA', ca.cert, '-CAkey', ca.key, '-CAcreateserial', '-out', leaf.cert, '-days', '2', '-extfile', ext])
           return leaf
         },

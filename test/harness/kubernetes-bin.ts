@@ -6,7 +6,7 @@ import { join } from 'node:path'
 
 const SCRIPT = new URL('../../../scripts/kubernetes.js', import.meta.url).href
 
-export type KubernetesComponent = 'kube-apiserver' | 'kube-controller-manager' | 'kube-scheduler' | 'kube-proxy' | 'kubelet' | 'kubectl' | 'etcd' | 'containerd' | 'containerd-shim-runc-v2' | 'ctr' | 'agnhost' | 'e2e.test' | 'helm' | 'coredns'
+export type KubernetesComponent = 'kube-apiserver' | 'kube-controller-manager' | 'kube-scheduler' | 'kube-proxy' | 'kubelet' | 'kubectl' | 'etcd' | 'containerd' | 'containerd-shim-runc-v2' | 'ctr' | 'agnhost' | 'e2e.test' | 'ginkgo' | 'helm' | 'coredns'
 
 /** A cold build of the whole set on a shared 2-core machine, with room to spare. */
 const BUILD_BUDGET_MS = 120 * 60_000

@@ -11,9 +11,10 @@ import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { execa } from 'execa'
 import { stringify } from 'yaml'
-import { ROOT } from '../cluster-spec.js'
 import { CLUSTER_AS } from '../cluster-resources.js'
-import { findObject, readManifest, type KubeObject } from '../kube-manifest.js'
+import { fillEtcd, findObject, readManifest, type EtcdValues, type KubeObject } from '../kube-manifest.js'
+import { ETCD_ADDRESS, ROOT } from '../cluster-spec.js'
+import { startEtcd, type DemoEtcd } from '../etcd.js'
 import { isAlive, Namespaces } from '../netns.js'
 import { startControlPlane, type ControlPlane } from './control-plane.js'
 import { busyboxImage, corednsImage, importImages, pauseImage, PAUSE_IMAGE, podmanImage, type ImageArchive } from './images.js'
@@ -34,7 +35,7 @@ export const POD_CIDR = '198.18.0.0/16'
 export const CLUSTER_BINARIES = ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kubelet', 'kube-proxy', 'kubectl', 'containerd', 'containerd-shim-runc-v2', 'ctr', 'coredns'] as const
 
 /** pinto's manifests, as shipped: the Kubernetes API as datastore (kdd/) or etcd (the default kustomization). */
-export const MANIFESTS = { kubernetes: join(ROOT, 'deploy', 'kubernetes', 'kdd', 'pinto.yaml') } as const
+export const MANIFESTS = { kubernetes: join(ROOT, 'deploy', 'kubernetes', 'kdd', 'pinto.yaml'), etcd: join(ROOT, 'deploy', 'kubernetes', 'pinto.yaml') } as const
 export const CHART = join(ROOT, 'deploy', 'helm', 'pinto')
 
 export interface KubeClusterSpec {
@@ -46,6 +47,13 @@ export interface KubeClusterSpec {
   readonly images?: readonly ImageArchive[]
   /** More environment for the pinto-node container (a grace period shortened for a test, say). */
   readonly agentEnv?: Readonly<Record<string, string>>
+  /**
+   * pinto's datastore: the Kubernetes API (default), or an etcd with TLS on a fabric host of its own, which the
+   * etcd manifest's pinto-config and pinto-etcd-secrets are filled in for.
+   */
+  readonly datastore?: 'kubernetes' | 'etcd'
+  /** Runs pinto only on the nodes with these labels (the others keep whatever network they have). */
+  readonly pintoNodeSelector?: Readonly<Record<string, string>>
   /** CoreDNS as the cluster's DNS, started once pods have a network (default true). */
   readonly dns?: boolean
   /** Installs pinto from its manifests once the nodes are up (default true). */
@@ -55,23 +63,20 @@ export interface KubeClusterSpec {
 
 interface BuildScript {
   ensureKubernetes(names: readonly string[]): Promise<string>
+  /** The CoreDNS version scripts/coredns builds, e.g. v1.14.7. */
+  readonly COREDNS_VERSION: string
 }
+
+const buildScript = async (): Promise<BuildScript> => (await import(pathToFileURL(join(ROOT, 'scripts', 'kubernetes.js')).href)) as BuildScript
 
 /** The Kubernetes binaries' directory, building what is missing (scripts/kubernetes.js, with Go). */
 export async function kubernetesBinaries(names: readonly string[] = CLUSTER_BINARIES): Promise<string> {
-  const script = (await import(pathToFileURL(join(ROOT, 'scripts', 'kubernetes.js')).href)) as BuildScript
-  return script.ensureKubernetes(names)
+  return (await buildScript()).ensureKubernetes(names)
 }
 
 /** The Go module cache's copy of k8s.io/kubernetes (pause.c and agnhost's files are in it). */
 export async function kubernetesSource(): Promise<string> {
   const r = await execa('go', ['list', '-m', '-f', '{{.Dir}}', 'k8s.io/kubernetes'], { cwd: join(ROOT, 'scripts', 'kubernetes') })
-  return String(r.stdout).trim()
-}
-
-/** The CoreDNS version scripts/coredns builds, e.g. v1.14.7. */
-async function corednsVersion(): Promise<string> {
-  const r = await execa('go', ['list', '-m', '-f', '{{.Version}}', 'github.com/coredns/coredns'], { cwd: join(ROOT, 'scripts', 'coredns') })
   return String(r.stdout).trim()
 }
 
@@ -84,11 +89,14 @@ async function sweepCgroups(): Promise<void> {
 }
 
 /** The shipped manifest with this cluster's choices: pinto's image, the pool's CIDR, and more agent settings. */
-export function clusterManifest(file: string, image: string, agentEnv: Readonly<Record<string, string>> = {}): KubeObject[] {
+export async function clusterManifest(file: string, image: string, agentEnv: Readonly<Record<string, string>> = {}, nodeSelector: Readonly<Record<string, string>> = {}, etcd?: EtcdValues): Promise<KubeObject[]> {
   const docs = readManifest(file)
+  if (etcd !== undefined) await fillEtcd(docs, etcd)
   const config = findObject(docs, 'ConfigMap', 'pinto-config') as { data: Record<string, string> }
   config.data['ipv4pool_cidr'] = POD_CIDR
-  const ds = findObject(docs, 'DaemonSet', 'pinto-node') as { spec: { template: { spec: { initContainers: { image: string }[]; containers: { name: string; image: string; env?: { name: string; value: string }[] }[] } } } }
+  const ds = findObject(docs, 'DaemonSet', 'pinto-node') as { spec: { template: { spec: { nodeSelector?: Record<string, string>; initContainers: { image: string }[]; containers: { name: string; image: string; env?: { name: string; value: string }[] }[] } } } }
+  const pod = ds.spec.template.spec
+  pod.nodeSelector = { ...pod.nodeSelector, ...nodeSelector }
   for (const c of [...ds.spec.template.spec.initContainers, ...ds.spec.template.spec.containers]) c.image = image
   const agent = ds.spec.template.spec.containers.find((c) => c.name === 'pinto-node')
   if (agent === undefined) throw new Error(`${file}: the DaemonSet has no pinto-node container`)
@@ -100,6 +108,8 @@ export class KubeCluster {
   readonly nodes: KubeNode[] = []
   /** The rack's router (BIRD): every host's gateway, peering with every node and routing to the pods. */
   tor: Tor | undefined
+  /** pinto's etcd, with the etcd datastore. */
+  etcd: DemoEtcd | undefined
   private readonly netns = new Namespaces()
   private controlPlane: ControlPlane | undefined
   private dir = ''
@@ -165,12 +175,17 @@ export class KubeCluster {
       this.bin = await kubernetesBinaries()
       this.say('images: pause, busybox, pinto')
       this.images = [await pauseImage(await kubernetesSource()), await busyboxImage(), await podmanImage(this.spec.image, this.spec.podmanEnv), ...(this.spec.images ?? [])]
-      if (this.dns) this.images.push(await corednsImage(join(this.bin, 'coredns'), await corednsVersion()))
+      if (this.dns) this.images.push(await corednsImage(join(this.bin, 'coredns'), (await buildScript()).COREDNS_VERSION))
       await this.netns.fabric()
       const torNs = await this.netns.host('tor', `${FABRIC_GATEWAY}/24`)
       await execa('ip', ['netns', 'exec', torNs, 'sysctl', '-qw', 'net.ipv4.ip_forward=1'])
       const neighbors = Array.from({ length: this.spec.nodes }, (_, i) => ({ name: `node_${i + 1}`, address: nodeAddress(i), as: CLUSTER_AS }))
       this.tor = await startTor(torNs, join(this.dir, 'tor'), neighbors, [], true)
+      if (this.datastore === 'etcd') {
+        const etcdNs = await this.netns.host('etcd', `${ETCD_ADDRESS}/24`, FABRIC_GATEWAY)
+        this.etcd = await startEtcd(etcdNs, ETCD_ADDRESS, join(this.dir, 'etcd'), { tls: true })
+        this.say(`etcd: pinto's datastore at ${this.etcd.datastore} (TLS, client certificates)`)
+      }
       const cp = await this.netns.host('cp', `${CONTROL_PLANE_ADDRESS}/24`, FABRIC_GATEWAY)
       this.controlPlane = await startControlPlane({ ns: cp, address: CONTROL_PLANE_ADDRESS, bin: this.bin, dir: join(this.dir, 'control-plane'), serviceCidr: SERVICE_CIDR, serviceIp: SERVICE_IP }, (l) => this.say(l))
       for (let i = 0; i < this.spec.nodes; i++) {
@@ -186,17 +201,29 @@ export class KubeCluster {
         this.say(`${n.spec.name}: kubelet and kube-proxy started`)
       }))
       await this.waitNodes(this.spec.nodes, 'registered')
-      if (this.spec.installPinto !== false) await this.installPinto(MANIFESTS.kubernetes)
+      if (this.spec.installPinto !== false) await this.installPinto()
     } catch (err) {
       await this.destroy()
       throw err
     }
   }
 
-  /** Applies pinto's manifest as an operator does, then waits for the DaemonSet's rollout and every node Ready. */
-  async installPinto(file: string): Promise<void> {
+  private get datastore(): 'kubernetes' | 'etcd' {
+    return this.spec.datastore ?? 'kubernetes'
+  }
+
+  private get etcdValues(): EtcdValues | undefined {
+    return this.etcd === undefined ? undefined : { endpoints: this.etcd.datastore, tls: this.etcd.tls }
+  }
+
+  /**
+   * Applies pinto's manifest for the cluster's datastore (or `file`) as an operator does, then waits for the
+   * DaemonSet's rollout and every node Ready.
+   */
+  async installPinto(file: string = MANIFESTS[this.datastore]): Promise<void> {
     this.say(`pinto: kubectl apply --server-side -f ${file}`)
-    await this.kubectl(['apply', '--server-side', '-f', '-'], clusterManifest(file, this.spec.image, this.spec.agentEnv).map((d) => stringify(d)).join('---\n'))
+    const docs = await clusterManifest(file, this.spec.image, this.spec.agentEnv, this.spec.pintoNodeSelector, this.etcdValues)
+    await this.kubectl(['apply', '--server-side', '-f', '-'], docs.map((d) => stringify(d)).join('---\n'))
     await this.peerWithTor()
     await this.waitPinto()
   }
@@ -205,18 +232,39 @@ export class KubeCluster {
   async installPintoChart(chart: string, extraValues: readonly string[] = []): Promise<void> {
     const at = this.spec.image.lastIndexOf(':')
     const values = [`image.repository=${this.spec.image.slice(0, at)}`, `image.tag=${this.spec.image.slice(at + 1)}`, `config.ipv4pool_cidr=${POD_CIDR}`, ...extraValues]
-    this.say(`pinto: helm install pinto ${chart} --namespace kube-system ${values.map((v) => `--set ${v}`).join(' ')}`)
-    await this.run('helm', ['install', 'pinto', chart, '--namespace', 'kube-system', ...values.flatMap((v) => ['--set', v])])
+    // With etcd: its endpoints, and its TLS files as the chart's Secret (etcd has no CRDs to install).
+    const etcd = this.etcdValues
+    const files = etcd?.tls === undefined ? [] : Object.entries(etcd.tls).map(([k, f]) => `etcd.tls.${k}=${f}`)
+    if (etcd !== undefined) {
+      values.push('datastore=etcd', `etcd.endpoints=${etcd.endpoints}`)
+      if (etcd.tls !== undefined) values.push(...['ca', 'cert', 'key'].map((k) => `config.etcd_${k}=/etc/pinto/etcd-secrets/etcd-${k}`))
+    }
+    const args = [...values.flatMap((v) => ['--set', v]), ...files.flatMap((v) => ['--set-file', v]), ...(etcd !== undefined ? ['--skip-crds'] : [])]
+    this.say(`pinto: helm install pinto ${chart} --namespace kube-system ${args.join(' ')}`)
+    await this.run('helm', ['install', 'pinto', chart, '--namespace', 'kube-system', ...args])
+    // The chart has no values for these: set on its DaemonSet as an operator would, before the rollout is awaited.
+    const env = Object.entries(this.spec.agentEnv ?? {}).map(([k, v]) => `${k}=${v}`)
+    if (env.length > 0) await this.kubectl(['-n', 'kube-system', 'set', 'env', 'ds/pinto-node', '-c', 'pinto-node', ...env])
+    if (this.spec.pintoNodeSelector !== undefined) await this.kubectl(['-n', 'kube-system', 'patch', 'ds/pinto-node', '--type=merge', '-p', JSON.stringify({ spec: { template: { spec: { nodeSelector: this.spec.pintoNodeSelector } } } })])
     await this.peerWithTor()
     await this.waitPinto()
   }
 
-  /** Every node peers with the rack's router: a global BGPPeer, as an operator writes it for a ToR. */
+  /**
+   * Every node peers with the rack's router: a global BGPPeer, as an operator writes it for a ToR. In the
+   * Kubernetes API it is a CRD object kubectl applies; in etcd, pintoctl on a node writes it (as calicoctl would).
+   */
   private async peerWithTor(): Promise<void> {
-    const peer = { apiVersion: 'crd.projectcalico.org/v1', kind: 'BGPPeer', metadata: { name: 'tor' }, spec: { peerIP: TOR_ADDRESS, asNumber: TOR_AS } }
     this.say(`pinto: BGPPeer tor (${TOR_ADDRESS}, AS ${TOR_AS}) for every node`)
-    await this.kubectl(['wait', '--for=condition=established', '--timeout=60s', 'crd/bgppeers.crd.projectcalico.org'])
-    await this.kubectl(['apply', '-f', '-'], JSON.stringify(peer))
+    if (this.datastore === 'kubernetes') {
+      const peer = { apiVersion: 'crd.projectcalico.org/v1', kind: 'BGPPeer', metadata: { name: 'tor' }, spec: { peerIP: TOR_ADDRESS, asNumber: TOR_AS } }
+      await this.kubectl(['wait', '--for=condition=established', '--timeout=60s', 'crd/bgppeers.crd.projectcalico.org'])
+      await this.kubectl(['apply', '-f', '-'], JSON.stringify(peer))
+      return
+    }
+    const peer = { apiVersion: 'projectcalico.org/v3', kind: 'BGPPeer', metadata: { name: 'tor' }, spec: { peerIP: TOR_ADDRESS, asNumber: TOR_AS } }
+    await this.kubectl(['-n', 'kube-system', 'rollout', 'status', 'ds/pinto-node', '--timeout=300s'])
+    await this.kubectl(['-n', 'kube-system', 'exec', '-i', 'ds/pinto-node', '-c', 'pinto-node', '--', 'pintoctl', 'apply', '-f', '-'], stringify(peer))
   }
 
   private async waitPinto(): Promise<void> {
@@ -256,6 +304,7 @@ export class KubeCluster {
     this.destroying ??= (async () => {
       for (const n of this.nodes) await n.stop()
       await this.controlPlane?.stop()
+      await this.etcd?.stop()
       await this.netns.destroy()
       if (this.dir !== '') await rm(this.dir, { recursive: true, force: true })
     })()

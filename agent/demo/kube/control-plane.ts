@@ -36,16 +36,23 @@ export interface ControlPlane {
   stop(): Promise<void>
 }
 
-/** A process in `ns` whose output goes to `log`. */
-export function spawnIn(ns: string, bin: string, args: readonly string[], log: string, env: NodeJS.ProcessEnv = process.env): ChildProcess {
+/** A command whose output (both streams) is appended to `log`. */
+export function spawnLogged(command: readonly string[], log: string, env: NodeJS.ProcessEnv = process.env): ChildProcess {
+  const [cmd, ...args] = command
+  if (cmd === undefined) throw new Error('spawnLogged: an empty command')
   const fd = openSync(log, 'a')
   try {
-    const child = spawn('ip', ['netns', 'exec', ns, bin, ...args], { stdio: ['ignore', fd, fd], env })
+    const child = spawn(cmd, args, { stdio: ['ignore', fd, fd], env })
     child.on('error', () => undefined)
     return child
   } finally {
     closeSync(fd)
   }
+}
+
+/** A process in `ns` whose output goes to `log`. */
+export function spawnIn(ns: string, bin: string, args: readonly string[], log: string, env: NodeJS.ProcessEnv = process.env): ChildProcess {
+  return spawnLogged(['ip', 'netns', 'exec', ns, bin, ...args], log, env)
 }
 
 /** SIGTERM, then SIGKILL after `graceMs`; resolves once every one is gone. */

@@ -116,22 +116,42 @@ async function hostProgram(path: string, at = path): Promise<Record<string, stri
 export const E2E_REGISTRY = 'localhost/e2e-test-images'
 
 /**
- * agnhost, the image Kubernetes' network tests run (`agnhost netexec`, `pause`, `connect`, ...): its binary from
- * the Kubernetes module, with the tools its Alpine image gives the tests' `kubectl exec` (a POSIX sh, busybox's
- * applets, curl, OpenBSD nc) and the user its tests expect.
+ * What the network tests' `kubectl exec` and probe scripts run in agnhost's Alpine image and in the Debian image
+ * of their glibc DNS checks: a POSIX sh, busybox's applets, curl, OpenBSD nc, dig and getent.
  */
-export async function agnhostImage(agnhost: string, version: string, kubernetesSource: string): Promise<ImageArchive> {
-  const porter = join(kubernetesSource, 'test', 'images', 'agnhost', 'porter')
+async function testTools(): Promise<Pick<ScratchImage, 'files' | 'links' | 'texts'>> {
   // Every busybox applet, as Alpine's base has them, but sh (dash: busybox's shell runs its own applets before
   // PATH) and nc (OpenBSD's: busybox's lacks -u, -v and -z).
   const applets = String((await execa('/bin/busybox', ['--list'])).stdout).split('\n').filter((a) => /^[a-z0-9_.[-]+$/.test(a) && a !== 'sh' && a !== 'nc' && a !== 'busybox')
-  const links = Object.fromEntries(applets.map((a) => [`/bin/${a}`, 'busybox']))
+  return {
+    files: {
+      '/bin/busybox': '/bin/busybox',
+      ...(await hostProgram('/bin/dash', '/bin/sh')),
+      ...(await hostProgram('/usr/bin/curl')),
+      ...(await hostProgram('/bin/nc.openbsd', '/usr/bin/nc')),
+      ...(await hostProgram('/usr/bin/dig')),
+      ...(await hostProgram('/usr/bin/getent')),
+    },
+    links: Object.fromEntries(applets.map((a) => [`/bin/${a}`, 'busybox'])),
+    // getent asks /etc/hosts, then DNS, as a Debian or Alpine base would.
+    texts: { '/etc/nsswitch.conf': 'hosts: files dns\n' },
+  }
+}
+
+/**
+ * agnhost, the image Kubernetes' network tests run (`agnhost netexec`, `pause`, `connect`, ...): its binary from
+ * the Kubernetes module, with the tools its Alpine image gives the tests (testTools) and the user its tests expect.
+ */
+export async function agnhostImage(agnhost: string, version: string, kubernetesSource: string): Promise<ImageArchive> {
+  const porter = join(kubernetesSource, 'test', 'images', 'agnhost', 'porter')
+  const tools = await testTools()
   return scratchArchive({
     ref: `${E2E_REGISTRY}/agnhost:${version}`,
     // `agnhost porter`'s TLS ports read these from its working directory, as the image's own Dockerfile puts them.
-    files: { '/agnhost': agnhost, '/localhost.crt': join(porter, 'localhost.crt'), '/localhost.key': join(porter, 'localhost.key'), '/bin/busybox': '/bin/busybox', ...(await hostProgram('/bin/dash', '/bin/sh')), ...(await hostProgram('/usr/bin/curl')), ...(await hostProgram('/bin/nc.openbsd', '/usr/bin/nc')) },
-    links: { ...links, '/agnhost-2': 'agnhost' },
+    files: { '/agnhost': agnhost, '/localhost.crt': join(porter, 'localhost.crt'), '/localhost.key': join(porter, 'localhost.key'), ...tools.files },
+    links: { ...tools.links, '/agnhost-2': 'agnhost' },
     texts: {
+      ...tools.texts,
       '/etc/passwd': 'root:x:0:0:root:/root:/bin/sh\nuser-defined-in-image:x:1000:1000::/home/user:/bin/sh\n',
       '/etc/group': 'root:x:0:\nuser-defined-in-image:x:1000:\ngroup-defined-in-image:x:50000:user-defined-in-image\n',
       '/uploads/.keep': '',
@@ -139,6 +159,12 @@ export async function agnhostImage(agnhost: string, version: string, kubernetesS
     entrypoint: ['/agnhost'], cmd: ['pause'],
     env: ['PATH=/usr/local/bin:/usr/bin:/bin'],
   })
+}
+
+/** glibc-dns-testing, the Debian image whose glibc resolver the DNS tests check beside agnhost's: the same tools. */
+export async function glibcDnsImage(version: string): Promise<ImageArchive> {
+  const tools = await testTools()
+  return scratchArchive({ ref: `${E2E_REGISTRY}/glibc-dns-testing:${version}`, ...tools, entrypoint: ['/bin/sh'], env: ['PATH=/usr/local/bin:/usr/bin:/bin'] })
 }
 
 /** The e2e tests' busybox: the same applets as the pod image, under the tests' name. */

@@ -6,13 +6,22 @@
 // directory's contents; stop() kills all of them and removes the cgroups.
 
 import { spawn, type ChildProcess } from 'node:child_process'
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, rmdirSync, writeFileSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmdirSync, writeFileSync } from 'node:fs'
 import { mkdir, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { isAlive, killQuietly, namespacePids } from '../processes.js'
-import { stopAll } from './control-plane.js'
+import { spawnLogged, stopAll } from './control-plane.js'
 
 const CGROUP = '/sys/fs/cgroup'
+
+/** Where Debian's containernetworking-plugins puts the reference plugins. */
+const REFERENCE_PLUGINS_DIR = '/usr/lib/cni'
+/**
+ * The reference plugins a node's /opt/cni/bin holds before any pod network is installed, as the kubernetes-cni
+ * package of a kubeadm node and kind's node image put them there: portmap (hostPort, which pinto's install-cni
+ * chains when present), loopback, and those a pod-start comparison against ptp + host-local runs.
+ */
+export const NODE_CNI_PLUGINS = ['portmap', 'loopback', 'host-local', 'ptp', 'bandwidth', 'tuning'] as const
 
 export interface KubeNodeSpec {
   readonly name: string
@@ -188,10 +197,38 @@ export class KubeNode {
     return pid
   }
 
+  /**
+   * A process of the pod `uid` on this node (its sandbox's or a container's), found by the pod's cgroup under the
+   * node's cgroup root: `nsenter -t PID -n` runs a program in the pod's network namespace.
+   */
+  podPid(uid: string): number {
+    const find = (dir: string, depth: number): string | undefined => {
+      if (!existsSync(dir)) return undefined
+      for (const e of readdirSync(dir, { withFileTypes: true })) {
+        if (!e.isDirectory()) continue
+        if (e.name === `pod${uid}`) return join(dir, e.name)
+        const below = depth > 0 ? find(join(dir, e.name), depth - 1) : undefined
+        if (below !== undefined) return below
+      }
+      return undefined
+    }
+    for (const root of cgroupDirs(this.spec.cgroupRoot)) {
+      const pod = find(root, 3)
+      const pid = pod === undefined ? undefined : cgroupPids(pod)[0]
+      if (pid !== undefined) return pid
+    }
+    throw new Error(`node ${this.spec.name}: no process of pod ${uid} under its cgroup root ${this.spec.cgroupRoot}`)
+  }
+
   /** The mount namespace, then containerd (which `ready` waits for before images are imported). */
   async startRuntime(): Promise<void> {
     const { dir } = this.spec
     await mkdir(join(dir, 'pod-logs'), { recursive: true })
+    await mkdir(this.cniBinDir, { recursive: true })
+    for (const p of NODE_CNI_PLUGINS) {
+      const from = join(REFERENCE_PLUGINS_DIR, p)
+      if (existsSync(from)) copyFileSync(from, join(this.cniBinDir, p))
+    }
     makeCgroupRoot(this.spec.cgroupRoot)
     await writeFile(join(dir, 'containerd.toml'), containerdConfig(this.spec))
     await writeFile(join(dir, 'kubelet.json'), kubeletConfig(this.spec))
@@ -231,16 +268,9 @@ export class KubeNode {
   }
 
   private run(name: string, args: readonly string[]): void {
-    const fd = openSync(join(this.spec.dir, `${name}.log`), 'a')
-    try {
-      // containerd finds its runc shim on PATH.
-      const env = { ...process.env, PATH: `${this.spec.bin}:${process.env['PATH'] ?? '/usr/sbin:/usr/bin:/sbin:/bin'}` }
-      const c = spawn('nsenter', ['-t', String(this.pid), '-m', '-n', '--', join(this.spec.bin, name), ...args], { stdio: ['ignore', fd, fd], env })
-      c.on('error', () => undefined)
-      this.children.push(c)
-    } finally {
-      closeSync(fd)
-    }
+    // containerd finds its runc shim on PATH.
+    const env = { ...process.env, PATH: `${this.spec.bin}:${process.env['PATH'] ?? '/usr/sbin:/usr/bin:/sbin:/bin'}` }
+    this.children.push(spawnLogged(['nsenter', '-t', String(this.pid), '-m', '-n', '--', join(this.spec.bin, name), ...args], join(this.spec.dir, `${name}.log`), env))
   }
 
   /** Kills the daemons, every container (by the node's cgroup root and namespace) and the namespace holder. */

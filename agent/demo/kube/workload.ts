@@ -7,6 +7,7 @@ import { BUSYBOX_IMAGE } from './images.js'
 
 export interface KubePod {
   readonly name: string
+  readonly uid: string
   readonly ip: string
   readonly node: string
 }
@@ -54,10 +55,10 @@ export const httpGet = (host: string, port: number): string => `printf 'GET / HT
 
 /** The running pods (not being deleted) that `selector` picks, in the default namespace. */
 export async function runningPods(c: Kubectl, selector: string): Promise<KubePod[]> {
-  const list = JSON.parse(await c.kubectl(['get', 'pods', '-l', selector, '-o', 'json'])) as { items: { metadata: { name: string; deletionTimestamp?: string }; spec: { nodeName?: string }; status: { podIP?: string; phase?: string } }[] }
+  const list = JSON.parse(await c.kubectl(['get', 'pods', '-l', selector, '-o', 'json'])) as { items: { metadata: { name: string; uid: string; deletionTimestamp?: string }; spec: { nodeName?: string }; status: { podIP?: string; phase?: string } }[] }
   return list.items
     .filter((p) => p.metadata.deletionTimestamp === undefined && p.status.phase === 'Running' && p.status.podIP !== undefined)
-    .map((p) => ({ name: p.metadata.name, ip: p.status.podIP ?? '', node: p.spec.nodeName ?? '' }))
+    .map((p) => ({ name: p.metadata.name, uid: p.metadata.uid, ip: p.status.podIP ?? '', node: p.spec.nodeName ?? '' }))
 }
 
 /**

@@ -1,0 +1,198 @@
+// bench/kube-pod-start: pod start at cluster scale on the real Kubernetes cluster (agent/demo/kube/). Half the
+// nodes run pinto, installed from its manifest; the other half run the reference plugins (ptp + host-local,
+// with portmap chained as pinto's install-cni chains it), written into their /etc/cni/net.d as an operator of
+// such a cluster would. Rounds alternate between the two: PODS pods created at once (one `kubectl create` of a
+// List) on that half's nodes, timed from the moment the API announced each pod (a watch started beforehand)
+// to the moment it announced the pod Ready; then all deleted, and the next half's burst. Beside it, what the
+// kubelets say of the same pods: the RunPodSandbox time in their histogram (the runtime's sandbox, whose
+// network set-up is the CNI ADD), estimated from the histogram's buckets.
+// Run as root: npm run build && node dist/bench/kube-pod-start.js [--pods 100] [--nodes 4] [--rounds 2]
+
+import { spawn } from 'node:child_process'
+import { rmSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { KubeCluster, MANIFESTS } from '../agent/demo/kube/cluster.js'
+import { BUSYBOX_IMAGE } from '../agent/demo/kube/images.js'
+import { ROOT } from '../agent/demo/cluster-spec.js'
+import { numberArg } from './args.js'
+
+const PODS = numberArg('--pods', 100)
+const NODES = numberArg('--nodes', 4)
+const ROUNDS = numberArg('--rounds', 2)
+const NETWORKS = ['pinto', 'reference'] as const
+type Network = (typeof NETWORKS)[number]
+const LABEL = 'bench.pinto.dev/network'
+
+const say = (line: string): void => void process.stdout.write(`${line}\n`)
+
+function pct(xs: readonly number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b)
+  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)] ?? Number.NaN
+}
+
+/** The reference network a node runs: ptp with host-local over its own /24, then portmap. */
+function referenceConflist(subnet: string): object {
+  return {
+    cniVersion: '1.0.0', name: 'reference',
+    plugins: [
+      { type: 'ptp', mtu: 1500, ipam: { type: 'host-local', ranges: [[{ subnet }]], routes: [{ dst: '0.0.0.0/0' }] } },
+      { type: 'portmap', snat: true, capabilities: { portMappings: true } },
+    ],
+  }
+}
+
+/** PODS pods that only sleep, on `network`'s nodes, spread evenly, with nothing to wait for but the runtime. */
+function burst(network: Network, round: number): object {
+  const items = Array.from({ length: PODS }, (_, i) => ({
+    apiVersion: 'v1', kind: 'Pod',
+    metadata: { name: `${network}-${round}-${i}`, namespace: 'default', labels: { bench: `${network}-${round}`, app: 'bench' } },
+    spec: {
+      nodeSelector: { [LABEL]: network },
+      terminationGracePeriodSeconds: 0,
+      topologySpreadConstraints: [{ maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'DoNotSchedule', labelSelector: { matchLabels: { bench: `${network}-${round}` } } }],
+      containers: [{ name: 'sleep', image: BUSYBOX_IMAGE, imagePullPolicy: 'Never', command: ['/bin/sleep', '3600'] }],
+    },
+  }))
+  return { apiVersion: 'v1', kind: 'List', items }
+}
+
+/** Watches the burst's pods: when the API first announced each, and when it announced it Ready. */
+function watchPods(c: KubeCluster, selector: string): { seen: Map<string, number>; ready: Map<string, number>; stop(): void } {
+  const seen = new Map<string, number>()
+  const ready = new Map<string, number>()
+  const child = spawn('ip', ['netns', 'exec', c.controlPlaneNs, join(c.binDir, 'kubectl'), '--kubeconfig', c.kubeconfig, 'get', 'pods', '-l', selector, '--watch', '-o',
+    'jsonpath={.metadata.name} {.status.conditions[?(@.type=="Ready")].status}{"\\n"}'], { stdio: ['ignore', 'pipe', 'inherit'] })
+  let rest = ''
+  child.stdout.on('data', (b: Buffer) => {
+    const now = Date.now()
+    const lines = (rest + b.toString()).split('\n')
+    rest = lines.pop() ?? ''
+    for (const line of lines) {
+      const [name, status] = line.trim().split(' ')
+      if (name === undefined || name === '') continue
+      if (!seen.has(name)) seen.set(name, now)
+      if (status === 'True' && !ready.has(name)) ready.set(name, now)
+    }
+  })
+  return { seen, ready, stop: () => void child.kill() }
+}
+
+/** The kubelets' RunPodSandbox histogram, summed over `nodes`: cumulative counts by upper bound (seconds). */
+async function sandboxHistogram(c: KubeCluster, nodes: readonly string[]): Promise<Map<number, number>> {
+  const out = new Map<number, number>()
+  for (const n of nodes) {
+    const text = await c.kubectl(['get', '--raw', `/api/v1/nodes/${n}/proxy/metrics`])
+    for (const m of text.matchAll(/^kubelet_run_podsandbox_duration_seconds_bucket\{[^}]*le="([^"]+)"[^}]*\} (\S+)$/gm)) {
+      const le = m[1] === '+Inf' ? Number.POSITIVE_INFINITY : Number(m[1])
+      out.set(le, (out.get(le) ?? 0) + Number(m[2]))
+    }
+  }
+  return out
+}
+
+/** The p-th percentile of the observations between two cumulative histograms, interpolated inside its bucket. */
+function histogramQuantile(before: ReadonlyMap<number, number>, after: ReadonlyMap<number, number>, p: number): number {
+  const bounds = [...after.keys()].sort((a, b) => a - b)
+  const counts = bounds.map((b) => (after.get(b) ?? 0) - (before.get(b) ?? 0))
+  const total = counts.at(-1) ?? 0
+  if (total === 0) return Number.NaN
+  const rank = (p / 100) * total
+  let lower = 0
+  let below = 0
+  for (const [i, b] of bounds.entries()) {
+    const c = counts[i] ?? 0
+    if (c >= rank) return b === Number.POSITIVE_INFINITY ? lower : lower + ((b - lower) * (rank - below)) / Math.max(1, c - below)
+    lower = b
+    below = c
+  }
+  return lower
+}
+
+interface Round {
+  readonly network: Network
+  readonly toReady: number[]
+  readonly wall: number
+  readonly sandbox: { p50: number; p99: number; count: number }
+}
+
+async function runBurst(c: KubeCluster, network: Network, round: number, nodes: readonly string[]): Promise<Round> {
+  const selector = `bench=${network}-${round}`
+  const before = await sandboxHistogram(c, nodes)
+  const w = watchPods(c, selector)
+  // The watch's first (empty) list goes out before any pod exists.
+  await new Promise((r) => setTimeout(r, 1000))
+  const t0 = Date.now()
+  await c.kubectl(['create', '-f', '-'], JSON.stringify(burst(network, round)))
+  const deadline = Date.now() + 600_000
+  while (w.ready.size < PODS) {
+    if (Date.now() > deadline) throw new Error(`${network} round ${round}: ${w.ready.size} of ${PODS} pods Ready after 600 s`)
+    await new Promise((r) => setTimeout(r, 200))
+  }
+  const wall = Math.max(...w.ready.values()) - t0
+  w.stop()
+  const after = await sandboxHistogram(c, nodes)
+  const toReady = [...w.ready].map(([name, at]) => at - (w.seen.get(name) ?? t0))
+  const count = ((after.get(Number.POSITIVE_INFINITY) ?? 0) - (before.get(Number.POSITIVE_INFINITY) ?? 0))
+  const sandbox = { p50: histogramQuantile(before, after, 50) * 1000, p99: histogramQuantile(before, after, 99) * 1000, count }
+  await c.kubectl(['delete', 'pods', '-l', selector, '--wait=true', '--timeout=300s'])
+  return { network, toReady, wall, sandbox }
+}
+
+async function main(): Promise<void> {
+  if (process.getuid?.() !== 0) throw new Error('the cluster makes namespaces, mounts and cgroups: run as root')
+  if (NODES < 2 || NODES % 2 !== 0) throw new Error(`--nodes: an even number of at least 2 (half pinto, half the reference), got ${NODES}`)
+  const { buildImage } = (await import(pathToFileURL(join(ROOT, 'scripts', 'image.js')).href)) as { buildImage: () => { image: string } }
+  const { podmanEnv } = (await import(pathToFileURL(join(ROOT, 'scripts', 'podman-env.js')).href)) as { podmanEnv: () => NodeJS.ProcessEnv }
+  const image = buildImage().image
+  const c = KubeCluster.prepare({ nodes: NODES, image, podmanEnv: podmanEnv(), installPinto: false, dns: false, pintoNodeSelector: { [LABEL]: 'pinto' }, say: (l) => say(`  ${l}`) })
+  const stop = (): void => void c.destroy().then(() => process.exit(130))
+  process.once('SIGINT', stop)
+  process.once('SIGTERM', stop)
+  try {
+    say(`kube-pod-start: ${NODES} nodes, ${NODES / 2} with pinto and ${NODES / 2} with ptp + host-local; ${PODS} pods at once, ${ROUNDS} rounds each`)
+    await c.start()
+    const half = { pinto: c.nodes.slice(0, NODES / 2), reference: c.nodes.slice(NODES / 2) }
+    for (const n of half.pinto) await c.kubectl(['label', 'node', n.spec.name, `${LABEL}=pinto`])
+    for (const [i, n] of half.reference.entries()) {
+      await c.kubectl(['label', 'node', n.spec.name, `${LABEL}=reference`])
+      writeFileSync(join(n.cniConfDir, '10-reference.conflist'), JSON.stringify(referenceConflist(`198.19.${i}.0/24`)))
+    }
+    await c.installPinto(MANIFESTS.kubernetes)
+    const rounds: Round[] = []
+    for (let r = 0; r < ROUNDS; r++) {
+      // Alternate which goes first, so neither always meets the other's leftovers.
+      const order = r % 2 === 0 ? NETWORKS : [...NETWORKS].reverse()
+      for (const network of order) {
+        const round = await runBurst(c, network, r, half[network].map((n) => n.spec.name))
+        say(`  round ${r + 1} ${network}: all ${PODS} Ready in ${(round.wall / 1000).toFixed(1)} s; creation to Ready p50 ${(pct(round.toReady, 50) / 1000).toFixed(2)} s, p99 ${(pct(round.toReady, 99) / 1000).toFixed(2)} s`)
+        rounds.push(round)
+      }
+    }
+    say('')
+    say(`${'network'.padEnd(28)} ${'creation to Ready p50'.padStart(22)} ${'p99'.padStart(8)} ${'all Ready'.padStart(10)} ${'kubelet RunPodSandbox p50'.padStart(26)} ${'p99'.padStart(8)}`)
+    for (const network of NETWORKS) {
+      const mine = rounds.filter((r) => r.network === network)
+      const all = mine.flatMap((r) => r.toReady)
+      const walls = mine.map((r) => r.wall)
+      const sb50 = mine.map((r) => r.sandbox.p50)
+      const sb99 = mine.map((r) => r.sandbox.p99)
+      const name = network === 'pinto' ? 'pinto' : 'ptp + host-local (reference)'
+      say(`${name.padEnd(28)} ${`${(pct(all, 50) / 1000).toFixed(2)} s`.padStart(22)} ${`${(pct(all, 99) / 1000).toFixed(2)} s`.padStart(8)} ${`${(Math.max(...walls) / 1000).toFixed(1)} s`.padStart(10)} ${`${Math.max(...sb50).toFixed(0)} ms`.padStart(26)} ${`${Math.max(...sb99).toFixed(0)} ms`.padStart(8)}`)
+    }
+    say(`(${ROUNDS} rounds of ${PODS} pods each; the kubelet's figures are its histogram's, the worst round's, estimated within a bucket)`)
+    const p99 = (n: Network): number => pct(rounds.filter((r) => r.network === n).flatMap((r) => r.toReady), 99)
+    say(`target: pinto's creation-to-Ready p99 within the reference's: ${(p99('pinto') / 1000).toFixed(2)} s vs ${(p99('reference') / 1000).toFixed(2)} s: ${p99('pinto') <= p99('reference') ? 'met' : 'NOT met'}`)
+  } finally {
+    for (const n of c.nodes) rmSync(join(n.cniConfDir, '10-reference.conflist'), { force: true })
+    await c.destroy()
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err: Error) => {
+    process.stderr.write(`kube-pod-start: ${err.stack ?? err.message}\n`)
+    process.exit(1)
+  },
+)

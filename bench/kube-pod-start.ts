@@ -57,12 +57,29 @@ function burst(network: Network, round: number): object {
   return { apiVersion: 'v1', kind: 'List', items }
 }
 
-/** Watches the burst's pods: when the API first announced each, and when it announced it Ready. */
-function watchPods(c: KubeCluster, selector: string): { seen: Map<string, number>; ready: Map<string, number>; stop(): void } {
+interface PodWatch {
+  readonly seen: Map<string, number>
+  readonly ready: Map<string, number>
+  stop(): void
+}
+
+/**
+ * Watches the burst's pods: when the API first announced each, and when it announced it Ready. Resolves once the
+ * watch request is open (kubectl's -v=6 log says so), so no pod created after it is missed.
+ */
+async function watchPods(c: KubeCluster, selector: string): Promise<PodWatch> {
   const seen = new Map<string, number>()
   const ready = new Map<string, number>()
-  const child = spawn('ip', ['netns', 'exec', c.controlPlaneNs, join(c.binDir, 'kubectl'), '--kubeconfig', c.kubeconfig, 'get', 'pods', '-l', selector, '--watch', '-o',
-    'jsonpath={.metadata.name} {.status.conditions[?(@.type=="Ready")].status}{"\\n"}'], { stdio: ['ignore', 'pipe', 'inherit'] })
+  const child = spawn('ip', ['netns', 'exec', c.controlPlaneNs, join(c.binDir, 'kubectl'), '--kubeconfig', c.kubeconfig, '-v=6', 'get', 'pods', '-l', selector, '--watch', '-o',
+    'jsonpath={.metadata.name} {.status.conditions[?(@.type=="Ready")].status}{"\\n"}'], { stdio: ['ignore', 'pipe', 'pipe'] })
+  const open = new Promise<void>((resolve, reject) => {
+    let log = ''
+    child.stderr.on('data', (b: Buffer) => {
+      log += b.toString()
+      if (/watch=true\S*\s.*200 OK/.test(log)) resolve()
+    })
+    child.once('exit', (code) => reject(new Error(`kubectl get pods --watch exited (${code}): ${log.slice(-500)}`)))
+  })
   let rest = ''
   child.stdout.on('data', (b: Buffer) => {
     const now = Date.now()
@@ -75,6 +92,7 @@ function watchPods(c: KubeCluster, selector: string): { seen: Map<string, number
       if (status === 'True' && !ready.has(name)) ready.set(name, now)
     }
   })
+  await open
   return { seen, ready, stop: () => void child.kill() }
 }
 
@@ -119,9 +137,7 @@ interface Round {
 async function runBurst(c: KubeCluster, network: Network, round: number, nodes: readonly string[]): Promise<Round> {
   const selector = `bench=${network}-${round}`
   const before = await sandboxHistogram(c, nodes)
-  const w = watchPods(c, selector)
-  // The watch's first (empty) list goes out before any pod exists.
-  await new Promise((r) => setTimeout(r, 1000))
+  const w = await watchPods(c, selector)
   const t0 = Date.now()
   await c.kubectl(['create', '-f', '-'], JSON.stringify(burst(network, round)))
   const deadline = Date.now() + 600_000

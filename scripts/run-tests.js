@@ -3,10 +3,12 @@
 // failing assertions of a failed file with their diagnostics, every skip with its reason, and a last
 // line with the counts. tap's full TAP stream goes to .tap/last-run.tap, for when more is needed.
 // Arguments are tap's (a test file, say: `npm test -- dist/test/cni/plugin.test.js`); with --direct first,
-// the files named run as plain node processes (direct-tap.js) instead of under tap's runner.
+// the files named run as plain node processes (direct-tap.js) instead of under tap's runner. A whole run builds
+// the Kubernetes components in the background and runs the files that need them last.
 import { execFileSync, spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { closeSync, createWriteStream, existsSync, mkdirSync, openSync, readdirSync, statSync } from 'node:fs'
+import { closeSync, createWriteStream, existsSync, mkdirSync, openSync, readdirSync, readFileSync, statSync } from 'node:fs'
+import { PassThrough } from 'node:stream'
 import { dirname, join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { createInterface } from 'node:readline'
@@ -40,19 +42,43 @@ async function startPrebuild() {
   return once(child, 'close').then(([code]) => out(`kubernetes: background build ${code === 0 ? 'done' : `failed (exit ${code}); see ${relative(root, file)}`} after ${Math.round((Date.now() - started) / 1000)} s`))
 }
 
-/** How many test files the run will have, for the progress count (tap's include glob, roughly). */
-function countFiles(dir) {
-  let n = 0
+/** The test files of a whole run (tap's include glob, roughly). */
+function testFiles(dir) {
+  const found = []
   for (const e of readdirSync(dir)) {
     const p = join(dir, e)
     if (e === 'fixtures') continue
-    if (statSync(p).isDirectory()) n += countFiles(p)
-    else if (e.endsWith('.test.js')) n++
+    if (statSync(p).isDirectory()) found.push(...testFiles(p))
+    else if (e.endsWith('.test.js')) found.push(p)
   }
-  return n
+  return found
 }
+
+/**
+ * Whether a compiled file imports, directly or through other files of dist/, the harness that has the Kubernetes
+ * components built (test/harness/kubernetes-bin.js). Memoized; an import cycle counts as no.
+ */
+function needsKubernetes(file, memo = new Map()) {
+  if (memo.has(file)) return memo.get(file)
+  memo.set(file, false)
+  let text
+  try {
+    text = readFileSync(file, 'utf8')
+  } catch {
+    return false
+  }
+  const needs = [...text.matchAll(/(?:from\s*|import\s*\(\s*)['"](\.{1,2}\/[^'"]+)['"]/g)].some(([, spec]) => {
+    const target = join(dirname(file), spec)
+    return target.endsWith(join('harness', 'kubernetes-bin.js')) || needsKubernetes(target, memo)
+  })
+  memo.set(file, needs)
+  return needs
+}
+
 const explicit = args.filter((a) => a.endsWith('.js')).length
-const total = explicit > 0 ? explicit : countFiles(join(root, 'dist', 'test'))
+const whole = explicit === 0 && !direct
+const allFiles = explicit > 0 ? [] : testFiles(join(root, 'dist', 'test'))
+const total = explicit > 0 ? explicit : allFiles.length
 
 const out = (s) => process.stdout.write(s + '\n')
 // The suite runs under the Node.js pinto ships (tap, the tests and every process they start by
@@ -65,12 +91,32 @@ if (direct) {
   const r = runDirect(args, { cwd: root, env, ...(shipped !== undefined ? { node: shipped } : {}) })
   source = r.stream
   finished = r.done
+} else if (whole) {
+  // tap runs its files in name order: the files that need the Kubernetes components go in a second run, so the
+  // others run while those components build in the background, instead of two runner slots waiting on the build.
+  const memo = new Map()
+  const later = allFiles.filter((f) => needsKubernetes(f, memo))
+  const first = allFiles.filter((f) => !later.includes(f))
+  const stream = new PassThrough()
+  source = stream
+  finished = (async () => {
+    let code = 0
+    for (const files of [first, later]) {
+      if (files.length === 0) continue
+      const child = spawn(shipped ?? process.execPath, [tap, '--reporter=tap', ...args, ...files.map((f) => relative(root, f))], { cwd: root, env, stdio: ['ignore', 'pipe', 'inherit'] })
+      child.stdout.pipe(stream, { end: false })
+      const [c] = await once(child, 'close')
+      code = Math.max(code, c ?? 1)
+    }
+    stream.end()
+    return code
+  })()
 } else {
   const child = spawn(shipped ?? process.execPath, [tap, '--reporter=tap', ...args], { cwd: root, env, stdio: ['ignore', 'pipe', 'inherit'] })
   source = child.stdout
   finished = once(child, 'close').then(([code]) => code)
 }
-const prebuild = explicit === 0 && !direct ? await startPrebuild() : undefined
+const prebuild = whole ? await startPrebuild() : undefined
 out(`tests under Node ${shipped === undefined ? process.version : execFileSync(shipped, ['--version'], { encoding: 'utf8' }).trim()}`)
 let done = 0
 let block = []
@@ -106,7 +152,8 @@ lines.on('line', (line) => {
     const note = /^\s*# (skipping .*)$/i.exec(line)
     if (note !== null) skips.push(note[1])
     const s = /^# \{ total: (\d+)(?:, pass: (\d+))?(?:, fail: (\d+))?(?:, skip: (\d+))?/.exec(line)
-    if (s !== null) summary = { total: +s[1], pass: +(s[2] ?? 0), fail: +(s[3] ?? 0), skip: +(s[4] ?? 0) }
+    // A whole run is two tap runs, each with its summary: they add up.
+    if (s !== null) summary = { total: (summary?.total ?? 0) + +s[1], pass: (summary?.pass ?? 0) + +(s[2] ?? 0), fail: (summary?.fail ?? 0) + +(s[3] ?? 0), skip: (summary?.skip ?? 0) + +(s[4] ?? 0) }
     return
   }
   done++

@@ -39,7 +39,8 @@ async function startPrebuild() {
   closeSync(fd)
   const started = Date.now()
   out(`kubernetes: building ${names.join(', ')} in the background (${relative(root, file)})`)
-  return once(child, 'close').then(([code]) => out(`kubernetes: background build ${code === 0 ? 'done' : `failed (exit ${code}); see ${relative(root, file)}`} after ${Math.round((Date.now() - started) / 1000)} s`))
+  // Wrapped: an async function returning the promise itself would make its caller wait for the build.
+  return { done: once(child, 'close').then(([code]) => out(`kubernetes: background build ${code === 0 ? 'done' : `failed (exit ${code}); see ${relative(root, file)}`} after ${Math.round((Date.now() - started) / 1000)} s`)) }
 }
 
 /** The test files of a whole run (tap's include glob, roughly). */
@@ -168,7 +169,7 @@ lines.on('line', (line) => {
   block = []
 })
 
-Promise.all([finished, once(lines, 'close'), prebuild]).then(([code]) => {
+Promise.all([finished, once(lines, 'close'), prebuild?.done]).then(([code]) => {
   log.end()
   if (skips.length > 0) out(`\nskipped:\n${[...new Set(skips)].map((s) => `  ${s}`).join('\n')}`)
   if (failedFiles.length > 0) out(`\nfailed files:\n${failedFiles.map((f) => `  ${f}`).join('\n')}`)

@@ -7,7 +7,7 @@ import { blockCidr, affinityNode, type AllocationBlock, type Pool } from '../ipa
 import { cidrContains, cidrSize } from '../net/index.js'
 import type { ApiDeps } from './api/deps.js'
 
-export type MetricsSources = Pick<ApiDeps, 'bgp' | 'ipam' | 'fib' | 'datastore'>
+export type MetricsSources = Pick<ApiDeps, 'node' | 'bgp' | 'ipam' | 'fib' | 'datastore'>
 
 const STATES = ['Idle', 'Connect', 'Active', 'OpenSent', 'OpenConfirm', 'Established'] as const
 /** Apply times range from a no-op diff (ms) to a full table through ip -batch (seconds). */
@@ -95,7 +95,7 @@ export function registerPintoMetrics(registry: Registry, src: MetricsSources): v
   })
 
   registerFibMetrics(registers, src.fib)
-  registerIpamMetrics(registers, src.ipam, src.datastore)
+  registerIpamMetrics(registers, src.node, src.ipam, src.datastore)
   registerDatastoreMetrics(registers, src.datastore)
 }
 
@@ -144,7 +144,8 @@ interface PoolUsage {
   readonly rows: Map<string, { ippool: string; node: string; blocks: number; inUse: number; borrowed: number }>
 }
 
-function usage(pools: readonly Pool[], blocks: readonly AllocationBlock[]): PoolUsage {
+/** Each pool's blocks, addresses in use and borrowed, by node: only `node`'s rows, which its own agent exports. */
+function usage(pools: readonly Pool[], blocks: Iterable<AllocationBlock>, node: string): PoolUsage {
   const rows: PoolUsage['rows'] = new Map()
   const row = (ippool: string, node: string) => {
     const k = `${ippool}\0${node}`
@@ -166,15 +167,21 @@ function usage(pools: readonly Pool[], blocks: readonly AllocationBlock[]): Pool
       if (node !== owner) r.borrowed++
     }
   }
+  for (const [k, r] of rows) if (r.node !== node) rows.delete(k)
   return { pools, rows }
 }
 
-function registerIpamMetrics(registers: Registry[], ipam: MetricsSources['ipam'], datastore: MetricsSources['datastore']): void {
+/**
+ * The IPAM gauges of the agent's own node, as every agent of a DaemonSet exports its own: the sum over the agents
+ * is the cluster's, with no row twice. They come from the blocks the agent holds in memory, so a scrape sends the
+ * datastore nothing but the pools' read.
+ */
+function registerIpamMetrics(registers: Registry[], node: string, ipam: MetricsSources['ipam'], datastore: MetricsSources['datastore']): void {
   // While the datastore is away the gauges keep their last values (pinto_datastore_up says so) and /metrics answers.
   const read = perScrape(async () => {
     if (datastore?.health().state === 'down') return undefined
     try {
-      return usage(await ipam.pools(), await ipam.blocks())
+      return usage(await ipam.pools(), ipam.heldBlocks?.() ?? (await ipam.blocks()), node)
     } catch {
       return undefined
     }

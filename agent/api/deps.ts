@@ -43,8 +43,14 @@ export interface BgpReads {
 }
 
 export interface IpamReads {
+  /** Every block of the cluster, read from the datastore (an operator's request: /v1/ipam, the status page). */
   blocks(): Promise<readonly AllocationBlock[]>
   pools(): Promise<readonly Pool[]>
+  /**
+   * The blocks the agent already holds in memory (its node's, and those holding its node's addresses), which a
+   * scrape reads instead of listing every block; absent in tests of other parts.
+   */
+  heldBlocks?(): Iterable<AllocationBlock>
 }
 
 /** felix's apply history as counters plus recent durations (read on scrape, see FibApplyLog). */

@@ -40,7 +40,7 @@ export class RestApi {
       node: s.nodeName,
       uptimeSeconds: () => Math.floor((Date.now() - startedAt) / 1000),
       bgp: speakerReads(speaker),
-      ipam: ipamReads(this.parts.ipam.ipam),
+      ipam: { ...ipamReads(this.parts.ipam.ipam), heldBlocks: () => this.ctx.cluster.blocks() },
       ...(dataplane ? { fib: { routes: () => dataplane.felix.routes(), count: () => dataplane.felix.desired.count(), stats: () => applyLog.stats() } } : {}),
       datastore: this.ctx.store,
       bfd: this.parts.bfd,

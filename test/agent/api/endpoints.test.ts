@@ -148,6 +148,7 @@ t.test('API over a live speaker, IPAM and FIB', async (t) => {
     t.match(text, /pinto_ipam_blocks\{ippool="default-ipv4-ippool",node="node-a"\} 1/)
     t.match(text, /pinto_ipam_allocations_in_use\{ippool="default-ipv4-ippool",node="node-a"\} 2/)
     t.match(text, /pinto_ipam_ippool_size\{ippool="default-ipv4-ippool"\} 65536/)
+    t.notMatch(text, /node="node-b"/, 'only this node\'s IPAM rows: node-b\'s agent exports its own')
     // A second scrape sees a new apply exactly once.
     f.fibLog.record({ planned: 1, errors: [{ op: { kind: 'replace' } as never, message: 'RTNETLINK answers: File exists' }], conflicts: [], readMs: 1, writeMs: 1 }, 0.2)
     const again = (await get('/metrics')).body.text as string
@@ -236,4 +237,15 @@ t.test('/readyz answers 503 while a peer is down in the window', async (t) => {
   t.match(early.json(), { ready: false, reason: 'BGP not established with 127.0.0.9', established: 1, peers: 2 })
   f.uptime.seconds = 3600
   t.equal((await app.inject('/readyz')).statusCode, 200)
+})
+
+t.test('a scrape reads the IPAM blocks the agent holds, not the datastore\'s list', async (t) => {
+  const f = await fixture(t)
+  const held = (await f.deps.ipam.blocks()).filter((b) => b.affinity === 'host:node-a')
+  let lists = 0
+  const app = await buildApi({ ...f.deps, ipam: { ...f.deps.ipam, blocks: async () => { lists++; return f.deps.ipam.blocks() }, heldBlocks: () => held } })
+  t.teardown(() => app.close())
+  const text = (await app.inject('/metrics')).body
+  t.match(text, /pinto_ipam_allocations_in_use\{ippool="default-ipv4-ippool",node="node-a"\} 2/, 'the gauges from the held blocks')
+  t.equal(lists, 0, 'no block listed for the scrape')
 })

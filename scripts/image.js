@@ -133,8 +133,58 @@ function settle() {
   return hash.digest('hex').slice(0, 16)
 }
 
+/** Blocks this thread for `ms` (the build is synchronous throughout). */
+function sleepSync(ms) {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms)
+}
+
+function holderAlive(pid) {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (err) {
+    return err.code === 'EPERM'
+  }
+}
+
+/**
+ * Runs `fn` holding .cache/image.lock: one build at a time on a checkout, since every build assembles the same
+ * root (two test files may build at once). A lock whose holder is dead is taken over.
+ */
+function withImageLock(fn) {
+  const lock = join(root, '.cache', 'image.lock')
+  mkdirSync(dirname(lock), { recursive: true })
+  for (;;) {
+    try {
+      writeFileSync(lock, String(process.pid), { flag: 'wx' })
+      break
+    } catch (err) {
+      if (err.code !== 'EEXIST') throw err
+      let holder
+      try {
+        holder = Number.parseInt(readFileSync(lock, 'utf8'), 10)
+      } catch {
+        continue // released meanwhile
+      }
+      // Empty: its holder has made it and not yet written its pid.
+      if (!Number.isInteger(holder)) sleepSync(100)
+      else if (!holderAlive(holder)) rmSync(lock, { force: true })
+      else sleepSync(500)
+    }
+  }
+  try {
+    return fn()
+  } finally {
+    rmSync(lock, { force: true })
+  }
+}
+
 /** Builds (or finds) the image as `tag`, default IMAGE; tests build their own tag, never touching IMAGE. */
 export function buildImage({ tag = IMAGE } = {}) {
+  return withImageLock(() => buildUnlocked(tag))
+}
+
+function buildUnlocked(tag) {
   for (const f of ['agent/pinto-node-main.js', 'bundle/pinto-sea.cjs']) {
     if (!existsSync(join(root, 'dist', f))) throw new Error(`dist/${f} is missing: run \`npm run build\` first`)
   }

@@ -29,8 +29,11 @@ function objects(text: string): Map<string, Obj> {
 
 const manifest = (file: string): Map<string, Obj> => objects(readFileSync(join(ROOT, 'deploy', 'kubernetes', file), 'utf8'))
 
+/** The file's own tap object: its timeout is the test process's (a subtest's would not lift it for a build). */
+const file = t
+
 t.test('the chart renders the manifests\' objects and honours its values', { skip: unavailable ?? false }, async (t) => {
-  const bin = await kubernetesBin(['helm'], t)
+  const bin = await kubernetesBin(['helm'], file)
   const helm = async (...args: string[]): Promise<{ code: number; out: string; err: string }> => {
     const r = await execa(join(bin, 'helm'), args, { reject: false, env: { HELM_CACHE_HOME: '/nonexistent', HELM_CONFIG_HOME: '/nonexistent', HELM_DATA_HOME: '/nonexistent' } })
     return { code: r.exitCode ?? -1, out: String(r.stdout), err: String(r.stderr) }

@@ -13,6 +13,7 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { ensureNode } from './node-lts.js'
 import { podmanEnv } from './podman-env.js'
+import { tryLock } from './lock-file.js'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const version = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version
@@ -138,15 +139,6 @@ function sleepSync(ms) {
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms)
 }
 
-function holderAlive(pid) {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (err) {
-    return err.code === 'EPERM'
-  }
-}
-
 /**
  * Runs `fn` holding .cache/image.lock: one build at a time on a checkout, since every build assembles the same
  * root (two test files may build at once). A lock whose holder is dead is taken over.
@@ -155,22 +147,9 @@ function withImageLock(fn) {
   const lock = join(root, '.cache', 'image.lock')
   mkdirSync(dirname(lock), { recursive: true })
   for (;;) {
-    try {
-      writeFileSync(lock, String(process.pid), { flag: 'wx' })
-      break
-    } catch (err) {
-      if (err.code !== 'EEXIST') throw err
-      let holder
-      try {
-        holder = Number.parseInt(readFileSync(lock, 'utf8'), 10)
-      } catch {
-        continue // released meanwhile
-      }
-      // Empty: its holder has made it and not yet written its pid.
-      if (!Number.isInteger(holder)) sleepSync(100)
-      else if (!holderAlive(holder)) rmSync(lock, { force: true })
-      else sleepSync(500)
-    }
+    const r = tryLock(lock)
+    if (r === 'taken') break
+    if (r !== 'retry') sleepSync(r === 'wait' ? 100 : 500)
   }
   try {
     return fn()

@@ -6,10 +6,11 @@
 // repository.
 // `node scripts/kubernetes.js kube-apiserver kubectl` builds just those; no names builds them all.
 import { execFileSync, spawn } from 'node:child_process'
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { setTimeout as delay } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
+import { tryLock } from './lock-file.js'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 export const MODULE_DIR = join(root, 'scripts', 'kubernetes')
@@ -102,15 +103,6 @@ function checkVersion(name, bin) {
   if (!out.includes(want)) throw new Error(`${bin} ${args.join(' ')} says ${JSON.stringify(out.trim())}, expected ${want}`)
 }
 
-function isAlive(pid) {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (err) {
-    return err.code === 'EPERM'
-  }
-}
-
 /**
  * One build at a time per bin dir (two test files, or a test and the suite's background build, may ask at once),
  * taken per component so a waiter gets its component as soon as it is built; a lock left by a dead process is
@@ -120,22 +112,12 @@ async function withLock(fn) {
   const lock = join(BIN_DIR, '.build.lock')
   let waiting = false
   for (;;) {
-    try {
-      const fd = openSync(lock, 'wx')
-      writeFileSync(fd, String(process.pid))
-      closeSync(fd)
-      break
-    } catch (err) {
-      if (err.code !== 'EEXIST') throw err
-      const holder = Number.parseInt(readFileSync(lock, 'utf8'), 10)
-      if (!Number.isInteger(holder) || !isAlive(holder)) {
-        rmSync(lock, { force: true })
-        continue
-      }
-      if (!waiting) log(`waiting for the build in process ${holder}`)
-      waiting = true
-      await delay(1000)
-    }
+    const r = tryLock(lock)
+    if (r === 'taken') break
+    if (r === 'retry') continue
+    if (!waiting && r !== 'wait') log(`waiting for the build in process ${r}`)
+    waiting = true
+    await delay(r === 'wait' ? 100 : 1000)
   }
   try {
     return await fn()

@@ -17,6 +17,7 @@ import { AFFINITIES_PREFIX } from '../../ipam/records.js'
 import { cidrContains, parseAddr, parseCidr } from '../../net/index.js'
 import { kubernetesBin, kubernetesUnavailable } from '../harness/kubernetes-bin.js'
 import { waitFor } from '../harness/wait.js'
+import { podGcBehindStoppedKubelet } from './kube-steps.js'
 
 const hasPodman = existsSync('/usr/bin/podman')
 const unavailable = await kubernetesUnavailable()
@@ -65,15 +66,7 @@ t.test('pinto with etcd as its datastore in a three-node Kubernetes cluster', { 
 
   // A pod deleted while its node's kubelet is stopped: pinto's pod GC frees its address in etcd.
   const node2 = cluster.nodes[1]!
-  const orphan = pods.find((p) => p.node === node2.spec.name)!
-  const ipamShow = (ip: string): Promise<string> => pintoctl(['ipam', 'show', `--ip=${ip}`])
-  t.match(await ipamShow(orphan.ip), /is in use/, `${orphan.ip} (${orphan.name}) is in use`)
-  await node2.stopDaemon('kubelet')
-  await cluster.kubectl(['delete', 'pod', orphan.name, '--grace-period=0', '--force', '--wait=false'])
-  const freed = await waitFor(async () => ((await ipamShow(orphan.ip).catch(() => '')).includes('is not assigned') ? true : undefined), { timeoutMs: 60_000, what: `${orphan.ip} freed by the pod GC` })
-  t.ok(freed, `with ${node2.spec.name}'s kubelet stopped, ${orphan.ip} is freed once ${orphan.name} is gone from the API`)
-  node2.startDaemon('kubelet')
-  await cluster.waitNodes(3, 'Ready')
+  await podGcBehindStoppedKubelet(t, cluster, pods, node2, (ip) => pintoctl(['ipam', 'show', `--ip=${ip}`]))
 
   // kubectl drain: the node's pods come back on the other two with new addresses, none from its blocks.
   await cluster.kubectl(['apply', '-f', '-'], JSON.stringify(webDeployment(6, 'soft')))

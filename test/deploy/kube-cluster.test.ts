@@ -21,6 +21,7 @@ import { ROOT } from '../../agent/demo/cluster-spec.js'
 import { cidrContains, parseAddr, parseCidr } from '../../net/index.js'
 import { kubernetesBin, kubernetesUnavailable } from '../harness/kubernetes-bin.js'
 import { waitFor } from '../harness/wait.js'
+import { podGcBehindStoppedKubelet } from './kube-steps.js'
 import { birdWithdrawals, longestGap, startPing } from './continuous-ping.js'
 
 const hasPodman = existsSync('/usr/bin/podman')
@@ -167,14 +168,7 @@ t.test('pinto installed into a three-node Kubernetes cluster as an operator does
 
   // A pod deleted while its node's kubelet is stopped: no DEL can come, and pinto's pod GC frees its address.
   const node2 = cluster.nodes[1]!
-  const orphan = pods.find((p) => p.node === node2.spec.name)!
-  t.match(await ipamShow(orphan.ip), /is in use/, `${orphan.ip} (${orphan.name}) is in use`)
-  await node2.stopDaemon('kubelet')
-  await cluster.kubectl(['delete', 'pod', orphan.name, '--grace-period=0', '--force', '--wait=false'])
-  const freed = await waitFor(async () => ((await ipamShow(orphan.ip)).includes('is not assigned') ? true : undefined), { timeoutMs: 60_000, what: `${orphan.ip} freed by the pod GC` })
-  t.ok(freed, `with ${node2.spec.name}'s kubelet stopped, ${orphan.ip} is freed once ${orphan.name} is gone from the API`)
-  node2.startDaemon('kubelet')
-  await cluster.waitNodes(3, 'Ready')
+  await podGcBehindStoppedKubelet(t, cluster, pods, node2, ipamShow)
 
   // kubectl drain, then the machine goes and kubectl delete node: the pods come back elsewhere with new addresses,
   // and the node's blocks are released.
@@ -216,6 +210,8 @@ t.test('pinto installed into a three-node Kubernetes cluster as an operator does
   const fromChart = JSON.parse(await cluster.kubectl(['-n', 'kube-system', 'get', 'ds', 'pinto-node', '-o', 'json'])) as { metadata: { labels?: Record<string, string>; annotations?: Record<string, string> }; status: { numberReady: number } }
   t.equal(fromChart.status.numberReady, 2, 'from the Helm chart, the DaemonSet is Ready on every node again')
   t.equal(fromChart.metadata.annotations?.['meta.helm.sh/release-name'], 'pinto', 'and it is the chart\'s release')
+  const agentAfterHelm = JSON.parse(await cluster.kubectl(['-n', 'kube-system', 'get', 'ds', 'pinto-node', '-o', 'jsonpath={.spec.template.spec.containers[?(@.name=="pinto-node")].env}'])) as { name: string; value?: string }[]
+  t.ok(Object.entries(agentEnv).every(([k, v]) => agentAfterHelm.some((e) => e.name === k && e.value === v)), 'the cluster\'s agent settings reach the chart\'s DaemonSet too')
   await cluster.kubectl(['apply', '-f', '-'], JSON.stringify(webDeployment(4)))
   await cluster.kubectl(['rollout', 'status', 'deploy/web', '--timeout=180s'])
   const again = await runningPods(cluster, WEB_LABEL)

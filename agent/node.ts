@@ -1,9 +1,9 @@
 // pinto-node's composition root: it opens the datastore and follows the cluster, detects the node's
 // addresses, builds the speaker, felix and the controllers (registration, IPAM, node clean-up, peers,
-// Services, origination, the dataplane feed, the Kubernetes Node's labels off the kubernetes datastore) and the
-// REST API, starts them in order and stops them in reverse. On
-// a graceful stop it leaves kernel routes in place and closes sessions without NOTIFICATION, so peers
-// keep our routes while we restart.
+// Services, origination, the dataplane feed, and off the kubernetes datastore the Kubernetes Node's labels and
+// deleted Kubernetes Nodes) and the REST API, starts them in order and stops them in reverse. On a graceful stop
+// it leaves kernel routes in place and closes sessions without NOTIFICATION, so peers keep our routes while we
+// restart.
 
 import { createHash } from 'node:crypto'
 import { pino, type Logger } from 'pino'
@@ -16,6 +16,7 @@ import { bgpConfig, type AgentContext } from './controllers/context.js'
 import { DataplaneFeed } from './controllers/dataplane-feed.js'
 import { IpamController } from './controllers/ipam.js'
 import { KubeNodeLabels } from './controllers/kube-node-labels.js'
+import { KubeNodeController } from './controllers/kube-nodes.js'
 import { NodeGc } from './controllers/node-gc.js'
 import { OriginationController } from './controllers/origination.js'
 import { PeersController } from './controllers/peers.js'
@@ -54,6 +55,7 @@ export class PintoNode {
   private feed: DataplaneFeed | undefined
   private api: RestApi | undefined
   private kubeLabels: KubeNodeLabels | undefined
+  private kubeNodes: KubeNodeController | undefined
 
   constructor(
     readonly settings: AgentSettings,
@@ -80,8 +82,10 @@ export class PintoNode {
     const ctx: AgentContext = { settings: s, log, store, cluster, addresses, startedAt: this.startedAt }
 
     const onKubernetes = parseDatastoreSpec(s.datastore).kind === 'kubernetes'
+    const kube = (this.kube = await this.openKubernetes(opened))
     const registration = (this.registration = new Registration(ctx))
     if (onKubernetes) await registration.awaitKubernetesNode()
+    else if (kube !== undefined) await registration.tieToKubernetes(kube.http)
     await registration.register()
     const ipam = (this.ipam = new IpamController(ctx))
     await ipam.start()
@@ -99,8 +103,11 @@ export class PintoNode {
     }))
     const nodes = (): Node[] => gc.nodes()
     const peers = (this.peers = new PeersController(ctx, speaker, bfd, this.refusals, () => this.feed?.trigger(), nodes))
-    const services = (this.services = await this.openServices(ctx, opened))
-    if (!onKubernetes && this.kube !== undefined) this.kubeLabels = newKubeNodeLabels(ctx, this.kube.http, log)
+    const services = (this.services = kube !== undefined ? new ServicesController(ctx, kube.http, () => this.origination?.trigger()) : undefined)
+    if (!onKubernetes && kube !== undefined) {
+      this.kubeLabels = newKubeNodeLabels(ctx, kube.http, log)
+      this.kubeNodes = new KubeNodeController(ctx, kube.http)
+    }
     const origination = (this.origination = new OriginationController(ctx, speaker, {
       restarting: restartingFor > 0,
       tablesIn: () => peers.tablesIn,
@@ -138,27 +145,29 @@ export class PintoNode {
     origination.start()
     feed?.start()
     this.kubeLabels?.start()
+    this.kubeNodes?.start()
     await registration.start()
     log.info('pinto-node started')
   }
 
   /**
-   * The Services controller over the Kubernetes API (the kubernetes datastore's, or KUBECONFIG / the in-cluster
-   * ServiceAccount beside another datastore); without credentials, none, said once.
+   * The Kubernetes API (the kubernetes datastore's, or KUBECONFIG / the in-cluster ServiceAccount beside another
+   * datastore), for the Services controller and, off the kubernetes datastore, the Node labels and deleted Nodes;
+   * without credentials, none, said once.
    */
-  private async openServices(ctx: AgentContext, datastore: Datastore): Promise<ServicesController | undefined> {
+  private async openKubernetes(datastore: Datastore): Promise<KubernetesApi | undefined> {
     const kube = await openKubernetesApi(datastore, process.env)
+    const without = 'Service addresses are not advertised (the service ranges are), the Node labels are not synced, a deleted Kubernetes Node does not delete its Node'
     if (kube === undefined) {
-      this.log.info(`no Kubernetes credentials (KUBECONFIG or the in-cluster ServiceAccount): Service addresses are not advertised (the service ranges are), the Node labels are not synced, ${NO_CREDENTIALS_PODS}`)
+      this.log.info(`no Kubernetes credentials (KUBECONFIG or the in-cluster ServiceAccount): ${without}, ${NO_CREDENTIALS_PODS}`)
       return undefined
     }
     if (kube instanceof Error) {
-      this.log.warn({ err: kube.message }, 'the Kubernetes API cannot be used: Service addresses are not advertised (the service ranges are), and the Node labels are not synced')
+      this.log.warn({ err: kube.message }, `the Kubernetes API cannot be used: ${without}`)
       return undefined
     }
-    this.kube = kube
     this.log.info({ from: kube.from }, 'Service addresses follow the Kubernetes API')
-    return new ServicesController(ctx, kube.http, () => this.origination?.trigger())
+    return kube
   }
 
   /** felix's dataplane, writing through its own rtnetlink socket when it can. */
@@ -192,6 +201,7 @@ export class PintoNode {
     await this.origination?.settled()
     await this.feed?.settled()
     await this.kubeLabels?.settled()
+    await this.kubeNodes?.settled()
   }
 
   /** Graceful (default): sessions closed without NOTIFICATION, kernel routes left, restart marker kept. */
@@ -208,6 +218,7 @@ export class PintoNode {
     await quiet(this.origination)
     await quiet(this.feed)
     await quiet(this.kubeLabels)
+    await quiet(this.kubeNodes)
     await this.api?.stop()
     await this.bfd?.close()
     await this.speaker?.stop(graceful ? { graceful: true } : { message: 'pinto-node stopped' })

@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto'
 import { mkdir, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Logger } from 'pino'
-import { DatastoreError, decodeResource, deepEqual, encodeResource, resourceKey, type IPPool, type Node } from '../../config/index.js'
+import { DatastoreError, decodeResource, type KubeHttp, deepEqual, encodeResource, resourceKey, type IPPool, type Node } from '../../config/index.js'
 import type { ProcessRunner } from '../../felix/index.js'
 import type { Ipam } from '../../ipam/index.js'
 import { detectAddress } from '../autodetect.js'
@@ -52,6 +52,8 @@ export class Registration {
   /** Whether the cluster view holds our Node, as last seen. */
   private present = true
   private readonly again: Coalescer
+  /** The Node names its Kubernetes Node in an orchRef (off the kubernetes datastore, once that Node is seen). */
+  private kubeTied = false
   tunnels: Tunnels = {}
 
   constructor(private readonly ctx: AgentContext) {
@@ -83,6 +85,23 @@ export class Registration {
     this.log.info({ node: name, waitedSeconds: Math.round((Date.now() - t0) / 1000) }, `the Kubernetes Node ${JSON.stringify(name)} is registered`)
   }
 
+  /**
+   * Off the kubernetes datastore, with the Kubernetes API at hand: whether this node's Kubernetes Node exists, so
+   * that register() ties the Node to it with Calico's orchRef (and the Node is deleted when it is: kube-nodes.ts).
+   * Not found: the Node is not tied, said once. The API not answering: an orchRef already there stays.
+   */
+  async tieToKubernetes(http: KubeHttp): Promise<void> {
+    const name = this.settings.nodeName
+    try {
+      const r = await http.request('GET', `/api/v1/nodes/${encodeURIComponent(name)}`, { resourceVersion: '0' })
+      if (r.status === 200) this.kubeTied = true
+      else if (r.status === 404) this.log.warn({ node: name }, `there is no Kubernetes Node ${JSON.stringify(name)} (PINTO_NODENAME must be the kubelet's node name): the Node is not tied to one, and is not deleted with it`)
+      else this.log.warn({ node: name, status: r.status }, `reading the Kubernetes Node ${JSON.stringify(name)} failed: the Node keeps the orchRef it has`)
+    } catch (err) {
+      this.log.warn({ node: name, err: (err as Error).message }, `the Kubernetes API does not answer: the Node keeps the orchRef it has`)
+    }
+  }
+
   /** The default pools (only when the cluster has none) and our Node resource. */
   async register(): Promise<void> {
     await this.ensureDefaultPools()
@@ -96,6 +115,9 @@ export class Registration {
       if (this.settings.asNumber !== undefined) bgp.asNumber = this.settings.asNumber
       node.spec.bgp = bgp
       node.spec.addresses = [...(v4 ? [{ address: cidrOf(v4), type: 'CalicoNodeIP' as const }] : []), ...(v6 ? [{ address: cidrOf(v6), type: 'CalicoNodeIP' as const }] : [])]
+      if (this.kubeTied && !(node.spec.orchRefs ?? []).some((r) => r.orchestrator === 'k8s' && r.nodeName === node.metadata.name)) {
+        node.spec.orchRefs = [...(node.spec.orchRefs ?? []).filter((r) => r.orchestrator !== 'k8s'), { nodeName: node.metadata.name, orchestrator: 'k8s' }]
+      }
     })
     this.log.info({ node: this.settings.nodeName }, 'Node registered')
   }

@@ -40,7 +40,7 @@ export interface KubeLab {
   readonly store: Datastore
   /** A node namespace at `v4` (/24 on the fabric) with the apiserver reachable inside; no core Node, no agent. */
   addNode(name: string, v4: string): Promise<NetNode>
-  /** Creates the core Node as the kubelet registers it: its InternalIP and hostname, the given labels, no annotations. */
+  /** Creates the core Node as the kubelet registers it: its InternalIP and hostname, Ready, the given labels, no annotations. */
   registerNode(node: NetNode, labels?: Readonly<Record<string, string>>): Promise<void>
   /**
    * pinto-node in `node`'s namespace over the kubernetes datastore, with the kernel dataplane; `env` overrides.
@@ -107,7 +107,10 @@ export async function kubeLab(t: Test): Promise<KubeLab | { skip: string }> {
       const obj = {
         apiVersion: 'v1', kind: 'Node',
         metadata: { name: node.name, labels: { 'kubernetes.io/hostname': node.name, 'kubernetes.io/os': 'linux', ...labels } },
-        status: { addresses: [{ type: 'InternalIP', address: node.v4 }, { type: 'Hostname', address: node.name }] },
+        status: {
+          addresses: [{ type: 'InternalIP', address: node.v4 }, { type: 'Hostname', address: node.name }],
+          conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', lastHeartbeatTime: new Date().toISOString(), lastTransitionTime: new Date().toISOString() }],
+        },
       }
       await api.kubectlWithInput(JSON.stringify(obj), 'create', '-f', '-')
     },

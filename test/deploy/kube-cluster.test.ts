@@ -21,7 +21,7 @@ import { ROOT } from '../../agent/demo/cluster-spec.js'
 import { cidrContains, parseAddr, parseCidr } from '../../net/index.js'
 import { kubernetesBin, kubernetesUnavailable } from '../harness/kubernetes-bin.js'
 import { waitFor } from '../harness/wait.js'
-import { podGcBehindStoppedKubelet } from './kube-steps.js'
+import { drainAndDeleteNode, podGcBehindStoppedKubelet } from './kube-steps.js'
 import { birdWithdrawals, longestGap, startPing } from './continuous-ping.js'
 
 const hasPodman = existsSync('/usr/bin/podman')
@@ -172,31 +172,11 @@ t.test('pinto installed into a three-node Kubernetes cluster as an operator does
 
   // kubectl drain, then the machine goes and kubectl delete node: the pods come back elsewhere with new addresses,
   // and the node's blocks are released.
-  await cluster.kubectl(['apply', '-f', '-'], JSON.stringify(webDeployment(6, 'soft')))
-  await cluster.kubectl(['rollout', 'status', 'deploy/web', '--timeout=180s'])
-  const gone = cluster.nodes[2]!
-  const blocksOf = async (node: string): Promise<string[]> => {
-    const list = JSON.parse(await cluster.kubectl(['get', 'blockaffinities.crd.projectcalico.org', '-o', 'json'])) as { items: { spec: { node: string; cidr: string } }[] }
-    return list.items.filter((a) => a.spec.node === node).map((a) => a.spec.cidr)
-  }
-  const goneBlocks = await blocksOf(gone.spec.name)
-  t.ok(goneBlocks.length > 0, `${gone.spec.name} holds blocks ${goneBlocks.join(', ')}`)
-  const before = (await runningPods(cluster, WEB_LABEL)).filter((p) => p.node === gone.spec.name)
-  t.ok(before.length > 0, `${before.length} web pods on ${gone.spec.name} before the drain`)
-  await cluster.kubectl(['drain', gone.spec.name, '--ignore-daemonsets', '--delete-emptydir-data', '--timeout=180s'])
-  await cluster.kubectl(['rollout', 'status', 'deploy/web', '--timeout=180s'])
-  const after = await runningPods(cluster, WEB_LABEL)
-  t.equal(after.length, 6, 'six web pods running again')
-  t.notOk(after.some((p) => p.node === gone.spec.name), `none on the drained ${gone.spec.name}`)
-  const goneCidrs = goneBlocks.map((b) => parseCidr(b))
-  t.notOk(after.some((p) => before.some((b) => b.ip === p.ip) || goneCidrs.some((c) => { const a = parseAddr(p.ip); return cidrContains(c, a.family, a.value) })), 'the moved pods have new addresses, none from the drained node\'s blocks')
-  await gone.stop()
-  await cluster.kubectl(['delete', 'node', gone.spec.name])
-  await waitFor(async () => ((await blocksOf(gone.spec.name)).length === 0 ? true : undefined), { timeoutMs: 90_000, what: `${gone.spec.name}'s block affinities released` })
-  const blocks = JSON.parse(await cluster.kubectl(['get', 'ipamblocks.crd.projectcalico.org', '-o', 'json'])) as { items: { spec: { cidr: string; affinity?: string } }[] }
-  t.same(blocks.items.filter((b) => b.spec.affinity === `host:${gone.spec.name}`).map((b) => b.spec.cidr), [], `after kubectl delete node, ${gone.spec.name}'s blocks and affinities are released`)
-  const survivors = await runningPods(cluster, WEB_LABEL)
-  t.same(matrixFailures(await kubePingMatrix(cluster, survivors, new Map(survivors.map((p): [string, string] => [p.name, p.ip])))), [], 'the pods on the remaining nodes reach each other')
+  await drainAndDeleteNode(t, cluster, cluster.nodes[2]!, async (node) => {
+    const blocks = JSON.parse(await cluster.kubectl(['get', 'ipamblocks.crd.projectcalico.org', '-o', 'json'])) as { items: { spec: { cidr: string; affinity?: string } }[] }
+    const affinities = JSON.parse(await cluster.kubectl(['get', 'blockaffinities.crd.projectcalico.org', '-o', 'json'])) as { items: { spec: { node: string; cidr: string } }[] }
+    return [...new Set([...affinities.items.filter((a) => a.spec.node === node).map((a) => a.spec.cidr), ...blocks.items.filter((b) => b.spec.affinity === `host:${node}`).map((b) => b.spec.cidr)])]
+  })
 
   // The same cluster, pinto removed and installed again from the Helm chart, as an operator moving to Helm does.
   await cluster.kubectl(['delete', 'deploy/web', '--wait=true', '--timeout=120s'])

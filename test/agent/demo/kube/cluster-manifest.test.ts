@@ -3,8 +3,8 @@ import t from 'tap'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { clusterManifest, MANIFESTS, POD_CIDR } from '../../../agent/demo/kube/cluster.js'
-import { findObject } from '../../../agent/demo/kube-manifest.js'
+import { clusterManifest, MANIFESTS, POD_CIDR } from '../../../../agent/demo/kube/cluster.js'
+import { findObject } from '../../../../agent/demo/kube-manifest.js'
 
 interface Ds { spec: { template: { spec: { nodeSelector: Record<string, string>; initContainers: { image: string }[]; containers: { name: string; image: string; env: { name: string; value?: string }[] }[] } } } }
 

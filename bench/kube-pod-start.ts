@@ -135,6 +135,17 @@ interface Round {
   readonly toReady: number[]
   readonly wall: number
   readonly sandbox: { p50: number; p99: number; count: number }
+  /** The kubelets' FailedCreatePodSandBox events for the round's pods: how many, and their distinct messages. */
+  readonly failures: { count: number; messages: string[] }
+}
+
+/** The FailedCreatePodSandBox events of the pods named `<prefix>*`: each failed sandbox the kubelet retried. */
+async function sandboxFailures(c: KubeCluster, prefix: string): Promise<Round['failures']> {
+  const text = await c.kubectl(['get', 'events', '-n', 'default', '--field-selector', 'reason=FailedCreatePodSandBox', '-o', 'json'])
+  const items = (JSON.parse(text) as { items: { involvedObject: { name: string }; message: string; count?: number }[] }).items.filter((e) => e.involvedObject.name.startsWith(prefix))
+  // The pod's name and sandbox id make each message unique; what failed is the rest.
+  const messages = new Set(items.map((e) => e.message.replace(/[0-9a-f]{64}/g, '<id>').replace(new RegExp(`${prefix}\\d+`, 'g'), '<pod>').slice(0, 300)))
+  return { count: items.reduce((n, e) => n + (e.count ?? 1), 0), messages: [...messages].slice(0, 5) }
 }
 
 async function runBurst(c: KubeCluster, network: Network, round: number, nodes: readonly string[]): Promise<Round> {
@@ -154,8 +165,9 @@ async function runBurst(c: KubeCluster, network: Network, round: number, nodes: 
   const toReady = [...w.ready].map(([name, at]) => at - (w.seen.get(name) ?? t0))
   const count = ((after.get(Number.POSITIVE_INFINITY) ?? 0) - (before.get(Number.POSITIVE_INFINITY) ?? 0))
   const sandbox = { p50: histogramQuantile(before, after, 50) * 1000, p99: histogramQuantile(before, after, 99) * 1000, count }
+  const failures = await sandboxFailures(c, `${network}-${round}-`)
   await c.kubectl(['delete', 'pods', '-l', selector, '--wait=true', '--timeout=300s'])
-  return { network, toReady, wall, sandbox }
+  return { network, toReady, wall, sandbox, failures }
 }
 
 async function main(): Promise<void> {
@@ -185,6 +197,8 @@ async function main(): Promise<void> {
       for (const network of order) {
         const round = await runBurst(c, network, r, half[network].map((n) => n.spec.name))
         say(`  round ${r + 1} ${network}: all ${PODS} Ready in ${(round.wall / 1000).toFixed(1)} s; creation to Ready p50 ${(pct(round.toReady, 50) / 1000).toFixed(2)} s, p99 ${(pct(round.toReady, 99) / 1000).toFixed(2)} s`)
+        say(`    sandboxes that failed and were tried again: ${round.failures.count}`)
+        for (const m of round.failures.messages) say(`      ${m}`)
         rounds.push(round)
       }
     }

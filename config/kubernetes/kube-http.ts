@@ -11,6 +11,8 @@ import { DatastoreError } from '../datastore.js'
 
 /** A 429 answer is asked again this many times at most, each after its Retry-After (capped). */
 const TOO_MANY_RETRIES = 4
+/** A read on a stale kept-alive connection is asked again this many times, each on another connection. */
+const STALE_RETRIES = 8
 const MAX_RETRY_AFTER_MS = 1000
 
 export type KubeSource = { readonly kubeconfig: string } | { readonly inCluster: true }
@@ -135,14 +137,16 @@ export class KubeHttp {
   }
 
   private async withStaleRetry(method: string, target: string, text: string | undefined, contentType: string): Promise<KubeResponse & { readonly retryAfterSeconds?: number }> {
-    try {
-      return await this.once(method, target, text, contentType)
-    } catch (err) {
-      // A kept-alive connection the server closed as it was reused. A read is asked again; a write is not, as a
-      // reset may also come after the server took it: its outcome is unknown ('unavailable'), which writers handle.
-      if (!(err instanceof StaleSocket)) throw err
-      if (method !== 'GET') throw new DatastoreError('unavailable', `kubernetes apiserver ${this.server}: ${method} ${target}: the connection was reset`)
-      return this.once(method, target, text, contentType)
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.once(method, target, text, contentType)
+      } catch (err) {
+        // A kept-alive connection the server closed as it was reused. A read is asked again, on the next pooled
+        // connection (after a restart of the server every one of them may be stale); a write is not, as a reset may
+        // also come after the server took it: its outcome is unknown ('unavailable'), which writers handle.
+        if (!(err instanceof StaleSocket)) throw err
+        if (method !== 'GET' || attempt > STALE_RETRIES) throw new DatastoreError('unavailable', `kubernetes apiserver ${this.server}: ${method} ${target}: the connection was reset`)
+      }
     }
   }
 

@@ -1,15 +1,31 @@
 // KubeHttp against a local HTTP server that answers as an apiserver does while a storage re-initialises: 429 with
 // Retry-After. The request is asked again after it, a bounded number of times, and what the server finally says
-// is what the caller gets.
+// is what the caller gets. And against one that restarted behind the pool's kept-alive connections: a read goes
+// on to the next connection until one answers, a write's outcome is unknown ('unavailable').
 import t from 'tap'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import { type AddressInfo, createServer as createTcpServer, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { DatastoreError } from '../../../config/index.js'
 import { KubeHttp } from '../../../config/kubernetes/kube-http.js'
 
 /** A server whose answers come from `answer`, given the request's number; its kubeconfig; the requests it saw. */
+function kubeconfigFor(t: Tap.Test, port: number): string {
+  const dir = mkdtempSync(join(tmpdir(), 'pinto-kube-http-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const kubeconfig = join(dir, 'kubeconfig')
+  writeFileSync(kubeconfig, `apiVersion: v1
+kind: Config
+clusters: [{ name: c, cluster: { server: "http://127.0.0.1:${port}", insecure-skip-tls-verify: true } }]
+users: [{ name: u, user: { token: t0 } }]
+contexts: [{ name: x, context: { cluster: c, user: u } }]
+current-context: x
+`)
+  return kubeconfig
+}
+
 async function server(t: Tap.Test, answer: (n: number) => { status: number; retryAfter?: string }): Promise<{ kubeconfig: string; seen: string[] }> {
   const seen: string[] = []
   const srv = createServer((req: IncomingMessage, res: ServerResponse) => {
@@ -20,19 +36,52 @@ async function server(t: Tap.Test, answer: (n: number) => { status: number; retr
   })
   await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve))
   t.teardown(() => new Promise<void>((resolve) => srv.close(() => resolve())))
-  const dir = mkdtempSync(join(tmpdir(), 'pinto-kube-http-'))
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  const kubeconfig = join(dir, 'kubeconfig')
-  const port = (srv.address() as AddressInfo).port
-  writeFileSync(kubeconfig, `apiVersion: v1
-kind: Config
-clusters: [{ name: c, cluster: { server: "http://127.0.0.1:${port}", insecure-skip-tls-verify: true } }]
-users: [{ name: u, user: { token: t0 } }]
-contexts: [{ name: x, context: { cluster: c, user: u } }]
-current-context: x
-`)
-  return { kubeconfig, seen }
+  return { kubeconfig: kubeconfigFor(t, (srv.address() as AddressInfo).port), seen }
 }
+
+/**
+ * A server (plain TCP, HTTP by hand) that answers the first request on each connection with keep-alive and resets
+ * the connection on any later one, as a restarted apiserver leaves the pool's connections; the connections made.
+ */
+async function restartedServer(t: Tap.Test): Promise<{ kubeconfig: string; connections: () => number }> {
+  let connections = 0
+  const sockets = new Set<Socket>()
+  const srv = createTcpServer((sock) => {
+    connections++
+    sockets.add(sock)
+    let requests = 0
+    sock.on('data', (chunk: Buffer) => {
+      if (!chunk.toString('latin1').includes('\r\n\r\n')) return
+      if (++requests > 1) return sock.resetAndDestroy()
+      const body = JSON.stringify({ kind: 'List', items: [] })
+      sock.write(`HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\nconnection: keep-alive\r\n\r\n${body}`)
+    })
+    sock.on('error', () => undefined)
+    sock.on('close', () => sockets.delete(sock))
+  })
+  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise<void>((resolve) => {
+    for (const s of sockets) s.destroy()
+    srv.close(() => resolve())
+  }))
+  return { kubeconfig: kubeconfigFor(t, (srv.address() as AddressInfo).port), connections: () => connections }
+}
+
+t.test('a read on stale kept-alive connections goes on to the next one until one answers; a write is unavailable', async (t) => {
+  const s = await restartedServer(t)
+  const http = await KubeHttp.connect({ kubeconfig: s.kubeconfig }, 2000)
+  t.teardown(() => http.close())
+  // Four reads at once leave four kept-alive connections in the pool, each of which the server now resets.
+  const first = await Promise.all(Array.from({ length: 4 }, () => http.request('GET', '/api/v1/nodes')))
+  t.same(first.map((r) => r.status), [200, 200, 200, 200])
+  t.equal(s.connections(), 4, 'four connections kept')
+  const r = await http.request('GET', '/api/v1/nodes')
+  t.equal(r.status, 200, 'the read is answered after every stale connection')
+  t.equal(s.connections(), 5, 'on a new connection, once the stale ones are spent')
+  await Promise.all(Array.from({ length: 2 }, () => http.request('GET', '/api/v1/nodes')))
+  const write = await http.request('PUT', '/apis/crd.projectcalico.org/v1/ipamblocks/b', undefined, { kind: 'IPAMBlock' }).then(() => undefined, (err: unknown) => err)
+  t.ok(write instanceof DatastoreError && write.code === 'unavailable', `a write on a reset connection: its outcome unknown (${(write as Error | undefined)?.message ?? 'answered'})`)
+})
 
 t.test('a 429 is asked again after its Retry-After, and the answer that follows is returned', async (t) => {
   const s = await server(t, (n) => (n <= 2 ? { status: 429, retryAfter: '0' } : { status: 200 }))

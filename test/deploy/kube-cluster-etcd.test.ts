@@ -78,7 +78,7 @@ t.test('pinto with etcd as its datastore in a three-node Kubernetes cluster', { 
   // addresses; the first node deletes the pinto Node in etcd, and the node's blocks are released after the grace.
   const gone = cluster.nodes[2]!
   await drainAndDeleteNode(t, cluster, gone, async (node) => (await etcd.list(`${AFFINITIES_PREFIX}${node}/`)).map((kv) => (JSON.parse(kv.value) as { cidr: string }).cidr))
-  t.match(await pintoctl(['get', 'node', gone.spec.name]).catch((err: Error) => err.message), /not found/, `${gone.spec.name}'s pinto Node is gone from etcd`)
+  t.match(await pintoctl(['get', 'node', gone.spec.name]).catch((err: Error) => err.message), /does not exist/, `${gone.spec.name}'s pinto Node is gone from etcd`)
   t.match(await cluster.kubectl(['-n', 'kube-system', 'logs', await agentPod(nodeNames[0]!), '-c', 'pinto-node']), new RegExp(`Kubernetes Node \\\\?"${gone.spec.name}\\\\?" is deleted`), `${nodeNames[0]}, the first node, deleted it and says so`)
   const check = await pintoctl(['ipam', 'check']).catch((err: Error) => err.message)
   t.match(check, /found 0 problems/, `pintoctl ipam check: ${check.trim().split('\n').at(-1) ?? ''}`)

@@ -1,7 +1,8 @@
 // The IPAM service's queue of mutations (assigns and releases), one at a time, pipelined over durability:
 // the next mutation starts once the one before it is done or once its transaction is applied and only being
 // made durable (the embedded datastore's fdatasync), so a burst of ADDs shares its flushes instead of waiting
-// for one each. Mutations of one handle still run strictly one after the other. It owns that queue and the
+// for one each. Mutations of one handle still run strictly one after the other. Where the datastore has no
+// transactions (Kubernetes), an assign queues only its block writes: its reads and its handle record go on beside. It owns that queue and the
 // view of the datastore the IPAM writes through, which tells the queue when a transaction is applied.
 
 import { AsyncLocalStorage } from 'node:async_hooks'
@@ -36,11 +37,21 @@ export class MutationQueue {
 
   /** run(), after every mutation of `handle` queued before it is done. */
   runFor<T>(handle: string, fn: () => Promise<T>): Promise<T> {
+    return this.afterHandle(handle, () => this.run(fn))
+  }
+
+  /**
+   * `fn` after every mutation of `handle` queued before it is done, outside the queue: `fn` puts its block writes
+   * through run() itself (Ipam.autoAssign's `exclusive`), and does the rest beside the other mutations.
+   */
+  afterHandle<T>(handle: string, fn: () => Promise<T>): Promise<T> {
     const before = this.byHandle.get(handle)
-    const result = before === undefined ? this.run(fn) : before.then(() => this.run(fn))
+    const result = before === undefined ? fn() : before.then(fn)
     const done = result.then(ignore, ignore)
     this.byHandle.set(handle, done)
+    this.running.add(done)
     void done.then(() => {
+      this.running.delete(done)
       if (this.byHandle.get(handle) === done) this.byHandle.delete(handle)
     })
     return result

@@ -185,10 +185,12 @@ export class IpamService {
     if ((req.num4 ?? 0) + (req.num6 ?? 0) === 0) throw new RequestError(400, 'invalid', 'num4, num6: nothing requested')
     const handle = req.handle
     const planned = await this.options.pods?.plan(req)
-    return this.serialFor(handle, async () => {
+    // Without transactions an assign is several round trips, of which only the block writes need the queue.
+    const alone = planned === undefined && !this.options.store.transactions
+    return this.serialFor(handle, alone, async () => {
       this.recovery.takenOver(handle)
       try {
-        const r = planned !== undefined ? await planned(this.ipam) : await this.ipam.autoAssign(req)
+        const r = planned !== undefined ? await planned(this.ipam) : await this.ipam.autoAssign(req, alone ? (fn) => this.serial(fn) : undefined)
         if (req.node === this.options.node) this.ahead.note([...(r.ipv4.length > 0 ? [4 as const] : []), ...(r.ipv6.length > 0 ? [6 as const] : [])])
         this.options.pods?.assigned(req, r)
         return { node: req.node, ipv4: r.ipv4, ipv6: r.ipv6 }
@@ -200,11 +202,14 @@ export class IpamService {
     })
   }
 
-  /** serial(), with `handle` counted busy from queueing to the end. */
-  private async serialFor<T>(handle: string, fn: () => Promise<T>): Promise<T> {
+  /**
+   * serial() after the handle's earlier requests, with `handle` counted busy from queueing to the end; with
+   * `queuesItself`, `fn` is not queued as a whole (it queues its block writes).
+   */
+  private async serialFor<T>(handle: string, queuesItself: boolean, fn: () => Promise<T>): Promise<T> {
     this.busyHandles.set(handle, (this.busyHandles.get(handle) ?? 0) + 1)
     try {
-      return await this.mutations.runFor(handle, fn)
+      return await (queuesItself ? this.mutations.afterHandle(handle, fn) : this.mutations.runFor(handle, fn))
     } finally {
       const n = (this.busyHandles.get(handle) ?? 1) - 1
       if (n === 0) this.busyHandles.delete(handle)
@@ -216,7 +221,7 @@ export class IpamService {
   release(body: Record<string, unknown>): Promise<ReleaseResult> {
     if (body['handle'] !== undefined) {
       const handle = field(body, 'handle', isString, 'a handle id')
-      return this.serialFor(handle, async () => {
+      return this.serialFor(handle, false, async () => {
         // Recorded before the datastore write: a DEL cut short there is made at the next start.
         this.recovery.releasing(handle)
         try {

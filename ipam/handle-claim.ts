@@ -40,6 +40,15 @@ export class HandleClaim {
     await this.put((blocks) => void (blocks[block] = Math.max(blocks[block] ?? 0, need)))
   }
 
+  /** cover() of several blocks in one write: before any of them is written, the record counts `n` more in each. */
+  async coverEach(blocks: readonly (readonly [string, number])[]): Promise<void> {
+    const need = blocks.map(([b, n]): [string, number] => [b, (this.exact[b] ?? 0) + n]).filter(([b, n]) => (this.recorded[b] ?? 0) < n)
+    if (need.length === 0) return
+    await this.put((rec) => {
+      for (const [b, n] of need) rec[b] = Math.max(rec[b] ?? 0, n)
+    })
+  }
+
   /** Addresses a block write confirmed. */
   confirmed(addrs: readonly IpamAddress[]): void {
     for (const a of addrs) this.exact[a.block] = (this.exact[a.block] ?? 0) + 1

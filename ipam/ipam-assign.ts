@@ -10,12 +10,18 @@ import { type NodeMatcher, type Pool, describePools, eligiblePools, poolBlockOf 
 import { BLOCKS_PREFIX, blockKey, checkSegment, decodeBlock } from './records.js'
 import { HandleClaim } from './handle-claim.js'
 import { isConflict } from './conflict.js'
-import { type OneTxnPaths } from './one-txn.js'
+import { type AssignInputs, type OneTxnPaths } from './one-txn.js'
 import { type IpamContext } from './ipam-context.js'
 import { type HandleRecords } from './ipam-handles.js'
 import { type AffinityClaims } from './ipam-affinity.js'
 import { type Releases } from './ipam-release.js'
 import { type AheadClaims } from './ipam-ahead.js'
+
+/**
+ * Runs `fn` alone among the agent's block writes (the IPAM service's queue); what runs outside it touches the
+ * handle's own record only, which the service keeps to one request per handle.
+ */
+export type Exclusive = <T>(fn: () => Promise<T>) => Promise<T>
 
 export class Assignments {
   constructor(
@@ -34,7 +40,7 @@ export class Assignments {
    * transaction writing the handle record and the blocks (OneTxnPaths); otherwise the record is written,
    * and confirmed, before any block write it covers (HandleClaim).
    */
-  async autoAssign(req: AutoAssignRequest): Promise<AutoAssignResult> {
+  async autoAssign(req: AutoAssignRequest, exclusive: Exclusive = (fn) => fn()): Promise<AutoAssignResult> {
     checkSegment('handle', req.handle)
     checkSegment('node', req.node)
     const want = { 4: req.num4 ?? 0, 6: req.num6 ?? 0 } as const
@@ -48,13 +54,14 @@ export class Assignments {
     }
     // From a cached view, the common ADD alone; a stale view fails its guards and is read again.
     let ctx = await this.ctx.inputsFor(req.node, false)
-    let fast = await this.oneTxn.assign(req, want, ctx)
+    let fast = this.ctx.store.transactions ? await exclusive(() => this.oneTxn.assign(req, want, ctx)) : undefined
     if (fast === 'stale' && !ctx.fresh) {
       ctx = await this.ctx.inputsFor(req.node, true)
-      fast = await this.oneTxn.assign(req, want, ctx)
+      fast = await exclusive(() => this.oneTxn.assign(req, want, ctx))
     }
     if (fast !== undefined && fast !== 'exists' && fast !== 'stale') return fast
-    // The general path's writes carry no guards: it decides from a fresh read.
+    // The general path's writes carry no guards: it decides from a fresh read. The reads, and the handle record
+    // of a new handle written for the block this node last allocated from, touch no block: outside `exclusive`.
     if (!ctx.fresh || fast === 'stale') ctx = await this.ctx.inputsFor(req.node, true)
     const { pools, matcher } = ctx
     const h = await this.handles.heldBy(req.handle)
@@ -62,17 +69,30 @@ export class Assignments {
     const claim = new HandleClaim(req.handle, this.handles.write, h.kv ?? 'absent', held)
     const got: IpamAddress[] = []
     try {
-      for (const f of [4, 6] as const) {
-        const have = held.filter((a) => a.family === f).length
-        if (want[f] > have) await this.assignFamily(f, want[f] - have, req, pools, matcher, got, claim)
-      }
+      if (h.kv === undefined) await claim.coverEach(this.likelyBlocks(req, want, ctx))
+      await exclusive(async () => {
+        for (const f of [4, 6] as const) {
+          const have = held.filter((a) => a.family === f).length
+          if (want[f] > have) await this.assignFamily(f, want[f] - have, req, pools, matcher, got, claim)
+        }
+      })
       await claim.settle()
     } catch (err) {
-      await this.giveBack(req.handle, got, claim)
+      await exclusive(() => this.giveBack(req.handle, got, claim))
       throw err
     }
     const all = [...held, ...got]
     return { ipv4: all.filter((a) => a.family === 4), ipv6: all.filter((a) => a.family === 6) }
+  }
+
+  /** Per family wanted, the block this node last allocated from, when it may serve: where a new handle's addresses likely go. */
+  private likelyBlocks(req: AutoAssignRequest, want: Readonly<Record<Family, number>>, inputs: AssignInputs): [string, number][] {
+    const out: [string, number][] = []
+    for (const f of [4, 6] as const) {
+      const last = want[f] > 0 ? this.ctx.lastBlock.get(`${req.node}|${f}`) : undefined
+      if (last !== undefined && inputs.eligible(req, f, last.cidr)) out.push([formatCidr(last.cidr), want[f]])
+    }
+    return out
   }
 
   /** Rolls back addresses this request took (by sequence number, so an address reused meanwhile is never freed), then the record. */

@@ -14,10 +14,11 @@ import { HandleRecords } from './ipam-handles.js'
 import { AffinityClaims } from './ipam-affinity.js'
 import { Releases } from './ipam-release.js'
 import { type AheadOutcome, AheadClaims } from './ipam-ahead.js'
-import { Assignments } from './ipam-assign.js'
+import { Assignments, type Exclusive } from './ipam-assign.js'
 
 export * from './ipam-types.js'
 export type { AheadOutcome } from './ipam-ahead.js'
+export type { Exclusive } from './ipam-assign.js'
 
 export class Ipam {
   private readonly ctx: IpamContext
@@ -53,9 +54,13 @@ export class Ipam {
 
   // Assignment (ipam-assign.ts).
 
-  /** Dual-stack assignment, all or nothing, idempotent per handle. */
-  autoAssign(req: AutoAssignRequest): Promise<AutoAssignResult> {
-    return this.assignments.autoAssign(req)
+  /**
+   * Dual-stack assignment, all or nothing, idempotent per handle. With `exclusive`, only the block writes run in
+   * it; the caller keeps the handle's requests one at a time (IpamService), and the reads and the handle's record
+   * go on meanwhile.
+   */
+  autoAssign(req: AutoAssignRequest, exclusive?: Exclusive): Promise<AutoAssignResult> {
+    return this.assignments.autoAssign(req, exclusive)
   }
 
   /** Assigns one given address (claiming its block for `node` if nobody has). Idempotent for the same handle. */

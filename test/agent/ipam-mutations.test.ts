@@ -1,6 +1,8 @@
 // The IPAM service's mutation queue over a real embedded datastore whose answers are held back, as a slow
 // fdatasync would hold them: the next ADD's transaction goes out once the one before it is applied, against
-// that write (no compare lost), while a release of the same handle still waits for its assign's answer.
+// that write (no compare lost), while a release of the same handle still waits for its assign's answer. Over the
+// same store without transactions (as Kubernetes is), an ADD queues only its block write: the next ADD's reads
+// and handle record go out while the block write before it is held.
 
 import t, { type Test } from 'tap'
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -10,7 +12,8 @@ import { IpamService } from '../../agent/ipam-service.js'
 import { openDatastore } from '../../config/datastore-open.js'
 import type { Datastore, KeyValue, TxnApplied, TxnOp } from '../../config/datastore.js'
 import { encodeResource, resourceKey } from '../../config/resources/index.js'
-import { handleKey } from '../../ipam/records.js'
+import { BLOCKS_PREFIX, decodeHandle, handleKey } from '../../ipam/records.js'
+import { withoutTransactions } from '../ipam/stores.js'
 import { waitFor } from '../harness/wait.js'
 
 /** The store, with each txn's answer held until `open()`; `txns` lists each txn's keys as it goes out. */
@@ -51,13 +54,19 @@ function held(inner: Datastore): HeldStore {
   }
 }
 
-async function service(t: Test): Promise<{ svc: IpamService; h: HeldStore }> {
+/** An embedded store in a directory of its own with one pool of /26 blocks; the directory. */
+async function storeWithPool(t: Test): Promise<{ inner: Datastore; dir: string }> {
   const dir = mkdtempSync(join(tmpdir(), 'pinto-ipammut-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const inner = await openDatastore(join(dir, 'store'))
   t.teardown(() => inner.close())
   const pool = { apiVersion: 'projectcalico.org/v3', kind: 'IPPool', metadata: { name: 'p4' }, spec: { cidr: '198.18.0.0/24', blockSize: 26 } }
   await inner.create(resourceKey('IPPool', 'p4'), encodeResource(pool as never))
+  return { inner, dir }
+}
+
+async function service(t: Test): Promise<{ svc: IpamService; h: HeldStore }> {
+  const { inner, dir } = await storeWithPool(t)
   const h = held(inner)
   const svc = new IpamService({ store: h.store, node: 'n1', socket: join(dir, 'pinto.sock') })
   t.teardown(() => {
@@ -99,4 +108,46 @@ t.test('a release waits for the answer to its handle\'s assign; other handles go
   const r = await rel
   t.same(r.released.map((x) => x.address), ra.ipv4.map((x) => x.address.replace(/\/\d+$/, '')), 'the release freed what the assign gave')
   t.same(await svc.allocations('net.c'), [], 'net.c holds nothing')
+})
+
+t.test('without transactions, the next ADD writes its handle record while the block write before it is held', async (t) => {
+  const { inner, dir } = await storeWithPool(t)
+  const plain = withoutTransactions(inner)
+  // Block writes wait at the gate before they go out; every write is listed as it is asked for.
+  let gate: Promise<void> | undefined
+  let release = (): void => undefined
+  const writes: string[] = []
+  const store: Datastore = {
+    ...plain,
+    transactions: false,
+    create: (key, value) => (writes.push(`create ${key}`), plain.create(key, value)),
+    update: async (key, value, revision) => {
+      writes.push(`update ${key}`)
+      if (key.startsWith(BLOCKS_PREFIX)) await gate
+      return plain.update(key, value, revision)
+    },
+  }
+  const svc = new IpamService({ store, node: 'n1', socket: join(dir, 'pinto.sock') })
+  t.teardown(() => {
+    release()
+    return svc.close(0)
+  })
+  await svc.assign({ handle: 'net.first', num4: 1 })
+  gate = new Promise((resolve) => (release = resolve))
+  const blockWrites = (): number => writes.filter((w) => w.startsWith(`update ${BLOCKS_PREFIX}`)).length
+  const before = blockWrites()
+  const a = svc.assign({ handle: 'net.a', num4: 1 })
+  await waitFor(() => blockWrites() > before || undefined, { timeoutMs: 5000, what: "net.a's block write, held" })
+  const b = svc.assign({ handle: 'net.b', num4: 1 })
+  await waitFor(() => writes.includes(`create ${handleKey('net.b')}`) || undefined, { timeoutMs: 5000, what: "net.b's handle record while net.a's block write is held" })
+  t.equal(blockWrites(), before + 1, "net.b's block write waits for net.a's")
+  gate = undefined
+  release()
+  const [ra, rb] = await Promise.all([a, b])
+  t.not(ra.ipv4[0]?.address, rb.ipv4[0]?.address, 'two addresses')
+  t.equal(blockWrites(), before + 2, 'one block write each: the second against the first')
+  for (const [handle, r] of [['net.a', ra], ['net.b', rb]] as const) {
+    const kv = await inner.get(handleKey(handle))
+    t.same(kv === undefined ? undefined : decodeHandle(kv.key, kv.value).blocks, { [r.ipv4[0]!.block]: 1 }, `${handle}'s record names its block, once`)
+  }
 })

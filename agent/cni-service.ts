@@ -63,6 +63,9 @@ function rtnlPort(): RtnlPort | undefined {
   return NetnsRtnl.available().ok ? { open: (netns) => NetnsRtnl.open(netns) } : undefined
 }
 
+/** How the agent answered a request: did it, failed it, or handed it back to the plugin. */
+export type CniOutcome = 'done' | 'failed' | 'handed-back'
+
 export class CniService {
   private reader: Socket | undefined
   private sweeper: ReturnType<typeof setInterval> | undefined
@@ -73,6 +76,8 @@ export class CniService {
   private readonly paths: { readonly requests: string; readonly replies: string }
   /** Requests answered, by outcome: for the agent's status and the tests. */
   readonly counts = { done: 0, failed: 0, handedBack: 0 }
+  /** Hears of each request answered: its command, outcome and seconds from taken to answer written (the metrics'). */
+  onAnswer: ((command: string, outcome: CniOutcome, seconds: number) => void) | undefined
 
   /** The `ip` processes ADDs use where rtnetlink cannot serve (reads, repairs), started ahead of need. */
   readonly warm = new WarmRunner()
@@ -184,6 +189,7 @@ export class CniService {
     }
     if (!isObject(raw) || typeof raw['id'] !== 'string' || !REQUEST_ID.test(raw['id'])) return
     const id = raw['id']
+    const t0 = performance.now()
     this.serving.add(id)
     let reply: ChannelReply
     let entry: AddEntry | undefined
@@ -197,8 +203,9 @@ export class CniService {
       const e = err instanceof CniError ? err : new CniError(ERR.io, (err as Error).message ?? String(err))
       reply = { ok: false, code: e.code, msg: e.message, details: e.details }
     }
-    if ('fallback' in reply) this.counts.handedBack++
-    else if (reply.ok) this.counts.done++
+    const outcome: CniOutcome = 'fallback' in reply ? 'handed-back' : reply.ok ? 'done' : 'failed'
+    if (outcome === 'handed-back') this.counts.handedBack++
+    else if (outcome === 'done') this.counts.done++
     else this.counts.failed++
     const file = `${this.paths.replies}/${id}`
     const tmp = `${this.paths.replies}/.${id}`
@@ -213,6 +220,7 @@ export class CniService {
     }
     if (entry !== undefined) this.recovery.addAnswered(entry.id)
     this.serving.delete(id)
+    this.onAnswer?.(raw['command'] === 'DEL' ? 'DEL' : 'ADD', outcome, (performance.now() - t0) / 1000)
   }
 
   /** Handles of ADDs being served now (the node's IPAM repair leaves them alone). */

@@ -212,6 +212,21 @@ function registerIpamMetrics(registers: Registry[], node: string, ipam: MetricsS
   })
 }
 
+/** Buckets of the CNI requests' time in the agent: from a few ms (an ADD on a warm block) to the plugin's 30 s. */
+const CNI_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
+
+/**
+ * The histogram of the CNI requests the agent served (pinto_cni_request_duration_seconds), on `registry` (once);
+ * returns what observes one.
+ */
+export function registerCniMetrics(registry: Registry): (command: string, outcome: string, seconds: number) => void {
+  const h = (registry.getSingleMetric('pinto_cni_request_duration_seconds') as Histogram | undefined) ?? new Histogram({
+    name: 'pinto_cni_request_duration_seconds', help: 'Time pinto-node took to serve a CNI ADD or DEL of the plugin (IPAM and wiring), from taking the request to its answer, by command and outcome',
+    labelNames: ['command', 'outcome'], buckets: CNI_BUCKETS, registers: [registry],
+  })
+  return (command, outcome, seconds) => h.observe({ command, outcome }, seconds)
+}
+
 /** What the agent did to keep its node's IPAM records whole (agent/recovery/: the node repair, the release queue, the ADDs rolled back). */
 export interface IpamSafetySources {
   readonly repaired: () => Readonly<Record<string, number>>

@@ -5,13 +5,16 @@
 // List) on that half's nodes, timed from the moment the API announced each pod (a watch started beforehand)
 // to the moment it announced the pod Ready; then all deleted, and the next half's burst. Beside it, what the
 // kubelets say of the same pods: the RunPodSandbox time in their histogram (the runtime's sandbox, whose
-// network set-up is the CNI ADD), estimated from the histogram's buckets.
+// network set-up is the CNI ADD), estimated from the histogram's buckets; on pinto's nodes, pinto-node's own
+// histogram of the ADDs it served (pinto_cni_request_duration_seconds): IPAM and wiring, the plugin's exec not in
+// it. A part's figure, beside the whole.
 // Run as root: npm run build && node dist/bench/kube-pod-start.js [--pods 100] [--nodes 4] [--rounds 2]
 
-import { spawn } from 'node:child_process'
+import { execFile, spawn } from 'node:child_process'
 import { rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
+import { promisify } from 'node:util'
 import { KubeCluster, MANIFESTS } from '../agent/demo/kube/cluster.js'
 import { BUSYBOX_IMAGE } from '../agent/demo/kube/images.js'
 import { ROOT } from '../agent/demo/cluster-spec.js'
@@ -19,6 +22,7 @@ import { numberArg } from './args.js'
 
 const PODS = numberArg('--pods', 100)
 const NODES = numberArg('--nodes', 4)
+const execFileP = promisify(execFile)
 const ROUNDS = numberArg('--rounds', 2)
 const NETWORKS = ['pinto', 'reference'] as const
 type Network = (typeof NETWORKS)[number]
@@ -109,6 +113,19 @@ async function sandboxHistogram(c: KubeCluster, nodes: readonly string[]): Promi
   return out
 }
 
+/** pinto-node's own histogram of the ADDs it served (pinto_cni_request_duration_seconds), summed over `nodes`. */
+async function pintoAddHistogram(c: KubeCluster, nodes: readonly string[]): Promise<Map<number, number>> {
+  const out = new Map<number, number>()
+  for (const node of c.nodes.filter((n) => nodes.includes(n.spec.name))) {
+    const { stdout } = await execFileP('ip', ['netns', 'exec', node.spec.ns, 'curl', '-sf', 'http://127.0.0.1:9099/metrics'])
+    for (const m of stdout.matchAll(/^pinto_cni_request_duration_seconds_bucket\{le="([^"]+)",command="ADD",outcome="done"\} (\S+)$/gm)) {
+      const le = m[1] === '+Inf' ? Number.POSITIVE_INFINITY : Number(m[1])
+      out.set(le, (out.get(le) ?? 0) + Number(m[2]))
+    }
+  }
+  return out
+}
+
 /**
  * The p-th percentile of the observations between two cumulative histograms, interpolated inside its bucket;
  * +Infinity when it falls above the last finite bucket (the histogram cannot say how far).
@@ -135,6 +152,8 @@ interface Round {
   readonly toReady: number[]
   readonly wall: number
   readonly sandbox: { p50: number; p99: number; count: number }
+  /** pinto-node's ADD time as its own histogram has it (pinto only). */
+  readonly agentAdd?: { p50: number; p99: number; count: number }
   /** The kubelets' FailedCreatePodSandBox events for the round's pods: how many, and their distinct messages. */
   readonly failures: { count: number; messages: string[] }
 }
@@ -151,6 +170,7 @@ async function sandboxFailures(c: KubeCluster, prefix: string): Promise<Round['f
 async function runBurst(c: KubeCluster, network: Network, round: number, nodes: readonly string[]): Promise<Round> {
   const selector = `bench=${network}-${round}`
   const before = await sandboxHistogram(c, nodes)
+  const agentBefore = network === 'pinto' ? await pintoAddHistogram(c, nodes) : undefined
   const w = await watchPods(c, selector)
   const t0 = Date.now()
   await c.kubectl(['create', '-f', '-'], JSON.stringify(burst(network, round)))
@@ -165,9 +185,15 @@ async function runBurst(c: KubeCluster, network: Network, round: number, nodes: 
   const toReady = [...w.ready].map(([name, at]) => at - (w.seen.get(name) ?? t0))
   const count = ((after.get(Number.POSITIVE_INFINITY) ?? 0) - (before.get(Number.POSITIVE_INFINITY) ?? 0))
   const sandbox = { p50: histogramQuantile(before, after, 50) * 1000, p99: histogramQuantile(before, after, 99) * 1000, count }
+  let agentAdd: Round['agentAdd']
+  if (agentBefore !== undefined) {
+    const agentAfter = await pintoAddHistogram(c, nodes)
+    const n = (agentAfter.get(Number.POSITIVE_INFINITY) ?? 0) - (agentBefore.get(Number.POSITIVE_INFINITY) ?? 0)
+    agentAdd = { p50: histogramQuantile(agentBefore, agentAfter, 50) * 1000, p99: histogramQuantile(agentBefore, agentAfter, 99) * 1000, count: n }
+  }
   const failures = await sandboxFailures(c, `${network}-${round}-`)
   await c.kubectl(['delete', 'pods', '-l', selector, '--wait=true', '--timeout=300s'])
-  return { network, toReady, wall, sandbox, failures }
+  return { network, toReady, wall, sandbox, failures, ...(agentAdd !== undefined ? { agentAdd } : {}) }
 }
 
 async function main(): Promise<void> {
@@ -197,6 +223,7 @@ async function main(): Promise<void> {
       for (const network of order) {
         const round = await runBurst(c, network, r, half[network].map((n) => n.spec.name))
         say(`  round ${r + 1} ${network}: all ${PODS} Ready in ${(round.wall / 1000).toFixed(1)} s; creation to Ready p50 ${(pct(round.toReady, 50) / 1000).toFixed(2)} s, p99 ${(pct(round.toReady, 99) / 1000).toFixed(2)} s`)
+        if (round.agentAdd !== undefined) say(`    pinto-node's own ADD time (its histogram, ${round.agentAdd.count} ADDs): p50 ${round.agentAdd.p50.toFixed(0)} ms, p99 ${round.agentAdd.p99.toFixed(0)} ms`)
         say(`    sandboxes that failed and were tried again: ${round.failures.count}`)
         for (const m of round.failures.messages) say(`      ${m}`)
         rounds.push(round)

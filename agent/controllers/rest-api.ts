@@ -7,7 +7,7 @@ import type { BgpSpeaker, SpeakerBfd } from '../../bgp/index.js'
 import type { Dataplane } from '../../felix/index.js'
 import { buildApi, ipamReads, listenApi, speakerReads, type ApiListeners, type FibApplyLog } from '../api/index.js'
 import { registerBfdMetrics } from '../bfd-metrics.js'
-import { registerIpamSafetyMetrics } from '../metrics.js'
+import { registerCniMetrics, registerIpamSafetyMetrics } from '../metrics.js'
 import { registerAnnouncementMetrics, type AnnouncementRefusals } from '../refusals.js'
 import type { AgentContext } from './context.js'
 import type { IpamController } from './ipam.js'
@@ -77,6 +77,7 @@ export class RestApi {
       blocksClaimedAhead: () => ipam.service.ahead.claimed,
     })
     registerAnnouncementMetrics(registry, refusals, () => speaker.peerStatus().map((p) => p.name))
+    if (ipam.cni !== undefined) ipam.cni.onAnswer = registerCniMetrics(registry)
     return registry
   }
 }

@@ -7,7 +7,9 @@ import t, { type Test } from 'tap'
 import { closeSync, constants, existsSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, writeFileSync, writeSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { Registry } from 'prom-client'
 import { CniService } from '../../agent/cni-service.js'
+import { registerCniMetrics } from '../../agent/metrics.js'
 import { warmKind } from '../../agent/warm-runner.js'
 import { IpamService } from '../../agent/ipam-service.js'
 import { channelPaths } from '../../cni/agent-channel.js'
@@ -56,6 +58,22 @@ t.test('an ADD for a netns pinto-node cannot see is handed back untouched', asyn
   send(paths.requests, request('r1'))
   t.same(await answer(paths.replies, 'r1'), { fallback: 'pinto-node does not see /run/netns/pinto-test-no-such-ns' })
   t.equal(cni.counts.handedBack, 1)
+})
+
+t.test('each request answered is timed in pinto_cni_request_duration_seconds, by command and outcome', async (t) => {
+  const { cni, paths } = await setup(t)
+  const registry = new Registry()
+  cni.onAnswer = registerCniMetrics(registry)
+  send(paths.requests, request('m1'))
+  send(paths.requests, request('m2', { v: 2 }))
+  send(paths.requests, request('m3', { command: 'DEL' }))
+  for (const id of ['m1', 'm2', 'm3']) await answer(paths.replies, id)
+  await waitFor(() => cni.counts.handedBack + cni.counts.failed === 3 || undefined, { timeoutMs: 5000, what: 'three answers counted' })
+  const text = await registry.metrics()
+  t.match(text, /^pinto_cni_request_duration_seconds_count\{command="ADD",outcome="handed-back"\} 1$/m, 'the ADD handed back')
+  t.match(text, /^pinto_cni_request_duration_seconds_count\{command="ADD",outcome="failed"\} 1$/m, 'the malformed ADD, failed')
+  t.match(text, /^pinto_cni_request_duration_seconds_count\{command="DEL",outcome="handed-back"\} 1$/m, 'the DEL')
+  t.match(text, /^pinto_cni_request_duration_seconds_bucket\{le="30",command="ADD",outcome="handed-back"\} 1$/m, 'within the last bucket')
 })
 
 t.test('a plugin process in another network namespace (or gone) is handed back too', async (t) => {

@@ -16,12 +16,10 @@ import { type HandleRecords } from './ipam-handles.js'
 import { type AffinityClaims } from './ipam-affinity.js'
 import { type Releases } from './ipam-release.js'
 import { type AheadClaims } from './ipam-ahead.js'
+import { BlockBatches, type Exclusive } from './block-batch.js'
 
-/**
- * Runs `fn` alone among the agent's block writes (the IPAM service's queue); what runs outside it touches the
- * handle's own record only, which the service keeps to one request per handle.
- */
-export type Exclusive = <T>(fn: () => Promise<T>) => Promise<T>
+/** Runs `fn` as it is: no queue around the block writes (the caller queues the whole request). */
+const direct: Exclusive = (fn) => fn()
 
 export class Assignments {
   constructor(
@@ -31,7 +29,11 @@ export class Assignments {
     private readonly claims: AffinityClaims,
     private readonly releases: Releases,
     private readonly ahead: AheadClaims,
-  ) {}
+  ) {
+    this.batches = new BlockBatches(ctx, oneTxn)
+  }
+
+  private readonly batches: BlockBatches
 
   /**
    * Dual-stack assignment, all or nothing. Idempotent per handle: addresses the handle already holds are
@@ -40,7 +42,7 @@ export class Assignments {
    * transaction writing the handle record and the blocks (OneTxnPaths); otherwise the record is written,
    * and confirmed, before any block write it covers (HandleClaim).
    */
-  async autoAssign(req: AutoAssignRequest, exclusive: Exclusive = (fn) => fn()): Promise<AutoAssignResult> {
+  async autoAssign(req: AutoAssignRequest, exclusive: Exclusive = direct): Promise<AutoAssignResult> {
     checkSegment('handle', req.handle)
     checkSegment('node', req.node)
     const want = { 4: req.num4 ?? 0, 6: req.num6 ?? 0 } as const
@@ -68,14 +70,23 @@ export class Assignments {
     const held = h.addrs
     const claim = new HandleClaim(req.handle, this.handles.write, h.kv ?? 'absent', held)
     const got: IpamAddress[] = []
+    const have = (f: Family): number => held.filter((a) => a.family === f).length + got.filter((a) => a.family === f).length
     try {
-      if (h.kv === undefined) await claim.coverEach(this.likelyBlocks(req, want, ctx))
-      await exclusive(async () => {
-        for (const f of [4, 6] as const) {
-          const have = held.filter((a) => a.family === f).length
-          if (want[f] > have) await this.assignFamily(f, want[f] - have, req, pools, matcher, got, claim)
+      if (h.kv === undefined) {
+        // A new handle: its record counts the blocks this node last allocated from, and (queued with their
+        // turn, where the caller queues) each family joins the next write to that block with the other ADDs.
+        const likely = this.likelyBlocks(req, want, ctx)
+        await claim.coverEach(likely.map(([b, n]) => [formatCidr(b), n]))
+        if (exclusive !== direct) {
+          const joined = await Promise.all(likely.map(([b, n]) => this.batches.assign(b, req, n, claim, exclusive)))
+          got.push(...joined.flat())
         }
-      })
+      }
+      if (([4, 6] as const).some((f) => want[f] > have(f))) {
+        await exclusive(async () => {
+          for (const f of [4, 6] as const) if (want[f] > have(f)) await this.assignFamily(f, want[f] - have(f), req, pools, matcher, got, claim)
+        })
+      }
       await claim.settle()
     } catch (err) {
       await exclusive(() => this.giveBack(req.handle, got, claim))
@@ -86,11 +97,11 @@ export class Assignments {
   }
 
   /** Per family wanted, the block this node last allocated from, when it may serve: where a new handle's addresses likely go. */
-  private likelyBlocks(req: AutoAssignRequest, want: Readonly<Record<Family, number>>, inputs: AssignInputs): [string, number][] {
-    const out: [string, number][] = []
+  private likelyBlocks(req: AutoAssignRequest, want: Readonly<Record<Family, number>>, inputs: AssignInputs): [Cidr, number][] {
+    const out: [Cidr, number][] = []
     for (const f of [4, 6] as const) {
       const last = want[f] > 0 ? this.ctx.lastBlock.get(`${req.node}|${f}`) : undefined
-      if (last !== undefined && inputs.eligible(req, f, last.cidr)) out.push([formatCidr(last.cidr), want[f]])
+      if (last !== undefined && inputs.eligible(req, f, last.cidr)) out.push([last.cidr, want[f]])
     }
     return out
   }

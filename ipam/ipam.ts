@@ -14,11 +14,12 @@ import { HandleRecords } from './ipam-handles.js'
 import { AffinityClaims } from './ipam-affinity.js'
 import { Releases } from './ipam-release.js'
 import { type AheadOutcome, AheadClaims } from './ipam-ahead.js'
-import { Assignments, type Exclusive } from './ipam-assign.js'
+import { Assignments } from './ipam-assign.js'
+import { type Exclusive } from './block-batch.js'
 
 export * from './ipam-types.js'
 export type { AheadOutcome } from './ipam-ahead.js'
-export type { Exclusive } from './ipam-assign.js'
+export type { Exclusive } from './block-batch.js'
 
 export class Ipam {
   private readonly ctx: IpamContext

@@ -2,7 +2,8 @@
 // fdatasync would hold them: the next ADD's transaction goes out once the one before it is applied, against
 // that write (no compare lost), while a release of the same handle still waits for its assign's answer. Over the
 // same store without transactions (as Kubernetes is), an ADD queues only its block write: the next ADD's reads
-// and handle record go out while the block write before it is held.
+// and handle record go out while the block write before it is held, and the ADDs that come meanwhile share the
+// next block write.
 
 import t, { type Test } from 'tap'
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -150,4 +151,19 @@ t.test('without transactions, the next ADD writes its handle record while the bl
     const kv = await inner.get(handleKey(handle))
     t.same(kv === undefined ? undefined : decodeHandle(kv.key, kv.value).blocks, { [r.ipv4[0]!.block]: 1 }, `${handle}'s record names its block, once`)
   }
+
+  // A burst while a block write is held: every ADD that came meanwhile is in the next write, one for all.
+  gate = new Promise((resolve) => (release = resolve))
+  const held = blockWrites()
+  const first = svc.assign({ handle: 'net.burst-0', num4: 1 })
+  await waitFor(() => blockWrites() > held || undefined, { timeoutMs: 5000, what: 'the first block write of the burst, held' })
+  const rest = Array.from({ length: 10 }, (_, i) => svc.assign({ handle: `net.burst-${i + 1}`, num4: 1 }))
+  await waitFor(() => writes.filter((w) => w.startsWith(`create ${handleKey('net.burst-')}`)).length === 11 || undefined, { timeoutMs: 5000, what: "the burst's handle records" })
+  gate = undefined
+  release()
+  const burst = await Promise.all([first, ...rest])
+  t.equal(new Set(burst.map((r) => r.ipv4[0]?.address)).size, 11, 'eleven distinct addresses')
+  t.equal(blockWrites(), held + 2, 'two block writes: the held one, then one for the ten that came meanwhile')
+  const allocs = await svc.allocations('net.burst-')
+  t.same(allocs.map((a) => a.handle).sort(), burst.map((_, i) => `net.burst-${i}`).sort(), 'each address in the block under its own handle')
 })

@@ -244,7 +244,10 @@ async function main(): Promise<void> {
     }
     say(`(${ROUNDS} rounds of ${PODS} pods each; the kubelet's figures are its histogram's, the worst round's, estimated within a bucket)`)
     const p99 = (n: Network): number => pct(rounds.filter((r) => r.network === n).flatMap((r) => r.toReady), 99)
-    say(`target: pinto's creation-to-Ready p99 within the reference's: ${(p99('pinto') / 1000).toFixed(2)} s vs ${(p99('reference') / 1000).toFixed(2)} s: ${p99('pinto') <= p99('reference') ? 'met' : 'NOT met'}`)
+    // A round's second burst may share the machine with the first's teardown (the runtime's, after the API's): only an even number
+    // of rounds puts each network first as often.
+    const verdict = ROUNDS % 2 === 1 ? 'not judged (an odd number of rounds: one network went first more often)' : p99('pinto') <= p99('reference') ? 'met' : 'NOT met'
+    say(`target: pinto's creation-to-Ready p99 within the reference's: ${(p99('pinto') / 1000).toFixed(2)} s vs ${(p99('reference') / 1000).toFixed(2)} s: ${verdict}`)
   } finally {
     for (const n of c.nodes) rmSync(join(n.cniConfDir, '10-reference.conflist'), { force: true })
     await c.destroy()

@@ -79,12 +79,7 @@ export class BlockBatches {
           if (!isConflict(err)) for (const [i, e] of b.entries.entries()) if (assigned[i]!.length > 0) e.claim.markUncertain()
           throw err
         })
-        if (cur.block.unallocated.length > 0) this.ctx.lastBlock.set(hintKey, { cidr: b.cidr, kv: { key, value, revision: written.revision } })
-        else if (this.ctx.lastBlock.get(hintKey)?.kv.key === key) {
-          this.ctx.lastBlock.delete(hintKey)
-          this.oneTxn.promote(hintKey)
-        }
-        if (this.ctx.spareBlock.get(hintKey)?.kv.key === key) this.ctx.spareBlock.delete(hintKey)
+        this.oneTxn.blockWritten(hintKey, b.cidr, { key, value, revision: written.revision }, cur.block.unallocated.length > 0)
         return assigned.map((a) => a.map((x) => toIpamAddress(b.cidr, x)))
       })
       for (const [i, e] of b.entries.entries()) {

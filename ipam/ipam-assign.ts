@@ -189,12 +189,7 @@ export class Assignments {
         if (!isConflict(err)) claim.markUncertain()
         throw err
       })
-      if (owner !== undefined && b.block.unallocated.length > 0) this.ctx.lastBlock.set(hintKey, { cidr, kv: { key, value, revision: written.revision } })
-      else if (this.ctx.lastBlock.get(hintKey)?.kv.key === key) {
-        this.ctx.lastBlock.delete(hintKey)
-        this.oneTxn.promote(hintKey)
-      }
-      if (this.ctx.spareBlock.get(hintKey)?.kv.key === key) this.ctx.spareBlock.delete(hintKey)
+      this.oneTxn.blockWritten(hintKey, cidr, { key, value, revision: written.revision }, owner !== undefined && b.block.unallocated.length > 0)
       const out = assigned.map((a) => ({ ...toIpamAddress(cidr, a), ...(owner === undefined && b.block.affinity !== hostAffinity(req.node) ? { borrowed: true as const } : {}) }))
       claim.confirmed(out)
       return out

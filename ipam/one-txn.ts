@@ -89,6 +89,19 @@ export class OneTxnPaths {
     return last
   }
 
+  /**
+   * After a general-path write of the block `kv` for `hint` (node|family): it stays the last block while `keep`
+   * (the node's, with room), else the spare takes its place if it was the last; a spare just written is spent.
+   */
+  blockWritten(hint: string, cidr: Cidr, kv: KeyValue, keep: boolean): void {
+    if (keep) this.ctx.lastBlock.set(hint, { cidr, kv })
+    else if (this.ctx.lastBlock.get(hint)?.kv.key === kv.key) {
+      this.ctx.lastBlock.delete(hint)
+      this.promote(hint)
+    }
+    if (this.ctx.spareBlock.get(hint)?.kv.key === kv.key) this.ctx.spareBlock.delete(hint)
+  }
+
   /** The record a handle op of the general path wrote (or deleted), so the cache never outlives it. */
   handleWritten(handle: string, kv: KeyValue | undefined): void {
     if (this.handles.has(handle) || kv !== undefined) this.remember(handle, kv)

@@ -43,6 +43,17 @@ export function orphans(nodes: readonly Node[], kube: ReadonlySet<string>): Node
   })
 }
 
+/** The tied Nodes, name and Kubernetes Node, as one string: what the rule and the clean-up depend on. Pure. */
+export function tiedNodes(nodes: readonly Node[]): string {
+  return nodes
+    .flatMap((n) => {
+      const k = kubeNodeOf(n)
+      return k === undefined ? [] : [`${n.metadata.name}=${k}`]
+    })
+    .sort()
+    .join(',')
+}
+
 /** Whether a core v1 Node's Ready condition is True. */
 export function isReady(node: unknown): boolean {
   if (!isObject(node) || !isObject(node['status']) || !Array.isArray(node['status']['conditions'])) return false
@@ -58,24 +69,20 @@ export class KubeNodeController {
   private offCluster: (() => void) | undefined
   private timer: NodeJS.Timeout | undefined
   private stopped = false
+  /** The tied Nodes as last run on (name and Kubernetes Node): other changes of the cluster ask nothing. */
+  private tied = ''
 
   constructor(
     private readonly ctx: AgentContext,
     private readonly http: KubeHttp,
-    private readonly checkMs = CHECK_MS,
   ) {
     this.log = ctx.log.child({ component: 'kube-nodes' })
-    this.job = new Coalescer(() => this.run(), (err) => this.log.error({ err: err.message }, `deleting the Nodes of deleted Kubernetes Nodes failed; tried again in ${this.checkMs / 1000} s`))
-  }
-
-  /** Whether this agent leads now (for the API and tests). */
-  get leading(): boolean {
-    return this.informer !== undefined
+    this.job = new Coalescer(() => this.run(), (err) => this.log.error({ err: err.message }, `deleting the Nodes of deleted Kubernetes Nodes failed; tried again in ${CHECK_MS / 1000} s`))
   }
 
   start(): void {
     this.offCluster = this.ctx.cluster.onChange((topic) => {
-      if (topic === 'resources') this.job.trigger()
+      if (topic === 'resources' && tiedNodes(this.ctx.cluster.list('Node')) !== this.tied) this.job.trigger()
     })
     this.job.trigger()
   }
@@ -95,11 +102,12 @@ export class KubeNodeController {
   private async run(): Promise<void> {
     clearTimeout(this.timer)
     if (this.stopped) return
+    this.tied = tiedNodes(this.ctx.cluster.list('Node'))
     try {
       if (await this.shouldLead()) await this.lead()
       else this.unlead()
     } finally {
-      if (!this.stopped) this.timer = setTimeout(() => this.job.trigger(), this.checkMs)
+      if (!this.stopped) this.timer = setTimeout(() => this.job.trigger(), CHECK_MS)
     }
   }
 

@@ -3,7 +3,8 @@
 // whose cluster keeps Calico's data in etcd installs it. The DaemonSet goes Ready; a Kubernetes Node's label
 // reaches its pinto Node in etcd; pods get addresses and reach each other; a pod deleted behind a stopped
 // kubelet has its address freed; a drained node's pods come back elsewhere with new addresses, and once it is
-// deleted from Kubernetes its pinto Node leaves etcd and its blocks are released.
+// deleted from Kubernetes its pinto Node leaves etcd and its blocks are released: the node is the first by name,
+// so the node that takes over from it does that.
 
 import t from 'tap'
 import { existsSync } from 'node:fs'
@@ -51,8 +52,8 @@ t.test('pinto with etcd as its datastore in a three-node Kubernetes cluster', { 
     const pods = JSON.parse(await cluster.kubectl(['-n', 'kube-system', 'get', 'pods', '-l', 'k8s-app=pinto-node', '--field-selector', `spec.nodeName=${node}`, '-o', 'json'])) as { items: { metadata: { name: string } }[] }
     return pods.items[0]!.metadata.name
   }
-  // pintoctl in the first node's pinto-node (a node that stays).
-  const pintoctl = async (args: readonly string[]): Promise<string> => cluster.kubectl(['-n', 'kube-system', 'exec', await agentPod(nodeNames[0]!), '-c', 'pinto-node', '--', 'pintoctl', ...args])
+  // pintoctl in the third node's pinto-node: its kubelet stays up throughout, and the node stays.
+  const pintoctl = async (args: readonly string[]): Promise<string> => cluster.kubectl(['-n', 'kube-system', 'exec', await agentPod(nodeNames[2]!), '-c', 'pinto-node', '--', 'pintoctl', ...args])
   await cluster.kubectl(['label', 'node', nodeNames[0]!, 'rack=r1'])
   const synced = await waitFor(async () => {
     const node = JSON.parse(await pintoctl(['get', 'node', nodeNames[0]!, '-o', 'json']).catch(() => '{}')) as { metadata?: { labels?: Record<string, string> } }
@@ -75,11 +76,15 @@ t.test('pinto with etcd as its datastore in a three-node Kubernetes cluster', { 
   await podGcBehindStoppedKubelet(t, cluster, pods, node2, (ip) => pintoctl(['ipam', 'show', `--ip=${ip}`]))
 
   // kubectl drain, then the machine goes and kubectl delete node: the pods come back on the other two with new
-  // addresses; the first node deletes the pinto Node in etcd, and the node's blocks are released after the grace.
-  const gone = cluster.nodes[2]!
+  // addresses. The node is the first by name, the one that deletes the pinto Nodes of deleted Kubernetes Nodes: its
+  // agent goes with it, the second node takes over, deletes its pinto Node in etcd, and its blocks are released
+  // after the grace.
+  const gone = cluster.nodes[0]!
   await drainAndDeleteNode(t, cluster, gone, async (node) => (await etcd.list(`${AFFINITIES_PREFIX}${node}/`)).map((kv) => (JSON.parse(kv.value) as { cidr: string }).cidr))
   t.match(await pintoctl(['get', 'node', gone.spec.name]).catch((err: Error) => err.message), /does not exist/, `${gone.spec.name}'s pinto Node is gone from etcd`)
-  t.match(await cluster.kubectl(['-n', 'kube-system', 'logs', await agentPod(nodeNames[0]!), '-c', 'pinto-node']), new RegExp(`Kubernetes Node \\\\?"${gone.spec.name}\\\\?" is deleted`), `${nodeNames[0]}, the first node, deleted it and says so`)
+  const successor = await cluster.kubectl(['-n', 'kube-system', 'logs', await agentPod(nodeNames[1]!), '-c', 'pinto-node'])
+  t.match(successor, /this node deletes the Nodes whose Kubernetes Node is deleted/, `${nodeNames[1]} took over once ${gone.spec.name} was gone`)
+  t.match(successor, new RegExp(`Kubernetes Node \\\\?"${gone.spec.name}\\\\?" is deleted`), `${nodeNames[1]} deleted it and says so`)
   const check = await pintoctl(['ipam', 'check']).catch((err: Error) => err.message)
   t.match(check, /found 0 problems/, `pintoctl ipam check: ${check.trim().split('\n').at(-1) ?? ''}`)
 })

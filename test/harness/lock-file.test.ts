@@ -1,6 +1,6 @@
 // scripts/lock-file.js: the pid lock the Kubernetes build and the image build share.
 import t from 'tap'
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
@@ -18,4 +18,9 @@ t.test('taken once; held by a live process, a dead one, or one still writing', a
   writeFileSync(lock, '')
   t.equal(tryLock(lock), 'wait', 'an empty one is being written: wait, do not remove it')
   t.ok(existsSync(lock), 'and it stays')
+  const old = new Date(Date.now() - 60_000)
+  utimesSync(lock, old, old)
+  t.equal(tryLock(lock), 'retry', 'one left empty for a minute lost its holder before it wrote: removed')
+  t.notOk(existsSync(lock), 'and gone')
+  t.equal(tryLock(lock), 'taken', 'then taken')
 })

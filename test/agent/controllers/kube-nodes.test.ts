@@ -3,7 +3,7 @@
 // Node's readiness.
 import t from 'tap'
 import type { Node } from '../../../config/index.js'
-import { askBefore, isReady, kubeNodeOf, orphans } from '../../../agent/controllers/kube-nodes.js'
+import { askBefore, isReady, kubeNodeOf, orphans, tiedNodes } from '../../../agent/controllers/kube-nodes.js'
 
 const node = (name: string, orchRefs?: Node['spec']['orchRefs']): Node => ({ apiVersion: 'projectcalico.org/v3', kind: 'Node', metadata: { name }, spec: orchRefs ? { orchRefs } : {} })
 const k8s = (name: string, nodeName = name): Node => node(name, [{ nodeName, orchestrator: 'k8s' }])
@@ -37,4 +37,14 @@ t.test('Ready is the Ready condition at True, nothing else', async (t) => {
   t.notOk(isReady(cond('Unknown')))
   t.notOk(isReady({ status: {} }), 'no conditions')
   t.notOk(isReady('garbage'))
+})
+
+t.test('what a change of the cluster must change for the rule to be asked again: the tied Nodes only', async (t) => {
+  const before = tiedNodes([k8s('b'), k8s('a'), node('hand-made')])
+  t.equal(before, 'a=a,b=b', 'sorted, the untied left out')
+  const relabelled = k8s('a')
+  relabelled.metadata.labels = { rack: 'r1' }
+  t.equal(tiedNodes([k8s('b'), relabelled, node('hand-made'), node('another')]), before, 'labels and untied Nodes change nothing')
+  t.not(tiedNodes([k8s('b')]), before, 'a tied Node gone does')
+  t.not(tiedNodes([k8s('b'), k8s('a', 'kube-a')]), before, 'a tied Node tied elsewhere does')
 })

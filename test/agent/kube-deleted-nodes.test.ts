@@ -63,6 +63,8 @@ else {
     await lab.api.kubectl('delete', 'node', 'd3')
     await waitFor(async () => (await pintoNode(store, 'd3')) === undefined, { timeoutMs: 15_000, what: "d3's pinto Node deleted" })
     t.comment(`kubectl delete node d3 -> its pinto Node deleted in ${Date.now() - t0} ms`)
+    // The agent logs once the delete is answered: its line may reach us just after etcd shows the delete.
+    await waitFor(() => logged(a1, /^Kubernetes Node "d3" is deleted/).length > 0 || undefined, { timeoutMs: 5000, what: "d1's log line" })
     t.equal(logged(a1, /^Kubernetes Node "d3" is deleted: deleted its Node "d3"/).length, 1, 'd1 deleted it and says so')
     await waitFor(async () => (await affinities('d3')).length === 0, { timeoutMs: 30_000, what: "d3's affinities released after the grace" })
     t.pass("d3's block affinity is released after the grace period")
@@ -80,6 +82,7 @@ else {
     t.pass('d2 leads once d1 is no longer Ready')
     await lab.api.kubectl('delete', 'node', 'd1')
     await waitFor(async () => (await pintoNode(store, 'd1')) === undefined, { timeoutMs: 15_000, what: "d1's pinto Node deleted by d2" })
+    await waitFor(() => logged(a2, /^Kubernetes Node "d1" is deleted/).length > 0 || undefined, { timeoutMs: 5000, what: "d2's log line" })
     t.equal(logged(a2, /^Kubernetes Node "d1" is deleted/).length, 1, "d2 deleted d1's Node")
     t.ok(await pintoNode(store, 'd2'), "d2's Node stays")
     await a2.stop()

@@ -34,6 +34,8 @@ export class ClusterState {
   /** A node's view: every affinity by key, for the owners of the blocks it does not hold. */
   private readonly affinities = new Map<string, AffinityRecord>()
   private watches: Watch[] = []
+  /** Listed, and watching since with no failure: false before the first list and from a failure to the relist. */
+  private watching = false
   private readonly listeners = new Set<(topic: ChangeTopic, blocks: readonly (AllocationBlock | undefined)[]) => void>()
   private closed = false
 
@@ -80,6 +82,7 @@ export class ClusterState {
     const onError = (err: Error): void => {
       if (this.closed || failed) return
       failed = true
+      this.watching = false
       this.log.warn({ err: err.message }, err instanceof DatastoreError && err.code === 'compacted' ? 'watch fell behind a compaction: listing again' : 'datastore watch failed: listing again')
       setTimeout(() => void this.resync().catch((e: Error) => this.log.error({ err: e.message }, 'resync failed')), 1000).unref()
     }
@@ -89,9 +92,19 @@ export class ClusterState {
       this.watches.push(node !== undefined && nodeBlocks !== undefined ? nodeBlocks.watch(node, blocks.revision + 1, onEvent, onError) : this.store.watch(BLOCKS_PREFIX, blocks.revision + 1, onEvent, onError))
     }
     if (affinities !== undefined) this.watches.push(this.store.watch(AFFINITIES_PREFIX, affinities.revision + 1, onEvent, onError))
+    this.watching = !failed
+  }
+
+  /**
+   * Whether the view follows the store now: listed, and every watch connected since (or not known to be
+   * reconnecting). A reader that may not act on a view left behind by an outage reads the store instead.
+   */
+  get current(): boolean {
+    return this.watching && !this.closed && !this.watches.some((w) => w.behind?.() === true)
   }
 
   private closeWatches(): void {
+    this.watching = false
     for (const w of this.watches) w.close()
     this.watches = []
   }

@@ -89,7 +89,7 @@ export class IpamService {
     const { store, cluster } = options
     this.ipam = new Ipam(this.mutations.store(store), {
       pools: () => loadPoolSpecs(store),
-      inputs: { read: async (node, fresh) => (fresh || cluster === undefined ? readInputs(store, node) : cachedInputs(cluster, node)) },
+      inputs: { read: async (node, fresh) => (fresh || cluster === undefined || !cluster.current ? readInputs(store, node) : cachedInputs(cluster, node)) },
     })
     this.ahead = new ClaimAhead({ ipam: this.ipam, node: options.node, below: options.claimAheadBelow, log: options.log })
     this.recovery = new PodRecovery({

@@ -52,6 +52,8 @@ export class KubePods implements PodApi {
   readonly ipamHooks: PodIpam
   private connection: { readonly http: KubeHttp; readonly own: boolean } | undefined
   private informer: Informer | undefined
+  /** Every namespace, for their pool annotations: an ADD then reads neither its pod nor its namespace. */
+  private namespaces: Informer | undefined
   private writer: PodIpAnnotations | undefined
   private podGc: PodGc | undefined
   private isSynced = false
@@ -95,6 +97,8 @@ export class KubePods implements PodApi {
     const http = this.connection.http
     this.writer = new PodIpAnnotations(http, this.o.log)
     const informer = (this.informer = new Informer(http, { path: '/api/v1/pods', what: `pods on node ${this.o.node}`, fieldSelector: `spec.nodeName=${this.o.node}` }, (err) => this.o.log('warn', 'watching this node\'s pods failed; retrying', { err: err.message })))
+    this.namespaces = new Informer(http, { path: '/api/v1/namespaces', what: 'namespaces' }, (err) => this.o.log('warn', 'watching namespaces failed (an ADD reads its pod\'s namespace meanwhile); retrying', { err: err.message }))
+    void this.namespaces.start()
     informer.onEvent((e: InformerEvent<KubeObject>) => {
       if (e.type === 'deleted') this.podGc?.trigger()
     })
@@ -164,6 +168,10 @@ export class KubePods implements PodApi {
     return this.informer?.get(key)
   }
 
+  namespace(name: string): KubeObject | undefined {
+    return this.namespaces?.get(name)
+  }
+
   podOfContainer(containerId: string): { namespace: string; name: string } | undefined {
     for (const p of this.informer?.list() ?? []) {
       const namespace = p.metadata['namespace']
@@ -176,6 +184,7 @@ export class KubePods implements PodApi {
     this.stopped = true
     await this.podGc?.stop()
     this.informer?.close()
+    this.namespaces?.close()
     await this.writer?.close()
     if (this.connection?.own === true) this.connection.http.close()
   }

@@ -21,6 +21,8 @@ export interface PodApi {
   podOfContainer(containerId: string): { readonly namespace: string; readonly name: string } | undefined
   /** The pod `namespace/name` on this node, from the watched cache. */
   pod(key: string): KubeObject | undefined
+  /** The namespace `name` from the watched cache; undefined when it is not there (or not listed yet). */
+  namespace(name: string): KubeObject | undefined
 }
 
 /** How one ADD assigns, when the pod's annotations decide it. */
@@ -73,10 +75,14 @@ export class PodIpam {
     const name = req.attrs?.['pod']
     if (api === undefined || namespace === undefined || namespace === '' || name === undefined || name === '') return undefined
     const podWhere = `pod ${namespace}/${name}`
-    // Both at once, one round trip: the namespace is needed unless the pod's own annotations settle everything.
-    const nsRead = this.read(api.http, `/api/v1/namespaces/${encodeURIComponent(namespace)}`, `namespace ${namespace}`)
+    // From the watched caches when they hold them: the kubelet runs a pod it learnt of through its own watch, which
+    // the apiserver fed as it fed ours. Else both read at once, one round trip: the namespace is needed unless the
+    // pod's own annotations settle everything.
+    const cachedNs = api.namespace(namespace)
+    const nsRead = cachedNs !== undefined ? Promise.resolve(cachedNs) : this.read(api.http, `/api/v1/namespaces/${encodeURIComponent(namespace)}`, `namespace ${namespace}`)
     nsRead.catch(() => undefined)
-    const pod = await this.read(api.http, `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods/${encodeURIComponent(name)}`, podWhere)
+    const cachedPod = api.pod(`${namespace}/${name}`)
+    const pod = cachedPod !== undefined && cachedPod.metadata['deletionTimestamp'] === undefined ? cachedPod : await this.read(api.http, `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods/${encodeURIComponent(name)}`, podWhere)
     if (pod === undefined) {
       this.options.log('the pod of an ADD is not in the Kubernetes API: no annotations to honour', { pod: `${namespace}/${name}`, handle: req.handle })
       return undefined

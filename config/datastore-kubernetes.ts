@@ -309,6 +309,7 @@ export class KubernetesDatastore implements Datastore {
         this.watches.delete(handle)
         for (const s of streams) s.close()
       },
+      behind: () => streams.some((s) => s.behind),
     }
     const fail = (err: Error): void => {
       if (failed) return
@@ -396,6 +397,8 @@ class FamilyWatch {
   /** The resourceVersion to resume from: events after it are still to come. */
   private resume: number
   private failingSince: number | undefined
+  /** The apiserver answered the current stream (200): it sends what happened since `resume` at once. */
+  private open = false
   private retryMs = WATCH_RETRY_MS
   /** Core Nodes: the projection last delivered, per key. */
   private readonly projected = new Map<string, string>()
@@ -417,7 +420,7 @@ class FamilyWatch {
     if (this.closed) return
     // resourceVersion 0 would mean "any state, then changes": the current objects come first as ADDED events.
     const query = { watch: 1, allowWatchBookmarks: true, resourceVersion: String(this.resume), timeoutSeconds: WATCH_SECONDS, ...(this.labelSelector !== undefined ? { labelSelector: this.labelSelector } : {}) }
-    this.stream = this.http.stream(this.family.path, query, WATCH_IDLE_MS, (line) => this.onLine(line), (end) => this.onEnd(end))
+    this.stream = this.http.stream(this.family.path, query, WATCH_IDLE_MS, (line) => this.onLine(line), (end) => this.onEnd(end), () => (this.open = true))
   }
 
   private onLine(line: string): void {
@@ -478,6 +481,7 @@ class FamilyWatch {
   }
 
   private retry(err: Error): void {
+    this.open = false
     this.stream?.close()
     this.stream = undefined
     const now = Date.now()
@@ -492,6 +496,11 @@ class FamilyWatch {
   private stop(err: Error): void {
     this.close()
     this.fail(err)
+  }
+
+  /** Reconnecting since a failure: events missed meanwhile are still to come. */
+  get behind(): boolean {
+    return !this.open && !this.closed
   }
 
   close(): void {

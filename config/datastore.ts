@@ -21,6 +21,11 @@ export type WatchEvent =
 
 export interface Watch {
   close(): void
+  /**
+   * Whether the watch is reconnecting after a failure it will recover from by itself (events may be waiting to
+   * arrive); absent where the backend cannot tell.
+   */
+  behind?(): boolean
 }
 
 /** 'compacted': a watch asked for revisions the store no longer keeps; relist and watch from the new revision. */

@@ -62,21 +62,25 @@ export class Assignments {
       fast = await exclusive(() => this.oneTxn.assign(req, want, ctx))
     }
     if (fast !== undefined && fast !== 'exists' && fast !== 'stale') return fast
-    // The general path's writes carry no guards: it decides from a fresh read. The reads, and the handle record
-    // of a new handle written for the block this node last allocated from, touch no block: outside `exclusive`.
-    if (!ctx.fresh || fast === 'stale') ctx = await this.ctx.inputsFor(req.node, true)
+    // With transactions the general path's writes carry no guards: it decides from a fresh read (without them no
+    // write is guarded; see IpamInputs). The reads, and the handle record of a new handle written for the block
+    // this node last allocated from, touch no block: outside `exclusive`.
+    if ((!ctx.fresh && this.ctx.store.transactions) || fast === 'stale') ctx = await this.ctx.inputsFor(req.node, true)
     const { pools, matcher } = ctx
-    const h = await this.handles.heldBy(req.handle)
+    const likely = this.likelyBlocks(req, want, ctx).map(([b, n]): [Cidr, number, string] => [b, n, formatCidr(b)])
+    // Where the block writes join batches, a new handle's record is created for those blocks unread: a record
+    // already there ('exists', a retried ADD) is read, and what it holds served, as on every other path.
+    const created = exclusive !== direct && likely.length > 0 ? await this.handles.createNew(req.handle, likely.map(([, n, b]) => [b, n])) : undefined
+    const h = created !== undefined ? { kv: created, addrs: [] } : await this.handles.heldBy(req.handle)
     const held = h.addrs
     const claim = new HandleClaim(req.handle, this.handles.write, h.kv ?? 'absent', held)
     const got: IpamAddress[] = []
     const have = (f: Family): number => held.filter((a) => a.family === f).length + got.filter((a) => a.family === f).length
     try {
-      if (h.kv === undefined) {
+      if (h.kv === undefined || created !== undefined) {
         // A new handle: its record counts the blocks this node last allocated from, and (queued with their
         // turn, where the caller queues) each family joins the next write to that block with the other ADDs.
-        const likely = this.likelyBlocks(req, want, ctx)
-        await claim.coverEach(likely.map(([b, n]) => [formatCidr(b), n]))
+        await claim.coverEach(likely.map(([, n, b]) => [b, n]))
         if (exclusive !== direct) {
           const joined = await Promise.all(likely.map(([b, n]) => this.batches.assign(b, req, n, claim, exclusive)))
           got.push(...joined.flat())

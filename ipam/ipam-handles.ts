@@ -2,12 +2,12 @@
 // record names) and the compare-and-swap edit of a record, which keeps the one-transaction paths' copy in
 // step. It writes no block and decides no allocation.
 
-import { type KeyValue } from '../config/index.js'
+import { DatastoreError, type KeyValue } from '../config/index.js'
 import { type IpamAddress } from './ipam-types.js'
 import { readCidr } from '../net/index.js'
 import { blockOrdinalsOf, ordinalAddress } from './block.js'
 import { type HandleRecord, blockKey, decodeHandle, handleKey } from './records.js'
-import { type HandleWriter } from './handle-claim.js'
+import { HandleClaim, type HandleWriter } from './handle-claim.js'
 import { type OneTxnPaths } from './one-txn.js'
 import { type IpamContext } from './ipam-context.js'
 
@@ -33,6 +33,21 @@ export class HandleRecords {
       }
     }
     return { kv, addrs: out }
+  }
+
+  /**
+   * Creates the record of a handle that has none, counting `blocks`, unread; undefined when it has one already
+   * (the caller reads it). Any other failure is thrown, the record's state then unknown.
+   */
+  async createNew(handle: string, blocks: readonly (readonly [string, number])[]): Promise<KeyValue | undefined> {
+    try {
+      const kv = await this.ctx.store.create(handleKey(handle), HandleClaim.createValue(handle, Object.fromEntries(blocks)))
+      this.oneTxn.handleWritten(handle, kv)
+      return kv
+    } catch (err) {
+      if (err instanceof DatastoreError && err.code === 'exists') return undefined
+      throw err
+    }
   }
 
   /** adjust(), as the writer a HandleClaim edits its record through. */

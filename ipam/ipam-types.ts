@@ -31,8 +31,10 @@ export interface IpamInputView {
 
 /**
  * Where autoAssign's inputs come from: `fresh` false may answer from a cached view (the agent's watched
- * cluster state); true reads the store now. A cached view serves only the one-transaction ADD, whose guards
- * catch it being stale; a stale guard, and the general path, read fresh.
+ * cluster state, while it follows the store); true reads the store now. With transactions a cached view serves
+ * only the one-transaction ADD, whose guards catch it being stale; a stale guard, and the general path, read
+ * fresh. Without transactions no write can be guarded, so a read is only a snapshot as a watched view is, a
+ * watch's delay older: the general path decides from the cached view too.
  */
 export interface IpamInputs {
   read(node: string, fresh: boolean): Promise<IpamInputView>

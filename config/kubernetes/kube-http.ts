@@ -182,9 +182,10 @@ export class KubeHttp {
   /**
    * A streamed GET (a watch): `onLine` for each line of a 200 answer; `onEnd` once, with the status and body of
    * any other answer, or the error that broke the stream, or nothing when the server ended it. A stream that
-   * carries nothing for `idleMs` is taken for broken.
+   * carries nothing for `idleMs` is taken for broken. `onOpen` when a 200 answer's headers come (the apiserver
+   * sends them as the watch starts, before any event).
    */
-  stream(path: string, query: Query, idleMs: number, onLine: (line: string) => void, onEnd: (end: { status?: number; body?: unknown; error?: Error }) => void): KubeStream {
+  stream(path: string, query: Query, idleMs: number, onLine: (line: string) => void, onEnd: (end: { status?: number; body?: unknown; error?: Error }) => void, onOpen?: () => void): KubeStream {
     let req: http.ClientRequest | undefined
     let ended = false
     let idle: NodeJS.Timeout | undefined
@@ -213,6 +214,7 @@ export class KubeHttp {
             res.on('end', () => end({ status: res.statusCode ?? 0, body: parseJson(Buffer.concat(chunks).toString('utf8')) }))
             return
           }
+          onOpen?.()
           let rest = ''
           res.setEncoding('utf8')
           res.on('data', (chunk: string) => {

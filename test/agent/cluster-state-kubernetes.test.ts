@@ -8,20 +8,17 @@ import pino from 'pino'
 import { ClusterState } from '../../agent/cluster-state.js'
 import { originationFor } from '../../agent/origination.js'
 import type { Datastore } from '../../config/datastore.js'
-import { openDatastore } from '../../config/datastore-open.js'
 import { BLOCK_LABELLED_LABEL, HOSTNAME_HASH_LABEL, hostnameHash } from '../../config/kubernetes/ipam-objects.js'
 import { type AllocationBlock, hostAffinity, newBlock } from '../../ipam/block.js'
 import { AFFINITIES_PREFIX, blockKey } from '../../ipam/records.js'
 import { parseCidr } from '../../net/index.js'
 import { waitFor } from '../harness/wait.js'
-import { kubernetesApi, relayWatches } from '../ipam/stores.js'
+import { kubernetesStore, relayWatches } from '../ipam/stores.js'
 
-const k8s = await kubernetesApi(t)
+const k8s = await kubernetesStore(t)
 if ('skip' in k8s) t.comment(`skipped: ${k8s.skip}`)
 else {
-  const { api, env } = k8s
-  const store = await openDatastore('kubernetes', { kubeEnv: env })
-  t.teardown(() => store.close())
+  const { api, store } = k8s
 
   /** `b` with `ordinal` given to a pod of `node`. */
   const allocate = (b: AllocationBlock, ordinal: number, node: string, handle: string): AllocationBlock => ({
@@ -125,5 +122,19 @@ spec: { cidr: 198.18.30.0/30, affinity: 'host:node-c', allocations: [null, null,
     const kv = await store.get(blockKey(parseCidr('198.18.30.0/30')))
     await store.update(kv?.key ?? '', JSON.stringify(allocate(JSON.parse(kv?.value ?? '{}') as AllocationBlock, 1, 'node-c', 'c-1')), kv?.revision ?? 0)
     await waitFor(() => (delivered.includes(blockKey(parseCidr('198.18.30.0/30'))) ? true : undefined), { timeoutMs: 10_000, what: 'the labelled block followed by the watch' })
+  })
+
+  t.test('the view is not current while its watches reconnect after the apiserver went, and is again once they are answered', async (t) => {
+    const { cluster } = await view(store, 'node-d')
+    await waitFor(() => (cluster.current ? true : undefined), { timeoutMs: 10_000, what: 'the view current once its watches are answered' })
+    await api.crash()
+    await waitFor(() => (cluster.current ? undefined : true), { timeoutMs: 20_000, what: 'the view no longer current once its watches broke' })
+    await api.restart()
+    await waitFor(() => (cluster.current ? true : undefined), { timeoutMs: 30_000, what: 'the view current again' })
+    const cidr = parseCidr('198.18.40.0/28')
+    await affinity('node-d', '198.18.40.0/28')
+    await store.create(blockKey(cidr), JSON.stringify(newBlock(cidr, hostAffinity('node-d'), new Date(0).toISOString(), 1)))
+    await waitFor(() => ([...cluster.blocks()].some((b) => b.cidr === '198.18.40.0/28') ? true : undefined), { timeoutMs: 10_000, what: 'a block written after the restart, in the view' })
+    t.ok(cluster.current, 'and still current')
   })
 }

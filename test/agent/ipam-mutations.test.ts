@@ -9,7 +9,10 @@ import t, { type Test } from 'tap'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import pino from 'pino'
+import { ClusterState } from '../../agent/cluster-state.js'
 import { IpamService } from '../../agent/ipam-service.js'
+import { CountingDatastore, diffCounts } from '../../config/datastore-counting.js'
 import { openDatastore } from '../../config/datastore-open.js'
 import type { Datastore, KeyValue, TxnApplied, TxnOp } from '../../config/datastore.js'
 import { encodeResource, resourceKey } from '../../config/resources/index.js'
@@ -166,4 +169,36 @@ t.test('without transactions, the next ADD writes its handle record while the bl
   t.equal(blockWrites(), held + 2, 'two block writes: the held one, then one for the ten that came meanwhile')
   const allocs = await svc.allocations('net.burst-')
   t.same(allocs.map((a) => a.handle).sort(), burst.map((_, i) => `net.burst-${i}`).sort(), 'each address in the block under its own handle')
+})
+
+t.test('without transactions and with a view that follows the store, an ADD from the last block reads nothing: it creates its handle record and writes its block', async (t) => {
+  const { inner, dir } = await storeWithPool(t)
+  const store = new CountingDatastore(withoutTransactions(inner))
+  const cluster = new ClusterState(store, pino({ level: 'silent' }), { node: 'n1' })
+  t.teardown(() => cluster.close())
+  await cluster.start()
+  const svc = new IpamService({ store, node: 'n1', socket: join(dir, 'pinto.sock'), cluster })
+  t.teardown(() => svc.close(0))
+  await svc.assign({ handle: 'net.first', num4: 1 })
+  await waitFor(() => (cluster.current && [...cluster.blocks()].length === 1) || undefined, { timeoutMs: 5000, what: "the view current, with the node's block" })
+
+  let before = store.counts()
+  const r = await svc.assign({ handle: 'net.a', num4: 1 })
+  let d = diffCounts(store.counts(), before)
+  t.same({ reads: d.get + d.list, creates: d.create, updates: d.update }, { reads: 0, creates: 1, updates: 1 }, `the handle record created, the block written, nothing read: ${JSON.stringify(d)}`)
+
+  // The runtime asks again for the same handle: its record is there, read, and what it holds answered.
+  before = store.counts()
+  const again = await svc.assign({ handle: 'net.a', num4: 1 })
+  d = diffCounts(store.counts(), before)
+  t.same(again.ipv4, r.ipv4, 'the same address again')
+  t.equal(d.update, 0, 'no block written')
+  t.same((await svc.allocations('net.a')).map((a) => a.address), [r.ipv4[0]!.address.replace(/\/\d+$/, '')], 'one address under the handle')
+
+  // A view that no longer follows the store (its watches are gone): the ADD reads its inputs.
+  cluster.close()
+  before = store.counts()
+  await svc.assign({ handle: 'net.b', num4: 1 })
+  d = diffCounts(store.counts(), before)
+  t.ok(d.get + d.list >= 3, `the Node, the IPAMConfig and the pools read: ${JSON.stringify(d)}`)
 })

@@ -1,9 +1,11 @@
 // Pod GC by a real agent on etcd, its Kubernetes credentials from KUBECONFIG, against a real kube-apiserver: a pod
 // force-deleted with no CNI DEL has its address freed and its host veth removed once the grace period is over (not
 // before), while a living pod keeps its address, and so does one the agent's cache of its node's pods never holds
-// (bound to another node) but the apiserver has. Calico's annotations are honoured in this mode too, and an ADD
-// whose pod cannot be read (the apiserver frozen) answers "try again later" (11) and holds nothing.
+// (bound to another node) but the apiserver has. Calico's annotations are honoured in this mode too. With the
+// apiserver frozen, an ADD whose pod the agent watched goes through (from its cache), and one whose pod must be read
+// answers "try again later" (11) and holds nothing.
 import t from 'tap'
+import { waitFor } from '../harness/wait.js'
 import { addressOf, kubePodLab } from './kube-pods-lab.js'
 
 const GRACE_S = 4
@@ -42,19 +44,26 @@ else {
     t.match(L.agent.log(), /released the addresses of a pod gone from the Kubernetes API without a CNI DEL .*"handle":"k8s-pod-network\.d00med01".*"pod":"gc\/doomed"/)
   })
 
-  t.test('the apiserver frozen: an ADD answers try-again-later and holds nothing; after, it goes through', async (t) => {
+  t.test('the apiserver frozen: an ADD whose pod the agent watched goes through; one whose pod it must read answers try-again-later and holds nothing; after, that one goes through', async (t) => {
+    // Listed by the agent at its start: certainly in its cache of this node's pods.
     await L.pod('gc', 'patient')
+    await L.pod('gc', 'faraway', { nodeName: 'node2' }) // never in this node's cache: an ADD of it reads it
+    await L.restartAgent()
+    await waitFor(() => /this node's pods listed from the Kubernetes API/.test(L.agent.log()) || undefined, { timeoutMs: 30_000, what: "the restarted agent's list of its node's pods" })
     L.api.freeze()
-    let r
+    let cached, read
     try {
-      r = await L.cni('ADD', 'gc', 'patient', 'pa7ie001')
+      cached = await L.cni('ADD', 'gc', 'patient', 'pa7ie001')
+      read = await L.cni('ADD', 'gc', 'faraway', 'fa7a0001')
     } finally {
       L.api.thaw()
     }
-    t.equal(r.json?.['code'], 11, r.stdout)
-    t.match(r.json?.['msg'], /reading (pod gc\/patient|namespace gc) for its cni\.projectcalico\.org annotations/)
-    t.same(await L.held('pa7ie001'), [], 'nothing held')
-    const again = await L.cni('ADD', 'gc', 'patient', 'pa7ie001')
+    t.equal(cached.code, 0, `the watched pod's ADD needs no apiserver on etcd: ${cached.stdout}`)
+    t.equal((await L.held('pa7ie001')).length, 1)
+    t.equal(read.json?.['code'], 11, read.stdout)
+    t.match(read.json?.['msg'], /reading pod gc\/faraway for its cni\.projectcalico\.org annotations/)
+    t.same(await L.held('fa7a0001'), [], 'nothing held')
+    const again = await L.cni('ADD', 'gc', 'faraway', 'fa7a0001')
     t.equal(again.code, 0, again.stdout)
   })
 }

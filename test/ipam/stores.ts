@@ -31,6 +31,16 @@ export async function kubernetesApi(root: Teardown & { setTimeout(ms: number): v
   return { api, env: { KUBECONFIG: api.kubeconfig }, crds: CRDS }
 }
 
+/** kubernetesApi(), and the kubernetes datastore opened on it (closed at teardown); or why it cannot run here. */
+export async function kubernetesStore(root: Teardown & { setTimeout(ms: number): void }): Promise<{ api: import('../harness/kube-apiserver.js').KubeApiserver; store: Datastore } | { skip: string }> {
+  const k8s = await kubernetesApi(root)
+  if ('skip' in k8s) return k8s
+  const { openDatastore } = await import('../../config/datastore-open.js')
+  const store = await openDatastore('kubernetes', { kubeEnv: k8s.env })
+  root.teardown(() => store.close())
+  return { api: k8s.api, store }
+}
+
 /** A fresh empty embedded store in its own directory; also returns the directory for child processes. */
 export async function embeddedStore(t: Teardown): Promise<{ store: Datastore; spec: string }> {
   const dir = mkdtempSync(join(tmpdir(), 'pinto-ipam-'))

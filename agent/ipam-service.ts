@@ -5,7 +5,7 @@
 // there before its work, and replayed when the service starts.
 
 import { readFile } from 'node:fs/promises'
-import type { Datastore } from '../config/index.js'
+import { type Datastore, withRequestDeadline } from '../config/index.js'
 import { blockCidr, ordinalAddress } from '../ipam/index.js'
 import { type AutoAssignRequest, Ipam, IpamError } from '../ipam/index.js'
 import type { AutoAssignResult, ReleaseResult } from '../ipam/index.js'
@@ -21,6 +21,13 @@ import { IpamHttp } from './ipam-service-http.js'
 export { errorReply } from './ipam-service-requests.js'
 export { DEFAULT_MTU_FILE } from '../cni/index.js'
 import { DEFAULT_MTU_FILE } from '../cni/index.js'
+
+/**
+ * An assign's requests to an apiserver are waited for until this long after it came (withRequestDeadline): within
+ * the plugins' 30 s wait for the answer, leaving the wiring its time. A loaded apiserver then delays a pod instead
+ * of failing its sandbox, which the kubelet would make again only after its backoff.
+ */
+export const ASSIGN_DEADLINE_MS = 20_000
 
 export interface IpamServiceOptions {
   readonly store: Datastore
@@ -171,7 +178,11 @@ export class IpamService {
   }
 
   /** POST /v1/assign's work, for callers in this process too (the CNI channel): errors as errorReply maps them. */
-  async assign(body: Record<string, unknown>): Promise<{ node: string } & AutoAssignResult> {
+  assign(body: Record<string, unknown>): Promise<{ node: string } & AutoAssignResult> {
+    return withRequestDeadline(Date.now() + ASSIGN_DEADLINE_MS, () => this.assignNow(body))
+  }
+
+  private async assignNow(body: Record<string, unknown>): Promise<{ node: string } & AutoAssignResult> {
     let req: AutoAssignRequest = {
       handle: field(body, 'handle', isString, 'a handle id'),
       node: field(body, 'node', isString, 'a node name', this.options.node),

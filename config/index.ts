@@ -8,6 +8,6 @@ export * from './datastore.js'
 export { DEFAULT_DATASTORE, openDatastore, openDatastoreFromEnv, parseDatastoreSpec } from './datastore-open.js'
 export { checkEtcdTlsFiles, DatastoreSettingError, etcdTlsFilesFromEnv, type EtcdTlsFiles } from './etcd-tls.js'
 // The Kubernetes API beside (or as) the datastore: the connection, credentials from the environment, informers.
-export { KubeHttp, kubeSourceOf, type KubeResponse, type KubeSource } from './kubernetes/kube-http.js'
+export { KubeHttp, kubeSourceOf, withRequestDeadline, type KubeResponse, type KubeSource } from './kubernetes/kube-http.js'
 export { Informer, objectKey, type InformerEvent, type InformerOptions } from './kubernetes/informer.js'
 export { type KubeObject, isObject as isJsonObject } from './kubernetes/objects.js'

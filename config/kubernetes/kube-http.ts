@@ -3,6 +3,7 @@
 // keep-alive connection pool, and watch streams read line by line. It knows HTTP, not the Datastore contract; every
 // request is bounded in time. The client module is loaded only when this is opened.
 
+import { AsyncLocalStorage } from 'node:async_hooks'
 import http from 'node:http'
 import https from 'node:https'
 import type { KubeConfig } from '@kubernetes/client-node'
@@ -59,6 +60,19 @@ function parseJson(text: string): unknown {
 }
 
 class StaleSocket extends Error {}
+
+/** The deadline (ms since the epoch) of the operation a request is made for, where one was set. */
+const operationDeadline = new AsyncLocalStorage<number>()
+
+/**
+ * Runs `fn` with each request it makes to an apiserver (through any KubeHttp) waited for until `deadline` (ms since
+ * the epoch) where that is later than the pool's own timeout: one deadline for an operation of several requests
+ * whose caller waits that long anyway (a pod's ADD), so a slow apiserver delays it rather than failing it. A
+ * connection refused or reset still fails at once.
+ */
+export function withRequestDeadline<T>(deadline: number, fn: () => Promise<T>): Promise<T> {
+  return operationDeadline.run(deadline, fn)
+}
 
 export class KubeHttp {
   private readonly agent: http.Agent
@@ -154,8 +168,10 @@ export class KubeHttp {
     const what = `${method} ${target}`
     this.counts.requests++
     const req = await this.open(method, target, text, contentType)
+    const deadline = operationDeadline.getStore()
+    const timeoutMs = deadline === undefined ? this.timeoutMs : Math.max(this.timeoutMs, deadline - Date.now())
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => req.destroy(new Error(`no answer within ${this.timeoutMs} ms`)), this.timeoutMs)
+      const timer = setTimeout(() => req.destroy(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs)
       req.on('response', (res) => {
         const chunks: Buffer[] = []
         res.on('data', (c: Buffer) => chunks.push(c))

@@ -12,7 +12,10 @@ export interface Faultable {
 
 export type Fault = 'freeze' | 'crash' | 'crash-down'
 
-/** Longer than the agent's request deadline (3.5 s, and etcd's 0.5 s connect), so writes it gave up on may land after. */
+/**
+ * Longer than the agent's request deadline (3.5 s, and etcd's 0.5 s connect), so writes it gave up on may land
+ * after; shorter than an ADD's own deadline on the kubernetes datastore (20 s), which a frozen apiserver delays.
+ */
 export const FREEZE_MS = 4300
 
 /** The fault of each round, once this many host veths of the burst exist (ADDs under way). */

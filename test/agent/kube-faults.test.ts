@@ -1,9 +1,10 @@
-// The kube-apiserver frozen (SIGSTOP past the agents' request deadline, then SIGCONT) or killed (SIGKILL, started
-// again at once or after the deadline) at several points of a burst of 20 parallel CNI ADDs through a real agent on
-// the kubernetes datastore, a second agent its BGP peer. Every ADD that fails answers CNI code 11 (try again later);
-// no two successful ADDs hold one address; the agents recover by themselves (the next round's ADDs and the DELs
-// succeed, retried as kubelet retries them); the BGP session never resets and each node's kernel keeps the other's
-// routes; and after every round's DELs `pintoctl ipam check` is clean with only the two anchor pods allocated.
+// The kube-apiserver frozen (SIGSTOP past the agents' request deadline but within an ADD's own, which waits it
+// out, then SIGCONT) or killed (SIGKILL, started again at once or after the deadline) at several points of a burst
+// of 20 parallel CNI ADDs through a real agent on the kubernetes datastore, a second agent its BGP peer. Every ADD
+// that fails answers CNI code 11 (try again later); no two successful ADDs hold one address; the agents recover by
+// themselves (the next round's ADDs and the DELs succeed, retried as kubelet retries them); the BGP session never
+// resets and each node's kernel keeps the other's routes; and after every round's DELs `pintoctl ipam check` is
+// clean with only the two anchor pods allocated.
 
 import t from 'tap'
 import { execa } from 'execa'

@@ -1,14 +1,15 @@
 // KubeHttp against a local HTTP server that answers as an apiserver does while a storage re-initialises: 429 with
 // Retry-After. The request is asked again after it, a bounded number of times, and what the server finally says
 // is what the caller gets. And against one that restarted behind the pool's kept-alive connections: a read goes
-// on to the next connection until one answers, a write's outcome is unknown ('unavailable').
+// on to the next connection until one answers, a write's outcome is unknown ('unavailable'). Within an operation's
+// deadline a slow answer is waited for past the pool's timeout.
 import t from 'tap'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { type AddressInfo, createServer as createTcpServer, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { DatastoreError } from '../../../config/index.js'
+import { DatastoreError, withRequestDeadline } from '../../../config/index.js'
 import { KubeHttp } from '../../../config/kubernetes/kube-http.js'
 
 /** A server whose answers come from `answer`, given the request's number; its kubeconfig; the requests it saw. */
@@ -102,4 +103,32 @@ t.test('a server that keeps answering 429 gets a bounded number of attempts, and
   const r = await http.request('PUT', '/apis/crd.projectcalico.org/v1/ipamblocks/b', undefined, { kind: 'IPAMBlock' })
   t.equal(r.status, 429)
   t.equal(s.seen.length, 5, 'the first try and four more')
+})
+
+t.test("within an operation's deadline a slow answer is waited for past the pool's timeout; a refused connection still fails at once", async (t) => {
+  const slowMs = 800
+  const srv = createServer((_req: IncomingMessage, res: ServerResponse) => {
+    setTimeout(() => {
+      res.writeHead(200, { 'content-type': 'application/json' })
+      res.end(JSON.stringify({ kind: 'List', items: [] }))
+    }, slowMs)
+  })
+  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise<void>((resolve) => srv.close(() => resolve())))
+  const http = await KubeHttp.connect({ kubeconfig: kubeconfigFor(t, (srv.address() as AddressInfo).port) }, 200)
+  t.teardown(() => http.close())
+  await t.rejects(http.request('GET', '/api/v1/pods'), /no answer within 200 ms/, "alone, the pool's 200 ms")
+  const r = await withRequestDeadline(Date.now() + 5000, () => http.request('GET', '/api/v1/pods'))
+  t.equal(r.status, 200, `answered after ${slowMs} ms within a 5 s deadline`)
+  await t.rejects(withRequestDeadline(Date.now() + 300, () => http.request('GET', '/api/v1/pods')), /no answer within (2\d\d|300) ms/, 'a deadline shorter than the answer still fails')
+
+  // Nothing listens on the port any more: refused at once, whatever the deadline.
+  const port = (srv.address() as AddressInfo).port
+  await new Promise<void>((resolve) => srv.close(() => resolve()))
+  http.close()
+  const again = await KubeHttp.connect({ kubeconfig: kubeconfigFor(t, port) }, 200)
+  t.teardown(() => again.close())
+  const started = Date.now()
+  await t.rejects(withRequestDeadline(Date.now() + 20_000, () => again.request('GET', '/api/v1/pods')), DatastoreError)
+  t.ok(Date.now() - started < 2000, `refused in ${Date.now() - started} ms, not at the deadline`)
 })

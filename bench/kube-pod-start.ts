@@ -69,35 +69,56 @@ interface PodWatch {
 
 /**
  * Watches the burst's pods: when the API first announced each, and when it announced it Ready. Resolves once the
- * watch request is open (kubectl's -v=6 log says so), so no pod created after it is missed.
+ * watch request is open (kubectl's -v=6 log says so), so no pod created after it is missed. A watch kubectl ends
+ * before it is stopped is started again (said, with why it ended): its first list brings what changed meanwhile,
+ * a pod that became Ready in the gap counted Ready when that list came.
  */
 async function watchPods(c: KubeCluster, selector: string): Promise<PodWatch> {
   const seen = new Map<string, number>()
   const ready = new Map<string, number>()
-  const child = spawn('ip', ['netns', 'exec', c.controlPlaneNs, join(c.binDir, 'kubectl'), '--kubeconfig', c.kubeconfig, '-v=6', 'get', 'pods', '-l', selector, '--watch', '-o',
-    'jsonpath={.metadata.name} {.status.conditions[?(@.type=="Ready")].status}{"\\n"}'], { stdio: ['ignore', 'pipe', 'pipe'] })
-  const open = new Promise<void>((resolve, reject) => {
+  let stopped = false
+  let child: ReturnType<typeof spawn> | undefined
+  const start = (): Promise<void> => {
+    const kubectl = (child = spawn('ip', ['netns', 'exec', c.controlPlaneNs, join(c.binDir, 'kubectl'), '--kubeconfig', c.kubeconfig, '-v=6', 'get', 'pods', '-l', selector, '--watch', '-o',
+      'jsonpath={.metadata.name} {.status.conditions[?(@.type=="Ready")].status}{"\\n"}'], { stdio: ['ignore', 'pipe', 'pipe'] }))
     let log = ''
-    child.stderr.on('data', (b: Buffer) => {
-      log += b.toString()
-      if (/watch=true\S*\s.*200 OK/.test(log)) resolve()
+    let opened = false
+    let rest = ''
+    kubectl.stdout?.on('data', (b: Buffer) => {
+      const now = Date.now()
+      const lines = (rest + b.toString()).split('\n')
+      rest = lines.pop() ?? ''
+      for (const line of lines) {
+        const [name, status] = line.trim().split(' ')
+        if (name === undefined || name === '') continue
+        if (!seen.has(name)) seen.set(name, now)
+        if (status === 'True' && !ready.has(name)) ready.set(name, now)
+      }
     })
-    child.once('exit', (code) => reject(new Error(`kubectl get pods --watch exited (${code}): ${log.slice(-500)}`)))
-  })
-  let rest = ''
-  child.stdout.on('data', (b: Buffer) => {
-    const now = Date.now()
-    const lines = (rest + b.toString()).split('\n')
-    rest = lines.pop() ?? ''
-    for (const line of lines) {
-      const [name, status] = line.trim().split(' ')
-      if (name === undefined || name === '') continue
-      if (!seen.has(name)) seen.set(name, now)
-      if (status === 'True' && !ready.has(name)) ready.set(name, now)
-    }
-  })
-  await open
-  return { seen, ready, stop: () => void child.kill() }
+    return new Promise<void>((resolve, reject) => {
+      kubectl.stderr?.on('data', (b: Buffer) => {
+        log = (log + b.toString()).slice(-4000)
+        if (!opened && /watch=true\S*\s.*200 OK/.test(log)) {
+          opened = true
+          resolve()
+        }
+      })
+      kubectl.once('exit', (code) => {
+        if (!opened) return reject(new Error(`kubectl get pods --watch exited (${code}): ${log.slice(-500)}`))
+        if (stopped) return
+        say(`    the pods' watch ended (kubectl exited ${code}: ${log.trim().split('\n').slice(-2).join(' | ').slice(0, 300)}); watching again`)
+        void start().catch((err: Error) => say(`    watching the pods again failed: ${err.message}`))
+      })
+    })
+  }
+  await start()
+  return {
+    seen, ready,
+    stop: () => {
+      stopped = true
+      child?.kill()
+    },
+  }
 }
 
 /** The kubelets' RunPodSandbox histogram, summed over `nodes`: cumulative counts by upper bound (seconds). */

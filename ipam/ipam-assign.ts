@@ -66,6 +66,37 @@ export class Assignments {
     // write is guarded; see IpamInputs). The reads, and the handle record of a new handle written for the block
     // this node last allocated from, touch no block: outside `exclusive`.
     if ((!ctx.fresh && this.ctx.store.transactions) || fast === 'stale') ctx = await this.ctx.inputsFor(req.node, true)
+    if (exclusive === direct) return this.general(req, want, ctx, exclusive)
+    // Where block writes join batches, an ADD finding no block to join for a family waits for the ADD already
+    // finding (or claiming) one, then joins that block's batch: a burst on a node with no room left makes one
+    // claim and one write, not one claim and then a write per pod in turn. With none under way it is that ADD.
+    const missing = ([4, 6] as const).filter((f) => want[f] > 0 && this.likelyBlocks(req, want, ctx).every(([b]) => b.family !== f))
+    const ahead = missing.flatMap((f) => this.finding.get(`${req.node}|${f}`) ?? [])
+    if (ahead.length > 0) await Promise.all(ahead)
+    const done = ahead.length === 0 && missing.length > 0 ? this.find(req.node, missing) : undefined
+    try {
+      return await this.general(req, want, ctx, exclusive)
+    } finally {
+      done?.()
+    }
+  }
+
+  /** Per node and family, the ADD finding a block to allocate from (none joined a batch): settles when it is done. */
+  private readonly finding = new Map<string, Promise<void>>()
+
+  /** Marks `node`'s `families` as being found a block; the function returned ends it. */
+  private find(node: string, families: readonly Family[]): () => void {
+    let end = (): void => undefined
+    const p = new Promise<void>((resolve) => (end = resolve))
+    for (const f of families) this.finding.set(`${node}|${f}`, p)
+    return () => {
+      for (const f of families) if (this.finding.get(`${node}|${f}`) === p) this.finding.delete(`${node}|${f}`)
+      end()
+    }
+  }
+
+  /** autoAssign past the one-transaction path: the handle record, then the batches or the general allocation. */
+  private async general(req: AutoAssignRequest, want: Readonly<Record<Family, number>>, ctx: AssignInputs, exclusive: Exclusive): Promise<AutoAssignResult> {
     const { pools, matcher } = ctx
     const likely = this.likelyBlocks(req, want, ctx).map(([b, n]): [Cidr, number, string] => [b, n, formatCidr(b)])
     // Where the block writes join batches, a new handle's record is created for those blocks unread: a record

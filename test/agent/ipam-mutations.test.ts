@@ -202,3 +202,25 @@ t.test('without transactions and with a view that follows the store, an ADD from
   d = diffCounts(store.counts(), before)
   t.ok(d.get + d.list >= 3, `the Node, the IPAMConfig and the pools read: ${JSON.stringify(d)}`)
 })
+
+t.test('without transactions, a burst on a node with no block yet: one ADD claims it, the others share the next block write', async (t) => {
+  const { inner, dir } = await storeWithPool(t)
+  const plain = withoutTransactions(inner)
+  const writes: string[] = []
+  const store: Datastore = {
+    ...plain,
+    transactions: false,
+    create: (key, value) => (writes.push(`create ${key}`), plain.create(key, value)),
+    update: (key, value, revision) => (writes.push(`update ${key}`), plain.update(key, value, revision)),
+  }
+  const svc = new IpamService({ store, node: 'n1', socket: join(dir, 'pinto.sock') })
+  t.teardown(() => svc.close(0))
+  const burst = await Promise.all(Array.from({ length: 20 }, (_, i) => svc.assign({ handle: `net.p${i}`, num4: 1 })))
+  t.equal(new Set(burst.map((r) => r.ipv4[0]?.address)).size, 20, 'twenty distinct addresses')
+  const blockCreates = writes.filter((w) => w.startsWith(`create ${BLOCKS_PREFIX}`)).length
+  const blockUpdates = writes.filter((w) => w.startsWith(`update ${BLOCKS_PREFIX}`)).length
+  t.equal(blockCreates, 1, 'one block claimed')
+  t.ok(blockUpdates <= 3, `${blockUpdates} block writes for 20 ADDs: the claiming ADD's, then the others together`)
+  const allocs = await svc.allocations('net.p')
+  t.equal(allocs.length, 20, 'each address in the block under its own handle')
+})

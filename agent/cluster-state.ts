@@ -30,6 +30,11 @@ export interface ClusterStateOptions {
 export class ClusterState {
   /** kind -> name -> entry: a lookup by name does not walk every resource of the cluster. */
   private readonly resources = new Map<ResourceKind, Map<string, ResourceEntry>>()
+  /**
+   * Each resource's record as last read: a put of the same bytes (a Kubernetes Node whose kubelet reported its
+   * status, which pinto's projection of it does not carry, after the list) takes the new revision and is no change.
+   */
+  private readonly values = new Map<string, string>()
   private readonly blockRecords = new Map<string, AllocationBlock>()
   /** A node's view: every affinity by key, for the owners of the blocks it does not hold. */
   private readonly affinities = new Map<string, AffinityRecord>()
@@ -69,6 +74,7 @@ export class ClusterState {
       node !== undefined ? this.store.list(AFFINITIES_PREFIX) : undefined,
     ])
     this.resources.clear()
+    this.values.clear()
     this.blockRecords.clear()
     this.affinities.clear()
     for (const kv of res.items) this.put(kv.key, kv.value, kv.revision)
@@ -132,11 +138,18 @@ export class ClusterState {
     if (id === undefined) return undefined
     let byName = this.resources.get(id.kind)
     if (byName === undefined) this.resources.set(id.kind, (byName = new Map<string, ResourceEntry>()))
+    const held = byName.get(id.name)
+    if (held !== undefined && this.values.get(key) === value) {
+      byName.set(id.name, { resource: held.resource, revision })
+      return undefined
+    }
     try {
       byName.set(id.name, { resource: decodeResource(value, key), revision })
+      this.values.set(key, value)
     } catch (err) {
       // Not held at all rather than held as it was: a reader never takes the previous record for the current one.
       byName.delete(id.name)
+      this.values.delete(key)
       this.log.warn({ key, err: (err as Error).message }, 'ignoring a record that does not decode')
     }
     return 'resources'
@@ -150,6 +163,7 @@ export class ClusterState {
     else if (this.affinities.delete(e.key)) topic = 'owners'
     else {
       const id = parseResourceKey(e.key)
+      this.values.delete(e.key)
       if (id !== undefined && this.resources.get(id.kind)?.delete(id.name) === true) topic = 'resources'
     }
     if (topic) this.emit(topic, topic === 'blocks' ? [before, this.blockRecords.get(e.key)] : [])

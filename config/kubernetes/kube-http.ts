@@ -61,6 +61,9 @@ function parseJson(text: string): unknown {
 
 class StaleSocket extends Error {}
 
+/** Requests in flight at once per pool; more wait for a connection. */
+const REQUEST_SOCKETS = 32
+
 /** The deadline (ms since the epoch) of the operation a request is made for, where one was set. */
 const operationDeadline = new AsyncLocalStorage<number>()
 
@@ -75,7 +78,10 @@ export function withRequestDeadline<T>(deadline: number, fn: () => Promise<T>): 
 }
 
 export class KubeHttp {
+  /** The requests' connections, at most REQUEST_SOCKETS at once. */
   private readonly agent: http.Agent
+  /** The watch streams' connections, one each for as long as it lasts: never taken from the requests. */
+  private readonly streamAgent: http.Agent
   private readonly mod: typeof http | typeof https
   private closed = false
   /** Requests made and watch streams opened, for the request-rate figures. */
@@ -90,7 +96,9 @@ export class KubeHttp {
     private readonly timeoutMs: number,
   ) {
     this.mod = url.protocol === 'https:' ? https : http
-    this.agent = url.protocol === 'https:' ? new https.Agent({ ...tls, keepAlive: true, maxSockets: 32 }) : new http.Agent({ keepAlive: true, maxSockets: 32 })
+    const pool = (maxSockets: number): http.Agent => (url.protocol === 'https:' ? new https.Agent({ ...tls, keepAlive: true, maxSockets }) : new http.Agent({ keepAlive: true, maxSockets }))
+    this.agent = pool(REQUEST_SOCKETS)
+    this.streamAgent = pool(Number.POSITIVE_INFINITY)
   }
 
   /** Reads the credentials (naming KUBECONFIG or the ServiceAccount files when they fail) and prepares the pool. */
@@ -126,7 +134,7 @@ export class KubeHttp {
     return out
   }
 
-  private async open(method: string, path: string, body: string | undefined, contentType: string): Promise<http.ClientRequest> {
+  private async open(method: string, path: string, body: string | undefined, contentType: string, agent = this.agent): Promise<http.ClientRequest> {
     if (this.closed) throw new DatastoreError('unavailable', `kubernetes datastore (${this.server}) is closed`)
     const headers: Record<string, string> = { ...(await this.authHeaders()), accept: 'application/json' }
     if (body !== undefined) {
@@ -134,7 +142,7 @@ export class KubeHttp {
       headers['content-length'] = String(Buffer.byteLength(body))
     }
     const basePath = this.url.pathname.replace(/\/$/, '')
-    return this.mod.request({ protocol: this.url.protocol, hostname: this.url.hostname.replace(/^\[|\]$/g, ''), port: this.url.port, path: `${basePath}${path}`, method, agent: this.agent, headers })
+    return this.mod.request({ protocol: this.url.protocol, hostname: this.url.hostname.replace(/^\[|\]$/g, ''), port: this.url.port, path: `${basePath}${path}`, method, agent, headers })
   }
 
   /** One request, answered within the timeout or failed 'unavailable' naming the server and what was asked. */
@@ -218,7 +226,7 @@ export class KubeHttp {
     }
     alive()
     this.counts.streams++
-    this.open('GET', withQuery(path, query), undefined, '').then(
+    this.open('GET', withQuery(path, query), undefined, '', this.streamAgent).then(
       (r) => {
         req = r
         if (ended) return void r.destroy()
@@ -256,5 +264,6 @@ export class KubeHttp {
   close(): void {
     this.closed = true
     this.agent.destroy()
+    this.streamAgent.destroy()
   }
 }

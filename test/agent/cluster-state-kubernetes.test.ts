@@ -124,6 +124,21 @@ spec: { cidr: 198.18.30.0/30, affinity: 'host:node-c', allocations: [null, null,
     await waitFor(() => (delivered.includes(blockKey(parseCidr('198.18.30.0/30'))) ? true : undefined), { timeoutMs: 10_000, what: 'the labelled block followed by the watch' })
   })
 
+  t.test("a Node's status report after the list is no change of the view; a label is", async (t) => {
+    await api.kubectlWithInput(JSON.stringify({ apiVersion: 'v1', kind: 'Node', metadata: { name: 'node-e', annotations: { 'projectcalico.org/IPv4Address': '192.0.2.50/24' } } }), 'create', '-f', '-')
+    const report = (n: number): Promise<string> => api.kubectl('patch', 'node', 'node-e', '--subresource=status', '--type=merge', '-p', JSON.stringify({ status: { conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: `report ${n}`, lastHeartbeatTime: new Date(Date.now() + n * 1000).toISOString().replace(/\.\d+Z$/, 'Z') }] } }))
+    await report(0)
+    const { cluster } = await view(store, 'node-e')
+    const changes: string[] = []
+    cluster.onChange((topic) => changes.push(topic))
+    const before = cluster.entry('Node', 'node-e')?.revision ?? 0
+    for (let n = 1; n <= 3; n++) await report(n)
+    await api.kubectl('label', 'node', 'node-e', 'rack=r1')
+    await waitFor(() => (cluster.get('Node', 'node-e')?.metadata.labels?.['rack'] === 'r1' ? true : undefined), { timeoutMs: 10_000, what: "the Node's new label in the view" })
+    t.same(changes, ['resources'], 'one change: the label; the three status reports none')
+    t.ok((cluster.entry('Node', 'node-e')?.revision ?? 0) > before, 'the revision held follows the Node')
+  })
+
   t.test('the view is not current while its watches reconnect after the apiserver went, and is again once they are answered', async (t) => {
     const { cluster } = await view(store, 'node-d')
     await waitFor(() => (cluster.current ? true : undefined), { timeoutMs: 10_000, what: 'the view current once its watches are answered' })
@@ -137,4 +152,5 @@ spec: { cidr: 198.18.30.0/30, affinity: 'host:node-c', allocations: [null, null,
     await waitFor(() => ([...cluster.blocks()].some((b) => b.cidr === '198.18.40.0/28') ? true : undefined), { timeoutMs: 10_000, what: 'a block written after the restart, in the view' })
     t.ok(cluster.current, 'and still current')
   })
+
 }

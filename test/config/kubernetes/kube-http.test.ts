@@ -2,7 +2,7 @@
 // Retry-After. The request is asked again after it, a bounded number of times, and what the server finally says
 // is what the caller gets. And against one that restarted behind the pool's kept-alive connections: a read goes
 // on to the next connection until one answers, a write's outcome is unknown ('unavailable'). Within an operation's
-// deadline a slow answer is waited for past the pool's timeout.
+// deadline a slow answer is waited for past the pool's timeout. Watch streams have connections of their own.
 import t from 'tap'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
@@ -131,4 +131,31 @@ t.test("within an operation's deadline a slow answer is waited for past the pool
   const started = Date.now()
   await t.rejects(withRequestDeadline(Date.now() + 20_000, () => again.request('GET', '/api/v1/pods')), DatastoreError)
   t.ok(Date.now() - started < 2000, `refused in ${Date.now() - started} ms, not at the deadline`)
+})
+
+t.test('watch streams never take the connections requests are made on: with 40 streams open a request is answered at once', async (t) => {
+  const held = new Set<ServerResponse>()
+  const srv = createServer((req: IncomingMessage, res: ServerResponse) => {
+    res.writeHead(200, { 'content-type': 'application/json' })
+    if (req.url?.includes('watch=1') === true) {
+      held.add(res)
+      return void res.write('')
+    }
+    res.end(JSON.stringify({ kind: 'List', items: [] }))
+  })
+  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => {
+    for (const r of held) r.destroy()
+    return new Promise<void>((resolve) => srv.close(() => resolve()))
+  })
+  const http = await KubeHttp.connect({ kubeconfig: kubeconfigFor(t, (srv.address() as AddressInfo).port) }, 2000)
+  t.teardown(() => http.close())
+  let opened = 0
+  const streams = Array.from({ length: 40 }, () => http.stream('/api/v1/pods', { watch: 1 }, 60_000, () => undefined, () => undefined, () => opened++))
+  t.teardown(() => streams.forEach((s) => s.close()))
+  const deadline = Date.now() + 10_000
+  while (opened < 40 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20))
+  t.equal(opened, 40, 'forty streams open at once')
+  const r = await http.request('GET', '/api/v1/pods')
+  t.equal(r.status, 200, 'and a request answered beside them')
 })

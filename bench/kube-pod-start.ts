@@ -8,7 +8,9 @@
 // network set-up is the CNI ADD), estimated from the histogram's buckets; on pinto's nodes, pinto-node's own
 // histogram of the ADDs it served (pinto_cni_request_duration_seconds): IPAM and wiring, the plugin's exec not in
 // it. A part's figure, beside the whole.
-// Run as root: npm run build && node dist/bench/kube-pod-start.js [--pods 100] [--nodes 4] [--rounds 2]
+// pinto's datastore is the Kubernetes API (the KDD manifest) or, with --datastore etcd, an etcd of its own (the
+// etcd manifest, as the real-cluster tests install it).
+// Run as root: npm run build && node dist/bench/kube-pod-start.js [--pods 100] [--nodes 4] [--rounds 2] [--datastore kubernetes|etcd]
 
 import { execFile, spawn } from 'node:child_process'
 import { rmSync, writeFileSync } from 'node:fs'
@@ -18,12 +20,13 @@ import { promisify } from 'node:util'
 import { KubeCluster, MANIFESTS } from '../agent/demo/kube/cluster.js'
 import { BUSYBOX_IMAGE } from '../agent/demo/kube/images.js'
 import { ROOT } from '../agent/demo/cluster-spec.js'
-import { numberArg } from './args.js'
+import { numberArg, stringArg } from './args.js'
 
 const PODS = numberArg('--pods', 100)
 const NODES = numberArg('--nodes', 4)
 const execFileP = promisify(execFile)
 const ROUNDS = numberArg('--rounds', 2)
+const DATASTORE = stringArg('--datastore') ?? 'kubernetes'
 const NETWORKS = ['pinto', 'reference'] as const
 type Network = (typeof NETWORKS)[number]
 const LABEL = 'bench.pinto.dev/network'
@@ -219,16 +222,17 @@ async function runBurst(c: KubeCluster, network: Network, round: number, nodes: 
 
 async function main(): Promise<void> {
   if (process.getuid?.() !== 0) throw new Error('the cluster makes namespaces, mounts and cgroups: run as root')
+  if (DATASTORE !== 'kubernetes' && DATASTORE !== 'etcd') throw new Error(`--datastore: kubernetes or etcd, got ${JSON.stringify(DATASTORE)}`)
   if (NODES < 2 || NODES % 2 !== 0) throw new Error(`--nodes: an even number of at least 2 (half pinto, half the reference), got ${NODES}`)
   const { buildImage } = (await import(pathToFileURL(join(ROOT, 'scripts', 'image.js')).href)) as { buildImage: () => { image: string } }
   const { podmanEnv } = (await import(pathToFileURL(join(ROOT, 'scripts', 'podman-env.js')).href)) as { podmanEnv: () => NodeJS.ProcessEnv }
   const image = buildImage().image
-  const c = KubeCluster.prepare({ nodes: NODES, image, podmanEnv: podmanEnv(), installPinto: false, dns: false, pintoNodeSelector: { [LABEL]: 'pinto' }, say: (l) => say(`  ${l}`) })
+  const c = KubeCluster.prepare({ nodes: NODES, image, podmanEnv: podmanEnv(), datastore: DATASTORE, installPinto: false, dns: false, pintoNodeSelector: { [LABEL]: 'pinto' }, say: (l) => say(`  ${l}`) })
   const stop = (): void => void c.destroy().then(() => process.exit(130))
   process.once('SIGINT', stop)
   process.once('SIGTERM', stop)
   try {
-    say(`kube-pod-start: ${NODES} nodes, ${NODES / 2} with pinto and ${NODES / 2} with ptp + host-local; ${PODS} pods at once, ${ROUNDS} rounds each`)
+    say(`kube-pod-start: ${NODES} nodes, ${NODES / 2} with pinto (datastore: ${DATASTORE === 'etcd' ? 'an etcd of its own' : 'the Kubernetes API'}) and ${NODES / 2} with ptp + host-local; ${PODS} pods at once, ${ROUNDS} rounds each`)
     await c.start()
     const half = { pinto: c.nodes.slice(0, NODES / 2), reference: c.nodes.slice(NODES / 2) }
     for (const n of half.pinto) await c.kubectl(['label', 'node', n.spec.name, `${LABEL}=pinto`])
@@ -236,7 +240,7 @@ async function main(): Promise<void> {
       await c.kubectl(['label', 'node', n.spec.name, `${LABEL}=reference`])
       writeFileSync(join(n.cniConfDir, '10-reference.conflist'), JSON.stringify(referenceConflist(`198.19.${i}.0/24`)))
     }
-    await c.installPinto(MANIFESTS.kubernetes)
+    await c.installPinto(MANIFESTS[DATASTORE])
     const rounds: Round[] = []
     for (let r = 0; r < ROUNDS; r++) {
       // Alternate which goes first, so neither always meets the other's leftovers.

@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { stopProcess } from './stop-process.js'
 
 export const ETCD_BIN = process.env['PINTO_ETCD_BIN'] ?? '/usr/bin/etcd'
 const ETCDCTL_BIN = process.env['PINTO_ETCDCTL_BIN'] ?? '/usr/bin/etcdctl'
@@ -179,7 +180,7 @@ async function startOnce(deadlineMs: number, options: EtcdStartOptions): Promise
     get pid() {
       return child.pid ?? -1
     },
-    freeze: () => void process.kill(instance.pid, 'SIGSTOP'),
+    freeze: () => stopProcess(instance.pid),
     thaw: () => void process.kill(instance.pid, 'SIGCONT'),
     async crash() {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')

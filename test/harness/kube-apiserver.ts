@@ -15,6 +15,7 @@ import { freePort, startEtcd, type EtcdInstance } from './etcd.js'
 import { kubernetesBin } from './kubernetes-bin.js'
 import { isAlive } from './pid.js'
 import { waitFor } from './wait.js'
+import { stopProcess } from './stop-process.js'
 
 export interface KubeApiserverOptions {
   /** The Service ClusterIP range; its first address becomes the `kubernetes` Service's (and a SAN of the cert). */
@@ -187,7 +188,8 @@ export async function startKubeApiserver(t: Teardown, options: KubeApiserverOpti
   const signal = (sig: NodeJS.Signals): void => {
     const pid = current().pid
     if (pid === undefined || pid <= 0) throw new Error('kube-apiserver has no process to signal')
-    process.kill(pid, sig)
+    if (sig === 'SIGSTOP') stopProcess(pid)
+    else process.kill(pid, sig)
   }
   return {
     url, kubeconfig, token, ca, dir, binDir, etcd,

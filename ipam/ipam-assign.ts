@@ -98,10 +98,11 @@ export class Assignments {
   /** autoAssign past the one-transaction path: the handle record, then the batches or the general allocation. */
   private async general(req: AutoAssignRequest, want: Readonly<Record<Family, number>>, ctx: AssignInputs, exclusive: Exclusive): Promise<AutoAssignResult> {
     const { pools, matcher } = ctx
-    const likely = this.likelyBlocks(req, want, ctx).map(([b, n]): [Cidr, number, string] => [b, n, formatCidr(b)])
+    const likely = this.likelyBlocks(req, want, ctx)
+    const counts = likely.map(([b, n]): [string, number] => [formatCidr(b), n])
     // Where the block writes join batches, a new handle's record is created for those blocks unread: a record
     // already there ('exists', a retried ADD) is read, and what it holds served, as on every other path.
-    const created = exclusive !== direct && likely.length > 0 ? await this.handles.createNew(req.handle, likely.map(([, n, b]) => [b, n])) : undefined
+    const created = exclusive !== direct && likely.length > 0 ? await this.handles.createNew(req.handle, counts) : undefined
     const h = created !== undefined ? { kv: created, addrs: [] } : await this.handles.heldBy(req.handle)
     const held = h.addrs
     const claim = new HandleClaim(req.handle, this.handles.write, h.kv ?? 'absent', held)
@@ -111,7 +112,7 @@ export class Assignments {
       if (h.kv === undefined || created !== undefined) {
         // A new handle: its record counts the blocks this node last allocated from, and (queued with their
         // turn, where the caller queues) each family joins the next write to that block with the other ADDs.
-        await claim.coverEach(likely.map(([, n, b]) => [b, n]))
+        await claim.coverEach(counts)
         if (exclusive !== direct) {
           const joined = await Promise.all(likely.map(([b, n]) => this.batches.assign(b, req, n, claim, exclusive)))
           got.push(...joined.flat())

@@ -6,9 +6,10 @@
 // restart.
 
 import { createHash } from 'node:crypto'
+import { readFile } from 'node:fs/promises'
 import { pino, type Logger } from 'pino'
 import { BgpSpeaker, SpeakerBfd } from '../bgp/index.js'
-import { Informer, type KubeHttp, openDatastore, parseDatastoreSpec, type Datastore, type Node } from '../config/index.js'
+import { FanoutDatastore, Informer, type KubeHttp, openDatastore, parseDatastoreSpec, type Datastore, type Node } from '../config/index.js'
 import { Dataplane, ExecaRunner, RouteSocket, type ProcessRunner } from '../felix/index.js'
 import { FibApplyLog } from './api/index.js'
 import { ClusterState } from './cluster-state.js'
@@ -27,7 +28,8 @@ import { MonitoredDatastore } from './datastore-health.js'
 import { NO_CREDENTIALS_PODS } from './kube-pods.js'
 import { openKubernetesApi, type KubernetesApi } from './kubernetes-api.js'
 import { AnnouncementRefusals } from './refusals.js'
-import type { AgentSettings } from './settings.js'
+import { fanoutEndpoints } from './fanout/endpoints.js'
+import type { AgentSettings, FanoutSetting } from './settings.js'
 
 export class PintoNode {
   readonly log: Logger
@@ -75,14 +77,15 @@ export class PintoNode {
       log.info({ caFile: s.etcdTls.ca, certFile: s.etcdTls.cert, keyFile: s.etcdTls.key }, 'etcd TLS files read once now; restart pinto-node to use renewed ones')
     }
     const opened = await openDatastore(s.datastore, { etcdTls: s.etcdTls })
-    const store = (this.store = new MonitoredDatastore(opened, { log: log.child({ component: 'datastore' }) }))
+    const kube = (this.kube = await this.openKubernetes(opened))
+    const followed = s.fanout === undefined ? opened : await this.openFanout(opened, s.fanout, kube)
+    const store = (this.store = new MonitoredDatastore(followed, { log: log.child({ component: 'datastore' }) }))
     const cluster = (this.cluster = new ClusterState(store, log.child({ component: 'datastore' }), { node: s.nodeName }))
     await cluster.start()
     const addresses = await detectNodeAddresses(this.runner, { settings: s, cluster, log })
     const ctx: AgentContext = { settings: s, log, store, cluster, addresses, startedAt: this.startedAt }
 
     const onKubernetes = parseDatastoreSpec(s.datastore).kind === 'kubernetes'
-    const kube = (this.kube = await this.openKubernetes(opened))
     const registration = (this.registration = new Registration(ctx))
     if (onKubernetes) await registration.awaitKubernetesNode()
     else if (kube !== undefined) await registration.tieToKubernetes(kube.http)
@@ -168,6 +171,28 @@ export class PintoNode {
     }
     this.log.info({ from: kube.from }, 'Service addresses follow the Kubernetes API')
     return kube
+  }
+
+  /**
+   * The datastore with what every agent follows served by the fan-out (pinto-fanout): its replicas as given, or
+   * the ready endpoints of its Service, read through the Kubernetes API.
+   */
+  private async openFanout(store: Datastore, fanout: FanoutSetting, kube: KubernetesApi | undefined): Promise<Datastore> {
+    const s = this.settings
+    const token = s.fanoutTokenFile === undefined ? undefined : (await readFile(s.fanoutTokenFile, 'utf8').catch((err: Error) => {
+      throw new Error(`PINTO_FANOUT_TOKEN_FILE: cannot read ${s.fanoutTokenFile}: ${err.message}`)
+    })).trim()
+    let resolve: (() => Promise<string[]>) | undefined
+    if ('service' in fanout) {
+      const { namespace, name } = fanout.service
+      if (kube === undefined) throw new Error(`PINTO_FANOUT_SERVICE=${namespace}/${name}: the Kubernetes API cannot be used to find it`)
+      resolve = () => fanoutEndpoints(kube.http, namespace, name)
+    }
+    const addresses = 'addresses' in fanout ? fanout.addresses : await (resolve as () => Promise<string[]>)()
+    // Agents spread over the replicas by node name; each moves on to the next one after a failure.
+    const start = [...s.nodeName].reduce((h, c) => (h * 31 + c.charCodeAt(0)) >>> 0, 7)
+    this.log.info({ addresses, ...('service' in fanout ? { service: `${fanout.service.namespace}/${fanout.service.name}` } : {}) }, 'following the cluster through the fan-out')
+    return new FanoutDatastore(store, { addresses, start, token, resolve })
   }
 
   /** felix's dataplane, writing through its own rtnetlink socket when it can. */

@@ -26,6 +26,10 @@ export type AddressMethod =
   | { readonly kind: 'can-reach'; readonly destination: string }
   | { readonly kind: 'explicit'; readonly address: string; readonly prefixLength: number }
 
+export type FanoutSetting =
+  | { readonly addresses: readonly string[] }
+  | { readonly service: { readonly namespace: string; readonly name: string } }
+
 export type EncapSetting = 'Never' | 'Always' | 'CrossSubnet'
 
 export interface AgentSettings {
@@ -84,6 +88,13 @@ export interface AgentSettings {
   readonly kube: KubeSource | undefined
   /** PINTO_POD_GC_GRACE_SECONDS: how long a pod is gone from the API before its addresses are freed; 0 turns pod GC off. */
   readonly podGcGraceSeconds: number
+  /**
+   * The fan-out (pinto-fanout) the agent follows the cluster through: its replicas' addresses, or the Kubernetes
+   * Service whose ready endpoints they are; undefined: the datastore itself.
+   */
+  readonly fanout: FanoutSetting | undefined
+  /** PINTO_FANOUT_TOKEN_FILE: the bearer token the fan-out wants, read once at start. */
+  readonly fanoutTokenFile: string | undefined
 }
 
 type Env = Readonly<Record<string, string | undefined>>
@@ -157,6 +168,35 @@ function cidr(name: string, value: string, v6: boolean): string {
   const c = tryAddr(() => parseCidr(value, name, { family: v6 ? 6 : 4 }))
   if (c instanceof AddrError) throw new SettingsError(name, c.reason)
   return value
+}
+
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/
+
+/** PINTO_FANOUT_ADDRESSES (host:port[,host:port]) or PINTO_FANOUT_SERVICE (namespace/name), not both. */
+function fanoutSetting(env: Env, kube: KubeSource | undefined): FanoutSetting | undefined {
+  const addresses = env.PINTO_FANOUT_ADDRESSES ?? ''
+  const service = env.PINTO_FANOUT_SERVICE ?? ''
+  if (addresses !== '' && service !== '') throw new SettingsError('PINTO_FANOUT_SERVICE', 'set it or PINTO_FANOUT_ADDRESSES, not both')
+  if (addresses !== '') {
+    return {
+      addresses: addresses.split(',').map((a, i) => {
+        try {
+          const { host, port } = parseListen(a.trim())
+          if (port === 0) throw new Error('port 0')
+          return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`
+        } catch (err) {
+          throw new SettingsError('PINTO_FANOUT_ADDRESSES', `address ${i + 1} (${JSON.stringify(a)}): expected host:port with a port 1-65535 (${(err as Error).message})`)
+        }
+      }),
+    }
+  }
+  if (service === '') return undefined
+  const [namespace, name, ...rest] = service.split('/')
+  if (rest.length > 0 || namespace === undefined || name === undefined || !DNS_LABEL.test(namespace) || !DNS_LABEL.test(name)) {
+    throw new SettingsError('PINTO_FANOUT_SERVICE', `${JSON.stringify(service)}: expected namespace/name of a Service, e.g. kube-system/pinto-fanout`)
+  }
+  if (kube === undefined && env.PINTO_DATASTORE !== 'kubernetes') throw new SettingsError('PINTO_FANOUT_SERVICE', 'a Service is found through the Kubernetes API: set KUBECONFIG or run in a pod, or give PINTO_FANOUT_ADDRESSES')
+  return { service: { namespace, name } }
 }
 
 export function settingsFromEnv(env: Env): AgentSettings {
@@ -237,5 +277,7 @@ export function settingsFromEnv(env: Env): AgentSettings {
     secretsDir: text(env, 'PINTO_SECRETS_DIR', '/etc/pinto/secrets'),
     kube,
     podGcGraceSeconds: integer(env, 'PINTO_POD_GC_GRACE_SECONDS', 900, 0, 86400 * 7),
+    fanout: fanoutSetting(env, kube),
+    fanoutTokenFile: env.PINTO_FANOUT_TOKEN_FILE === undefined || env.PINTO_FANOUT_TOKEN_FILE === '' ? undefined : env.PINTO_FANOUT_TOKEN_FILE,
   }
 }

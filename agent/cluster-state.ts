@@ -27,6 +27,10 @@ export interface ClusterStateOptions {
   readonly node?: string
 }
 
+/** The first relist after a watch failed, and the longest wait between relists that fail. */
+const RELIST_MS = 1000
+const RELIST_MAX_MS = 10_000
+
 export class ClusterState {
   /** kind -> name -> entry: a lookup by name does not walk every resource of the cluster. */
   private readonly resources = new Map<ResourceKind, Map<string, ResourceEntry>>()
@@ -90,7 +94,7 @@ export class ClusterState {
       failed = true
       this.watching = false
       this.log.warn({ err: err.message }, err instanceof DatastoreError && err.code === 'compacted' ? 'watch fell behind a compaction: listing again' : 'datastore watch failed: listing again')
-      setTimeout(() => void this.resync().catch((e: Error) => this.log.error({ err: e.message }, 'resync failed')), 1000).unref()
+      this.relistLater(RELIST_MS)
     }
     const onEvent = (e: WatchEvent): void => this.onEvent(e)
     this.watches = [this.store.watch(RESOURCE_KEY_PREFIX, res.revision + 1, onEvent, onError)]
@@ -99,6 +103,17 @@ export class ClusterState {
     }
     if (affinities !== undefined) this.watches.push(this.store.watch(AFFINITIES_PREFIX, affinities.revision + 1, onEvent, onError))
     this.watching = !failed
+  }
+
+  /** Lists again after `ms`, and again (backing off) for as long as listing fails: the view never stays unwatched. */
+  private relistLater(ms: number): void {
+    setTimeout(() => {
+      if (this.closed) return
+      this.resync().catch((e: Error) => {
+        this.log.error({ err: e.message, retryMs: Math.min(RELIST_MAX_MS, ms * 2) }, 'listing again failed: trying again')
+        this.relistLater(Math.min(RELIST_MAX_MS, ms * 2))
+      })
+    }, ms).unref()
   }
 
   /**

@@ -93,12 +93,13 @@ function assemble(node) {
   // cpSync copies the hard link as a second file: make it one again (one 150 MB file under two names).
   rmSync(join(app, 'dist', 'sea', 'pinto-ipam'))
   linkSync(join(app, 'dist', 'sea', 'pinto'), join(app, 'dist', 'sea', 'pinto-ipam'))
-  for (const f of ['pinto-node.js', 'pintoctl.js']) put(join(root, 'bin', f), join(APP, 'bin', f))
+  for (const f of ['pinto-node.js', 'pintoctl.js', 'pinto-fanout.js']) put(join(root, 'bin', f), join(APP, 'bin', f))
   put(join(root, 'package.json'), join(APP, 'package.json'))
   cpSync(productionModules(), join(app, 'node_modules'), { recursive: true, verbatimSymlinks: true })
   // The agent's V8 flags as in bin/pinto-node.js's #! line (`env -S`: the image has no /usr/bin/env).
   writeText('/usr/local/bin/pinto-node', `#!/bin/sh\nexec /usr/local/bin/node --max-semi-space-size=2 --heap-growing-percent=30 ${APP}/bin/pinto-node.js "$@"\n`, 0o755)
   writeText('/usr/local/bin/pintoctl', `#!/bin/sh\nexec /usr/local/bin/node ${APP}/bin/pintoctl.js "$@"\n`, 0o755)
+  writeText('/usr/local/bin/pinto-fanout', `#!/bin/sh\nexec /usr/local/bin/node ${APP}/bin/pinto-fanout.js "$@"\n`, 0o755)
 
   writeText('/etc/passwd', 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n')
   writeText('/etc/group', 'root:x:0:\nnogroup:x:65534:\n')

@@ -5,6 +5,7 @@
 import t, { type Test } from 'tap'
 import pino from 'pino'
 import type { AddressInfo } from 'node:net'
+import { createServer } from 'node:http'
 import { ClusterState } from '../../agent/cluster-state.js'
 import { buildFanoutServer } from '../../agent/fanout/server.js'
 import { FanoutView } from '../../agent/fanout/view.js'
@@ -94,6 +95,32 @@ t.test('a cluster view over the fan-out follows the store, and after the fan-out
   await waitFor(() => cluster.get('IPPool', 'b') !== undefined && cluster.get('IPPool', 'a') === undefined && cluster.current, { timeoutMs: 15_000, what: 'the view listed again from the new fan-out' })
   t.not(again.view.epoch, fan.view.epoch, 'the new fan-out is another epoch')
   t.pass('what changed while the fan-out was down is in the view')
+})
+
+t.test('a view whose relist fails lists again until it succeeds (a fan-out replaced by one not ready yet)', async (t) => {
+  const { store } = await embeddedStore(t)
+  const fan = await serve(t, store)
+  const port = Number(fan.address.split(':')[1])
+  const cluster = new ClusterState(new FanoutDatastore(store, { addresses: [fan.address] }), silent, { blocks: false })
+  t.teardown(() => cluster.close())
+  await cluster.start()
+  await fan.close()
+  // In its place, one that has not listed yet: its watch says list again, its listing is unavailable.
+  let lists = 0
+  const stub = createServer((req, res) => {
+    const listing = req.url?.startsWith('/v1/list') === true
+    if (listing) lists++
+    res.writeHead(listing ? 503 : 410, { 'content-type': 'application/json' })
+    res.end(JSON.stringify({ error: { code: listing ? 'unavailable' : 'compacted', message: 'not listed yet' } }))
+  })
+  await new Promise<void>((resolve) => stub.listen(port, '127.0.0.1', resolve))
+  await waitFor(() => lists >= 2, { timeoutMs: 20_000, what: 'the view listing again after a failed listing' })
+  await new Promise<void>((resolve) => stub.close(() => resolve()))
+  stub.closeAllConnections()
+  await serve(t, store, { port })
+  await store.create(resourceKey('IPPool', 'late'), encodeResource(pool('late', '10.3.0.0/16')))
+  await waitFor(() => cluster.get('IPPool', 'late') !== undefined && cluster.current, { timeoutMs: 30_000, what: 'the view following the new fan-out' })
+  t.pass(`the view listed again ${lists} times while the listing failed, then followed the new fan-out`)
 })
 
 t.test('a dropped stream goes on after its last event, when the fan-out still keeps it', async (t) => {

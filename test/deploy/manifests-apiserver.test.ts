@@ -52,6 +52,16 @@ else {
     t.equal(await api.kubectl('-n', 'kube-system', 'get', 'configmap', 'pinto-config', '-o', 'jsonpath={.data.datastore}'), 'kubernetes')
   })
 
+  t.test('the fan-out applies server-side over the kubernetes-datastore variant, with the settings pinto-node reads', async (t) => {
+    const out = await api.kubectl('apply', '--server-side', '-k', join(DIR, 'fanout'))
+    t.match(out, /deployment\.apps\/pinto-fanout serverside-applied/)
+    t.match(out, /service\/pinto-fanout serverside-applied/)
+    t.equal(await api.kubectl('-n', 'kube-system', 'get', 'configmap', 'pinto-config', '-o', 'jsonpath={.data.fanout_service}'), '', 'off until the operator names it')
+    const env = JSON.parse(await api.kubectl('-n', 'kube-system', 'get', 'ds', 'pinto-node', '-o', 'jsonpath={.spec.template.spec.containers[0].env}')) as { name: string }[]
+    t.ok(env.some((e) => e.name === 'PINTO_FANOUT_SERVICE') && env.some((e) => e.name === 'PINTO_FANOUT_TOKEN_FILE'), 'pinto-node reads the fan-out settings')
+    t.equal(await api.kubectl('-n', 'kube-system', 'get', 'deploy', 'pinto-fanout', '-o', 'jsonpath={.spec.template.spec.serviceAccountName}'), 'pinto-node')
+  })
+
   t.test("with pinto-node's ServiceAccount alone, pinto does what pinto-node does", async (t) => {
     const token = (await api.kubectl('-n', 'kube-system', 'create', 'token', 'pinto-node', '--duration=1h')).trim()
     const kubeconfig = join(api.dir, 'pinto-node.kubeconfig')

@@ -74,6 +74,8 @@ function parseEvent(line: string): (WatchEvent & { seq: number }) | { type: 'tic
 export class FanoutDatastore implements Datastore {
   readonly transactions: boolean
   readonly nodeBlocks: Datastore['nodeBlocks']
+  /** The datastore's own apiserver connection where it has one (the kubernetes datastore's), for the agent's other readers. */
+  readonly api: unknown
   private addresses: readonly string[]
   private current: number
   /** Failures in a row, over every replica; at their number the replicas are found again (options.resolve). */
@@ -94,6 +96,7 @@ export class FanoutDatastore implements Datastore {
     this.current = Math.abs(options.start ?? 0) % options.addresses.length
     this.transactions = inner.transactions
     this.nodeBlocks = inner.nodeBlocks
+    this.api = (inner as { readonly api?: unknown }).api
   }
 
   /** Whether the fan-out serves `prefix`. */

@@ -174,6 +174,13 @@ t.test('a token is asked for when set', async (t) => {
   t.same(ok.items, [])
 })
 
+t.test('the datastore\'s own apiserver connection is still found through the fan-out\'s datastore', async (t) => {
+  const { store } = await embeddedStore(t)
+  const api = { connection: true }
+  const kube = new Proxy(store, { get: (target, p, r) => (p === 'api' ? api : Reflect.get(target, p, r) as unknown) })
+  t.equal(new FanoutDatastore(kube, { addresses: ['127.0.0.1:1'] }).api, api, 'the pods\' reader uses the datastore\'s connection, not one of its own')
+})
+
 t.test('a replica that does not answer is passed over for the next', async (t) => {
   const { store } = await embeddedStore(t)
   const fan = await serve(t, store)

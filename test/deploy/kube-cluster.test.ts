@@ -4,7 +4,8 @@
 // Deployment of six pods spread over the nodes gets pinto addresses; every pod reaches every pod and every
 // node, and a ClusterIP and a NodePort Service answer from every node and every pod through kube-proxy. The
 // DaemonSet is rolled to a rebuilt image while the pods ping each other and the rack's BIRD logs its routes;
-// then a lost kubelet, a drain and a deleted node, and pinto reinstalled from its Helm chart.
+// pinto-fanout is turned on for that update, and the agents stay behind it for a lost kubelet, a drain and a
+// deleted node; then pinto reinstalled from its Helm chart.
 
 import t from 'tap'
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -12,6 +13,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { execa } from 'execa'
+import { parseAllDocuments } from 'yaml'
 import { CHART, CLUSTER_BINARIES, KubeCluster, nodeAddress, POD_CIDR, MANIFESTS } from '../../agent/demo/kube/cluster.js'
 import { importImages, podmanImage } from '../../agent/demo/kube/images.js'
 import { cgroupDirs, type KubeNode } from '../../agent/demo/kube/kube-node.js'
@@ -24,6 +26,7 @@ import { waitFor } from '../harness/wait.js'
 import { drainAndDeleteNode, podGcBehindStoppedKubelet } from './kube-steps.js'
 import { birdWithdrawals, longestGap, startPing } from './continuous-ping.js'
 
+const FANOUT_MANIFEST = join(ROOT, 'deploy', 'kubernetes', 'fanout', 'pinto-fanout.yaml')
 const hasPodman = existsSync('/usr/bin/podman')
 const unavailable = await kubernetesUnavailable()
 const skip = process.getuid?.() !== 0 ? 'needs root' : !hasPodman ? 'podman is not installed (it builds pinto\'s image)' : unavailable ?? false
@@ -107,6 +110,14 @@ t.test('pinto installed into a three-node Kubernetes cluster as an operator does
   }
   t.same(serviceFailures, [], `the ClusterIP and the NodePort on every node answer from every pod and every node (${(pods.length + 3) * viaService.length} requests)`)
 
+  // pinto-fanout (Typha's place) turned on as its manifest says: the Deployment and Service, then pinto-config
+  // naming the Service; the rolling update below brings every pinto-node up behind it, and everything after runs so.
+  const fanoutObjects = parseAllDocuments(readFileSync(FANOUT_MANIFEST, 'utf8'), { version: '1.1' }).map((d) => d.toJS() as { kind: string; spec?: { template?: { spec: { containers: { image: string }[] } } } })
+  for (const o of fanoutObjects) for (const c of o.spec?.template?.spec.containers ?? []) c.image = image
+  await cluster.kubectl(['apply', '--server-side', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: fanoutObjects }))
+  await cluster.kubectl(['-n', 'kube-system', 'rollout', 'status', 'deploy/pinto-fanout', '--timeout=180s'])
+  await cluster.kubectl(['-n', 'kube-system', 'patch', 'configmap', 'pinto-config', '--type', 'merge', '-p', JSON.stringify({ data: { fanout_service: 'kube-system/pinto-fanout' } })])
+
   // A rolling update of the DaemonSet to a rebuilt image, driven by the DaemonSet controller (maxUnavailable 1),
   // while every pod pings every pod on the other nodes ten times a second and BIRD, the rack's router, logs
   // every route change.
@@ -159,6 +170,11 @@ t.test('pinto installed into a three-node Kubernetes cluster as an operator does
   t.same(trace.gone, [], 'no pod block left the rack router\'s table during the update')
   t.same(trace.ownWithdrawn, [], 'no node\'s own block was withdrawn at the rack router (graceful restart kept it)')
   t.same(await tor.learned(), learnedBefore, 'the rack router holds the same blocks after the update')
+  const fanoutLogs = await Promise.all(nodeNames.map(async (n) => {
+    const pod = JSON.parse(await cluster.kubectl(['-n', 'kube-system', 'get', 'pods', '-l', 'k8s-app=pinto-node', '--field-selector', `spec.nodeName=${n}`, '-o', 'json'])) as { items: { metadata: { name: string } }[] }
+    return cluster.kubectl(['-n', 'kube-system', 'logs', pod.items[0]!.metadata.name, '-c', 'pinto-node'])
+  }))
+  t.ok(fanoutLogs.every((l) => /following the cluster through the fan-out/.test(l)), 'after the update every pinto-node follows the cluster through pinto-fanout, found from its Service')
 
   // What pintoctl on a node says of an address.
   const ipamShow = async (ip: string): Promise<string> => {
@@ -184,6 +200,7 @@ t.test('pinto installed into a three-node Kubernetes cluster as an operator does
   // CoreDNS's address would not survive pinto's IPAM going with the CRDs: it leaves first and comes back after.
   await cluster.kubectl(['-n', 'kube-system', 'scale', 'deploy/coredns', '--replicas=0'])
   await waitFor(async () => (await cluster.kubectl(['-n', 'kube-system', 'get', 'pods', '-l', 'k8s-app=kube-dns', '-o', 'name'])).trim() === '' || undefined, { timeoutMs: 120_000, what: 'CoreDNS stopped' })
+  await cluster.kubectl(['-n', 'kube-system', 'delete', 'deploy/pinto-fanout', 'service/pinto-fanout', '--wait=true', '--timeout=120s'])
   await cluster.kubectl(['delete', '-f', MANIFESTS.kubernetes, '--wait=true', '--timeout=180s'])
   await cluster.installPintoChart(CHART)
   await cluster.kubectl(['-n', 'kube-system', 'scale', 'deploy/coredns', '--replicas=1'])

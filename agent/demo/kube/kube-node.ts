@@ -268,8 +268,10 @@ export class KubeNode {
   }
 
   private run(name: string, args: readonly string[]): void {
-    // containerd finds its runc shim on PATH.
-    const env = { ...process.env, PATH: `${this.spec.bin}:${process.env['PATH'] ?? '/usr/sbin:/usr/bin:/sbin:/bin'}` }
+    // A node's daemons start from a service manager's environment, not from whoever made the node: PATH (where
+    // containerd finds its runc shim) and HOME. The plugins the runtime execs inherit it, so this shell's NODE_*
+    // variables, say, would make every exec of pinto's plugin start twice (cni/sea-env.ts).
+    const env = { PATH: `${this.spec.bin}:${process.env['PATH'] ?? '/usr/sbin:/usr/bin:/sbin:/bin'}`, HOME: '/root' }
     this.children.push(spawnLogged(['nsenter', '-t', String(this.pid), '-m', '-n', '--', join(this.spec.bin, name), ...args], join(this.spec.dir, `${name}.log`), env))
   }
 

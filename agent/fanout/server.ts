@@ -23,6 +23,14 @@ function fail(reply: FastifyReply, err: unknown): { error: { code: string; messa
   return { error: { code, message: (err as Error).message } }
 }
 
+/** Each event's line, made once for all the agents it is sent to. */
+const lines = new WeakMap<FanoutEvent, string>()
+function lineOf(e: FanoutEvent): string {
+  let line = lines.get(e)
+  if (line === undefined) lines.set(e, (line = JSON.stringify(e) + '\n'))
+  return line
+}
+
 const digest = (s: string): Buffer => createHash('sha256').update(s).digest()
 
 function metricsOf(view: FanoutView): Registry {
@@ -82,7 +90,7 @@ export function buildFanoutServer(view: FanoutView, options: FanoutServerOptions
         res.destroy()
         return
       }
-      res.write(JSON.stringify(e) + '\n')
+      res.write(lineOf(e))
     }
     // The events still kept after `after` are told at once, before the head is written: held until it is.
     const backlog: FanoutEvent[] = []

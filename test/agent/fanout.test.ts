@@ -209,3 +209,14 @@ t.test('a Service\'s ready endpoints, at its fanout port', async (t) => {
   ] }), ['10.0.0.1:5474', '10.0.0.2:5474', '[fd00::1]:5474'])
   t.same(readyEndpoints({}), [])
 })
+
+t.test('pinto-fanout\'s settings: each bad one refused naming its variable', async (t) => {
+  const { fanoutSettingsFromEnv } = await import('../../agent/fanout/main.js')
+  t.same(fanoutSettingsFromEnv({}), { listen: { host: '0.0.0.0', port: 5474 }, token: undefined, logLevel: 'info' })
+  t.throws(() => fanoutSettingsFromEnv({ PINTO_FANOUT_LISTEN: '5474' }), { message: /^PINTO_FANOUT_LISTEN: listen address "5474": expected host:port/ })
+  t.throws(() => fanoutSettingsFromEnv({ PINTO_LOG_LEVEL: 'loud' }), { message: /^PINTO_LOG_LEVEL: "loud" is not one of/ })
+  t.throws(() => fanoutSettingsFromEnv({ PINTO_FANOUT_TOKEN_FILE: '/nonexistent/token' }), { message: /^PINTO_FANOUT_TOKEN_FILE: cannot read \/nonexistent\/token/ })
+  const dir = t.testdir({ empty: '\n', token: 's3cret\n' })
+  t.throws(() => fanoutSettingsFromEnv({ PINTO_FANOUT_TOKEN_FILE: `${dir}/empty` }), { message: /^PINTO_FANOUT_TOKEN_FILE: .* is empty/ })
+  t.equal(fanoutSettingsFromEnv({ PINTO_FANOUT_TOKEN_FILE: `${dir}/token` }).token, 's3cret')
+})

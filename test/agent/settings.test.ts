@@ -119,3 +119,15 @@ t.test('pods: PINTO_POD_GC_GRACE_SECONDS, and Kubernetes credentials in any data
   t.same(settingsFromEnv({ KUBERNETES_SERVICE_HOST: '10.96.0.1' }).kube, { inCluster: true })
   t.throws(() => settingsFromEnv({ KUBECONFIG: '/a:/b' }), { message: /^KUBECONFIG: "\/a:\/b": pinto reads one kubeconfig file, not a list/ })
 })
+
+t.test('the fan-out: PINTO_FANOUT_ADDRESSES or PINTO_FANOUT_SERVICE, each refused naming itself', async (t) => {
+  t.equal(settingsFromEnv({ PINTO_NODENAME: 'n1' }).fanout, undefined, 'none by default: the datastore itself')
+  t.same(settingsFromEnv({ PINTO_FANOUT_ADDRESSES: '10.0.0.1:5474, [fd00::1]:5474' }).fanout, { addresses: ['10.0.0.1:5474', '[fd00::1]:5474'] })
+  t.same(settingsFromEnv({ PINTO_FANOUT_SERVICE: 'kube-system/pinto-fanout', PINTO_DATASTORE: 'kubernetes' }).fanout, { service: { namespace: 'kube-system', name: 'pinto-fanout' } })
+  t.equal(settingsFromEnv({ PINTO_FANOUT_SERVICE: '', PINTO_FANOUT_TOKEN_FILE: '' }).fanout, undefined, 'empty (a ConfigMap key left blank) is unset')
+  t.throws(() => settingsFromEnv({ PINTO_FANOUT_ADDRESSES: '10.0.0.1' }), { message: /^PINTO_FANOUT_ADDRESSES: address 1 \("10.0.0.1"\): expected host:port/ })
+  t.throws(() => settingsFromEnv({ PINTO_FANOUT_ADDRESSES: '10.0.0.1:0' }), { message: /^PINTO_FANOUT_ADDRESSES: address 1/ })
+  t.throws(() => settingsFromEnv({ PINTO_FANOUT_SERVICE: 'pinto-fanout', PINTO_DATASTORE: 'kubernetes' }), { message: /^PINTO_FANOUT_SERVICE: "pinto-fanout": expected namespace\/name/ })
+  t.throws(() => settingsFromEnv({ PINTO_FANOUT_SERVICE: 'kube-system/pinto-fanout' }), { message: /^PINTO_FANOUT_SERVICE: a Service is found through the Kubernetes API/ })
+  t.throws(() => settingsFromEnv({ PINTO_FANOUT_SERVICE: 'a/b', PINTO_FANOUT_ADDRESSES: '10.0.0.1:5474' }), { message: /^PINTO_FANOUT_SERVICE: set it or PINTO_FANOUT_ADDRESSES, not both/ })
+})

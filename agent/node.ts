@@ -29,6 +29,7 @@ import { NO_CREDENTIALS_PODS } from './kube-pods.js'
 import { openKubernetesApi, type KubernetesApi } from './kubernetes-api.js'
 import { AnnouncementRefusals } from './refusals.js'
 import { fanoutEndpoints } from './fanout/endpoints.js'
+import { FANOUT_ROOTS } from './fanout/roots.js'
 import type { AgentSettings, FanoutSetting } from './settings.js'
 
 export class PintoNode {
@@ -192,7 +193,7 @@ export class PintoNode {
     // Agents spread over the replicas by node name; each moves on to the next one after a failure.
     const start = [...s.nodeName].reduce((h, c) => (h * 31 + c.charCodeAt(0)) >>> 0, 7)
     this.log.info({ addresses, ...('service' in fanout ? { service: `${fanout.service.namespace}/${fanout.service.name}` } : {}) }, 'following the cluster through the fan-out')
-    return new FanoutDatastore(store, { addresses, start, token, resolve })
+    return new FanoutDatastore(store, { roots: FANOUT_ROOTS, addresses, start, token, resolve })
   }
 
   /** felix's dataplane, writing through its own rtnetlink socket when it can. */

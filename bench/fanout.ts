@@ -10,7 +10,7 @@
 import { type ChildProcess, fork, spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
-import { FANOUT_ROOTS } from '../config/datastore-fanout.js'
+import { FANOUT_ROOTS } from '../agent/fanout/roots.js'
 import { AFFINITIES_PREFIX } from '../ipam/records.js'
 import { kubernetesBin } from '../test/harness/kubernetes-bin.js'
 import { numberArg } from './args.js'

@@ -1,5 +1,6 @@
 // An agent's datastore behind a fan-out (pinto-fanout, Typha's place): the lists and watches of the keys the
-// fan-out serves (FANOUT_ROOTS: the resources, with the Kubernetes Nodes, and the block affinities) go to it, and
+// fan-out serves (`roots`: the agent's are the resources, with the Kubernetes Nodes, and the block affinities,
+// agent/fanout/roots.ts) go to it, and
 // everything else (reads, writes, one node's blocks) to the datastore itself. So the datastore serves one list and
 // one watch per fan-out replica for what every agent follows, instead of one per agent.
 // Invariants a reader must know:
@@ -14,11 +15,6 @@
 
 import { Agent, request, type IncomingMessage } from 'node:http'
 import { DatastoreError, type Datastore, type KeyValue, type ListResult, type TxnApplied, type TxnOp, type Watch, type WatchEvent } from './datastore.js'
-import { RESOURCE_KEY_PREFIX } from './resources/store-keys.js'
-import { AFFINITIES_PREFIX } from '../ipam/records.js'
-
-/** The key roots a fan-out serves, and the only ones an agent asks it for. */
-export const FANOUT_ROOTS: readonly string[] = [RESOURCE_KEY_PREFIX, AFFINITIES_PREFIX]
 
 export const FANOUT_PORT = 5474
 const REQUEST_MS = 3500
@@ -29,6 +25,8 @@ const RETRY_MAX_MS = 3000
 const WATCH_GIVE_UP_MS = 120_000
 
 export interface FanoutOptions {
+  /** The key roots the fan-out serves; lists and watches under them go to it, all else to the datastore. */
+  readonly roots: readonly string[]
   /** `host:port` of each fan-out replica; the client starts at `start` (mod their number) and moves on after a failure. */
   readonly addresses: readonly string[]
   readonly start?: number
@@ -100,8 +98,8 @@ export class FanoutDatastore implements Datastore {
   }
 
   /** Whether the fan-out serves `prefix`. */
-  static serves(prefix: string): boolean {
-    return FANOUT_ROOTS.some((r) => prefix.startsWith(r))
+  serves(prefix: string): boolean {
+    return this.options.roots.some((r) => prefix.startsWith(r))
   }
 
   /** The replica in use now, as `host:port`. */
@@ -161,7 +159,7 @@ export class FanoutDatastore implements Datastore {
   }
 
   async list(prefix: string): Promise<ListResult> {
-    if (!FanoutDatastore.serves(prefix)) return this.inner.list(prefix)
+    if (!this.serves(prefix)) return this.inner.list(prefix)
     let last: Error | undefined
     for (let tries = 0; tries < this.addresses.length; tries++) {
       const address = this.address
@@ -215,7 +213,7 @@ export class FanoutDatastore implements Datastore {
   }
 
   watch(prefix: string, fromRevision: number, onEvent: (event: WatchEvent) => void, onError?: (err: Error) => void): Watch {
-    if (!FanoutDatastore.serves(prefix)) return this.inner.watch(prefix, fromRevision, onEvent, onError)
+    if (!this.serves(prefix)) return this.inner.watch(prefix, fromRevision, onEvent, onError)
     const at = this.positions.get(`${prefix}\0${fromRevision - 1}`)
     const w = new FanoutWatch(this, prefix, at, onEvent, (err) => {
       this.watches.delete(w)

@@ -11,4 +11,4 @@ export { checkEtcdTlsFiles, DatastoreSettingError, etcdTlsFilesFromEnv, type Etc
 export { KubeHttp, kubeSourceOf, withRequestDeadline, type KubeResponse, type KubeSource } from './kubernetes/kube-http.js'
 export { Informer, objectKey, type InformerEvent, type InformerOptions } from './kubernetes/informer.js'
 export { type KubeObject, isObject as isJsonObject } from './kubernetes/objects.js'
-export { FANOUT_PORT, FANOUT_ROOTS, FanoutDatastore, type FanoutOptions } from './datastore-fanout.js'
+export { FANOUT_PORT, FanoutDatastore, type FanoutOptions } from './datastore-fanout.js'

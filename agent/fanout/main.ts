@@ -7,7 +7,8 @@
 
 import { readFileSync } from 'node:fs'
 import { pino } from 'pino'
-import { FANOUT_PORT, FANOUT_ROOTS, openDatastoreFromEnv } from '../../config/index.js'
+import { FANOUT_PORT, openDatastoreFromEnv } from '../../config/index.js'
+import { FANOUT_ROOTS } from './roots.js'
 import { parseListen } from '../api/listen.js'
 import { buildFanoutServer } from './server.js'
 import { FanoutView } from './view.js'

@@ -14,6 +14,7 @@ const root = fileURLToPath(new URL('../../../', import.meta.url))
 const PROGRAMS: Record<string, string> = {
   'pinto-node': join(root, 'bin', 'pinto-node.js'),
   pintoctl: join(root, 'bin', 'pintoctl.js'),
+  'pinto-fanout': join(root, 'bin', 'pinto-fanout.js'),
   pinto: join(root, 'dist', 'bundle', 'pinto.cjs'),
   'pinto-ipam': join(root, 'dist', 'bundle', 'pinto-ipam.cjs'),
 }
@@ -21,6 +22,7 @@ const PROGRAMS: Record<string, string> = {
 const CASES: readonly [string, readonly string[]][] = [
   ['pinto-node', ['--help']], ['pinto-node', ['-h']], ['pinto-node', ['--version']],
   ['pintoctl', ['--help']], ['pintoctl', ['-h']], ['pintoctl', ['--version']],
+  ['pinto-fanout', ['--help']], ['pinto-fanout', ['-h']], ['pinto-fanout', ['--version']],
   ...['bgp decode', 'ipam show', 'ipam check', 'ipam check --repair', 'ipam release', 'node status', 'routes', 'apply', 'get ippools', 'delete ippool x', 'demo', 'install-cni']
     .flatMap((c): [string, string[]][] => [['pintoctl', [...c.split(' '), '--help']], ['pintoctl', [...c.split(' '), '-h']]]),
   ['pinto', ['--help']], ['pinto-ipam', ['--help']], ['pinto', ['--version']],
@@ -96,4 +98,7 @@ t.test('an unknown command says so and lists the commands', async (t) => {
   const n = await run('pinto-node', ['start'], dir, { PATH: process.env['PATH'] ?? '/usr/bin:/bin' })
   t.equal(n.code, 2, 'pinto-node with an argument: exit 2, nothing started')
   t.match(n.stderr, /unexpected argument "start"/, 'pinto-node names the argument')
+  const f = await run('pinto-fanout', ['serve'], dir, { PATH: process.env['PATH'] ?? '/usr/bin:/bin' })
+  t.equal(f.code, 2, 'pinto-fanout with an argument: exit 2, nothing started')
+  t.match(f.stderr, /unexpected argument "serve"/, 'pinto-fanout names the argument')
 })

@@ -39,6 +39,7 @@ t.test('the pod template on one node', async (t) => {
     'var-run-netns': '/run/netns',
     'etcd-certs': '/tmp/n1/var/lib/kubelet/pods/pinto-node-node-a/volumes/kubernetes.io~secret/etcd-certs',
     'bgp-secrets': '/tmp/n1/var/lib/kubelet/pods/pinto-node-node-a/volumes/kubernetes.io~secret/bgp-secrets',
+    'fanout-token': '/tmp/n1/var/lib/kubelet/pods/pinto-node-node-a/volumes/kubernetes.io~secret/fanout-token',
   })
   t.equal(p.spec.volumes.find((v: Loose) => v.name === 'cni-bin-dir').hostPath.type, 'DirectoryOrCreate', 'the hostPath type is kept')
   t.same(files.map((f) => [f.path.split('/').pop(), f.content.length, f.mode]), [['etcd-ca', 0, 0o400], ['etcd-cert', 0, 0o400], ['etcd-key', 0, 0o400]])
@@ -80,7 +81,7 @@ t.test('what it cannot resolve is an error naming the field', async (t) => {
   t.equal(env((optional.pod as Loose).spec.containers[0]).PINTO_DATASTORE, '', 'an optional key that is missing is empty')
   t.throws(() => podForNode({ ...base, daemonSet: broken((d) => (d.spec.template.spec.containers[0].env[0].valueFrom.fieldRef.fieldPath = 'status.hostIP')) }), /containers\[0\]\.env\[0\]\.valueFrom\.fieldRef\.fieldPath: "status.hostIP" is not resolved here/)
   t.throws(() => podForNode({ ...base, daemonSet: broken((d) => (d.spec.template.spec.containers[0].envFrom = [{ configMapRef: { name: 'pinto-config' } }])) }), /containers\[0\]\.envFrom: not resolved here/)
-  t.throws(() => podForNode({ ...base, daemonSet: broken((d) => d.spec.template.spec.volumes.push({ name: 'scratch', emptyDir: {} })) }), /volumes\[7\]: volume scratch: only hostPath and secret volumes are converted/)
+  t.throws(() => podForNode({ ...base, daemonSet: broken((d) => d.spec.template.spec.volumes.push({ name: 'scratch', emptyDir: {} })) }), /volumes\[8\]: volume scratch: only hostPath and secret volumes are converted/)
   t.throws(() => podForNode({ ...base, daemonSet: broken((d) => (d.spec.template.spec.containers[0].env[1] = { name: 'PINTO_IP', value: '$(NODE_IP)' })) }), /env\[1\]\.value: \$\(VAR\) references are not expanded here/)
   t.throws(() => podForNode({ ...base, hostRoot: 'rel/dir', daemonSet }), /hostRoot: "rel\/dir" is not an absolute path/)
   t.throws(() => podForNode({ ...base, daemonSet: docs[0]! }), /kind: v1\/ServiceAccount is not an apps\/v1 DaemonSet/)

@@ -9,10 +9,10 @@ import { join } from 'node:path'
 const root = fileURLToPath(new URL('../../../', import.meta.url))
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { name: string; type: string; bin: Record<string, string>; scripts: Record<string, string> }
 
-t.test('package.json names pinto, is ESM and has the four programs', async (t) => {
+t.test('package.json names pinto, is ESM and has the five programs', async (t) => {
   t.equal(pkg.name, 'pinto')
   t.equal(pkg.type, 'module')
-  t.same(Object.keys(pkg.bin).sort(), ['pinto', 'pinto-ipam', 'pinto-node', 'pintoctl'])
+  t.same(Object.keys(pkg.bin).sort(), ['pinto', 'pinto-fanout', 'pinto-ipam', 'pinto-node', 'pintoctl'])
 })
 
 t.test('npm test lints, allowing no warning, before it runs the suite', async (t) => {

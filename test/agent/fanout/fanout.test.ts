@@ -6,14 +6,15 @@ import t, { type Test } from 'tap'
 import pino from 'pino'
 import type { AddressInfo } from 'node:net'
 import { createServer } from 'node:http'
-import { ClusterState } from '../../agent/cluster-state.js'
-import { buildFanoutServer } from '../../agent/fanout/server.js'
-import { FanoutView } from '../../agent/fanout/view.js'
-import { readyEndpoints } from '../../agent/fanout/endpoints.js'
-import { type Datastore, DatastoreError, FANOUT_ROOTS, FanoutDatastore, type WatchEvent, encodeResource, resourceKey, type Resource } from '../../config/index.js'
-import { AFFINITIES_PREFIX, HANDLES_PREFIX } from '../../ipam/records.js'
-import { embeddedStore } from '../ipam/stores.js'
-import { waitFor } from '../harness/wait.js'
+import { ClusterState } from '../../../agent/cluster-state.js'
+import { buildFanoutServer } from '../../../agent/fanout/server.js'
+import { FanoutView } from '../../../agent/fanout/view.js'
+import { readyEndpoints } from '../../../agent/fanout/endpoints.js'
+import { FANOUT_ROOTS } from '../../../agent/fanout/roots.js'
+import { type Datastore, DatastoreError, FanoutDatastore, type WatchEvent, encodeResource, resourceKey, type Resource } from '../../../config/index.js'
+import { AFFINITIES_PREFIX, HANDLES_PREFIX } from '../../../ipam/records.js'
+import { embeddedStore } from '../../ipam/stores.js'
+import { waitFor } from '../../harness/wait.js'
 
 const silent = pino({ level: 'silent' })
 
@@ -53,7 +54,7 @@ t.test('lists and watches of the served roots come from the fan-out; the rest fr
   const { store } = await embeddedStore(t)
   await store.create(resourceKey('IPPool', 'a'), encodeResource(pool('a', '10.1.0.0/16')))
   const fan = await serve(t, store)
-  const client = new FanoutDatastore(store, { addresses: [fan.address] })
+  const client = new FanoutDatastore(store, { roots: FANOUT_ROOTS, addresses: [fan.address] })
   const listed = await client.list(FANOUT_ROOTS[0] as string)
   t.same(listed.items, (await store.list(FANOUT_ROOTS[0] as string)).items, 'the listing is the store\'s')
   const events: WatchEvent[] = []
@@ -80,7 +81,7 @@ t.test('a cluster view over the fan-out follows the store, and after the fan-out
   const { store } = await embeddedStore(t)
   const fan = await serve(t, store)
   const port = Number(fan.address.split(':')[1])
-  const client = new FanoutDatastore(store, { addresses: [fan.address] })
+  const client = new FanoutDatastore(store, { roots: FANOUT_ROOTS, addresses: [fan.address] })
   const cluster = new ClusterState(client, silent, { blocks: false })
   t.teardown(() => cluster.close())
   await cluster.start()
@@ -101,7 +102,7 @@ t.test('a view whose relist fails lists again until it succeeds (a fan-out repla
   const { store } = await embeddedStore(t)
   const fan = await serve(t, store)
   const port = Number(fan.address.split(':')[1])
-  const cluster = new ClusterState(new FanoutDatastore(store, { addresses: [fan.address] }), silent, { blocks: false })
+  const cluster = new ClusterState(new FanoutDatastore(store, { roots: FANOUT_ROOTS, addresses: [fan.address] }), silent, { blocks: false })
   t.teardown(() => cluster.close())
   await cluster.start()
   await fan.close()
@@ -126,7 +127,7 @@ t.test('a view whose relist fails lists again until it succeeds (a fan-out repla
 t.test('a dropped stream goes on after its last event, when the fan-out still keeps it', async (t) => {
   const { store } = await embeddedStore(t)
   const fan = await serve(t, store)
-  const client = new FanoutDatastore(store, { addresses: [fan.address] })
+  const client = new FanoutDatastore(store, { roots: FANOUT_ROOTS, addresses: [fan.address] })
   const listed = await client.list(FANOUT_ROOTS[0] as string)
   const seen: string[] = []
   let failed: Error | undefined
@@ -151,7 +152,7 @@ t.test('unchanged bytes: no event without transactions, an event with them', asy
     const store = txn ? inner : withoutTransactions(inner)
     const kv = await inner.create(resourceKey('IPPool', 'a'), encodeResource(pool('a', '10.1.0.0/16')))
     const fan = await serve(t, store)
-    const client = new FanoutDatastore(store, { addresses: [fan.address] })
+    const client = new FanoutDatastore(store, { roots: FANOUT_ROOTS, addresses: [fan.address] })
     const listed = await client.list(FANOUT_ROOTS[0] as string)
     const events: WatchEvent[] = []
     const w = client.watch(FANOUT_ROOTS[0] as string, listed.revision + 1, (e) => events.push(e))
@@ -168,9 +169,9 @@ t.test('unchanged bytes: no event without transactions, an event with them', asy
 t.test('a token is asked for when set', async (t) => {
   const { store } = await embeddedStore(t)
   const fan = await serve(t, store, { token: 's3cret' })
-  await t.rejects(new FanoutDatastore(store, { addresses: [fan.address] }).list(FANOUT_ROOTS[0] as string), /401 send Authorization: Bearer/)
-  await t.rejects(new FanoutDatastore(store, { addresses: [fan.address], token: 'wrong' }).list(FANOUT_ROOTS[0] as string), /401 the bearer token is not the configured one/)
-  const ok = await new FanoutDatastore(store, { addresses: [fan.address], token: 's3cret' }).list(FANOUT_ROOTS[0] as string)
+  await t.rejects(new FanoutDatastore(store, { roots: FANOUT_ROOTS, addresses: [fan.address] }).list(FANOUT_ROOTS[0] as string), /401 send Authorization: Bearer/)
+  await t.rejects(new FanoutDatastore(store, { roots: FANOUT_ROOTS, addresses: [fan.address], token: 'wrong' }).list(FANOUT_ROOTS[0] as string), /401 the bearer token is not the configured one/)
+  const ok = await new FanoutDatastore(store, { roots: FANOUT_ROOTS, addresses: [fan.address], token: 's3cret' }).list(FANOUT_ROOTS[0] as string)
   t.same(ok.items, [])
 })
 
@@ -178,13 +179,13 @@ t.test('the datastore\'s own apiserver connection is still found through the fan
   const { store } = await embeddedStore(t)
   const api = { connection: true }
   const kube = new Proxy(store, { get: (target, p, r) => (p === 'api' ? api : Reflect.get(target, p, r) as unknown) })
-  t.equal(new FanoutDatastore(kube, { addresses: ['127.0.0.1:1'] }).api, api, 'the pods\' reader uses the datastore\'s connection, not one of its own')
+  t.equal(new FanoutDatastore(kube, { roots: FANOUT_ROOTS, addresses: ['127.0.0.1:1'] }).api, api, 'the pods\' reader uses the datastore\'s connection, not one of its own')
 })
 
 t.test('a replica that does not answer is passed over for the next', async (t) => {
   const { store } = await embeddedStore(t)
   const fan = await serve(t, store)
-  const client = new FanoutDatastore(store, { addresses: ['127.0.0.1:1', fan.address] })
+  const client = new FanoutDatastore(store, { roots: FANOUT_ROOTS, addresses: ['127.0.0.1:1', fan.address] })
   t.same((await client.list(AFFINITIES_PREFIX)).items, [])
   t.equal(client.address, fan.address)
 })
@@ -192,7 +193,7 @@ t.test('a replica that does not answer is passed over for the next', async (t) =
 t.test('the events no longer kept: a watch from them is told to list again', async (t) => {
   const { store } = await embeddedStore(t)
   const fan = await serve(t, store, { logSize: 2 })
-  const client = new FanoutDatastore(store, { addresses: [fan.address] })
+  const client = new FanoutDatastore(store, { roots: FANOUT_ROOTS, addresses: [fan.address] })
   const listed = await client.list(FANOUT_ROOTS[0] as string)
   for (const n of ['a', 'b', 'c']) await store.create(resourceKey('IPPool', n), encodeResource(pool(n, '10.1.0.0/16')))
   await waitFor(() => fan.view.received === 3, { timeoutMs: 5000, what: 'three events at the fan-out' })
@@ -211,7 +212,7 @@ t.test('a Service\'s ready endpoints, at its fanout port', async (t) => {
 })
 
 t.test('pinto-fanout\'s settings: each bad one refused naming its variable', async (t) => {
-  const { fanoutSettingsFromEnv } = await import('../../agent/fanout/main.js')
+  const { fanoutSettingsFromEnv } = await import('../../../agent/fanout/main.js')
   t.same(fanoutSettingsFromEnv({}), { listen: { host: '0.0.0.0', port: 5474 }, token: undefined, logLevel: 'info' })
   t.throws(() => fanoutSettingsFromEnv({ PINTO_FANOUT_LISTEN: '5474' }), { message: /^PINTO_FANOUT_LISTEN: listen address "5474": expected host:port/ })
   t.throws(() => fanoutSettingsFromEnv({ PINTO_LOG_LEVEL: 'loud' }), { message: /^PINTO_LOG_LEVEL: "loud" is not one of/ })

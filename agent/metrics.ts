@@ -28,7 +28,7 @@ function perScrape<T>(read: () => Promise<T>): () => Promise<T> {
 }
 
 /** A counter whose value is another object's running total (reset and re-set on each scrape). */
-function mirrorCounter<L extends string>(c: Counter<L>, values: Iterable<[Partial<Record<L, string>>, number]>): void {
+export function mirrorCounter<L extends string>(c: Counter<L>, values: Iterable<[Partial<Record<L, string>>, number]>): void {
   c.reset()
   for (const [labels, v] of values) c.inc(labels, Math.max(0, v))
 }

@@ -6,7 +6,6 @@
 // restart.
 
 import { createHash } from 'node:crypto'
-import { readFile } from 'node:fs/promises'
 import { pino, type Logger } from 'pino'
 import { BgpSpeaker, SpeakerBfd } from '../bgp/index.js'
 import { FanoutDatastore, Informer, type KubeHttp, openDatastore, parseDatastoreSpec, type Datastore, type Node } from '../config/index.js'
@@ -30,6 +29,7 @@ import { openKubernetesApi, type KubernetesApi } from './kubernetes-api.js'
 import { AnnouncementRefusals } from './refusals.js'
 import { fanoutEndpoints } from './fanout/endpoints.js'
 import { FANOUT_ROOTS } from './fanout/roots.js'
+import { readFanoutToken } from './fanout/token.js'
 import type { AgentSettings, FanoutSetting } from './settings.js'
 
 export class PintoNode {
@@ -180,16 +180,15 @@ export class PintoNode {
    */
   private async openFanout(store: Datastore, fanout: FanoutSetting, kube: KubernetesApi | undefined): Promise<Datastore> {
     const s = this.settings
-    const token = s.fanoutTokenFile === undefined ? undefined : (await readFile(s.fanoutTokenFile, 'utf8').catch((err: Error) => {
-      throw new Error(`PINTO_FANOUT_TOKEN_FILE: cannot read ${s.fanoutTokenFile}: ${err.message}`)
-    })).trim()
+    const token = s.fanoutTokenFile === undefined ? undefined : readFanoutToken(s.fanoutTokenFile)
+    let addresses: readonly string[]
     let resolve: (() => Promise<string[]>) | undefined
     if ('service' in fanout) {
       const { namespace, name } = fanout.service
       if (kube === undefined) throw new Error(`PINTO_FANOUT_SERVICE=${namespace}/${name}: the Kubernetes API cannot be used to find it`)
       resolve = () => fanoutEndpoints(kube.http, namespace, name)
-    }
-    const addresses = 'addresses' in fanout ? fanout.addresses : await (resolve as () => Promise<string[]>)()
+      addresses = await resolve()
+    } else addresses = fanout.addresses
     // Agents spread over the replicas by node name; each moves on to the next one after a failure.
     const start = [...s.nodeName].reduce((h, c) => (h * 31 + c.charCodeAt(0)) >>> 0, 7)
     this.log.info({ addresses, ...('service' in fanout ? { service: `${fanout.service.namespace}/${fanout.service.name}` } : {}) }, 'following the cluster through the fan-out')

@@ -134,7 +134,7 @@ function address(value: string, field: string, problems: string[]): Address {
 const within = (a: Address, ranges: readonly Range[], single = false): boolean => a.prefix !== undefined && ranges.some((r) => (!single || r.single) && r.inside(a.prefix!))
 
 /** discovery.k8s.io/v1: a nil `ready` is to be read as ready. */
-function ready(endpoint: Record<string, unknown>): boolean {
+export function endpointReady(endpoint: Record<string, unknown>): boolean {
   return !isObject(endpoint['conditions']) || endpoint['conditions']['ready'] !== false
 }
 
@@ -196,7 +196,7 @@ export function serviceDecision(svc: KubeObject, slices: Iterable<KubeObject>, r
       continue
     }
     for (const e of endpoints) {
-      if (!isObject(e) || !ready(e)) continue
+      if (!isObject(e) || !endpointReady(e)) continue
       if (!local) return advertise('Cluster with aggregation Disabled, a ready endpoint')
       if (e['nodeName'] === node.name) return advertise('Local, a ready endpoint on this node')
     }

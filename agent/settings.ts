@@ -8,6 +8,9 @@ import { DEFAULT_MTU_FILE, DEFAULT_SOCKET } from '../cni/index.js'
 import { parseListen } from './api/listen.js'
 import { type KubeSource, kubeSourceOf } from '../config/index.js'
 
+/** pino's levels, as PINTO_LOG_LEVEL takes them. */
+export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const
+
 export class SettingsError extends Error {
   constructor(
     readonly variable: string,
@@ -51,7 +54,7 @@ export interface AgentSettings {
   readonly dataplane: 'kernel' | 'none'
   /** How felix writes routes: its rtnetlink socket (falling back to `ip` where it cannot), or `ip -batch` only. */
   readonly routeWriter: 'netlink' | 'ip'
-  readonly logLevel: 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent'
+  readonly logLevel: (typeof LOG_LEVELS)[number]
   readonly bgpPort: number
   /** BFD Control packets are received here (RFC 5881: 3784). */
   readonly bfdPort: number
@@ -121,7 +124,7 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
   return Number(v)
 }
 
-function choice<T extends string>(env: Env, name: string, fallback: T, allowed: readonly T[]): T {
+export function choice<T extends string>(env: Env, name: string, fallback: T, allowed: readonly T[]): T {
   const v = env[name]
   if (v === undefined || v === '') return fallback
   const hit = allowed.find((a) => a.toLowerCase() === v.toLowerCase())
@@ -156,7 +159,7 @@ export function parseAddressMethod(name: string, value: string | undefined, v6: 
   throw new SettingsError(name, `${JSON.stringify(v)}: expected autodetect, first-found, none, interface=<regex>, can-reach=<addr> or <addr>/<len>`)
 }
 
-function hostPort(name: string, value: string): { host: string; port: number } {
+export function hostPort(name: string, value: string): { host: string; port: number } {
   try {
     return parseListen(value)
   } catch (err) {
@@ -251,7 +254,7 @@ export function settingsFromEnv(env: Env): AgentSettings {
     apiSocket: text(env, 'PINTO_API_SOCKET', '/var/run/pinto/api.sock'),
     dataplane: choice(env, 'PINTO_DATAPLANE', 'kernel', ['kernel', 'none'] as const),
     routeWriter: choice(env, 'PINTO_ROUTE_WRITER', 'netlink', ['netlink', 'ip'] as const),
-    logLevel: choice(env, 'PINTO_LOG_LEVEL', 'info', ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const),
+    logLevel: choice(env, 'PINTO_LOG_LEVEL', 'info', LOG_LEVELS),
     bgpPort: integer(env, 'PINTO_BGP_PORT', 179, 1, 65535),
     bfdPort: integer(env, 'PINTO_BFD_PORT', 3784, 1, 65535),
     ipv4Pool: noPool

@@ -3,6 +3,7 @@
 // once every replica it knew has failed.
 
 import { isJsonObject, type KubeHttp } from '../../config/index.js'
+import { endpointReady } from '../service-routes.js'
 
 /** `host:port` of every ready endpoint in `slices` (an EndpointSliceList), in a stable order. */
 export function readyEndpoints(slices: unknown): string[] {
@@ -14,9 +15,7 @@ export function readyEndpoints(slices: unknown): string[] {
     const port = (ports.find((p) => p.name === 'fanout') ?? (ports.length === 1 ? ports[0] : undefined))?.port
     if (typeof port !== 'number') continue
     for (const e of slice.endpoints) {
-      if (!isJsonObject(e) || !Array.isArray(e.addresses)) continue
-      const conditions = isJsonObject(e.conditions) ? e.conditions : {}
-      if (conditions.ready === false) continue
+      if (!isJsonObject(e) || !Array.isArray(e.addresses) || !endpointReady(e)) continue
       const address: unknown = e.addresses[0]
       if (typeof address === 'string') out.add(address.includes(':') ? `[${address}]:${port}` : `${address}:${port}`)
     }

@@ -5,11 +5,11 @@
 //   PINTO_FANOUT_TOKEN_FILE  a file holding the bearer token agents must send (default: none asked)
 //   PINTO_LOG_LEVEL          as pinto-node's
 
-import { readFileSync } from 'node:fs'
 import { pino } from 'pino'
 import { FANOUT_PORT, openDatastoreFromEnv } from '../../config/index.js'
 import { FANOUT_ROOTS } from './roots.js'
-import { parseListen } from '../api/listen.js'
+import { choice, hostPort, LOG_LEVELS, SettingsError } from '../settings.js'
+import { readFanoutToken } from './token.js'
 import { buildFanoutServer } from './server.js'
 import { FanoutView } from './view.js'
 import { version } from '../version.js'
@@ -21,37 +21,19 @@ list and one watch of the datastore, as Typha does for Calico. Settings come fro
 PINTO_DATASTORE, PINTO_FANOUT_LISTEN (default 0.0.0.0:${FANOUT_PORT}), PINTO_FANOUT_TOKEN_FILE, PINTO_LOG_LEVEL.
 `
 
-const LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const
-
-class SettingError extends Error {}
-
 interface FanoutSettings {
   readonly listen: { readonly host: string; readonly port: number }
   readonly token: string | undefined
-  readonly logLevel: (typeof LEVELS)[number]
+  readonly logLevel: (typeof LOG_LEVELS)[number]
 }
 
 export function fanoutSettingsFromEnv(env: NodeJS.ProcessEnv): FanoutSettings {
-  const listenText = env.PINTO_FANOUT_LISTEN || `0.0.0.0:${FANOUT_PORT}`
-  let listen
-  try {
-    listen = parseListen(listenText)
-  } catch (err) {
-    throw new SettingError(`PINTO_FANOUT_LISTEN: ${(err as Error).message}`)
-  }
-  const level = env.PINTO_LOG_LEVEL || 'info'
-  if (!(LEVELS as readonly string[]).includes(level)) throw new SettingError(`PINTO_LOG_LEVEL: ${JSON.stringify(level)} is not one of ${LEVELS.join(', ')}`)
-  let token: string | undefined
   const tokenFile = env.PINTO_FANOUT_TOKEN_FILE
-  if (tokenFile !== undefined && tokenFile !== '') {
-    try {
-      token = readFileSync(tokenFile, 'utf8').trim()
-    } catch (err) {
-      throw new SettingError(`PINTO_FANOUT_TOKEN_FILE: cannot read ${tokenFile}: ${(err as Error).message}`)
-    }
-    if (token === '') throw new SettingError(`PINTO_FANOUT_TOKEN_FILE: ${tokenFile} is empty`)
+  return {
+    listen: hostPort('PINTO_FANOUT_LISTEN', env.PINTO_FANOUT_LISTEN || `0.0.0.0:${FANOUT_PORT}`),
+    token: tokenFile !== undefined && tokenFile !== '' ? readFanoutToken(tokenFile) : undefined,
+    logLevel: choice(env, 'PINTO_LOG_LEVEL', 'info', LOG_LEVELS),
   }
-  return { listen, token, logLevel: level as FanoutSettings['logLevel'] }
 }
 
 export async function main(env: NodeJS.ProcessEnv = process.env, argv: readonly string[] = []): Promise<number> {
@@ -72,7 +54,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env, argv: readonly 
   try {
     settings = fanoutSettingsFromEnv(env)
   } catch (err) {
-    if (!(err instanceof SettingError)) throw err
+    if (!(err instanceof SettingsError)) throw err
     process.stderr.write(`pinto-fanout: ${err.message}\n`)
     return 2
   }

@@ -10,6 +10,7 @@ import { createHash, timingSafeEqual } from 'node:crypto'
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify'
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client'
 import { DatastoreError } from '../../config/index.js'
+import { mirrorCounter } from '../metrics.js'
 import type { FanoutEvent, FanoutView } from './view.js'
 
 export const TICK_MS = 15_000
@@ -37,10 +38,12 @@ function metricsOf(view: FanoutView): Registry {
   const registry = new Registry()
   collectDefaultMetrics({ register: registry, prefix: 'pinto_fanout_process_' })
   const registers = [registry]
+  const counter = (name: string, help: string, value: () => number): void =>
+    void new Counter({ name, help, registers, collect() { mirrorCounter(this, [[{}, value()]]) } })
   new Gauge({ name: 'pinto_fanout_followers', help: 'agents\' event streams open now', registers, collect() { this.set(view.followers) } })
-  new Counter({ name: 'pinto_fanout_events_received_total', help: 'events received from the datastore (and listings\' differences)', registers, collect() { this.reset(); this.inc(view.received) } })
-  new Counter({ name: 'pinto_fanout_events_unchanged_total', help: 'puts of bytes the view held (a kubelet\'s Node status report), told to no agent', registers, collect() { this.reset(); this.inc(view.unchanged) } })
-  new Counter({ name: 'pinto_fanout_events_sent_total', help: 'events sent to agents, once per agent', registers, collect() { this.reset(); this.inc(view.told) } })
+  counter('pinto_fanout_events_received_total', 'events received from the datastore\'s watches', () => view.received)
+  counter('pinto_fanout_events_unchanged_total', 'puts of bytes the view held (a kubelet\'s Node status report), told to no agent', () => view.unchanged)
+  counter('pinto_fanout_events_sent_total', 'events sent to agents, once per agent', () => view.told)
   return registry
 }
 
@@ -65,12 +68,23 @@ export function buildFanoutServer(view: FanoutView, options: FanoutServerOptions
   app.get('/metrics', async (_req, reply) => reply.type(registry.contentType).send(await registry.metrics()))
 
   const prefixQuery = { type: 'object', required: ['prefix'], additionalProperties: false, properties: { prefix: { type: 'string', minLength: 1 } } } as const
+  // Agents starting together (a rollout, a restart of every node) ask for the same listing: it is made once per
+  // state of the view, and sent as made while no event has come since.
+  const listings = new Map<string, { readonly seq: number; readonly text: string }>()
   app.get<{ Querystring: { prefix: string } }>('/v1/list', { schema: { querystring: prefixQuery } }, async (request, reply) => {
-    try {
-      return view.list(request.query.prefix)
-    } catch (err) {
-      return fail(reply, err)
+    const { prefix } = request.query
+    const seq = view.lastSeq
+    let made = listings.get(prefix)
+    if (made?.seq !== seq) {
+      try {
+        made = { seq, text: JSON.stringify(view.list(prefix)) }
+      } catch (err) {
+        return fail(reply, err)
+      }
+      if (listings.size >= 16) listings.clear()
+      listings.set(prefix, made)
     }
+    return reply.type('application/json; charset=utf-8').send(made.text)
   })
 
   const watchQuery = {

@@ -67,7 +67,7 @@ export class FanoutView {
   private retry: NodeJS.Timeout | undefined
   /** Puts of bytes already held, dropped (invariant 2). */
   unchanged = 0
-  /** Events received from the store, and told to agents (once per agent). */
+  /** Events received from the store's watches, and told to agents (once per agent). */
   received = 0
   told = 0
 
@@ -113,7 +113,11 @@ export class FanoutView {
     for (const key of [...root.held.keys()]) if (!seen.has(key)) this.apply(root, { type: 'delete', key, revision: listing.revision })
     root.revision = Math.max(root.revision, listing.revision)
     let failed = false
-    root.watch = this.store.watch(root.prefix, listing.revision + 1, (e) => this.apply(root, e), (err) => {
+    const onEvent = (e: WatchEvent): void => {
+      this.received++
+      this.apply(root, e)
+    }
+    root.watch = this.store.watch(root.prefix, listing.revision + 1, onEvent, (err) => {
       if (failed || this.closed) return
       failed = true
       const compacted = err instanceof DatastoreError && err.code === 'compacted'
@@ -130,7 +134,6 @@ export class FanoutView {
 
   /** Takes one event from the store (or a listing's difference) into the view, and tells it if it changes what the view holds. */
   private apply(root: Root, e: WatchEvent): void {
-    this.received++
     if (e.revision > root.revision) root.revision = e.revision
     const held = root.held.get(e.key)
     if (e.type === 'delete') {
@@ -180,6 +183,11 @@ export class FanoutView {
     const sub = { prefix, fn }
     this.subscribers.add(sub)
     return () => this.subscribers.delete(sub)
+  }
+
+  /** The number of the last event told: a listing made since is the same while it stays. */
+  get lastSeq(): number {
+    return this.seq
   }
 
   /** Agents following now. */

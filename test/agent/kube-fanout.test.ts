@@ -5,7 +5,9 @@
 import t from 'tap'
 import { spawn, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import { cpus, loadavg } from 'node:os'
+import { cpus, loadavg, tmpdir } from 'node:os'
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { type Datastore, encodeResource, resourceKey, type Resource } from '../../config/index.js'
 import { bridgeLoopback } from '../harness/ns-bridge.js'
 import { waitFor } from '../harness/wait.js'
@@ -127,5 +129,12 @@ else {
     await waitFor(async () => (await lab.peers(a2)).length === 0 && (await lab.peers(a1)).length === 0, { timeoutMs: 15_000, what: 'the session removed once f2 is out of rack a' })
     t.pass('after the fan-out restarted, a label change reaches both agents')
     await Promise.all([a1.stop(), a2.stop()])
+
+    // A token file that holds nothing stops pinto-node at start, naming the variable, as it stops pinto-fanout.
+    const empty = join(mkdtempSync(join(tmpdir(), 'pinto-fanout-token-')), 'token')
+    writeFileSync(empty, '\n')
+    const refused = lab.startAgent(t, n1, { ...env, PINTO_FANOUT_TOKEN_FILE: empty })
+    t.equal(await refused.exited, 1, 'pinto-node with an empty token file exits 1')
+    t.match(refused.stderr(), /PINTO_FANOUT_TOKEN_FILE: .*token is empty/, 'and names the variable')
   })
 }

@@ -10,12 +10,13 @@
 // Run: npx tsc -p . && node scripts/bundle.js && node scripts/sea.js && node dist/bench/cni.js [runs] [--parallel N] [--other-sea FILE]
 
 import { execa } from 'execa'
-import { copyFileSync, existsSync, mkdirSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs'
 import { PLUGIN_EXEC_ENV } from '../agent/node-flags.js'
 import { installCni, seaExecutable } from '../agent/install-cni.js'
 import { join } from 'node:path'
 import { BUNDLE, DIST, type Lab, createLab, execPlugin } from '../test/cni/lab.js'
 import { numberArg, positionalArgs, stringArg } from './args.js'
+import { parseStat } from './proc-cpu.js'
 
 /** The Node.js scripts/node-lts.js fetched, which the single executable is built from. */
 const NODE_LTS = join(DIST, '..', '.cache', 'node-v26.12.1', 'bin', 'node')
@@ -57,16 +58,26 @@ async function parallel(lab: Lab, n: number): Promise<string[]> {
   const sea = join(lab.dir, 'sea')
   mkdirSync(sea)
   installCni({ binDir: sea, confDir: undefined })
+  const other = OTHER_SEA === undefined ? undefined : join(lab.dir, 'other-sea')
+  if (other !== undefined && OTHER_SEA !== undefined) {
+    mkdirSync(other)
+    copyFileSync(OTHER_SEA, join(other, 'pinto'))
+    installCni({ binDir: other, confDir: undefined, seaDir: other })
+  }
   const pods = await Promise.all(Array.from({ length: n }, (_, i) => lab.pod(`par${i}`)))
   const atts = pods.map((netns, i) => ({ containerId: `burst${i}`, netns, args: `IgnoreUnknown=1;K8S_POD_NAMESPACE=bench;K8S_POD_NAME=p${i}` }))
   const pinto = pintoConf(lab)
   const ref = refConf(lab)
-  const ops = { seaVersion: [] as number[], pintoAdd: [] as number[], pintoDel: [] as number[], refAdd: [] as number[], refDel: [] as number[] }
-  const bursts = { seaVersion: [] as number[], pintoAdd: [] as number[], pintoDel: [] as number[], refAdd: [] as number[], refDel: [] as number[] }
+  const keys = ['seaVersion', 'pintoAdd', 'pintoDel', 'otherAdd', 'otherDel', 'refAdd', 'refDel'] as const
+  const ops = Object.fromEntries(keys.map((k) => [k, [] as number[]])) as Record<(typeof keys)[number], number[]>
+  const bursts = Object.fromEntries(keys.map((k) => [k, [] as number[]])) as Record<(typeof keys)[number], number[]>
+  const cpu = Object.fromEntries(keys.map((k) => [k, 0])) as Record<(typeof keys)[number], number>
   const burst = async (key: keyof typeof ops, run: (att: (typeof atts)[number]) => Promise<{ code: number; stdout: string }>): Promise<void> => {
     const t0 = process.hrtime.bigint()
+    const c0 = childrenCpuMs()
     const each = await Promise.all(atts.map((att) => timed(() => run(att), `${key} ${att.containerId}`)))
     bursts[key].push(Number(process.hrtime.bigint() - t0) / 1e6)
+    cpu[key] += childrenCpuMs() - c0
     ops[key].push(...each)
   }
   const load = [await loadavg()]
@@ -74,23 +85,33 @@ async function parallel(lab: Lab, n: number): Promise<string[]> {
     await burst('seaVersion', () => execPlugin(lab, join(sea, 'pinto'), 'VERSION', '{}', {}, {}, false))
     await burst('pintoAdd', (att) => execPlugin(lab, join(sea, 'pinto'), 'ADD', pinto, att, {}, false))
     await burst('pintoDel', (att) => execPlugin(lab, join(sea, 'pinto'), 'DEL', pinto, att, {}, false))
+    if (other !== undefined) {
+      await burst('otherAdd', (att) => execPlugin(lab, join(other, 'pinto'), 'ADD', pinto, att, {}, false))
+      await burst('otherDel', (att) => execPlugin(lab, join(other, 'pinto'), 'DEL', pinto, att, {}, false))
+    }
     await burst('refAdd', (att) => lab.exec('ptp', 'ADD', ref, att))
     await burst('refDel', (att) => lab.exec('ptp', 'DEL', ref, att))
   }
   load.push(await loadavg())
+  const perOp = (k: (typeof keys)[number]): string => `${(cpu[k] / Math.max(1, ops[k].length)).toFixed(1)} ms`
+  const rows: [string, (typeof keys)[number]][] = [
+    ['SEA pinto VERSION', 'seaVersion'], ['SEA pinto ADD', 'pintoAdd'], ['SEA pinto DEL', 'pintoDel'],
+    ...(other !== undefined ? [['other SEA pinto ADD', 'otherAdd'], ['other SEA pinto DEL', 'otherDel']] as [string, (typeof keys)[number]][] : []),
+    ['ptp + host-local ADD', 'refAdd'], ['ptp + host-local DEL', 'refDel'],
+  ]
   return [
     `bench/cni --parallel ${n}: ${RUNS} bursts of ${n} concurrent ops each, interleaved; every exec via \`ip netns exec\` (load ${load.join(' to ')})`,
-    row('SEA pinto VERSION, per op', ops.seaVersion),
-    row('SEA pinto ADD, per op', ops.pintoAdd),
-    row('SEA pinto DEL, per op', ops.pintoDel),
-    row('ptp + host-local ADD, per op', ops.refAdd),
-    row('ptp + host-local DEL, per op', ops.refDel),
-    row(`SEA pinto VERSION, burst of ${n}`, bursts.seaVersion),
-    row(`SEA pinto ADD, burst of ${n}`, bursts.pintoAdd),
-    row(`SEA pinto DEL, burst of ${n}`, bursts.pintoDel),
-    row(`ptp + host-local ADD, burst of ${n}`, bursts.refAdd),
-    row(`ptp + host-local DEL, burst of ${n}`, bursts.refDel),
+    ...rows.map(([name, k]) => row(`${name}, per op`, ops[k])),
+    ...rows.map(([name, k]) => row(`${name}, burst of ${n}`, bursts[k])),
+    '',
+    'CPU per op of the plugins execed (and their `ip netns exec`), the IPAM service\'s not in it:',
+    ...rows.map(([name, k]) => `${name.padEnd(34)} ${perOp(k)}`),
   ]
+}
+
+/** CPU milliseconds of this process's children that have been waited for (cutime + cstime). */
+function childrenCpuMs(): number {
+  return parseStat(readFileSync('/proc/self/stat', 'utf8')).children
 }
 
 async function main(): Promise<void> {

@@ -10,7 +10,7 @@ import { type DatastoreCounts, commits, roundTrips, writes, zeroCounts } from '.
 import type { ApiCounts, ScaleWorkerArgs, ScaleWorkerLine } from './ipam-scale-worker.js'
 import type { AddTrace } from './ipam-scale-trace.js'
 import { nodeName } from './ipam-scale-data.js'
-import { cpuMsOf } from './ipam-scale-node.js'
+import { cpuMsOf } from './proc-cpu.js'
 
 const WORKER = fileURLToPath(new URL('./ipam-scale-worker.js', import.meta.url))
 

@@ -5,7 +5,8 @@
 
 import { scaleRecords } from './ipam-scale-data.js'
 import { AGENTS_USER, type BenchApiserver, checkPreload, preloadApiserver, startBenchApiserver } from './ipam-scale-kube.js'
-import { KubeletReports, PINTO_RESOURCES, PintoNodeRun, REPAIR_SECONDS, type Window, cpuMsOf } from './ipam-scale-node.js'
+import { KubeletReports, PINTO_RESOURCES, PintoNodeRun, REPAIR_SECONDS, type Window } from './ipam-scale-node.js'
+import { cpuMsOf } from './proc-cpu.js'
 import { type AgentsConfig, type AgentsResult, load, ms, pct, runAgents } from './ipam-scale-agents.js'
 import { type AuditTally, auditMark, bytes, deltaBy, describeKinds, scrape, tallyAudit, total } from './ipam-scale-api-figures.js'
 import type { ScaleWorkerArgs } from './ipam-scale-worker.js'

@@ -15,6 +15,7 @@ import type { KubeHttp } from '../config/kubernetes/kube-http.js'
 import { type AuditTally, type Scrape, auditMark, describeEtcd, describeServed, etcdRequests, scrape, tallyAudit } from './ipam-scale-api-figures.js'
 import { type BenchApiserver, NODE_USER } from './ipam-scale-kube.js'
 import { nodeAddress, nodeName } from './ipam-scale-data.js'
+import { cpuMsOf } from './proc-cpu.js'
 
 /** pinto-node's IPAM repair interval (its default), so the bench knows when its first pass is done. */
 export const REPAIR_SECONDS = 60
@@ -24,13 +25,6 @@ export const PINTO_RESOURCES = ['nodes', 'ipamblocks', 'blockaffinities', 'ipamh
 
 interface Teardown {
   teardown(fn: () => unknown): void
-}
-
-/** CPU milliseconds a process has used (utime + stime from /proc). */
-export function cpuMsOf(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-  return ((Number(f[11]) + Number(f[12])) * 1000) / 100 // fields 14 and 15, in clock ticks of 1/100 s
 }
 
 function rssMb(pid: number): number {

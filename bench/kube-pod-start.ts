@@ -13,7 +13,7 @@
 // Run as root: npm run build && node dist/bench/kube-pod-start.js [--pods 100] [--nodes 4] [--rounds 2] [--datastore kubernetes|etcd]
 
 import { execFile, spawn } from 'node:child_process'
-import { rmSync, writeFileSync } from 'node:fs'
+import { rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { promisify } from 'node:util'
@@ -21,6 +21,7 @@ import { KubeCluster, MANIFESTS } from '../agent/demo/kube/cluster.js'
 import { BUSYBOX_IMAGE } from '../agent/demo/kube/images.js'
 import { ROOT } from '../agent/demo/cluster-spec.js'
 import { numberArg, stringArg } from './args.js'
+import { type Classes, type ProcCpu, machineBusyMs, snapshot, spent } from './proc-cpu.js'
 
 const PODS = numberArg('--pods', 100)
 const NODES = numberArg('--nodes', 4)
@@ -180,6 +181,33 @@ interface Round {
   readonly agentAdd?: { p50: number; p99: number; count: number }
   /** The kubelets' FailedCreatePodSandBox events for the round's pods: how many, and their distinct messages. */
   readonly failures: { count: number; messages: string[] }
+  /** CPU ms from the pods' creation to the last one Ready: by class of process, and the machine's in all. */
+  readonly cpu: { byClass: Map<string, number>; machine: number }
+}
+
+/**
+ * The classes of process whose CPU a round reports: the control plane's, and on each node (by its network
+ * namespace) the kubelet, containerd with the CNI plugins and shim starts it reaps, the shims with their runc,
+ * kube-proxy and pinto-node. Node processes are named by the network of their node.
+ */
+function classifier(nodeNetwork: ReadonlyMap<string, Network>): (p: ProcCpu) => Classes {
+  return (p) => {
+    if (p.comm === 'kube-apiserver' || p.comm === 'etcd') return { own: p.comm, children: p.comm }
+    if (p.comm.startsWith('kube-controller') || p.comm === 'kube-scheduler') return { own: 'controller-manager, scheduler' }
+    const net = nodeNetwork.get(p.netns)
+    if (net === undefined) return {}
+    if (p.comm === 'containerd') return { own: `${net}: containerd`, children: `${net}: CNI plugins, shim starts` }
+    if (p.comm.startsWith('containerd-shim')) return { own: `${net}: shims, runc`, children: `${net}: shims, runc` }
+    if (p.comm === 'kubelet' || p.comm === 'kube-proxy') return { own: `${net}: ${p.comm}` }
+    // Node.js names its main thread, and so the process, node-MainThread (Node 20: node).
+    if ((p.comm === 'node' || p.comm === 'node-MainThread') && net === 'pinto') return { own: 'pinto: pinto-node', children: 'pinto: pinto-node' }
+    return {}
+  }
+}
+
+/** The classes a round of `network` reports, in order: the shared ones, then its nodes'. */
+function roundClasses(byClass: ReadonlyMap<string, number>, network: Network): [string, number][] {
+  return [...byClass].filter(([cls]) => !cls.includes(':') || cls.startsWith(`${network}:`)).sort((a, b) => b[1] - a[1])
 }
 
 /** The FailedCreatePodSandBox events of the pods named `<prefix>*`: each failed sandbox the kubelet retried. */
@@ -191,11 +219,13 @@ async function sandboxFailures(c: KubeCluster, prefix: string): Promise<Round['f
   return { count: items.reduce((n, e) => n + (e.count ?? 1), 0), messages: [...messages].slice(0, 5) }
 }
 
-async function runBurst(c: KubeCluster, network: Network, round: number, nodes: readonly string[]): Promise<Round> {
+async function runBurst(c: KubeCluster, network: Network, round: number, nodes: readonly string[], classOf: (p: ProcCpu) => Classes): Promise<Round> {
   const selector = `bench=${network}-${round}`
   const before = await sandboxHistogram(c, nodes)
   const agentBefore = network === 'pinto' ? await pintoAddHistogram(c, nodes) : undefined
   const w = await watchPods(c, selector)
+  const procs0 = snapshot()
+  const machine0 = machineBusyMs()
   const t0 = Date.now()
   await c.kubectl(['create', '-f', '-'], JSON.stringify(burst(network, round)))
   const deadline = Date.now() + 600_000
@@ -204,6 +234,7 @@ async function runBurst(c: KubeCluster, network: Network, round: number, nodes: 
     await new Promise((r) => setTimeout(r, 200))
   }
   const wall = Math.max(...w.ready.values()) - t0
+  const cpu = { byClass: spent(procs0, snapshot(), classOf), machine: machineBusyMs() - machine0 }
   w.stop()
   const after = await sandboxHistogram(c, nodes)
   const toReady = [...w.ready].map(([name, at]) => at - (w.seen.get(name) ?? t0))
@@ -217,7 +248,7 @@ async function runBurst(c: KubeCluster, network: Network, round: number, nodes: 
   }
   const failures = await sandboxFailures(c, `${network}-${round}-`)
   await c.kubectl(['delete', 'pods', '-l', selector, '--wait=true', '--timeout=300s'])
-  return { network, toReady, wall, sandbox, failures, ...(agentAdd !== undefined ? { agentAdd } : {}) }
+  return { network, toReady, wall, sandbox, failures, cpu, ...(agentAdd !== undefined ? { agentAdd } : {}) }
 }
 
 async function main(): Promise<void> {
@@ -235,6 +266,8 @@ async function main(): Promise<void> {
     say(`kube-pod-start: ${NODES} nodes, ${NODES / 2} with pinto (datastore: ${DATASTORE === 'etcd' ? 'an etcd of its own' : 'the Kubernetes API'}) and ${NODES / 2} with ptp + host-local; ${PODS} pods at once, ${ROUNDS} rounds each`)
     await c.start()
     const half = { pinto: c.nodes.slice(0, NODES / 2), reference: c.nodes.slice(NODES / 2) }
+    const nodeNetwork = new Map(NETWORKS.flatMap((net) => half[net].map((n): [string, Network] => [`net:[${statSync(join('/run/netns', n.spec.ns)).ino}]`, net])))
+    const classOf = classifier(nodeNetwork)
     for (const n of half.pinto) await c.kubectl(['label', 'node', n.spec.name, `${LABEL}=pinto`])
     for (const [i, n] of half.reference.entries()) {
       await c.kubectl(['label', 'node', n.spec.name, `${LABEL}=reference`])
@@ -246,9 +279,11 @@ async function main(): Promise<void> {
       // Alternate which goes first, so neither always meets the other's leftovers.
       const order = r % 2 === 0 ? NETWORKS : [...NETWORKS].reverse()
       for (const network of order) {
-        const round = await runBurst(c, network, r, half[network].map((n) => n.spec.name))
+        const round = await runBurst(c, network, r, half[network].map((n) => n.spec.name), classOf)
         say(`  round ${r + 1} ${network}: all ${PODS} Ready in ${(round.wall / 1000).toFixed(1)} s; creation to Ready p50 ${(pct(round.toReady, 50) / 1000).toFixed(2)} s, p99 ${(pct(round.toReady, 99) / 1000).toFixed(2)} s`)
         if (round.agentAdd !== undefined) say(`    pinto-node's own ADD time (its histogram, ${round.agentAdd.count} ADDs): p50 ${round.agentAdd.p50.toFixed(0)} ms, p99 ${round.agentAdd.p99.toFixed(0)} ms`)
+        const sec = (ms: number): string => (ms / 1000).toFixed(1)
+        say(`    CPU s until all were Ready (the machine: ${sec(round.cpu.machine)}): ${roundClasses(round.cpu.byClass, network).map(([cls, ms]) => `${cls} ${sec(ms)}`).join(', ')}`)
         say(`    sandboxes that failed and were tried again: ${round.failures.count}`)
         for (const m of round.failures.messages) say(`      ${m}`)
         rounds.push(round)
@@ -268,6 +303,23 @@ async function main(): Promise<void> {
       say(`${name.padEnd(28)} ${`${(pct(all, 50) / 1000).toFixed(2)} s`.padStart(22)} ${`${(pct(all, 99) / 1000).toFixed(2)} s`.padStart(8)} ${`${(Math.max(...walls) / 1000).toFixed(1)} s`.padStart(10)} ${ms(Math.max(...sb50)).padStart(26)} ${ms(Math.max(...sb99)).padStart(8)}`)
     }
     say(`(${ROUNDS} rounds of ${PODS} pods each; the kubelet's figures are its histogram's, the worst round's, estimated within a bucket)`)
+    // CPU per pod, each class beside its counterpart: the shared control plane's in each network's rounds, and each
+    // half's own node processes.
+    const perPod = (n: Network): Map<string, number> => {
+      const out = new Map<string, number>()
+      for (const r of rounds.filter((x) => x.network === n)) {
+        for (const [cls, ms] of roundClasses(r.cpu.byClass, n)) out.set(cls.replace(`${n}: `, ''), (out.get(cls.replace(`${n}: `, '')) ?? 0) + ms / PODS / ROUNDS)
+        out.set('the whole machine', (out.get('the whole machine') ?? 0) + r.cpu.machine / PODS / ROUNDS)
+      }
+      return out
+    }
+    const cpu = { pinto: perPod('pinto'), reference: perPod('reference') }
+    say('')
+    say(`${'CPU per pod, creation to all Ready'.padEnd(36)} ${'pinto'.padStart(10)} ${'reference'.padStart(10)}`)
+    for (const cls of new Set([...cpu.pinto.keys(), ...cpu.reference.keys()])) {
+      const ms = (m: Map<string, number>): string => `${(m.get(cls) ?? 0).toFixed(1)} ms`
+      say(`${cls.padEnd(36)} ${ms(cpu.pinto).padStart(10)} ${ms(cpu.reference).padStart(10)}`)
+    }
     const p99 = (n: Network): number => pct(rounds.filter((r) => r.network === n).flatMap((r) => r.toReady), 99)
     // A round's second burst may share the machine with the first's teardown (the runtime's, after the API's): only an even number
     // of rounds puts each network first as often.

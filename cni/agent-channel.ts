@@ -7,7 +7,7 @@
 // Anything the channel cannot carry (no FIFO, a config over PIPE_BUF, a full FIFO, a netns the agent
 // cannot see) is left to the plugin, which does it itself; a FIFO nobody reads means the agent is down.
 
-import { closeSync, constants, fstatSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs'
+import { type FSWatcher, closeSync, constants, fstatSync, openSync, readFileSync, rmSync, watch, writeSync } from 'node:fs'
 import type { Invocation } from './pinto-plugin.js'
 import type { CniResult } from './result.js'
 import { type CniEnv, CniError, ERR } from './spec.js'
@@ -106,36 +106,78 @@ interface Waiting {
   cancel(): void
 }
 
+/** Looked for every millisecond this long; an answer later than that is waited for through inotify. */
+const POLL_MS = 20
+
+/** While watching, looked for this often anyway: the agent gone, the deadline, an event missed. */
+const BACKSTOP_MS = 250
+
 /**
- * The answer renamed into `dir` under `id`, looked for every millisecond at first and less often later. Not
- * inotify: a cold process pays to set a watch up and pays more at exit, while the kernel waits out the
- * watch's teardown; polling every millisecond costs less than both.
+ * The answer renamed into `dir` under `id`: looked for every millisecond at first, which is cheapest when the
+ * agent answers at once (an inotify watch costs a cold process its set-up and, at exit, the kernel's wait for
+ * its teardown); past POLL_MS through an inotify watch of `dir`, since each wake-up of a process that polls
+ * costs it CPU, and in a burst of pod starts the answers are seconds away and the CPU is the node's.
  */
 function awaitReply(dir: string, id: string, requests: string, command: string): Waiting {
   const file = `${dir}/${id}`
   const started = Date.now()
   let timer: ReturnType<typeof setTimeout> | undefined
+  let watcher: FSWatcher | undefined
+  const stop = (): void => {
+    clearTimeout(timer)
+    watcher?.close()
+    watcher = undefined
+  }
   const answer = new Promise<ChannelReply>((resolve, reject) => {
+    let settled = false
+    const settle = (fn: () => void): void => {
+      settled = true
+      stop()
+      fn()
+    }
     const look = (): void => {
+      if (settled) return
+      clearTimeout(timer)
       let text: string
       try {
         text = readFileSync(file, 'utf8')
       } catch (err) {
         const waited = Date.now() - started
-        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') reject(new CniError(ERR.io, `reading pinto-node's answer ${file}: ${(err as Error).message}`))
-        else if (waited > TIMEOUT_MS) reject(new CniError(ERR.tryAgainLater, `pinto-node took the ${command} but did not answer within ${TIMEOUT_MS / 1000} s`))
-        else if (waited > 1000 && !readerLeft(requests)) reject(new CniError(ERR.tryAgainLater, `pinto-node stopped before answering the ${command} (nothing reads ${requests} any more)`))
-        else timer = setTimeout(look, waited < 50 ? 1 : waited < 1000 ? 5 : 50)
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') settle(() => reject(new CniError(ERR.io, `reading pinto-node's answer ${file}: ${(err as Error).message}`)))
+        else if (waited > TIMEOUT_MS) settle(() => reject(new CniError(ERR.tryAgainLater, `pinto-node took the ${command} but did not answer within ${TIMEOUT_MS / 1000} s`)))
+        else if (waited > 1000 && !readerLeft(requests)) settle(() => reject(new CniError(ERR.tryAgainLater, `pinto-node stopped before answering the ${command} (nothing reads ${requests} any more)`)))
+        else if (waited < POLL_MS || !watching()) timer = setTimeout(look, waited < POLL_MS ? 1 : waited < 1000 ? 5 : 50)
+        else timer = setTimeout(look, BACKSTOP_MS)
         return
       }
-      rmSync(file, { force: true })
+      settle(() => {
+        rmSync(file, { force: true })
+        try {
+          resolve(JSON.parse(text) as ChannelReply)
+        } catch {
+          reject(new CniError(ERR.io, `pinto-node's answer ${file} is not JSON`, text.slice(0, 200)))
+        }
+      })
+    }
+    /** The watch, set up on first need; false where inotify cannot serve (out of watches, say): polled then. */
+    let failed = false
+    const watching = (): boolean => {
+      if (watcher !== undefined) return true
+      if (failed) return false
       try {
-        resolve(JSON.parse(text) as ChannelReply)
+        watcher = watch(dir, { persistent: true }, (_event, name) => {
+          if (name === id) look()
+        })
+        watcher.on('error', () => undefined)
       } catch {
-        reject(new CniError(ERR.io, `pinto-node's answer ${file} is not JSON`, text.slice(0, 200)))
+        failed = true
+        return false
       }
+      // Renamed in before the watch began: no event will tell.
+      setImmediate(look)
+      return true
     }
     timer = setTimeout(look, 1)
   })
-  return { answer, cancel: () => clearTimeout(timer) }
+  return { answer, cancel: stop }
 }

@@ -1,11 +1,13 @@
 // The CNI channel: pinto ADD and DEL with pinto-ipam are done by pinto-node (its IPAM in-process, its `ip`
 // processes started ahead), and the plugin does them itself whenever the agent cannot: a config over PIPE_BUF, a
 // plugin in another network namespace. A FIFO nobody reads is an agent that is down (code 11, at once);
-// garbage on the FIFO does not stop the agent. Each case leaves nothing behind.
+// garbage on the FIFO does not stop the agent; an answer seconds away is still taken. Each case leaves nothing
+// behind.
 
 import t from 'tap'
 import { execa } from 'execa'
-import { closeSync, constants, mkdirSync, openSync, readSync, writeSync } from 'node:fs'
+import { closeSync, constants, existsSync, mkdirSync, openSync, readSync, renameSync, writeFileSync, writeSync } from 'node:fs'
+import { join } from 'node:path'
 import { waitFor } from '../harness/wait.js'
 import { channelPaths } from '../../cni/agent-channel.js'
 import { IpamClient } from '../../cni/ipam-client.js'
@@ -142,4 +144,34 @@ t.test('pinto-node gone after taking the ADD: code 11 within seconds, not after 
   t.match(String(r.json?.['msg']), 'pinto-node stopped before answering the ADD')
   t.ok(Date.now() - started < 10_000, 'seconds, not the 30 s timeout')
   t.same(await hostVeths(lab), [])
+})
+
+t.test('an answer seconds after the request is taken, past the first polling, through the watch of the answers', async (t) => {
+  const lab = await createLab(t)
+  await lab.stopService()
+  const { requests, replies } = channelPaths(lab.socket)
+  // A slow agent: reads the request, and answers 1.5 s later as pinto-node does (written aside, renamed in).
+  await execa('mkfifo', ['-m', '600', requests])
+  mkdirSync(replies)
+  const fd = openSync(requests, constants.O_RDWR | constants.O_NONBLOCK)
+  t.teardown(() => closeSync(fd))
+  const netns = await lab.pod('slow')
+  const add = lab.exec('pinto', 'ADD', pintoConf(lab, '1.0.0'), { containerId: 'slow1', netns })
+  const buf = Buffer.alloc(8192)
+  const line = await waitFor(() => {
+    try {
+      const n = readSync(fd, buf)
+      return n > 0 ? buf.subarray(0, n).toString() : undefined
+    } catch {
+      return undefined // EAGAIN: nothing yet
+    }
+  }, { timeoutMs: 30_000, what: 'the plugin\'s request on the FIFO' })
+  const { id } = JSON.parse(line) as { id: string }
+  await new Promise((r) => setTimeout(r, 1500)) // the agent's slowness is the case itself
+  writeFileSync(join(replies, `.${id}`), JSON.stringify({ ok: false, code: 7, msg: 'the slow agent\'s answer', details: '' }))
+  renameSync(join(replies, `.${id}`), join(replies, id))
+  const r = await add
+  t.equal(r.json?.['code'], 7, r.stdout)
+  t.equal(r.json?.['msg'], 'the slow agent\'s answer')
+  t.notOk(existsSync(join(replies, id)), 'the answer taken away')
 })

@@ -22,6 +22,7 @@ import { BUSYBOX_IMAGE } from '../agent/demo/kube/images.js'
 import { ROOT } from '../agent/demo/cluster-spec.js'
 import { numberArg, stringArg } from './args.js'
 import { type Classes, type ProcCpu, machineBusyMs, snapshot, spent } from './proc-cpu.js'
+import { type Scrape, parseMetrics } from './ipam-scale-api-figures.js'
 
 const PODS = numberArg('--pods', 100)
 const NODES = numberArg('--nodes', 4)
@@ -183,6 +184,23 @@ interface Round {
   readonly failures: { count: number; messages: string[] }
   /** CPU ms from the pods' creation to the last one Ready: by class of process, and the machine's in all. */
   readonly cpu: { byClass: Map<string, number>; machine: number }
+  /** The requests the apiserver served meanwhile (every client's), by verb and resource. */
+  readonly requests: Map<string, number>
+}
+
+/** apiserver_request_total between two scrapes, by `verb resource[/subresource]`, most first. */
+function requestsBy(before: Scrape, after: Scrape): Map<string, number> {
+  const out = new Map<string, number>()
+  const add = (s: Scrape, sign: number): void => {
+    for (const x of s) {
+      if (x.name !== 'apiserver_request_total') continue
+      const key = `${x.labels['verb'] ?? '?'} ${x.labels['resource'] ?? ''}${x.labels['subresource'] ? `/${x.labels['subresource']}` : ''}`
+      out.set(key, (out.get(key) ?? 0) + sign * x.value)
+    }
+  }
+  add(after, 1)
+  add(before, -1)
+  return new Map([...out].filter(([, n]) => n > 0).sort((a, b) => b[1] - a[1]))
 }
 
 /**
@@ -224,6 +242,7 @@ async function runBurst(c: KubeCluster, network: Network, round: number, nodes: 
   const before = await sandboxHistogram(c, nodes)
   const agentBefore = network === 'pinto' ? await pintoAddHistogram(c, nodes) : undefined
   const w = await watchPods(c, selector)
+  const metrics0 = parseMetrics(await c.kubectl(['get', '--raw', '/metrics']))
   const procs0 = snapshot()
   const machine0 = machineBusyMs()
   const t0 = Date.now()
@@ -235,6 +254,7 @@ async function runBurst(c: KubeCluster, network: Network, round: number, nodes: 
   }
   const wall = Math.max(...w.ready.values()) - t0
   const cpu = { byClass: spent(procs0, snapshot(), classOf), machine: machineBusyMs() - machine0 }
+  const requests = requestsBy(metrics0, parseMetrics(await c.kubectl(['get', '--raw', '/metrics'])))
   w.stop()
   const after = await sandboxHistogram(c, nodes)
   const toReady = [...w.ready].map(([name, at]) => at - (w.seen.get(name) ?? t0))
@@ -248,7 +268,7 @@ async function runBurst(c: KubeCluster, network: Network, round: number, nodes: 
   }
   const failures = await sandboxFailures(c, `${network}-${round}-`)
   await c.kubectl(['delete', 'pods', '-l', selector, '--wait=true', '--timeout=300s'])
-  return { network, toReady, wall, sandbox, failures, cpu, ...(agentAdd !== undefined ? { agentAdd } : {}) }
+  return { network, toReady, wall, sandbox, failures, cpu, requests, ...(agentAdd !== undefined ? { agentAdd } : {}) }
 }
 
 async function main(): Promise<void> {
@@ -284,6 +304,7 @@ async function main(): Promise<void> {
         if (round.agentAdd !== undefined) say(`    pinto-node's own ADD time (its histogram, ${round.agentAdd.count} ADDs): p50 ${round.agentAdd.p50.toFixed(0)} ms, p99 ${round.agentAdd.p99.toFixed(0)} ms`)
         const sec = (ms: number): string => (ms / 1000).toFixed(1)
         say(`    CPU s until all were Ready (the machine: ${sec(round.cpu.machine)}): ${roundClasses(round.cpu.byClass, network).map(([cls, ms]) => `${cls} ${sec(ms)}`).join(', ')}`)
+        say(`    apiserver requests per pod meanwhile (every client's): ${[...round.requests].slice(0, 10).map(([k, n]) => `${k} ${(n / PODS).toFixed(2)}`).join(', ')}`)
         say(`    sandboxes that failed and were tried again: ${round.failures.count}`)
         for (const m of round.failures.messages) say(`      ${m}`)
         rounds.push(round)

@@ -4,7 +4,7 @@
 // garbage on the FIFO does not stop the agent; an answer seconds away is still taken. Each case leaves nothing
 // behind.
 
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { execa } from 'execa'
 import { closeSync, constants, existsSync, mkdirSync, openSync, readSync, renameSync, writeFileSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
@@ -113,32 +113,40 @@ t.test('a FIFO nobody reads: pinto-node is down, code 11 at once, nothing made',
   t.same(await lab.links(netns.replace('/run/netns/', '')), ['lo'])
 })
 
-t.test('pinto-node gone after taking the ADD: code 11 within seconds, not after the 30 s timeout', async (t) => {
-  const lab = await createLab(t)
+/** A stand-in agent that takes requests off the FIFO and answers as the test says (or never). */
+async function standIn(t: Test, lab: Lab): Promise<{ replies: string; request(): Promise<string>; close(): void }> {
   await lab.stopService()
   const { requests, replies } = channelPaths(lab.socket)
-  // An agent that reads the request and dies before answering.
   await execa('mkfifo', ['-m', '600', requests])
   mkdirSync(replies)
   const fd = openSync(requests, constants.O_RDWR | constants.O_NONBLOCK)
   let open = true
-  t.teardown(() => {
+  const close = (): void => {
     if (open) closeSync(fd)
-  })
-  const netns = await lab.pod('gone')
-  const started = Date.now()
-  const add = lab.exec('pinto', 'ADD', pintoConf(lab, '1.0.0'), { containerId: 'gone1', netns })
+    open = false
+  }
+  t.teardown(close)
   const buf = Buffer.alloc(8192)
-  const got = await waitFor(() => {
+  const request = (): Promise<string> => waitFor(() => {
     try {
-      return readSync(fd, buf) > 0 ? true : undefined
+      const n = readSync(fd, buf)
+      return n > 0 ? buf.subarray(0, n).toString() : undefined
     } catch {
       return undefined // EAGAIN: nothing yet
     }
   }, { timeoutMs: 30_000, what: 'the plugin\'s request on the FIFO' })
-  t.ok(got)
-  closeSync(fd)
-  open = false
+  return { replies, request, close }
+}
+
+t.test('pinto-node gone after taking the ADD: code 11 within seconds, not after the 30 s timeout', async (t) => {
+  const lab = await createLab(t)
+  // An agent that reads the request and dies before answering.
+  const agent = await standIn(t, lab)
+  const netns = await lab.pod('gone')
+  const started = Date.now()
+  const add = lab.exec('pinto', 'ADD', pintoConf(lab, '1.0.0'), { containerId: 'gone1', netns })
+  t.ok(await agent.request())
+  agent.close()
   const r = await add
   t.equal(r.json?.['code'], 11, r.stdout)
   t.match(String(r.json?.['msg']), 'pinto-node stopped before answering the ADD')
@@ -148,26 +156,13 @@ t.test('pinto-node gone after taking the ADD: code 11 within seconds, not after 
 
 t.test('an answer seconds after the request is taken, past the first polling, through the watch of the answers', async (t) => {
   const lab = await createLab(t)
-  await lab.stopService()
-  const { requests, replies } = channelPaths(lab.socket)
   // A slow agent: reads the request, and answers 1.5 s later as pinto-node does (written aside, renamed in).
-  await execa('mkfifo', ['-m', '600', requests])
-  mkdirSync(replies)
-  const fd = openSync(requests, constants.O_RDWR | constants.O_NONBLOCK)
-  t.teardown(() => closeSync(fd))
+  const agent = await standIn(t, lab)
   const netns = await lab.pod('slow')
   const add = lab.exec('pinto', 'ADD', pintoConf(lab, '1.0.0'), { containerId: 'slow1', netns })
-  const buf = Buffer.alloc(8192)
-  const line = await waitFor(() => {
-    try {
-      const n = readSync(fd, buf)
-      return n > 0 ? buf.subarray(0, n).toString() : undefined
-    } catch {
-      return undefined // EAGAIN: nothing yet
-    }
-  }, { timeoutMs: 30_000, what: 'the plugin\'s request on the FIFO' })
-  const { id } = JSON.parse(line) as { id: string }
+  const { id } = JSON.parse(await agent.request()) as { id: string }
   await new Promise((r) => setTimeout(r, 1500)) // the agent's slowness is the case itself
+  const { replies } = agent
   writeFileSync(join(replies, `.${id}`), JSON.stringify({ ok: false, code: 7, msg: 'the slow agent\'s answer', details: '' }))
   renameSync(join(replies, `.${id}`), join(replies, id))
   const r = await add

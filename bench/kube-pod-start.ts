@@ -10,10 +10,11 @@
 // it. A part's figure, beside the whole.
 // pinto's datastore is the Kubernetes API (the KDD manifest) or, with --datastore etcd, an etcd of its own (the
 // etcd manifest, as the real-cluster tests install it).
-// Run as root: npm run build && node dist/bench/kube-pod-start.js [--pods 100] [--nodes 4] [--rounds 2] [--datastore kubernetes|etcd]
+// With --profile-agent DIR, a CPU profile of each pinto-node over each pinto burst (through its inspector).
+// Run as root: npm run build && node dist/bench/kube-pod-start.js [--pods 100] [--nodes 4] [--rounds 2] [--datastore kubernetes|etcd] [--profile-agent DIR]
 
 import { execFile, spawn } from 'node:child_process'
-import { rmSync, statSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { promisify } from 'node:util'
@@ -29,6 +30,8 @@ const NODES = numberArg('--nodes', 4)
 const execFileP = promisify(execFile)
 const ROUNDS = numberArg('--rounds', 2)
 const DATASTORE = stringArg('--datastore') ?? 'kubernetes'
+/** Where a CPU profile of each pinto-node over each pinto burst goes (through its inspector), if anywhere. */
+const PROFILE_DIR = stringArg('--profile-agent')
 const NETWORKS = ['pinto', 'reference'] as const
 type Network = (typeof NETWORKS)[number]
 const LABEL = 'bench.pinto.dev/network'
@@ -237,11 +240,40 @@ async function sandboxFailures(c: KubeCluster, prefix: string): Promise<Round['f
   return { count: items.reduce((n, e) => n + (e.count ?? 1), 0), messages: [...messages].slice(0, 5) }
 }
 
+/**
+ * Profiles each pinto-node of `nodes` from now until the function returned is called: SIGUSR1 opens its inspector
+ * on 127.0.0.1:9229 in its node's namespace, where inspector-profile.js (under the Node.js pinto ships) records.
+ */
+async function profileAgents(c: KubeCluster, nodes: readonly string[], round: number, dir: string): Promise<() => Promise<string[]>> {
+  const node26 = join(ROOT, '.cache', 'node-v26.12.1', 'bin', 'node')
+  const helpers: { child: ReturnType<typeof spawn>; file: string; done: Promise<void> }[] = []
+  for (const n of c.nodes.filter((x) => nodes.includes(x.spec.name))) {
+    const netns = `net:[${statSync(join('/run/netns', n.spec.ns)).ino}]`
+    const agent = [...snapshot().values()].find((p) => p.netns === netns && (p.comm === 'node' || p.comm === 'node-MainThread') && readFileSync(`/proc/${p.pid}/cmdline`, 'utf8').includes('pinto-node'))
+    if (agent === undefined) throw new Error(`--profile-agent: no pinto-node process in ${n.spec.name}'s namespace`)
+    process.kill(agent.pid, 'SIGUSR1')
+    const file = join(dir, `pinto-node-${n.spec.name}-round${round + 1}.cpuprofile`)
+    const child = spawn('ip', ['netns', 'exec', n.spec.ns, node26, join(ROOT, 'dist', 'bench', 'inspector-profile.js'), file], { stdio: ['ignore', 'pipe', 'inherit'] })
+    const done = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+    await new Promise<void>((resolve, reject) => {
+      child.stdout?.on('data', (b: Buffer) => b.toString().includes('profiling') && resolve())
+      void done.then(() => reject(new Error(`--profile-agent: the profiler of ${n.spec.name}'s pinto-node exited`)))
+    })
+    helpers.push({ child, file, done })
+  }
+  return async () => {
+    for (const h of helpers) h.child.kill('SIGTERM')
+    await Promise.all(helpers.map((h) => h.done))
+    return helpers.map((h) => h.file)
+  }
+}
+
 async function runBurst(c: KubeCluster, network: Network, round: number, nodes: readonly string[], classOf: (p: ProcCpu) => Classes): Promise<Round> {
   const selector = `bench=${network}-${round}`
   const before = await sandboxHistogram(c, nodes)
   const agentBefore = network === 'pinto' ? await pintoAddHistogram(c, nodes) : undefined
   const w = await watchPods(c, selector)
+  const profiled = PROFILE_DIR !== undefined && network === 'pinto' ? await profileAgents(c, nodes, round, PROFILE_DIR) : undefined
   const metrics0 = parseMetrics(await c.kubectl(['get', '--raw', '/metrics']))
   const procs0 = snapshot()
   const machine0 = machineBusyMs()
@@ -255,6 +287,7 @@ async function runBurst(c: KubeCluster, network: Network, round: number, nodes: 
   const wall = Math.max(...w.ready.values()) - t0
   const cpu = { byClass: spent(procs0, snapshot(), classOf), machine: machineBusyMs() - machine0 }
   const requests = requestsBy(metrics0, parseMetrics(await c.kubectl(['get', '--raw', '/metrics'])))
+  if (profiled !== undefined) for (const f of await profiled()) say(`    pinto-node's CPU profile over the burst: ${f} (node dist/bench/cpu-profile-top.js FILE)`)
   w.stop()
   const after = await sandboxHistogram(c, nodes)
   const toReady = [...w.ready].map(([name, at]) => at - (w.seen.get(name) ?? t0))
@@ -284,6 +317,7 @@ async function main(): Promise<void> {
   process.once('SIGTERM', stop)
   try {
     say(`kube-pod-start: ${NODES} nodes, ${NODES / 2} with pinto (datastore: ${DATASTORE === 'etcd' ? 'an etcd of its own' : 'the Kubernetes API'}) and ${NODES / 2} with ptp + host-local; ${PODS} pods at once, ${ROUNDS} rounds each`)
+    if (PROFILE_DIR !== undefined) mkdirSync(PROFILE_DIR, { recursive: true })
     await c.start()
     const half = { pinto: c.nodes.slice(0, NODES / 2), reference: c.nodes.slice(NODES / 2) }
     const nodeNetwork = new Map(NETWORKS.flatMap((net) => half[net].map((n): [string, Network] => [`net:[${statSync(join('/run/netns', n.spec.ns)).ino}]`, net])))

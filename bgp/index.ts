@@ -12,7 +12,7 @@ export { compilePoolGuard, guardPoolPrefixes, type PoolGuard, type PoolPrefixVer
 export type { PeerConfig } from './session/peer-config.js'
 export type { PeerCounters, PeerStatus } from './session/peer.js'
 export type { Transition, TransitionQuery } from './session/transition-log.js'
-export { TCP_MD5_MAX_KEY, closeFd, enterNetns, errnoText as strerror, openRtnetlink, receiveDatagram, sendToKernel, sendToKernelOffThread, socketOptionsAvailable } from './session/socket-options.js'
+export { TCP_MD5_MAX_KEY, closeFd, enterNetns, errnoText as strerror, openRtnetlink, receiveDatagram, sendToKernelOffThread, socketOptionsAvailable } from './session/socket-options.js'
 export { SpeakerBfd } from './bfd/speaker-bfd.js'
 export type { BfdParameters } from './bfd/fsm.js'
 export type { BfdSessionSpec, BfdSessionStatus } from './bfd/session.js'

@@ -3,6 +3,7 @@
 // host-side sysctls through /proc/sys/net of the plugin's own netns. What to write is decided in wiring-plan.
 
 import { existsSync, readFileSync, readdirSync, statSync, statfsSync, writeFileSync } from 'node:fs'
+import { writeFile } from 'node:fs/promises'
 import { type Runner, run as defaultRun } from './exec.js'
 import { CniError, ERR } from './spec.js'
 import type { LinkOp } from '../felix/index.js'
@@ -96,7 +97,7 @@ function sysfsShowsOurNetns(): boolean {
 /** An rtnetlink socket in one namespace (felix/netns-rtnl.ts NetnsRtnl). */
 export interface RtnlSession {
   /** Writes `ops` in order; the first refused throws an error whose `index` says which. */
-  run(ops: readonly LinkOp[]): void
+  run(ops: readonly LinkOp[]): Promise<void>
   /** Deletes a link; done once `gone` is true or the kernel answered. A missing link is no failure. */
   remove(dev: string, gone?: () => boolean): Promise<void>
   close(): void
@@ -221,9 +222,14 @@ export class Dataplane {
    * namespace, the host sysctls and the host side. Failures are undone as in wire().
    */
   private async wireRtnl(rtnl: RtnlPort, v: Veth, netns: string, addresses: Promise<Pick<Wiring, 'v4' | 'v6'>>): Promise<void> {
+    // Taken now: the addresses may fail while the pair is being made.
+    const wiring = addresses.then(
+      (a) => ({ ...v, ...a }),
+      () => undefined,
+    )
     const host = rtnl.open(undefined)
     try {
-      host.run(vethOps(v, netns))
+      await host.run(vethOps(v, netns))
     } catch (err) {
       // Refused after the pair was made (its owner): it goes, the pod end with it.
       if (refusedAt(err) > 0) await host.remove(v.hostVeth, () => !this.hostLinkExists(v.hostVeth)).catch(() => undefined)
@@ -231,11 +237,8 @@ export class Dataplane {
     } finally {
       host.close()
     }
-    const got = await addresses.then(
-      (a) => ({ ...v, ...a }),
-      () => undefined,
-    )
-    const failure = got === undefined ? undefined : this.configure(rtnl, got, netns)
+    const got = await wiring
+    const failure = got === undefined ? undefined : await this.configure(rtnl, got, netns)
     if (failure === undefined && got !== undefined) return
     // Deleting the host end removes the pod end with it; a host veth of that name not made here is left.
     if ((await this.owner(v.hostVeth).catch(() => undefined)) === v.owner) await this.removeHostVeth(v.hostVeth)
@@ -243,11 +246,11 @@ export class Dataplane {
   }
 
   /** The pod side, the host sysctls, the host side: the first failure, or undefined. */
-  private configure(rtnl: RtnlPort, w: Wiring, netns: string): CniError | undefined {
+  private async configure(rtnl: RtnlPort, w: Wiring, netns: string): Promise<CniError | undefined> {
     let pod: RtnlSession | undefined
     try {
       pod = rtnl.open(netns)
-      pod.run(podOps(w))
+      await pod.run(podOps(w))
     } catch (err) {
       return new CniError(ERR.io, `wiring ${w.ifname} in ${netns} failed: ${messageOf(err)}`)
     } finally {
@@ -255,9 +258,10 @@ export class Dataplane {
     }
     let host: RtnlSession | undefined
     try {
-      for (const [path, value] of hostSysctls(w.hostVeth, w.v6 !== undefined)) writeFileSync(`/proc/sys/net/${path}`, value)
+      // From libuv's threads too: a forwarding switch takes the kernel's lock on links, or asks to be made again.
+      for (const [path, value] of hostSysctls(w.hostVeth, w.v6 !== undefined)) await writeFile(`/proc/sys/net/${path}`, value)
       host = rtnl.open(undefined)
-      host.run(hostOps(w))
+      await host.run(hostOps(w))
       return undefined
     } catch (err) {
       return new CniError(ERR.io, `wiring host veth ${w.hostVeth} failed: ${messageOf(err)}`)

@@ -3,7 +3,7 @@
 // socket stays in the namespace it was made in, so entering the pod's is needed only to make it.
 
 import { closeSync, openSync } from 'node:fs'
-import { closeFd, enterNetns, openRtnetlink, receiveDatagram, sendToKernel, sendToKernelOffThread, socketOptionsAvailable, strerror } from '../bgp/index.js'
+import { closeFd, enterNetns, openRtnetlink, receiveDatagram, sendToKernelOffThread, socketOptionsAvailable, strerror } from '../bgp/index.js'
 import { LinkWriter, linkOpNeedsIndex, linkOpText, type LinkOp } from './rtnl-links.js'
 import { NLMSG_ERROR, RTM_NEWLINK, RtnlWriter, readReplies, type Reply } from './rtnl.js'
 
@@ -82,24 +82,25 @@ export class NetnsRtnl {
 
   /**
    * Writes `ops` in order, each waited for; the first one refused stops the run and throws LinkOpRefused
-   * with its index. Synchronous: the kernel handles each request within the send, so its answer is queued
-   * by the time the send returns.
+   * with its index. Each request is sent from one of libuv's threads: the kernel handles it within the send,
+   * which waits there for the kernel's lock on links (held long while namespaces are made and torn down,
+   * as in a burst of pod starts), not on the main thread. Its answer is queued by the time the send returns.
    */
-  run(ops: readonly LinkOp[]): void {
+  async run(ops: readonly LinkOp[]): Promise<void> {
     const indexes = new Map<string, number>()
     const fds = new Map<string, number>()
     try {
-      ops.forEach((o, i) => {
+      for (const [i, o] of ops.entries()) {
         const dev = linkOpNeedsIndex(o)
-        if (dev !== undefined && !indexes.has(dev)) indexes.set(dev, this.index(dev, i, o))
+        if (dev !== undefined && !indexes.has(dev)) indexes.set(dev, await this.index(dev, i, o))
         // A namespace the peer is made in is held open for the send alone.
         if (o.op === 'veth' && o.peerNetns !== undefined && !fds.has(o.peerNetns)) fds.set(o.peerNetns, openSync(o.peerNetns, 'r'))
         const w = new LinkWriter((d) => indexes.get(d), (path) => fds.get(path))
         const seq = this.nextSeq()
         w.write(o, seq)
-        const r = this.exchange(w.bytes(), seq, linkOpText(o))
+        const r = await this.exchange(w.bytes(), seq, linkOpText(o))
         if (r.error !== undefined && r.error !== 0) throw new LinkOpRefused(i, -r.error, `${linkOpText(o)}: ${strerror(-r.error)}`)
-      })
+      }
     } finally {
       for (const fd of fds.values()) closeSync(fd)
     }
@@ -147,19 +148,21 @@ export class NetnsRtnl {
   }
 
   /** The index of `dev` here, by RTM_GETLINK; LinkOpRefused (as op `at`) when there is none. */
-  private index(dev: string, at: number, o: LinkOp): number {
+  private async index(dev: string, at: number, o: LinkOp): Promise<number> {
     const w = new RtnlWriter(256)
     const seq = this.nextSeq()
     w.getLink(dev, seq)
-    const r = this.exchange(w.bytes(), seq, `link show ${dev}`)
+    const r = await this.exchange(w.bytes(), seq, `link show ${dev}`)
     if (r.type === RTM_NEWLINK && r.ifindex !== undefined) return r.ifindex
     const errno = r.error !== undefined ? -r.error : ENODEV
     throw new LinkOpRefused(at, errno, `${linkOpText(o)}: ${dev}: ${strerror(errno)}`)
   }
 
-  private exchange(bytes: Uint8Array, seq: number, what: string): Reply {
-    const e = sendToKernel(this.fd, Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength))
-    if (e !== 0) throw new LinkOpRefused(0, e, `${what}: ${strerror(e)}`)
+  /** One request sent off the main thread (the socket closed only after it), and its answer. */
+  private async exchange(bytes: Uint8Array, seq: number, what: string): Promise<Reply> {
+    const sent = sendToKernelOffThread(this.fd, Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength))
+    this.pending = this.pending.then(() => sent.catch(() => false))
+    if (!(await sent)) throw new LinkOpRefused(0, 0, `${what}: the request could not be sent`)
     return this.answer(seq, what)
   }
 

@@ -422,15 +422,10 @@ export function openRtnetlink(what: string): number {
   throw new SocketOptionError(`${what}: socket`, e, c.strerror(e))
 }
 
-/** send(2) of `buf` to the kernel on `fd`, blocking: 0 when sent, else the errno. */
-export function sendToKernel(fd: number, buf: Buffer): number {
-  const c = load()
-  return c.send(fd, buf, buf.length, 0) >= 0 ? 0 : c.errno()
-}
-
 /**
- * The same on a thread of libuv's pool, for a request the kernel takes long over in the sending call
- * (deleting a link waits for a grace period): false when the send failed.
+ * send(2) of `buf` to the kernel on `fd`, on a thread of libuv's pool: the kernel handles an rtnetlink request
+ * within the send, and may take long over it (deleting a link waits for a grace period, any link change for
+ * the kernel's lock on links). False when the send failed.
  */
 export async function sendToKernelOffThread(fd: number, buf: Buffer): Promise<boolean> {
   return (await load().sendAsync(fd, buf, buf.length, 0)) >= 0

@@ -129,11 +129,13 @@ export class KernelRouteIo {
   }
 
   /**
-   * The table's routes of `families`, with felix's nexthop objects read beside them (the first read also
-   * learns whether there are any). `filter` leaves out dumped routes it accounts for (see readTable).
+   * The table's routes of `families`, with felix's nexthop objects read beside them unless `withObjects` is
+   * false (the first read also learns whether there are any). `filter` leaves out dumped routes it accounts for
+   * (see readTable).
    */
-  async read(families: readonly Family[], filter?: DumpFilter): Promise<KernelRoute[]> {
-    const nexthops = this.nexthopObjects && (!this.probed || this.registry !== undefined)
+  async read(families: readonly Family[], filter?: DumpFilter, withObjects = true): Promise<KernelRoute[]> {
+    // Without objects only once they are known: the first read learns whether there are any.
+    const nexthops = this.nexthopObjects && (!this.probed || this.registry !== undefined) && (withObjects || !this.probed)
     const probed = this.probedObjects
     this.probedObjects = undefined
     const [objects, tables] = await Promise.all([probed ?? (nexthops ? this.runner.run('ip', ['-N', '-json', 'nexthop', 'show'], this.nsOpt()) : undefined), this.readTable(families, filter)])

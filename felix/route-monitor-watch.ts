@@ -23,8 +23,11 @@ export interface MonitorOwner {
   known(): KnownTable | undefined
   /** A change felix did not write was seen: its known table no longer holds. */
   drifted(): void
-  /** A full read and diff of the table, coalesced with any apply in progress. */
-  resync(): Promise<unknown>
+  /**
+   * A full read and diff of the table, coalesced with any apply in progress; with `nexthops` false, felix's
+   * nexthop objects are not read again (a route line cannot have changed them).
+   */
+  resync(nexthops: boolean): Promise<unknown>
 }
 
 export interface RouteMonitorOptions {
@@ -66,6 +69,8 @@ export class RouteMonitor {
   private active = false
   private monitor: WatchHandle | undefined
   private resyncTimer: NodeJS.Timeout | undefined
+  /** Whether the debounced resync reads the nexthop objects too: a nexthop or device line came. */
+  private resyncNexthops = false
   private resumeTimer: NodeJS.Timeout | undefined
   /** A multipath route's head line from the monitor, waiting for its hop lines. */
   private multipath: { line: string; ev: MonitorEvent; key: string; hops: string[] } | undefined
@@ -162,13 +167,13 @@ export class RouteMonitor {
     if (nh !== undefined) {
       const reg = nexthops as NexthopRegistry
       if (reg.isEcho(nh) || (!reg.has(nh.id) && !line.includes(` proto ${this.opts.protocol}`))) return
-      this.resyncSoon(line)
+      this.resyncSoon(line, true)
       return
     }
     if (isDeviceLine(line)) {
       const dev = monitorDeviceEvent(line)
       // A pod's veth coming or going is followed by its own route lines; any other device may have taken routes with it.
-      if (dev !== undefined && !dev.startsWith(this.opts.vethPrefix)) this.resyncSoon(line)
+      if (dev !== undefined && !dev.startsWith(this.opts.vethPrefix)) this.resyncSoon(line, true)
       return
     }
     const ev = parseMonitorLine(line)
@@ -185,26 +190,32 @@ export class RouteMonitor {
       setImmediate(() => this.endMultipath())
       return
     }
-    if (!this.isEcho(ev, key, undefined)) this.resyncSoon(line)
+    if (!this.isEcho(ev, key, undefined)) this.resyncSoon(line, false)
   }
 
   private endMultipath(): void {
     const m = this.multipath
     if (m === undefined) return
     this.multipath = undefined
-    if (!this.isEcho(m.ev, m.key, m.hops)) this.resyncSoon(m.line)
+    if (!this.isEcho(m.ev, m.key, m.hops)) this.resyncSoon(m.line, false)
   }
 
-  private resyncSoon(line: string): void {
-    // Debounced: a burst (a flush, a device going down) costs one resync, not one per line.
+  private resyncSoon(line: string, nexthops: boolean): void {
+    // Debounced: a burst (a flush, a device going down, a pod's routes) costs one resync, not one per line. A
+    // route line alone reads the routes only: felix's nexthop objects change only with lines of their own or
+    // a device's, and reading them forks `ip` on the agent's thread.
     this.owner.drifted()
+    this.resyncNexthops ||= nexthops
     if (this.resyncTimer !== undefined || !this.active) return
     this.resyncTimer = setTimeout(() => {
       this.resyncTimer = undefined
+      const withNexthops = this.resyncNexthops
+      this.resyncNexthops = false
       this.log.debug({ line }, 'kernel route change seen; resyncing')
-      this.owner.resync().catch((err: unknown) => this.log.error({ err }, 'resync after monitor event failed'))
+      this.owner.resync(withNexthops).catch((err: unknown) => this.log.error({ err }, 'resync after monitor event failed'))
     }, 50)
   }
+
 
   /**
    * Whether a monitor event only shows what felix itself wrote (its known table already says exactly so).

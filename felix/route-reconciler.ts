@@ -108,6 +108,8 @@ export class RouteReconciler {
   private queued: Promise<ApplyResult> | undefined
   private timer: NodeJS.Timeout | undefined
   private wantRead = false
+  /** Whether the next read reads felix's nexthop objects too (all but a resync after route lines alone). */
+  private nexthopsDue = true
   /** The columns a batch's learned operations go into (see applyBatches), kept from one apply to the next. */
   private learnedOps: LearnedOps | undefined
   /** Errors from the latest apply, by route key. */
@@ -136,7 +138,7 @@ export class RouteReconciler {
         knowsPods: () => this.workloads !== undefined,
         known: () => this.known,
         drifted: () => void (this.known = undefined),
-        resync: () => this.resync(),
+        resync: (nexthops) => this.resync(nexthops),
       },
     })
   }
@@ -185,11 +187,13 @@ export class RouteReconciler {
     return this.apply()
   }
 
-  /** Like apply(), but reads the kernel's table first. */
-  resync(): Promise<ApplyResult> {
+  /** Like apply(), but reads the kernel's table first; with `nexthops` false, not felix's nexthop objects. */
+  resync(nexthops = true): Promise<ApplyResult> {
     this.wantRead = true
+    if (nexthops) this.nexthopsDue = true
     return this.apply()
   }
+
 
   /** Starts the monitor and periodic resync, then applies once. */
   async start(): Promise<ApplyResult> {
@@ -235,6 +239,8 @@ export class RouteReconciler {
     const t0 = performance.now()
     const read = this.wantRead || this.known === undefined
     this.wantRead = false
+    const nexthops = read && this.nexthopsDue
+    if (read) this.nexthopsDue = false
     // A read over the route socket streams: each dumped route of felix's that is exactly as desired is
     // marked in the desired table and made no object; only the rest is kept and diffed.
     const d = this.desired
@@ -252,8 +258,9 @@ export class RouteReconciler {
         return false
       }
       try {
-        this.known = KnownTable.read(await this.io.read(this.families(), streamed ? filter : undefined), this.protocol)
+        this.known = KnownTable.read(await this.io.read(this.families(), streamed ? filter : undefined, nexthops), this.protocol)
       } catch (err) {
+        if (nexthops) this.nexthopsDue = true
         if (streamed) d.clearMatched!()
         throw err
       }

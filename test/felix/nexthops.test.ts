@@ -100,3 +100,32 @@ t.test('a kernel without nexthop objects (or with them turned off): routes name 
   t.ok(routes.length === 2 && routes.every((r) => r.nhid === undefined))
   await rec.stop()
 })
+
+t.test('a resync brought by a route line reads the routes alone; one brought by a nexthop line reads the objects too', async (t) => {
+  const topo = await createTopology(t)
+  const a = await topo.addNode({ name: 'a', v4: '192.0.2.11/24' })
+  const real = new ExecaRunner()
+  const reads = { objects: 0, routes: 0 }
+  const runner: typeof real = Object.assign(Object.create(real) as typeof real, {
+    run: (cmd: string, args: readonly string[], opts?: Parameters<typeof real.run>[2]) => {
+      if (args.includes('nexthop') && args.includes('show')) reads.objects++
+      if (args.includes('route') && args.includes('show')) reads.routes++
+      return real.run(cmd, args, opts)
+    },
+  })
+  const rec = new RouteReconciler({ runner, netns: a.ns, protocol: PROTO, resyncIntervalMs: 60_000 })
+  t.teardown(() => rec.stop())
+  rec.setDesired(renderDesired(state(), { protocol: PROTO }).routes)
+  t.same((await rec.start()).errors, [])
+  const want = await ourRoutes(a.ns)
+  const before = { ...reads }
+  // A route of felix's protocol that felix did not write: removed at the resync it brings, the objects not read.
+  await execa('ip', ['-n', a.ns, 'route', 'add', '198.18.9.0/26', 'via', '192.0.2.12', 'dev', 'eth0', 'proto', String(PROTO)])
+  t.ok(await waitFor(async () => JSON.stringify(await ourRoutes(a.ns)) === JSON.stringify(want), { timeoutMs: 5000, intervalMs: 50, what: 'the stray route removed' }))
+  t.ok(reads.routes > before.routes, 'the route line brought a read of the routes')
+  t.equal(reads.objects, before.objects, 'and no read of the nexthop objects')
+  // An object deleted by hand: its line brings a read of the objects too, and the routes come back.
+  const nhid = (JSON.parse((await execa('ip', ['-n', a.ns, '-j', 'route', 'show', 'proto', String(PROTO)])).stdout) as { nhid?: number }[]).find((r) => r.nhid !== undefined)!.nhid!
+  await execa('ip', ['-n', a.ns, 'nexthop', 'del', 'id', String(nhid)])
+  t.ok(await waitFor(async () => reads.objects > before.objects && JSON.stringify(await ourRoutes(a.ns)) === JSON.stringify(want), { timeoutMs: 5000, intervalMs: 50, what: 'routes back, the objects read again' }))
+})

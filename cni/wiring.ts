@@ -2,7 +2,7 @@
 // given an rtnetlink port (pinto-node's), makes and removes it through sockets in the two namespaces; the
 // host-side sysctls through /proc/sys/net of the plugin's own netns. What to write is decided in wiring-plan.
 
-import { existsSync, readFileSync, readdirSync, statSync, statfsSync, writeFileSync } from 'node:fs'
+import { existsSync, readFileSync, readdirSync, statSync, statfsSync } from 'node:fs'
 import { writeFile } from 'node:fs/promises'
 import { type Runner, run as defaultRun } from './exec.js'
 import { CniError, ERR } from './spec.js'
@@ -92,6 +92,14 @@ function sysfsShowsOurNetns(): boolean {
     return false
   }
   return sysfsIsOurs
+}
+
+/**
+ * The host side's sysctls, written from libuv's threads: a forwarding switch takes the kernel's lock on links (or
+ * asks to be made again), which must not hold the main thread.
+ */
+async function writeHostSysctls(w: Pick<Wiring, 'hostVeth' | 'v6'>): Promise<void> {
+  for (const [path, value] of hostSysctls(w.hostVeth, w.v6 !== undefined)) await writeFile(`/proc/sys/net/${path}`, value)
 }
 
 /** An rtnetlink socket in one namespace (felix/netns-rtnl.ts NetnsRtnl). */
@@ -192,7 +200,7 @@ export class Dataplane {
       // The pod's ip makes both ends in one step; wait for it (or its end, if it failed).
       while (w !== undefined && !this.hostLinkExists(v.hostVeth) && !podEnded) await new Promise((r) => setTimeout(r, 1))
       if (w === undefined || !this.hostLinkExists(v.hostVeth)) return undefined
-      for (const [path, value] of hostSysctls(w.hostVeth, w.v6 !== undefined)) writeFileSync(`/proc/sys/net/${path}`, value)
+      await writeHostSysctls(w)
       return hostBatch(w)
     })
     const host = this.run('ip', ['-batch', '-'], { input: lines(undefined, hostLines.catch(() => undefined)) })
@@ -258,8 +266,7 @@ export class Dataplane {
     }
     let host: RtnlSession | undefined
     try {
-      // From libuv's threads too: a forwarding switch takes the kernel's lock on links, or asks to be made again.
-      for (const [path, value] of hostSysctls(w.hostVeth, w.v6 !== undefined)) await writeFile(`/proc/sys/net/${path}`, value)
+      await writeHostSysctls(w)
       host = rtnl.open(undefined)
       await host.run(hostOps(w))
       return undefined
@@ -336,7 +343,7 @@ export class Dataplane {
     const pod = await this.inPod(netns, ['-batch', '-'], podRepairBatch(w))
     if (pod.code !== 0) throw new CniError(ERR.io, `repairing ${w.ifname} in ${netns} failed: ${pod.stderr.trim()}`)
     try {
-      for (const [path, value] of hostSysctls(w.hostVeth, w.v6 !== undefined)) writeFileSync(`/proc/sys/net/${path}`, value)
+      await writeHostSysctls(w)
     } catch (err) {
       throw new CniError(ERR.io, `repairing host veth ${w.hostVeth} failed: ${(err as Error).message}`)
     }

@@ -4,6 +4,7 @@
 // settling period, whose CPU is printed too: a node is idle once it has started.
 // Run (root): npx tsc -p . && node scripts/bundle.js && node dist/bench/idle.js [--routes 1000] [--seconds 60] [--settle 15]
 
+import { cpuMsOf } from './proc-cpu.js'
 import { readFileSync } from 'node:fs'
 import { execa } from 'execa'
 import { DemoCluster } from '../agent/demo/cluster.js'
@@ -26,12 +27,6 @@ function prefixes(n: number): string[] {
   return Array.from({ length: n }, (_, i) => `100.64.${i >> 4}.${(i & 15) << 4}/28`)
 }
 
-function cpuTicks(pid: number): number {
-  // Fields after the command name (which may hold spaces): utime and stime are fields 14 and 15.
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-  return Number(f[11]) + Number(f[12])
-}
 
 function rssKb(pid: number, field = 'VmRSS'): number {
   const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
@@ -53,16 +48,15 @@ async function main(): Promise<void> {
       await new Promise((r) => setTimeout(r, 200))
     }
     process.stdout.write(`pinto-node (pid ${pid}) has ${await count()} routes in its kernel from BIRD after ${((Date.now() - t0) / 1000).toFixed(1)} s; settling ${SETTLE} s, then idle for ${SECONDS} s\n`)
-    const hz = Number(String((await execa('getconf', ['CLK_TCK'])).stdout)) || 100
-    const settleTicks = cpuTicks(pid)
+    const settleMs = cpuMsOf(pid)
     const settleStart = process.hrtime.bigint()
     await new Promise((r) => setTimeout(r, SETTLE * 1000))
-    const settleCpu = ((cpuTicks(pid) - settleTicks) / hz / (Number(process.hrtime.bigint() - settleStart) / 1e9)) * 100
+    const settleCpu = ((cpuMsOf(pid) - settleMs) / 1000 / (Number(process.hrtime.bigint() - settleStart) / 1e9)) * 100
     // The anchor beside it: a bare Node.js process waking 4 times a second (as the idle agent does) over the
     // same window. On a VM the cost of a wake-up varies severalfold with the host's load.
     const bare = execa(process.execPath, ['-e', 'setInterval(() => {}, 250)'], { reject: false })
-    const bareTicks0 = bare.pid !== undefined ? cpuTicks(bare.pid) : 0
-    const ticks0 = cpuTicks(pid)
+    const bareMs0 = bare.pid !== undefined ? cpuMsOf(bare.pid) : 0
+    const ms0 = cpuMsOf(pid)
     const start = process.hrtime.bigint()
     let peak = 0
     const end = Date.now() + SECONDS * 1000
@@ -71,8 +65,8 @@ async function main(): Promise<void> {
       await new Promise((r) => setTimeout(r, 1000))
     }
     const elapsed = Number(process.hrtime.bigint() - start) / 1e9
-    const cpu = ((cpuTicks(pid) - ticks0) / hz / elapsed) * 100
-    const bareCpu = bare.pid !== undefined ? ((cpuTicks(bare.pid) - bareTicks0) / hz / elapsed) * 100 : NaN
+    const cpu = ((cpuMsOf(pid) - ms0) / 1000 / elapsed) * 100
+    const bareCpu = bare.pid !== undefined ? ((cpuMsOf(bare.pid) - bareMs0) / 1000 / elapsed) * 100 : NaN
     bare.kill()
     await bare
     const rss = rssKb(pid) / 1024

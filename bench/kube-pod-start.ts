@@ -247,9 +247,10 @@ async function sandboxFailures(c: KubeCluster, prefix: string): Promise<Round['f
 async function profileAgents(c: KubeCluster, nodes: readonly string[], round: number, dir: string): Promise<() => Promise<string[]>> {
   const node26 = join(ROOT, '.cache', 'node-v26.12.1', 'bin', 'node')
   const helpers: { child: ReturnType<typeof spawn>; file: string; done: Promise<void> }[] = []
+  const procs = [...snapshot().values()]
   for (const n of c.nodes.filter((x) => nodes.includes(x.spec.name))) {
     const netns = `net:[${statSync(join('/run/netns', n.spec.ns)).ino}]`
-    const agent = [...snapshot().values()].find((p) => p.netns === netns && (p.comm === 'node' || p.comm === 'node-MainThread') && readFileSync(`/proc/${p.pid}/cmdline`, 'utf8').includes('pinto-node'))
+    const agent = procs.find((p) => p.netns === netns && (p.comm === 'node' || p.comm === 'node-MainThread') && readFileSync(`/proc/${p.pid}/cmdline`, 'utf8').includes('pinto-node'))
     if (agent === undefined) throw new Error(`--profile-agent: no pinto-node process in ${n.spec.name}'s namespace`)
     process.kill(agent.pid, 'SIGUSR1')
     const file = join(dir, `pinto-node-${n.spec.name}-round${round + 1}.cpuprofile`)
